@@ -1,0 +1,122 @@
+# corral: the one build. Every library through pkg-config; strict warnings are errors.
+#   make            build/corral
+#   make test       every test (unit, end-to-end, hostile sandboxes); ends with "N passed, N failed"
+#   make test-asan  the same suite against an AddressSanitizer + UndefinedBehaviorSanitizer build
+#   make deps       apt-get the Debian packages that are missing
+#   make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)
+#   make bench      the side-by-side benchmarks in bench/
+#   make demo       the README's main job
+#   make install    PREFIX=/usr/local
+
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
+DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
+             libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
+# Tools the tests and benchmarks use (peers for benchmarks; iproute2 for namespace checks).
+DEB_TOOLS := bubblewrap util-linux iproute2 procps
+
+CC      ?= cc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+SAN     ?=
+
+ifeq ($(SAN),1)
+BUILD   := build/asan
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wno-unused-parameter -Wpointer-arith -Wvla -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(SANFLAGS) -MMD -MP
+LDFLAGS += $(SANFLAGS)
+LDLIBS  := $(PKG_LIBS) -lm
+
+LIB_SRC := $(sort $(wildcard common/*.c sandbox/*.c policy/*.c tools/*.c supervisor/*.c))
+LIB_SRC := $(filter-out supervisor/main.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB     := $(BUILD)/libcorral.a
+CORRAL  := $(BUILD)/corral
+
+UNIT_SRC    := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
+# Programs that run INSIDE sandboxes (hostile probes, test agents): plain builds, no sanitizer
+# runtime, so what they observe is the sandbox and not ASan's own needs.
+HOSTILE_SRC := $(sort $(wildcard tests/hostile/*.c))
+HOSTILE_BIN := $(HOSTILE_SRC:tests/hostile/%.c=build/tests/hostile/%)
+AGENT_SRC   := $(sort $(wildcard tests/agents/*.c examples/agents/*.c))
+AGENT_BIN   := $(patsubst %.c,build/%,$(AGENT_SRC))
+SDK_SRC     := $(wildcard sdk/*.c)
+FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+FUZZ_SECONDS ?= 30
+
+.PHONY: all test test-asan test-build deps fuzz bench demo install clean check-deps
+all: check-deps $(CORRAL)
+
+check-deps:
+	@pkg-config --exists $(PKGS) || { echo "corral: missing libraries: $$(for p in $(PKGS); do pkg-config --exists $$p || printf '%s ' $$p; done)- run 'make deps' (as root) to install them with apt-get" >&2; exit 1; }
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CORRAL): $(BUILD)/obj/supervisor/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs cmocka)
+
+build/tests/hostile/%: tests/hostile/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I. -o $@ $< $(if $(findstring seccomp,$*),-lseccomp)
+
+build/tests/agents/% build/examples/agents/%: AGENT_LIBS = $(shell pkg-config --libs libcjson)
+build/%: %.c $(SDK_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I. -Isdk $(shell pkg-config --cflags libcjson) -o $@ $< $(SDK_SRC) $(AGENT_LIBS)
+
+test-build: all $(UNIT_BIN) $(HOSTILE_BIN) $(AGENT_BIN)
+
+test: test-build
+	@CORRAL=$(abspath $(CORRAL)) BUILD=$(abspath $(BUILD)) sh tests/run.sh
+
+test-asan:
+	$(MAKE) SAN=1 test
+
+deps:
+	@missing=""; for p in $(DEB_PKGS) $(DEB_TOOLS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "all build and test packages are installed"; fi
+
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm
+
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
+	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
+	  echo "== $$n for $(FUZZ_SECONDS)s"; $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus-$$n $$seeds 2>&1 | tail -3 || exit 1; done
+
+bench: test-build
+	@CORRAL=$(abspath $(CORRAL)) sh bench/run.sh
+
+demo: all
+	@CORRAL=$(abspath $(CORRAL)) sh examples/demo.sh
+
+install: all
+	install -D -m 0755 $(CORRAL) $(DESTDIR)$(PREFIX)/bin/corral
+	install -D -m 0644 docs/corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/corral.1
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

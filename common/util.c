@@ -1,0 +1,210 @@
+/* common/util.c: see util.h. */
+#include "util.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+int cerr_set(struct cerr *e, int code, const char *fmt, ...)
+{
+    if (code > 0)
+        code = -code;
+    if (code == 0)
+        code = -EIO;
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        va_end(ap);
+        e->code = code;
+    }
+    return code;
+}
+
+void cerr_prefix(struct cerr *e, const char *fmt, ...)
+{
+    if (!e)
+        return;
+    char pre[256], old[sizeof(e->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof(pre), fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof(old));
+    size_t pl = strnlen(pre, sizeof(pre));
+    memcpy(e->msg, pre, pl);
+    size_t ol = strnlen(old, sizeof(e->msg) - 1 - pl);
+    memcpy(e->msg + pl, old, ol);
+    e->msg[pl + ol] = '\0';
+}
+
+void die(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof(buf) - 2)
+        n = (int)sizeof(buf) - 2;
+    buf[n++] = '\n';
+    (void)!write(2, "corral: ", 8);
+    (void)!write(2, buf, (size_t)n);
+    _exit(125);
+}
+
+int util_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s < '0' || *s > '9')
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (*end)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int util_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -ERANGE;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -EINVAL;
+    }
+    if (shift && (*end == 'i' || *end == 'I'))
+        end++;
+    if (shift && (*end == 'b' || *end == 'B'))
+        end++;
+    if (*end)
+        return -EINVAL;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -ERANGE;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int util_parse_seconds(const char *s, double *out)
+{
+    if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '.'))
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (strcmp(end, "ms") == 0)
+        v /= 1000.0;
+    else if (strcmp(end, "s") == 0 || *end == '\0')
+        ;
+    else if (strcmp(end, "m") == 0)
+        v *= 60.0;
+    else if (strcmp(end, "h") == 0)
+        v *= 3600.0;
+    else
+        return -EINVAL;
+    if (!isfinite(v) || v <= 0 || v > 365.0 * 86400.0)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+int util_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+ssize_t util_read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+int util_write_fileat(int dirfd, const char *name, const char *s)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    /* Control files take one write; a short or failed write is the kernel refusing the value. */
+    ssize_t n = write(fd, s, strlen(s));
+    int r = n < 0 ? -errno : ((size_t)n == strlen(s) ? 0 : -EIO);
+    close(fd);
+    return r;
+}
+
+int util_write_file(const char *path, const char *s) { return util_write_fileat(AT_FDCWD, path, s); }
+
+int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap)
+{
+    if (cap == 0)
+        return -EINVAL;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = util_read_all(fd, buf, cap - 1);
+    close(fd);
+    if (n < 0)
+        return (int)n;
+    buf[n] = '\0';
+    return 0;
+}
+
+int util_read_file(const char *path, char *buf, size_t cap) { return util_read_fileat(AT_FDCWD, path, buf, cap); }
+
+char *util_printf(const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
+}
+
+double util_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
