@@ -124,12 +124,12 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 o->prof.net = SANDBOX_NET_NONE;
             else if (!strcmp(optarg, "loopback"))
                 o->prof.net = SANDBOX_NET_LOOPBACK;
-            /* Internet sockets only where there is a network to use them on. */
-            o->prof.seccomp.network = o->prof.net != SANDBOX_NET_NONE;
             else {
                 fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
                 return -1;
             }
+            /* Internet sockets only where there is a network to use them on. */
+            o->prof.seccomp.network = o->prof.net != SANDBOX_NET_NONE;
             break;
         case O_MEMORY:
         case O_TMP:
