@@ -61,6 +61,8 @@ static int idmap_userns(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_g
     pid_t pid = fork();
     if (pid == 0) {
         char c = 0;
+        close(go[1]); /* so the read below ends when the parent closes its end */
+        close(ready[0]);
         int ok = unshare(CLONE_NEWUSER) == 0;
         (void)!write(ready[1], ok ? "1" : "0", 1);
         (void)!read(go[0], &c, 1);
@@ -337,23 +339,6 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
     CHECK(mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"),
           "root: cannot mount the root tmpfs: %s", strerror(errno));
 
-    for (size_t i = 0; i < plan->n; i++) {
-        const struct root_entry *e = &plan->e[i];
-        snprintf(path, sizeof(path), NEWROOT "%s", e->inside);
-        if (e->link) {
-            int r = make_target(path, true); /* parents */
-            (void)r;
-            rmdir(path);
-            CHECK(symlink(e->link, path), "root: symlink %s: %s", e->inside, strerror(errno));
-            continue;
-        }
-        int r = make_target(path, e->is_dir);
-        if (r < 0)
-            return cerr_set(err, r, "root: cannot create the mount point %s: %s", e->inside, strerror(-r));
-        CHECK(move_mount(e->fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH),
-              "root: cannot attach %s: %s", e->inside, strerror(errno));
-    }
-
     snprintf(path, sizeof(path), NEWROOT "/proc");
     CHECK(mkdir(path, 0555), "root: mkdir /proc: %s", strerror(errno));
     CHECK(mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=0"),
@@ -406,6 +391,24 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
     if (w == 0) { snprintf(path, sizeof(path), NEWROOT "/etc/hostname"); w = write_small(path, p->hostname ? p->hostname : "corral"); }
     if (w < 0)
         return cerr_set(err, w, "root: cannot write %s: %s", path, strerror(-w));
+
+    /* Binds last, so one beneath /tmp or /etc lands on top of the fresh mounts above. */
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct root_entry *e = &plan->e[i];
+        snprintf(path, sizeof(path), NEWROOT "%s", e->inside);
+        if (e->link) {
+            int r = make_target(path, true); /* parents */
+            (void)r;
+            rmdir(path);
+            CHECK(symlink(e->link, path), "root: symlink %s: %s", e->inside, strerror(errno));
+            continue;
+        }
+        int r = make_target(path, e->is_dir);
+        if (r < 0)
+            return cerr_set(err, r, "root: cannot create the mount point %s: %s", e->inside, strerror(-r));
+        CHECK(move_mount(e->fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH),
+              "root: cannot attach %s: %s", e->inside, strerror(errno));
+    }
 
     /* Nothing may be created in / itself. */
     CHECK(mount(NULL, NEWROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL),

@@ -290,7 +290,7 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
  * depends only on the seccomp profile, libseccomp's version and this file's rules, so it is
  * cached under a root-only directory, keyed by a BLAKE2b hash of exactly those inputs. */
 #define CACHE_DIR "/run/corral/seccomp"
-#define FILTER_FORMAT "corral-seccomp-3" /* bump when the rules above change */
+#define FILTER_FORMAT "corral-seccomp-4" /* bump when the rules above change */
 
 static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex[65])
 {
@@ -380,7 +380,7 @@ static void build_extra(struct seccomp_prog *out, bool exec_restricted, const vo
     EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
     EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)); /* other ABIs: the main filter refuses */
     EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 5)); /* not ioctl: past its 5 */
     EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])));
     EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0));
     EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1));
