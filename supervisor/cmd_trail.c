@@ -30,7 +30,7 @@ static const char query_usage[] =
     "  --until TIME     only entries at or before TIME\n"
     "  --limit N        at most N entries (the first N that match)\n"
     "  --json           one JSON object per line: seq, id, timestamp, ts_us, workspace, actor,\n"
-    "                   type, body, local_seq, local_prev, local_hash, prev_hash, hash\n"
+    "                   type, body, local_seq, local_prev, prev_hash, hash\n"
     "  --follow         after the entries present, keep printing new ones as a writer commits\n"
     "                   them, until interrupted (SIGINT or SIGTERM)\n"
     "\n"

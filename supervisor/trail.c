@@ -228,83 +228,74 @@ int trail_canonical_json(const cJSON *j, struct tbuf *out)
 
 /* ---- hash chain ----------------------------------------------------------------------------- */
 
-static void put_u64(uint8_t *p, uint64_t v)
+static void enc_u64(struct tbuf *b, uint64_t v)
 {
+    uint8_t *p = b->p + b->len;
     for (int i = 7; i >= 0; i--) {
         p[i] = (uint8_t)v;
         v >>= 8;
     }
-}
-
-static void enc_u64(struct tbuf *b, uint64_t v)
-{
-    put_u64(b->p + b->len, v);
     b->len += 8;
 }
 
 static void enc_lp(struct tbuf *b, const void *s, size_t n)
 {
-    enc_u64(b, n);
+    uint8_t *p = b->p + b->len;
+    p[0] = (uint8_t)(n >> 24);
+    p[1] = (uint8_t)(n >> 16);
+    p[2] = (uint8_t)(n >> 8);
+    p[3] = (uint8_t)n;
     if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
+        memcpy(p + 4, s, n);
+    b->len += 4 + n;
 }
 
-static void enc_opt(struct tbuf *b, const void *s, size_t n)
+static void enc_hash_opt(struct tbuf *b, const uint8_t *h)
 {
-    if (!s) {
-        b->p[b->len++] = 0;
-        return;
+    b->p[b->len++] = h ? 1 : 0;
+    if (h) {
+        memcpy(b->p + b->len, h, TRAIL_HASH_LEN);
+        b->len += TRAIL_HASH_LEN;
     }
-    b->p[b->len++] = 1;
-    enc_lp(b, s, n);
 }
 
-static const char tag_entry[] = "corral.trail.entry.v1";
-static const char tag_local[] = "corral.trail.local.v1";
-static const char tag_global[] = "corral.trail.global.v1";
-
-int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f,
-                     uint8_t local_hash[TRAIL_HASH_LEN], uint8_t hash[TRAIL_HASH_LEN])
+/* The entry's own fields, C in docs/trail.md. */
+static void enc_content(struct tbuf *b, const struct trail_fields *f)
 {
-    /* Every size below is bounded by what SQLite can hold (< 2^31), so the sum cannot wrap. */
-    size_t need = sizeof(tag_entry) + 6 * 9 + f->id_len + f->ws_len + f->actor_len +
-                  f->type_len + f->body_len + 64;
+    enc_lp(b, f->id, f->id_len);
+    enc_u64(b, (uint64_t)f->ts_us);
+    b->p[b->len++] = f->workspace ? 1 : 0;
+    if (f->workspace)
+        enc_lp(b, f->workspace, f->ws_len);
+    enc_lp(b, f->actor, f->actor_len);
+    enc_lp(b, f->type, f->type_len);
+    enc_lp(b, f->body, f->body_len);
+}
+
+static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
+
+int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
+{
+    /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
+     * 1 GB), and the sum below cannot wrap for the same reason. */
+    if (f->id_len > UINT32_MAX || f->ws_len > UINT32_MAX || f->actor_len > UINT32_MAX ||
+        f->type_len > UINT32_MAX || f->body_len > UINT32_MAX)
+        return -E2BIG;
+    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 +
+                  f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len;
     scratch->len = 0;
     int r = tbuf_reserve(scratch, need);
     if (r < 0)
         return r;
-    uint8_t d[TRAIL_HASH_LEN];
-    memcpy(scratch->p, tag_entry, sizeof(tag_entry));
-    scratch->len = sizeof(tag_entry);
-    enc_lp(scratch, f->id, f->id_len);
-    enc_u64(scratch, (uint64_t)f->ts_us);
-    enc_opt(scratch, f->workspace, f->ws_len);
-    enc_lp(scratch, f->actor, f->actor_len);
-    enc_lp(scratch, f->type, f->type_len);
-    enc_lp(scratch, f->body, f->body_len);
-    crypto_generichash(d, sizeof(d), scratch->p, scratch->len, NULL, 0);
-
-    uint8_t small[128];
-    struct tbuf s = {small, 0, sizeof(small)};
-    if (f->workspace) {
-        memcpy(s.p, tag_local, sizeof(tag_local));
-        s.len = sizeof(tag_local);
-        enc_opt(&s, f->local_prev, TRAIL_HASH_LEN);
-        enc_u64(&s, f->local_seq);
-        memcpy(s.p + s.len, d, sizeof(d));
-        s.len += sizeof(d);
-        crypto_generichash(local_hash, TRAIL_HASH_LEN, s.p, s.len, NULL, 0);
-    }
-    s.len = 0;
-    memcpy(s.p, tag_global, sizeof(tag_global));
-    s.len = sizeof(tag_global);
-    enc_opt(&s, f->prev_hash, TRAIL_HASH_LEN);
-    enc_u64(&s, f->seq);
-    memcpy(s.p + s.len, d, sizeof(d));
-    s.len += sizeof(d);
-    enc_opt(&s, f->workspace ? local_hash : NULL, TRAIL_HASH_LEN);
-    crypto_generichash(hash, TRAIL_HASH_LEN, s.p, s.len, NULL, 0);
+    struct tbuf *b = scratch;
+    memcpy(b->p, tag_entry, sizeof(tag_entry));
+    b->len = sizeof(tag_entry);
+    enc_hash_opt(b, f->prev_hash);
+    enc_u64(b, f->seq);
+    enc_hash_opt(b, f->local_prev);
+    enc_u64(b, f->local_seq);
+    enc_content(b, f);
+    crypto_generichash(hash, TRAIL_HASH_LEN, b->p, b->len, NULL, 0);
     return 0;
 }
 
@@ -391,7 +382,6 @@ static const char schema_sql[] =
     " body TEXT NOT NULL,"
     " local_seq INTEGER,"
     " local_prev BLOB,"
-    " local_hash BLOB,"
     " prev_hash BLOB,"
     " hash BLOB NOT NULL);"
     "CREATE INDEX entries_workspace ON entries(workspace);"
@@ -530,10 +520,10 @@ static int load_ws_head(struct trail *t, struct trail_wshead *h, struct cerr *er
         const void *lh = sqlite3_column_blob(st, 1);
         if (sqlite3_column_bytes(st, 1) != TRAIL_HASH_LEN || !lh) {
             sqlite3_reset(st);
-            return cerr_set(err, EIO, "trail %s: the last entry of workspace '%s' has no valid local hash; run 'corral trail verify --db %s'",
+            return cerr_set(err, EIO, "trail %s: the last entry of workspace '%s' has no valid hash; run 'corral trail verify --db %s'",
                             t->path, h->name, t->path);
         }
-        memcpy(h->local_hash, lh, TRAIL_HASH_LEN);
+        memcpy(h->last_hash, lh, TRAIL_HASH_LEN);
         rc = SQLITE_DONE;
     }
     sqlite3_reset(st);
@@ -598,11 +588,11 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         .actor = actor, .actor_len = strlen(actor), .type = type, .type_len = strlen(type),
         .body = (const char *)t->body.p, .body_len = t->body.len,
         .local_seq = h ? h->local_seq + 1 : 0,
-        .local_prev = (h && h->local_seq) ? h->local_hash : NULL,
+        .local_prev = (h && h->local_seq) ? h->last_hash : NULL,
         .prev_hash = seq > 1 ? t->head : NULL,
     };
-    uint8_t lh[TRAIL_HASH_LEN], gh[TRAIL_HASH_LEN];
-    if ((r = trail_hash_entry(&t->scratch, &f, lh, gh)) < 0)
+    uint8_t gh[TRAIL_HASH_LEN];
+    if ((r = trail_hash_entry(&t->scratch, &f, gh)) < 0)
         return cerr_set(err, r, "trail: out of memory");
 
     sqlite3_stmt *st = t->ins_entry;
@@ -616,23 +606,19 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     sqlite3_bind_text(st, 5, actor, (int)f.actor_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, type, (int)f.type_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, f.body, (int)f.body_len, SQLITE_STATIC);
-    if (h) {
+    if (h)
         sqlite3_bind_int64(st, 8, (sqlite3_int64)f.local_seq);
-        if (f.local_prev)
-            sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 9);
-        sqlite3_bind_blob(st, 10, lh, TRAIL_HASH_LEN, SQLITE_STATIC);
-    } else {
-        sqlite3_bind_null(st, 8);
-        sqlite3_bind_null(st, 9);
-        sqlite3_bind_null(st, 10);
-    }
-    if (f.prev_hash)
-        sqlite3_bind_blob(st, 11, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
     else
-        sqlite3_bind_null(st, 11);
-    sqlite3_bind_blob(st, 12, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
+        sqlite3_bind_null(st, 8);
+    if (f.local_prev)
+        sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    if (f.prev_hash)
+        sqlite3_bind_blob(st, 10, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_blob(st, 11, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
     int rc = step_done(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_OK) {
@@ -644,7 +630,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     memcpy(t->head, gh, sizeof(gh));
     if (h) {
         h->local_seq = f.local_seq;
-        memcpy(h->local_hash, lh, sizeof(lh));
+        memcpy(h->last_hash, gh, sizeof(gh));
     }
     t->pending++;
     if (seq_out)
@@ -877,9 +863,9 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     if ((r = prepare(t, "BEGIN IMMEDIATE", &t->begin, err)) < 0 ||
         (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
-        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &t->ins_entry, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
         (r = prepare(t, "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?1, ?2, ?3)", &t->ins_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT local_seq, local_hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0)
+        (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);
     if (fresh) {

@@ -85,8 +85,8 @@ struct trail_entry {
     const char *body;          /* canonical JSON object text */
     size_t body_len;
     uint64_t local_seq;        /* position in the workspace's local chain (1-based); 0 if none */
-    const uint8_t *local_prev; /* NULL for a workspace's first entry and system-level entries */
-    const uint8_t *local_hash; /* NULL for system-level entries */
+    const uint8_t *local_prev; /* hash of the workspace's previous entry; NULL for its first entry
+                                * and for system-level entries */
     const uint8_t *prev_hash;  /* NULL for the first entry */
     const uint8_t *hash;
 };

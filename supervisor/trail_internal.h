@@ -11,7 +11,7 @@
 #define TRAIL_APPLICATION_ID 0x63726c74
 
 /* The columns every reader selects, in this order (trail_row_entry reads them). */
-#define TRAIL_COLS "seq, id, ts, workspace, actor, type, body, local_seq, local_prev, local_hash, prev_hash, hash"
+#define TRAIL_COLS "seq, id, ts, workspace, actor, type, body, local_seq, local_prev, prev_hash, hash"
 
 /* A growable byte buffer. */
 struct tbuf {
@@ -27,11 +27,14 @@ void tbuf_free(struct tbuf *b);
  * value JSON cannot carry (raw text, a key-less member, nesting deeper than 1000), -ENOMEM. */
 int trail_canonical_json(const cJSON *j, struct tbuf *out);
 
-/* The chain (docs/trail.md, "Hashes"). All integers big-endian, all strings length-prefixed:
- *   d          = H("corral.trail.entry.v1\0" | lp(id) | u64(ts) | opt(workspace) | lp(actor) | lp(type) | lp(body))
- *   local_hash = H("corral.trail.local.v1\0" | opt(local_prev) | u64(local_seq) | d)      (workspace entries)
- *   hash       = H("corral.trail.global.v1\0" | opt(prev_hash) | u64(seq) | d | opt(local_hash))
- * where lp(s) = u64(len) | s and opt(x) = 0x00 when absent, 0x01 | lp(x) when present. */
+/* The chains (docs/trail.md, "Hashes"): one hash per entry, H = BLAKE2b-256, big-endian integers,
+ *   hash = H("crlt.entry.v1\0" | hopt(prev_hash) | u64(seq) | hopt(local_prev) | u64(local_seq) |
+ *            lp(id) | u64(ts) | opt(workspace) | lp(actor) | lp(type) | lp(body))
+ * where lp(s) = u32(len) | s, opt(s) = 0x00 or 0x01 | lp(s), hopt(h) = 0x00 or 0x01 | h (32 bytes).
+ * prev_hash is the hash of entry seq-1 (the global chain); local_prev is the hash of the previous
+ * entry of the same workspace (its local chain, local_seq = 1, 2, ...; both absent for
+ * system-level entries). Each entry's hash covers both links, so the local chains are anchored
+ * in the global one and either chain can be checked on its own. */
 struct trail_fields {
     uint64_t seq;
     const char *id;
@@ -49,17 +52,20 @@ struct trail_fields {
     const uint8_t *local_prev; /* NULL: none */
     const uint8_t *prev_hash;  /* NULL: none */
 };
-/* Fills local_hash (only when f->workspace) and hash. scratch is reused between calls. */
-int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f,
-                     uint8_t local_hash[TRAIL_HASH_LEN], uint8_t hash[TRAIL_HASH_LEN]);
+/* Fills hash. scratch is reused between calls. */
+int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN]);
 
 /* Per-workspace head of the local chain, in a small open-addressing table keyed by name. */
 struct trail_wshead {
     char *name; /* NULL: empty slot */
     size_t len;
     uint64_t key;
-    uint64_t local_seq;
-    uint8_t local_hash[TRAIL_HASH_LEN];
+    uint64_t local_seq;              /* of the workspace's last entry */
+    uint8_t last_hash[TRAIL_HASH_LEN]; /* hash of the workspace's last entry */
+    /* verify only: the workspace's first entry within one range of the scan */
+    uint64_t first_seq, first_local_seq;
+    bool first_has_prev;
+    uint8_t first_local_prev[TRAIL_HASH_LEN];
 };
 struct trail_wsmap {
     struct trail_wshead *slots;

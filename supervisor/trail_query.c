@@ -109,9 +109,8 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e)
     e->body_len = (size_t)sqlite3_column_bytes(st, 6);
     e->local_seq = (uint64_t)sqlite3_column_int64(st, 7);
     e->local_prev = col_hash(st, 8);
-    e->local_hash = col_hash(st, 9);
-    e->prev_hash = col_hash(st, 10);
-    e->hash = col_hash(st, 11);
+    e->prev_hash = col_hash(st, 9);
+    e->hash = col_hash(st, 10);
     if (!e->id)
         e->id = "";
     if (!e->actor)
@@ -251,8 +250,8 @@ cJSON *trail_entry_to_json(const struct trail_entry *e)
         cJSON_Delete(o);
         return NULL;
     }
-    if (!(e->local_hash ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq) : cJSON_AddNullToObject(o, "local_seq")) ||
-        !add_hash(o, "local_prev", e->local_prev) || !add_hash(o, "local_hash", e->local_hash) ||
+    if (!(e->workspace ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq) : cJSON_AddNullToObject(o, "local_seq")) ||
+        !add_hash(o, "local_prev", e->local_prev) ||
         !add_hash(o, "prev_hash", e->prev_hash) || !add_hash(o, "hash", e->hash)) {
         cJSON_Delete(o);
         return NULL;

@@ -2,157 +2,330 @@
  * streamed pass over the entries in sequence order, then check every blob against its hash. */
 #include "supervisor/trail_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <sodium.h>
 
-struct verify {
+/* The sequence 1..N is cut into one contiguous range per CPU (at most 4); each thread streams
+ * its range in sequence order over its own read-only connection, with one prepared statement,
+ * recomputing every hash and checking every link inside the range. The links that cross a range
+ * boundary (prev_hash, timestamps, each workspace's local chain) are stitched afterwards, in
+ * order. Rows are append-only, so the ranges read the same committed entries 1..N even while a
+ * writer appends. The first bad entry is the lowest sequence any check flagged. */
+
+#define RANGES_MAX 4
+#define RANGE_MIN 50000 /* below this many entries per range, threads are not worth it */
+
+struct vrange {
     const char *path;
-    struct tbuf scratch;
+    uint64_t lo, hi; /* inclusive */
+    sqlite3 *db;
     struct trail_wsmap ws;
+    struct tbuf scratch;
+    /* found */
+    uint64_t bad_seq;
+    int code; /* 0 ok, 1 a bad entry at bad_seq, < 0 an error */
+    char why[512];
+    /* for stitching */
+    uint8_t first_prev[TRAIL_HASH_LEN], last_hash[TRAIL_HASH_LEN];
+    int64_t first_ts, last_ts;
 };
 
-__attribute__((format(printf, 4, 5)))
-static int bad(struct cerr *err, uint64_t *bad_seq, uint64_t seq, const char *fmt, ...)
+__attribute__((format(printf, 3, 4)))
+static void bad(struct vrange *v, uint64_t seq, const char *fmt, ...)
 {
-    *bad_seq = seq;
-    char why[512];
+    if (v->code && (v->code < 0 || v->bad_seq <= seq))
+        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    vsnprintf(v->why, sizeof(v->why), fmt, ap);
     va_end(ap);
-    cerr_set(err, EBADMSG, "entry %llu: %s", (unsigned long long)seq, why);
-    return 1;
+    v->bad_seq = seq;
+    v->code = 1;
 }
 
 static bool same(const uint8_t *a, const uint8_t *b)
 {
     if (!a || !b)
         return a == b;
-    return sodium_memcmp(a, b, TRAIL_HASH_LEN) == 0;
+    return memcmp(a, b, TRAIL_HASH_LEN) == 0;
 }
 
-/* A hash column holds NULL or exactly 32 bytes; anything else is damage. */
+/* A hash column holds NULL or exactly 32 bytes; anything else is damage. (Few calls into SQLite
+ * per column is most of what makes the scan fast: a NULL comes back as a NULL pointer.) */
 static bool hash_col(sqlite3_stmt *st, int i, const uint8_t **out)
 {
-    int t = sqlite3_column_type(st, i);
-    if (t == SQLITE_NULL) {
-        *out = NULL;
-        return true;
-    }
     *out = sqlite3_column_blob(st, i);
-    return t == SQLITE_BLOB && sqlite3_column_bytes(st, i) == TRAIL_HASH_LEN;
+    return !*out || sqlite3_column_bytes(st, i) == TRAIL_HASH_LEN;
 }
 
-static int verify_entries(struct verify *v, sqlite3 *db, uint64_t *count, uint64_t *bad_seq, struct cerr *err)
+/* Text through sqlite3_column_blob: the bytes in place, without the copy column_text makes to
+ * add a NUL (every length is explicit here). NULL for SQL NULL and for an empty string, which no
+ * column of a sound entry holds. */
+static const char *col_bytes(sqlite3_stmt *st, int i, size_t *len)
 {
+    const char *p = sqlite3_column_blob(st, i);
+    *len = p ? (size_t)sqlite3_column_bytes(st, i) : 0;
+    return p;
+}
+
+/* One row: every check that needs only this row and the ones before it in the range. */
+static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const uint8_t *prev, int64_t last_ts)
+{
+    struct trail_fields f = {.seq = (uint64_t)sqlite3_column_int64(st, 0)};
+    if (f.seq != expect) {
+        if (f.seq > expect)
+            bad(v, expect, "is missing: the sequence jumps from %llu to %llu (rows deleted)",
+                (unsigned long long)expect - 1, (unsigned long long)f.seq);
+        else
+            bad(v, expect, "is out of order: sequence %llu follows %llu", (unsigned long long)f.seq,
+                (unsigned long long)expect - 1);
+        return false;
+    }
+    const uint8_t *local_prev, *prev_hash, *hash;
+    if (!hash_col(st, 8, &local_prev) || !hash_col(st, 9, &prev_hash) || !hash_col(st, 10, &hash) || !hash) {
+        bad(v, f.seq, "a hash column is not a 32-byte hash");
+        return false;
+    }
+    f.id = col_bytes(st, 1, &f.id_len);
+    f.ts_us = sqlite3_column_int64(st, 2);
+    f.workspace = col_bytes(st, 3, &f.ws_len);
+    f.actor = col_bytes(st, 4, &f.actor_len);
+    f.type = col_bytes(st, 5, &f.type_len);
+    f.body = col_bytes(st, 6, &f.body_len);
+    if (!f.id || !f.actor || !f.type || !f.body) {
+        bad(v, f.seq, "a required column is NULL or empty");
+        return false;
+    }
+    f.local_seq = (uint64_t)sqlite3_column_int64(st, 7);
+    f.local_prev = local_prev;
+    f.prev_hash = prev_hash;
+    char type[64];
+    if (f.type_len >= sizeof(type) || memchr(f.type, 0, f.type_len)) {
+        bad(v, f.seq, "has an unknown event type");
+        return false;
+    }
+    memcpy(type, f.type, f.type_len);
+    type[f.type_len] = '\0';
+    if (!prev_hash != (f.seq == 1) || (prev && !same(prev_hash, prev))) {
+        bad(v, f.seq, "%s", f.seq > 1 ? "prev_hash does not match the hash of the entry before it (changed prev_hash or hash, or entries reordered or replaced)"
+                                       : "the first entry must have no prev_hash");
+        return false;
+    }
+    if (prev && f.ts_us <= last_ts) {
+        bad(v, f.seq, "its timestamp is not after the previous entry's");
+        return false;
+    }
+    if (!trail_event_known(type)) {
+        bad(v, f.seq, "has an unknown event type '%s'", type);
+        return false;
+    }
+    struct trail_wshead *h = NULL;
+    if (f.workspace) {
+        bool created;
+        h = trail_wsmap_get(&v->ws, f.workspace, f.ws_len, &created);
+        if (!h) {
+            v->code = -ENOMEM;
+            snprintf(v->why, sizeof(v->why), "trail verify: out of memory");
+            return false;
+        }
+        if (sqlite3_column_type(st, 7) != SQLITE_INTEGER || f.local_seq < 1 || !local_prev != (f.local_seq == 1)) {
+            bad(v, f.seq, "its local chain fields in workspace '%.200s' are inconsistent", h->name);
+            return false;
+        }
+        if (created) { /* its predecessor, if any, is in an earlier range: stitched later */
+            h->first_seq = f.seq;
+            h->first_local_seq = f.local_seq;
+            h->first_has_prev = local_prev != NULL;
+            if (local_prev)
+                memcpy(h->first_local_prev, local_prev, TRAIL_HASH_LEN);
+        } else if (f.local_seq != h->local_seq + 1 || !same(local_prev, h->last_hash)) {
+            bad(v, f.seq, "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a workspace entry deleted, moved or changed)", h->name);
+            return false;
+        }
+    } else if (local_prev || sqlite3_column_type(st, 7) != SQLITE_NULL) {
+        bad(v, f.seq, "a system-level entry carries local-chain fields");
+        return false;
+    }
+    uint8_t gh[TRAIL_HASH_LEN];
+    if (trail_hash_entry(&v->scratch, &f, gh) < 0) {
+        v->code = -ENOMEM;
+        snprintf(v->why, sizeof(v->why), "trail verify: out of memory");
+        return false;
+    }
+    if (!same(gh, hash)) {
+        bad(v, f.seq, "hash does not match its contents (changed body, fields or hash)");
+        return false;
+    }
+    if (h) {
+        h->local_seq = f.local_seq;
+        memcpy(h->last_hash, hash, TRAIL_HASH_LEN);
+    }
+    return true;
+}
+
+static void *verify_range(void *arg)
+{
+    struct vrange *v = arg;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT " TRAIL_COLS " FROM entries ORDER BY seq", -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return cerr_set(err, EIO, "trail %s cannot be read: %s", v->path, sqlite3_errmsg(db));
-    uint64_t expect = 1;
-    int64_t last_ts = INT64_MIN;
-    uint8_t prev[TRAIL_HASH_LEN];
-    int ret = 0;
+    int rc = sqlite3_prepare_v2(v->db, "SELECT " TRAIL_COLS " FROM entries WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        v->code = -EIO;
+        snprintf(v->why, sizeof(v->why), "trail %s cannot be read: %s", v->path, sqlite3_errmsg(v->db));
+        return NULL;
+    }
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)v->lo);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)v->hi);
+    uint64_t expect = v->lo;
+    const uint8_t *prev = NULL;
+    int64_t last_ts = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
-        if (seq != expect) {
-            char why[160];
-            if (seq > expect)
-                snprintf(why, sizeof(why), "is missing: the sequence jumps from %llu to %llu (rows deleted)",
-                         (unsigned long long)expect - 1, (unsigned long long)seq);
-            else
-                snprintf(why, sizeof(why), "is out of order: sequence %llu follows %llu", (unsigned long long)seq,
-                         (unsigned long long)expect - 1);
-            ret = bad(err, bad_seq, expect, "%s", why);
+        if (!check_row(v, st, expect, prev, last_ts))
             break;
+        /* keep this row's hash and time for the next row; the first row's for stitching */
+        memcpy(v->last_hash, sqlite3_column_blob(st, 10), TRAIL_HASH_LEN);
+        last_ts = v->last_ts = sqlite3_column_int64(st, 2);
+        if (expect == v->lo) {
+            v->first_ts = last_ts;
+            if (sqlite3_column_type(st, 9) == SQLITE_BLOB)
+                memcpy(v->first_prev, sqlite3_column_blob(st, 9), TRAIL_HASH_LEN);
         }
-        struct trail_fields f = {.seq = seq};
-        f.id = (const char *)sqlite3_column_text(st, 1);
-        f.id_len = (size_t)sqlite3_column_bytes(st, 1);
-        f.ts_us = sqlite3_column_int64(st, 2);
-        f.workspace = (const char *)sqlite3_column_text(st, 3);
-        f.ws_len = (size_t)sqlite3_column_bytes(st, 3);
-        f.actor = (const char *)sqlite3_column_text(st, 4);
-        f.actor_len = (size_t)sqlite3_column_bytes(st, 4);
-        f.type = (const char *)sqlite3_column_text(st, 5);
-        f.type_len = (size_t)sqlite3_column_bytes(st, 5);
-        f.body = (const char *)sqlite3_column_text(st, 6);
-        f.body_len = (size_t)sqlite3_column_bytes(st, 6);
-        f.local_seq = (uint64_t)sqlite3_column_int64(st, 7);
-        const uint8_t *local_prev, *local_hash, *prev_hash, *hash;
-        if (!hash_col(st, 8, &local_prev) || !hash_col(st, 9, &local_hash) || !hash_col(st, 10, &prev_hash) ||
-            !hash_col(st, 11, &hash) || !hash) {
-            ret = bad(err, bad_seq, seq, "%s", "a hash column is not a 32-byte hash");
-            break;
-        }
-        if (!f.id || !f.actor || !f.type || !f.body) {
-            ret = bad(err, bad_seq, seq, "%s", "a required column is NULL");
-            break;
-        }
-        if (!same(prev_hash, seq > 1 ? prev : NULL)) {
-            ret = bad(err, bad_seq, seq, "%s", seq > 1 ? "prev_hash does not match the hash of the entry before it (changed prev_hash, or entries reordered or replaced)"
-                                                       : "the first entry must have no prev_hash");
-            break;
-        }
-        if (f.ts_us <= last_ts) {
-            ret = bad(err, bad_seq, seq, "%s", "its timestamp is not after the previous entry's");
-            break;
-        }
-        if (!trail_event_known(f.type)) {
-            ret = bad(err, bad_seq, seq, "has an unknown event type '%.64s'", f.type);
-            break;
-        }
-        struct trail_wshead *h = NULL;
-        if (f.workspace) {
-            bool created;
-            h = trail_wsmap_get(&v->ws, f.workspace, f.ws_len, &created);
-            if (!h) {
-                ret = cerr_set(err, ENOMEM, "trail verify: out of memory");
-                break;
-            }
-            if (f.local_seq != h->local_seq + 1 || !local_hash) {
-                ret = bad(err, bad_seq, seq, "its local sequence in workspace '%.200s' is broken (a workspace entry deleted, moved or changed)", h->name);
-                break;
-            }
-            if (!same(local_prev, h->local_seq ? h->local_hash : NULL)) {
-                ret = bad(err, bad_seq, seq, "local_prev does not match the previous entry of workspace '%.200s'", h->name);
-                break;
-            }
-            f.local_prev = local_prev;
-        } else if (local_prev || local_hash || sqlite3_column_type(st, 7) != SQLITE_NULL) {
-            ret = bad(err, bad_seq, seq, "%s", "a system-level entry carries local-chain fields");
-            break;
-        }
-        f.prev_hash = prev_hash;
-        uint8_t lh[TRAIL_HASH_LEN], gh[TRAIL_HASH_LEN];
-        if ((ret = trail_hash_entry(&v->scratch, &f, lh, gh)) < 0) {
-            ret = cerr_set(err, ret, "trail verify: out of memory");
-            break;
-        }
-        if (h && !same(lh, local_hash)) {
-            ret = bad(err, bad_seq, seq, "%s", "local_hash does not match its contents (changed workspace, body, fields or local hash)");
-            break;
-        }
-        if (!same(gh, hash)) {
-            ret = bad(err, bad_seq, seq, "%s", "hash does not match its contents (changed body, fields or hash)");
-            break;
-        }
-        if (h) {
-            h->local_seq = f.local_seq;
-            memcpy(h->local_hash, lh, TRAIL_HASH_LEN);
-        }
-        memcpy(prev, gh, TRAIL_HASH_LEN);
-        last_ts = f.ts_us;
+        prev = v->last_hash;
         expect++;
     }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = cerr_set(err, EIO, "trail %s cannot be read: %s", v->path, sqlite3_errmsg(db));
+    if (!v->code && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        v->code = -EIO;
+        snprintf(v->why, sizeof(v->why), "trail %s cannot be read: %s", v->path, sqlite3_errmsg(v->db));
+    }
+    if (!v->code && expect <= v->hi)
+        bad(v, expect, "is missing: the trail ends at %llu but holds entries up to %llu (rows deleted)",
+            (unsigned long long)expect - 1, (unsigned long long)v->hi);
     sqlite3_finalize(st);
-    if (ret == 0 && expect == 1)
-        ret = bad(err, bad_seq, 1, "%s", "is missing: the trail has no entries, not even trail_created");
-    *count = expect - 1;
+    return NULL;
+}
+
+/* Links across range boundaries, in order; returns the first failure into *first. */
+static void stitch(struct vrange *rg, int n, struct vrange *first)
+{
+    struct trail_wsmap heads = {0};
+    for (int k = 1; k < n; k++) {
+        struct vrange *a = &rg[k - 1], *b = &rg[k];
+        if (a->code || b->code)
+            break; /* a failure inside a range is earlier than anything past it */
+        if (memcmp(b->first_prev, a->last_hash, TRAIL_HASH_LEN) != 0)
+            bad(first, b->lo, "prev_hash does not match the hash of the entry before it (changed prev_hash or hash, or entries reordered or replaced)");
+        else if (b->first_ts <= a->last_ts)
+            bad(first, b->lo, "its timestamp is not after the previous entry's");
+    }
+    for (int k = 0; k < n && !rg[k].code; k++) {
+        struct trail_wsmap *m = &rg[k].ws;
+        for (size_t i = 0; i < m->cap; i++) {
+            struct trail_wshead *h = &m->slots[i], *g;
+            if (!h->name)
+                continue;
+            bool created;
+            if (!(g = trail_wsmap_get(&heads, h->name, h->len, &created))) {
+                first->code = -ENOMEM;
+                snprintf(first->why, sizeof(first->why), "trail verify: out of memory");
+                break;
+            }
+            if (h->first_local_seq != g->local_seq + 1 || h->first_has_prev != (g->local_seq > 0) ||
+                (h->first_has_prev && memcmp(h->first_local_prev, g->last_hash, TRAIL_HASH_LEN) != 0))
+                bad(first, h->first_seq, "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a workspace entry deleted, moved or changed)", h->name);
+            g->local_seq = h->local_seq;
+            memcpy(g->last_hash, h->last_hash, TRAIL_HASH_LEN);
+        }
+    }
+    trail_wsmap_clear(&heads);
+}
+
+static int verify_entries(sqlite3 *db, const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t lo = 0, hi = 0;
+    bool empty = true;
+    /* min and max of the rowid are two b-tree descents; count(*) would be a full scan */
+    int rc = sqlite3_prepare_v2(db, "SELECT min(seq), max(seq) FROM entries", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        empty = sqlite3_column_type(st, 0) == SQLITE_NULL;
+        lo = sqlite3_column_int64(st, 0);
+        hi = sqlite3_column_int64(st, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        return cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
+    *count = empty ? 0 : (uint64_t)hi; /* when the check passes, entries are exactly 1..hi */
+    if (empty) {
+        *bad_seq = 1;
+        cerr_set(err, EBADMSG, "entry 1 is missing: the trail has no entries, not even trail_created");
+        return 1;
+    }
+    if (lo != 1) {
+        *bad_seq = 1;
+        cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
+        return 1;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cpus < 1 ? 1 : cpus > RANGES_MAX ? RANGES_MAX : (int)cpus;
+    while (n > 1 && (uint64_t)hi / (uint64_t)n < RANGE_MIN)
+        n--;
+    struct vrange rg[RANGES_MAX];
+    memset(rg, 0, sizeof(rg));
+    uint64_t per = (uint64_t)hi / (uint64_t)n;
+    int ret = 0;
+    for (int k = 0; k < n; k++) {
+        rg[k].path = path;
+        rg[k].lo = 1 + (uint64_t)k * per;
+        rg[k].hi = k == n - 1 ? (uint64_t)hi : (uint64_t)(k + 1) * per;
+        if (k == 0) {
+            rg[k].db = db;
+        } else if ((ret = trail_db_open_readonly(path, &rg[k].db, err)) < 0) {
+            n = k;
+            break;
+        } else {
+            sqlite3_exec(rg[k].db, "PRAGMA mmap_size=2147418112", NULL, NULL, NULL);
+        }
+    }
+    pthread_t tids[RANGES_MAX];
+    bool started[RANGES_MAX] = {false};
+    if (ret == 0) {
+        for (int k = 1; k < n; k++)
+            started[k] = pthread_create(&tids[k], NULL, verify_range, &rg[k]) == 0;
+        verify_range(&rg[0]);
+        for (int k = 1; k < n; k++) {
+            if (started[k])
+                pthread_join(tids[k], NULL);
+            else
+                verify_range(&rg[k]);
+        }
+        struct vrange first = {0};
+        stitch(rg, n, &first);
+        for (int k = 0; k < n; k++)
+            if (rg[k].code < 0 || (rg[k].code == 1 && (!first.code || (first.code == 1 && rg[k].bad_seq < first.bad_seq)))) {
+                first.code = rg[k].code;
+                first.bad_seq = rg[k].bad_seq;
+                memcpy(first.why, rg[k].why, sizeof(first.why));
+                if (first.code < 0)
+                    break;
+            }
+        if (first.code < 0) {
+            ret = cerr_set(err, first.code, "%s", first.why);
+        } else if (first.code == 1) {
+            *bad_seq = first.bad_seq;
+            cerr_set(err, EBADMSG, "entry %llu: %s", (unsigned long long)first.bad_seq, first.why);
+            ret = 1;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (k > 0)
+            sqlite3_close(rg[k].db);
+        trail_wsmap_clear(&rg[k].ws);
+        tbuf_free(&rg[k].scratch);
+    }
     return ret;
 }
 
@@ -170,12 +343,12 @@ static uint64_t first_ref(sqlite3 *db, const char *hex)
     return seq;
 }
 
-static int verify_blobs(struct verify *v, sqlite3 *db, uint64_t *bad_seq, struct cerr *err)
+static int verify_blobs(const char *path, sqlite3 *db, uint64_t *bad_seq, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, "SELECT hash, size, data FROM blobs", -1, &st, NULL);
     if (rc != SQLITE_OK)
-        return cerr_set(err, EIO, "trail %s: cannot read blobs: %s", v->path, sqlite3_errmsg(db));
+        return cerr_set(err, EIO, "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
     int ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const void *h = sqlite3_column_blob(st, 0);
@@ -187,7 +360,7 @@ static int verify_blobs(struct verify *v, sqlite3 *db, uint64_t *bad_seq, struct
         char hex[2 * TRAIL_HASH_LEN + 1] = "?";
         if (h && hl == TRAIL_HASH_LEN)
             sodium_bin2hex(hex, sizeof(hex), h, TRAIL_HASH_LEN);
-        if (!h || hl != TRAIL_HASH_LEN || sodium_memcmp(got, h, TRAIL_HASH_LEN) != 0 ||
+        if (!h || hl != TRAIL_HASH_LEN || memcmp(got, h, TRAIL_HASH_LEN) != 0 ||
             sqlite3_column_int64(st, 1) != (sqlite3_int64)len) {
             *bad_seq = hl == TRAIL_HASH_LEN ? first_ref(db, hex) : 0;
             if (*bad_seq)
@@ -200,7 +373,7 @@ static int verify_blobs(struct verify *v, sqlite3 *db, uint64_t *bad_seq, struct
         }
     }
     if (ret == 0 && rc != SQLITE_DONE)
-        ret = cerr_set(err, EIO, "trail %s: cannot read blobs: %s", v->path, sqlite3_errmsg(db));
+        ret = cerr_set(err, EIO, "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
     sqlite3_finalize(st);
     return ret;
 }
@@ -219,20 +392,17 @@ int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq
         return ret;
     /* A read-only scan: map the file rather than copy pages through the cache. */
     sqlite3_exec(db, "PRAGMA mmap_size=2147418112", NULL, NULL, NULL);
-    struct verify v = {.path = path};
     /* One read transaction: entries and blobs from the same snapshot while a writer goes on. */
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
     } else {
-        ret = verify_entries(&v, db, &n, bad_seq, err);
+        ret = verify_entries(db, path, &n, bad_seq, err);
         if (ret == 0)
-            ret = verify_blobs(&v, db, bad_seq, err);
+            ret = verify_blobs(path, db, bad_seq, err);
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
     if (count)
         *count = n;
-    trail_wsmap_clear(&v.ws);
-    tbuf_free(&v.scratch);
     sqlite3_close(db);
     return ret;
 }
