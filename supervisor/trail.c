@@ -393,6 +393,13 @@ static const char schema_sql[] =
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of entries is refused'); END;"
     "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of entries is refused'); END;"
+    /* INSERT OR REPLACE deletes the old row without firing DELETE triggers: refuse it first */
+    "CREATE TRIGGER entries_no_replace BEFORE INSERT ON entries"
+    " WHEN EXISTS (SELECT 1 FROM entries WHERE seq = NEW.seq) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing an entry is refused'); END;"
+    "CREATE TRIGGER blobs_no_replace BEFORE INSERT ON blobs"
+    " WHEN EXISTS (SELECT 1 FROM blobs WHERE hash = NEW.hash) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing a blob is refused'); END;"
     "CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of blobs is refused'); END;"
     "CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs BEGIN"
@@ -864,7 +871,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
         (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
-        (r = prepare(t, "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?1, ?2, ?3)", &t->ins_blob, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
         (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);

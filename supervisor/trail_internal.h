@@ -81,6 +81,11 @@ int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err);
 /* Fills e from a row of TRAIL_COLS. */
 void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e);
 
+/* trail_verify_file_count with the scan cut into `ranges` threads (0: one per CPU, at most 4)
+ * of at least range_min entries each; tests use it to check the stitching of range boundaries. */
+int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count, uint64_t *bad_seq,
+                        struct cerr *err);
+
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */
 sqlite3 *trail_db_handle(struct trail *t);
 

@@ -242,7 +242,8 @@ static void stitch(struct vrange *rg, int n, struct vrange *first)
     trail_wsmap_clear(&heads);
 }
 
-static int verify_entries(sqlite3 *db, const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err)
+static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                          uint64_t *bad_seq, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
     int64_t lo = 0, hi = 0;
@@ -269,9 +270,9 @@ static int verify_entries(sqlite3 *db, const char *path, uint64_t *count, uint64
         cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
         return 1;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = ranges > 0 ? ranges : sysconf(_SC_NPROCESSORS_ONLN);
     int n = cpus < 1 ? 1 : cpus > RANGES_MAX ? RANGES_MAX : (int)cpus;
-    while (n > 1 && (uint64_t)hi / (uint64_t)n < RANGE_MIN)
+    while (n > 1 && (uint64_t)hi / (uint64_t)n < range_min)
         n--;
     struct vrange rg[RANGES_MAX];
     memset(rg, 0, sizeof(rg));
@@ -378,7 +379,8 @@ static int verify_blobs(const char *path, sqlite3 *db, uint64_t *bad_seq, struct
     return ret;
 }
 
-int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err)
+int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count, uint64_t *bad_seq,
+                        struct cerr *err)
 {
     uint64_t n = 0, dummy = 0;
     if (!bad_seq)
@@ -396,7 +398,7 @@ int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
     } else {
-        ret = verify_entries(db, path, &n, bad_seq, err);
+        ret = verify_entries(db, path, ranges, range_min ? range_min : 1, &n, bad_seq, err);
         if (ret == 0)
             ret = verify_blobs(path, db, bad_seq, err);
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
@@ -405,6 +407,11 @@ int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq
         *count = n;
     sqlite3_close(db);
     return ret;
+}
+
+int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err)
+{
+    return trail_verify_ranges(path, 0, RANGE_MIN, count, bad_seq, err);
 }
 
 int trail_verify_file(const char *path, uint64_t *bad_seq, struct cerr *err)
