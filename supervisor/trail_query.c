@@ -14,6 +14,42 @@ struct trail_reader {
     char *path;
 };
 
+/* "file:" URI for path with immutable=1 (characters special in a URI percent-encoded). */
+static char *immutable_uri(const char *path)
+{
+    size_t n = strlen(path);
+    if (n > 4096)
+        return NULL;
+    char *u = malloc(3 * n + 32), *q = u;
+    if (!u)
+        return NULL;
+    q += sprintf(q, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p == '?' || *p == '#' || *p == '%' || *p < 0x20 || *p >= 0x7f)
+            q += sprintf(q, "%%%02X", *p);
+        else
+            *q++ = (char)*p;
+    }
+    sprintf(q, "?immutable=1");
+    return u;
+}
+
+/* Reads the header; SQLITE_ROW when both values came back. */
+static int read_header(sqlite3 *db, int64_t *app, int64_t *ver)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        *app = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_ROW && (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
+        (rc = sqlite3_step(st)) == SQLITE_ROW)
+        *ver = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
 {
     *out = NULL;
@@ -35,22 +71,33 @@ int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
         return r;
     }
     sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
     int64_t app = -1, ver = -1;
-    rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        app = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == SQLITE_ROW && (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
-        (rc = sqlite3_step(st)) == SQLITE_ROW)
-        ver = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    rc = read_header(db, &app, &ver);
+    if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) {
+        /* A WAL reader needs the -shm file, and creates it when no writer is running; without
+         * write access to the directory it cannot. With no -wal file either, every committed
+         * entry is in the main file, which can then be read as an immutable file. */
+        _cleanup_free_ char *wal = util_printf("%s-wal", path);
+        _cleanup_free_ char *uri = immutable_uri(path);
+        struct stat ws;
+        if (!wal || !uri)
+            rc = SQLITE_NOMEM;
+        else if (stat(wal, &ws) == 0) {
+            sqlite3_close(db);
+            return cerr_set(err, EACCES, "trail %s cannot be read: its writer's shared-memory file %s-shm is missing and cannot be created here; read it as a user who can write its directory", path, path);
+        } else {
+            sqlite3_close(db);
+            db = NULL;
+            rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+            if (rc == SQLITE_OK)
+                rc = read_header(db, &app, &ver);
+        }
+    }
     int r = 0;
     if (rc == SQLITE_NOTADB)
         r = cerr_set(err, EINVAL, "%s is not a corral trail (not an SQLite database); check the path given with --db", path);
     else if (rc != SQLITE_ROW)
-        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
+        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     else if (app != TRAIL_APPLICATION_ID)
         r = cerr_set(err, EINVAL, "%s is not a corral trail (SQLite application_id %lld); check the path given with --db", path, (long long)app);
     else if (ver != TRAIL_FORMAT)
