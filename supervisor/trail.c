@@ -409,7 +409,7 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head, *has_blob;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -542,6 +542,67 @@ static int load_ws_head(struct trail *t, struct trail_wshead *h, struct cerr *er
     return 0;
 }
 
+bool trail_blob_ref_key(const char *key, size_t len, bool *list)
+{
+    *list = (len == 5 && !memcmp(key, "blobs", 5));
+    return *list || (len == 4 && !memcmp(key, "blob", 4)) || (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
+}
+
+/* One reference: 64 lowercase hex digits naming a blob already put in this trail (committed or in
+ * this batch), so that a body never points at content the trail does not hold. */
+static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, struct cerr *err)
+{
+    uint8_t h[TRAIL_HASH_LEN];
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    size_t n = s ? strlen(s) : 0;
+    bool hex = n == 2 * TRAIL_HASH_LEN;
+    for (size_t i = 0; hex && i < n; i++)
+        hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+    if (!hex)
+        return cerr_set(err, EINVAL, "trail: a '%s' body names a blob by something other than a lowercase hex BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)", type);
+    sodium_hex2bin(h, sizeof(h), s, n, NULL, NULL, NULL);
+    sqlite3_stmt *st = t->has_blob;
+    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE) {
+        degrade(t, rc, "looking up a blob");
+        return degraded_err(t, err);
+    }
+    return cerr_set(err, EINVAL, "trail: a '%s' body references blob %s, which is not in the trail: put it with trail_blob_put first", type, s);
+}
+
+static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, int depth, struct cerr *err)
+{
+    if (!j || depth > 1000)
+        return 0; /* the canonical encoder has already refused anything deeper */
+    for (const cJSON *c = j->child; c; c = c->next) {
+        bool list;
+        int r;
+        if (cJSON_IsObject(j) && c->string && trail_blob_ref_key(c->string, strlen(c->string), &list) &&
+            !cJSON_IsNull(c)) {
+            if (!list) {
+                r = check_blob_ref(t, c, type, err);
+            } else if (!cJSON_IsArray(c)) {
+                r = cerr_set(err, EINVAL, "trail: 'blobs' in a '%s' body must be an array of blob hashes", type);
+            } else {
+                r = 0;
+                for (const cJSON *e = c->child; e && r == 0; e = e->next)
+                    r = check_blob_ref(t, e, type, err);
+            }
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && (r = check_blob_refs(t, c, type, depth + 1, err)) < 0)
+            return r;
+    }
+    return 0;
+}
+
 int trail_append(struct trail *t, const char *workspace, const char *actor, const char *type,
                  const cJSON *body, uint64_t *seq_out, struct cerr *err)
 {
@@ -569,6 +630,8 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     if (t->body.len > TRAIL_BODY_MAX)
         return cerr_set(err, E2BIG, "trail: the body of a '%s' entry is %zu bytes, over the %u limit: put large content in a blob (trail_blob_put) and reference its hash",
                         type, t->body.len, TRAIL_BODY_MAX);
+    if ((r = check_blob_refs(t, body, type, 0, err)) < 0)
+        return r;
     if ((r = ensure_txn(t, err)) < 0)
         return r;
 
@@ -725,6 +788,7 @@ void trail_close(struct trail *t)
     sqlite3_finalize(t->ins_entry);
     sqlite3_finalize(t->ins_blob);
     sqlite3_finalize(t->ws_head);
+    sqlite3_finalize(t->has_blob);
     sqlite3_close(t->db);
     trail_wsmap_clear(&t->ws);
     tbuf_free(&t->body);
@@ -872,7 +936,8 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
         (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
         (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0)
+        (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0 ||
+        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);
     if (fresh) {

@@ -86,6 +86,10 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e);
 int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count, uint64_t *bad_seq,
                         struct cerr *err);
 
+/* True if a body key holds blob references: "blob", "*_blob" (one hash) or "blobs" (*list set:
+ * an array of hashes). */
+bool trail_blob_ref_key(const char *key, size_t len, bool *list);
+
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */
 sqlite3 *trail_db_handle(struct trail *t);
 

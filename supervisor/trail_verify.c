@@ -23,6 +23,8 @@ struct vrange {
     uint64_t lo, hi; /* inclusive */
     sqlite3 *db;
     struct trail_wsmap ws;
+    bool scan_refs;            /* the trail has blobs: collect the bodies' references to them */
+    struct trail_wsmap refs;   /* hex hash -> first_seq of the first entry naming it */
     struct tbuf scratch;
     /* found */
     uint64_t bad_seq;
@@ -69,6 +71,64 @@ static const char *col_bytes(sqlite3_stmt *st, int i, size_t *len)
     const char *p = sqlite3_column_blob(st, i);
     *len = p ? (size_t)sqlite3_column_bytes(st, i) : 0;
     return p;
+}
+
+static bool is_hex64(const char *p, const char *end)
+{
+    if (end - p < 2 * TRAIL_HASH_LEN + 1 || p[2 * TRAIL_HASH_LEN] != '"')
+        return false;
+    for (int i = 0; i < 2 * TRAIL_HASH_LEN; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static bool note_ref(struct vrange *v, const char *hex, uint64_t seq)
+{
+    bool created;
+    struct trail_wshead *h = trail_wsmap_get(&v->refs, hex, 2 * TRAIL_HASH_LEN, &created);
+    if (!h) {
+        v->code = -ENOMEM;
+        snprintf(v->why, sizeof(v->why), "trail verify: out of memory");
+        return false;
+    }
+    if (created)
+        h->first_seq = seq;
+    return true;
+}
+
+/* Blob references in a canonical body (docs/trail.md, "Blobs"): "blob":"HEX", "..._blob":"HEX",
+ * "blobs":["HEX",...]. Canonical JSON escapes every quote inside a string, so `blob":` with bare
+ * quotes can only be the end of a key. */
+static bool scan_refs(struct vrange *v, const char *body, size_t len, uint64_t seq)
+{
+    const char *p = body, *end = body + len;
+    while ((p = memmem(p, (size_t)(end - p), "blob", 4)) != NULL) {
+        const char *q = p + 4;
+        bool list = q < end && *q == 's';
+        if (list)
+            q++;
+        bool key = p > body && (p[-1] == '"' || (p[-1] == '_' && !list));
+        p += 4;
+        if (!key || end - q < 3 || q[0] != '"' || q[1] != ':')
+            continue;
+        q += 2;
+        if (!list) {
+            if (*q == '"' && is_hex64(q + 1, end) && !note_ref(v, q + 1, seq))
+                return false;
+            continue;
+        }
+        if (*q++ != '[')
+            continue;
+        while (q < end && *q == '"' && is_hex64(q + 1, end)) {
+            if (!note_ref(v, q + 1, seq))
+                return false;
+            q += 2 * TRAIL_HASH_LEN + 2;
+            if (q < end && *q == ',')
+                q++;
+        }
+    }
+    return true;
 }
 
 /* One row: every check that needs only this row and the ones before it in the range. */
@@ -149,6 +209,8 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
         bad(v, f.seq, "a system-level entry carries local-chain fields");
         return false;
     }
+    if (v->scan_refs && !scan_refs(v, f.body, f.body_len, f.seq))
+        return false;
     uint8_t gh[TRAIL_HASH_LEN];
     if (trail_hash_entry(&v->scratch, &f, gh) < 0) {
         v->code = -ENOMEM;
@@ -242,6 +304,79 @@ static void stitch(struct vrange *rg, int n, struct vrange *first)
     trail_wsmap_clear(&heads);
 }
 
+/* The first entry whose body mentions hex, for naming the entry a damaged blob belongs to. */
+static uint64_t first_ref(sqlite3 *db, const char *hex)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t seq = UINT64_MAX;
+    if (sqlite3_prepare_v2(db, "SELECT seq FROM entries WHERE instr(body, ?1) > 0 ORDER BY seq LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            seq = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return seq;
+}
+
+/* Every blob an entry names is there (ranges in order: the first range naming a hash holds its
+ * first reference). */
+static void check_refs(sqlite3 *db, struct vrange *rg, int n, struct vrange *first)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM blobs WHERE hash = ?1", -1, &st, NULL) != SQLITE_OK) {
+        first->code = -EIO;
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", rg[0].path, sqlite3_errmsg(db));
+        return;
+    }
+    for (int k = 0; k < n; k++) {
+        struct trail_wsmap *m = &rg[k].refs;
+        for (size_t i = 0; i < m->cap; i++) {
+            struct trail_wshead *h = &m->slots[i];
+            uint8_t bin[TRAIL_HASH_LEN];
+            if (!h->name || sodium_hex2bin(bin, sizeof(bin), h->name, h->len, NULL, NULL, NULL) != 0)
+                continue;
+            sqlite3_bind_blob(st, 1, bin, sizeof(bin), SQLITE_STATIC);
+            int rc = sqlite3_step(st);
+            sqlite3_reset(st);
+            if (rc == SQLITE_DONE)
+                bad(first, h->first_seq, "it names blob %s, which is missing from the trail (deleted)", h->name);
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+/* Every blob's content matches its hash and size. */
+static void check_blobs(sqlite3 *db, const char *path, struct vrange *first)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT hash, size, data FROM blobs", -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        first->code = -EIO;
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
+        return;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const void *h = sqlite3_column_blob(st, 0);
+        int hl = sqlite3_column_bytes(st, 0);
+        const void *data = sqlite3_column_blob(st, 2);
+        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        uint8_t got[TRAIL_HASH_LEN];
+        crypto_generichash(got, sizeof(got), data ? data : "", len, NULL, 0);
+        if (h && hl == TRAIL_HASH_LEN && memcmp(got, h, TRAIL_HASH_LEN) == 0 && sqlite3_column_int64(st, 1) == (sqlite3_int64)len)
+            continue;
+        char hex[2 * TRAIL_HASH_LEN + 1] = "(not a hash)";
+        if (h && hl == TRAIL_HASH_LEN)
+            sodium_bin2hex(hex, sizeof(hex), h, TRAIL_HASH_LEN);
+        bad(first, hl == TRAIL_HASH_LEN ? first_ref(db, hex) : UINT64_MAX,
+            "its blob %s does not match its hash (the blob's content or size was changed)", hex);
+    }
+    if (rc != SQLITE_DONE && first->code >= 0) {
+        first->code = -EIO;
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+}
+
 static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t range_min, uint64_t *count,
                           uint64_t *bad_seq, struct cerr *err)
 {
@@ -270,6 +405,10 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
         cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
         return 1;
     }
+    bool has_blobs = true;
+    if (sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM blobs)", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        has_blobs = sqlite3_column_int(st, 0) != 0;
+    sqlite3_finalize(st);
     long cpus = ranges > 0 ? ranges : sysconf(_SC_NPROCESSORS_ONLN);
     int n = cpus < 1 ? 1 : cpus > RANGES_MAX ? RANGES_MAX : (int)cpus;
     while (n > 1 && (uint64_t)hi / (uint64_t)n < range_min)
@@ -280,6 +419,7 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     int ret = 0;
     for (int k = 0; k < n; k++) {
         rg[k].path = path;
+        rg[k].scan_refs = has_blobs;
         rg[k].lo = 1 + (uint64_t)k * per;
         rg[k].hi = k == n - 1 ? (uint64_t)hi : (uint64_t)(k + 1) * per;
         if (k == 0) {
@@ -313,8 +453,15 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
                 if (first.code < 0)
                     break;
             }
+        if (first.code >= 0 && has_blobs)
+            check_refs(db, rg, n, &first);
+        if (first.code >= 0 && has_blobs)
+            check_blobs(db, path, &first);
         if (first.code < 0) {
             ret = cerr_set(err, first.code, "%s", first.why);
+        } else if (first.code == 1 && first.bad_seq == UINT64_MAX) { /* a blob no entry names */
+            cerr_set(err, EBADMSG, "blob %s", first.why + strlen("its blob "));
+            ret = 1;
         } else if (first.code == 1) {
             *bad_seq = first.bad_seq;
             cerr_set(err, EBADMSG, "entry %llu: %s", (unsigned long long)first.bad_seq, first.why);
@@ -325,57 +472,9 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
         if (k > 0)
             sqlite3_close(rg[k].db);
         trail_wsmap_clear(&rg[k].ws);
+        trail_wsmap_clear(&rg[k].refs);
         tbuf_free(&rg[k].scratch);
     }
-    return ret;
-}
-
-/* The first entry whose body mentions hex, for naming the entry a damaged blob belongs to. */
-static uint64_t first_ref(sqlite3 *db, const char *hex)
-{
-    sqlite3_stmt *st = NULL;
-    uint64_t seq = 0;
-    if (sqlite3_prepare_v2(db, "SELECT seq FROM entries WHERE instr(body, ?1) > 0 ORDER BY seq LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            seq = (uint64_t)sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return seq;
-}
-
-static int verify_blobs(const char *path, sqlite3 *db, uint64_t *bad_seq, struct cerr *err)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT hash, size, data FROM blobs", -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return cerr_set(err, EIO, "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
-    int ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const void *h = sqlite3_column_blob(st, 0);
-        int hl = sqlite3_column_bytes(st, 0);
-        const void *data = sqlite3_column_blob(st, 2);
-        size_t len = (size_t)sqlite3_column_bytes(st, 2);
-        uint8_t got[TRAIL_HASH_LEN];
-        crypto_generichash(got, sizeof(got), data ? data : "", len, NULL, 0);
-        char hex[2 * TRAIL_HASH_LEN + 1] = "?";
-        if (h && hl == TRAIL_HASH_LEN)
-            sodium_bin2hex(hex, sizeof(hex), h, TRAIL_HASH_LEN);
-        if (!h || hl != TRAIL_HASH_LEN || memcmp(got, h, TRAIL_HASH_LEN) != 0 ||
-            sqlite3_column_int64(st, 1) != (sqlite3_int64)len) {
-            *bad_seq = hl == TRAIL_HASH_LEN ? first_ref(db, hex) : 0;
-            if (*bad_seq)
-                cerr_set(err, EBADMSG, "entry %llu: its blob %s does not match its hash (the blob's content or size was changed)",
-                         (unsigned long long)*bad_seq, hex);
-            else
-                cerr_set(err, EBADMSG, "blob %s does not match its hash (the blob's content or size was changed)", hex);
-            ret = 1;
-            break;
-        }
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = cerr_set(err, EIO, "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
-    sqlite3_finalize(st);
     return ret;
 }
 
@@ -399,8 +498,6 @@ int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
     } else {
         ret = verify_entries(db, path, ranges, range_min ? range_min : 1, &n, bad_seq, err);
-        if (ret == 0)
-            ret = verify_blobs(path, db, bad_seq, err);
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
     if (count)

@@ -370,6 +370,23 @@ static void test_blobs(void **state)
     char body[256];
     snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"outcome\":\"ok\",\"content_blob\":\"%s\"}", h1);
     append_json(t, "w", "worker", "tool_call", body, NULL);
+    /* references must name blobs this trail holds; a wrong one is refused, not degrading */
+    const char *refused[] = {
+        "{\"content_blob\":\"00000000000000000000000000000000000000000000000000000000000000ff\"}",
+        "{\"blob\":\"XYZ\"}",
+        "{\"nested\":{\"output_blob\":42}}",
+        "{\"blobs\":\"not a list\"}",
+        "{\"blobs\":[\"00000000000000000000000000000000000000000000000000000000000000ff\"]}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+        cJSON *b = parse(refused[i]);
+        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) != -EINVAL || !strstr(err.msg, "blob"))
+            fail_msg("accepted %s", refused[i]);
+        cJSON_Delete(b);
+    }
+    assert_false(trail_degraded(t));
+    snprintf(body, sizeof(body), "{\"blob\":null,\"deep\":[{\"output_blob\":\"%s\"}],\"blobs\":[\"%s\",\"%s\"]}", h1, h1, h3);
+    append_json(t, "w", "worker", "tool_call", body, NULL);
     commit_ok(t);
     trail_close(t);
 
@@ -390,7 +407,7 @@ static void test_blobs(void **state)
     assert_int_equal(trail_blobs_each(r, count_blobs, &n, &err), 0);
     assert_int_equal(n, 2); /* deduplicated */
     trail_reader_close(r);
-    verify_ok(db, 2);
+    verify_ok(db, 3);
     free(db);
     tmpdir_free(dir);
 }
@@ -466,6 +483,10 @@ static void make_trail(const char *db)
         if (i == 77) {
             assert_int_equal(trail_blob_put(t, "the file's contents\n", 20, h, &err), 0);
             snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"content_blob\":\"%s\"}", h);
+        } else if (i == 90) {
+            char h2[65];
+            assert_int_equal(trail_blob_put(t, "second blob", 11, h2, &err), 0);
+            snprintf(body, sizeof(body), "{\"tool\":\"executeCommand\",\"blobs\":[\"%s\",\"%s\"]}", h, h2);
         } else {
             snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"path\":\"src/file_%d.c\",\"bytes\":%d}", i, i * 10);
         }
@@ -498,7 +519,10 @@ static const struct tamper tampers[] = {
     {"two rows swapped", "UPDATE entries SET seq = -1 WHERE seq = 190; UPDATE entries SET seq = 190 WHERE seq = 191; UPDATE entries SET seq = 191 WHERE seq = -1", 190, "prev_hash"},
     {"a row moved before the start", "UPDATE entries SET seq = 0 WHERE seq = 1", 1, "1"},
     {"an unknown type", "UPDATE entries SET type = 'envelope_sent' WHERE seq = 210", 210, "unknown event type"},
-    {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "blob"},
+    {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "does not match its hash"},
+    {"a tampered blob named only in a list", "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90, "does not match its hash"},
+    {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail"},
+    {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90, "missing from the trail"},
     {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing"},
     {"the whole tail rewritten from a deleted row on",
      "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300, "hash does not match"},
