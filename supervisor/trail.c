@@ -2,6 +2,7 @@
  * its closed event registry, canonical JSON and the hash chain shared with readers. */
 #include "supervisor/trail_internal.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -409,7 +410,7 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head, *has_blob;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head, *has_blob, *head_st;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -461,7 +462,7 @@ static int64_t now_us(void)
 
 static void degrade(struct trail *t, int rc, const char *what)
 {
-    if (!t->degraded)
+    if (!t->degraded && what)
         snprintf(t->why, sizeof(t->why), "%s failed: %s", what,
                  rc ? sqlite3_errstr(rc) : sqlite3_errmsg(t->db));
     t->degraded = true;
@@ -503,6 +504,27 @@ static int ensure_txn(struct trail *t, struct cerr *err)
         return degraded_err(t, err);
     }
     t->in_txn = true;
+    /* One writer per trail: if the file's head is not the one this writer committed, another
+     * process has written to it, and appending here would fork the chain. */
+    sqlite3_stmt *st = t->head_st;
+    rc = sqlite3_step(st);
+    bool mine = rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
+                sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
+                memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0;
+    long long found = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE && t->c_seq == 0)
+        mine = true; /* a trail being created */
+    if (!mine) {
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            degrade(t, rc, "reading the head");
+        } else {
+            snprintf(t->why, sizeof(t->why), "another process wrote to it (its last entry is %lld, this writer's is %llu); one writer per trail file",
+                     found, (unsigned long long)t->c_seq);
+            degrade(t, 0, NULL);
+        }
+        return degraded_err(t, err);
+    }
     return 0;
 }
 
@@ -789,6 +811,7 @@ void trail_close(struct trail *t)
     sqlite3_finalize(t->ins_blob);
     sqlite3_finalize(t->ws_head);
     sqlite3_finalize(t->has_blob);
+    sqlite3_finalize(t->head_st);
     sqlite3_close(t->db);
     trail_wsmap_clear(&t->ws);
     tbuf_free(&t->body);
@@ -871,6 +894,11 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         free(t);
         return cerr_set(err, ENOMEM, "trail: out of memory");
     }
+    /* The trail holds file contents and command output: a new one is readable by its owner only
+     * (SQLite gives its -wal and -shm files the same mode). */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
     int r, rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         r = cerr_set(err, EIO, "trail %s cannot be opened for writing: %s; check the path and its directory's permissions", path,
@@ -937,7 +965,8 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
         (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
         (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0 ||
-        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0)
+        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
+        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);
     if (fresh) {

@@ -629,6 +629,31 @@ static void test_read_while_writing(void **state)
     tmpdir_free(dir);
 }
 
+static void test_one_writer(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *a = open_ok(db, TRAIL_DURABILITY_FULL);
+    struct stat sb;
+    assert_int_equal(stat(db, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600); /* it holds file contents: owner only */
+    struct trail *b = open_ok(db, TRAIL_DURABILITY_FULL);
+    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
+    commit_ok(a);
+    /* b's view of the head is stale: appending would fork the chain, so it refuses and degrades */
+    struct cerr err = {0};
+    assert_int_equal(trail_append(b, "w", "worker", "tool_call", NULL, NULL, &err), -EIO);
+    assert_non_null(strstr(err.msg, "another process wrote to it"));
+    assert_true(trail_degraded(b));
+    trail_close(b);
+    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
+    commit_ok(a);
+    trail_close(a);
+    verify_ok(db, 3);
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_open_refusals(void **state)
 {
     (void)state;
@@ -699,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_update_delete_refused),
         cmocka_unit_test(test_tampering_caught),
         cmocka_unit_test(test_read_while_writing),
+        cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_open_refusals),
         cmocka_unit_test(test_time_formats),
     };
