@@ -3,7 +3,9 @@
 # the same disk (run from the repository root after `make`):
 #   1. durable throughput: 64 agents' tool calls, one group commit per event-loop turn, FULL
 #      durability (fsync per commit), against one INSERT per transaction with the same pragmas;
-#   2. verify speed over a trail of VERIFY_ENTRIES (default 1,000,000) entries, against a bare
+#   2. the latency one sequential tool call pays for its entry (p50/p99, FULL and NORMAL; the
+#      round trip through an agent comes with the supervisor's event loop);
+#   3. verify speed over a trail of VERIFY_ENTRIES (default 1,000,000) entries, against a bare
 #      SQLite scan of the same rows.
 # Usage: sh bench/trail.sh [DIR]   (DIR: where the trail files go; default a fresh dir in /var/tmp)
 set -eu
@@ -23,6 +25,8 @@ cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags sqlite3 libsodium
 
 echo "== trail benchmarks: $(nproc) CPUs, files in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2 " on " $1}'))"
 "$bin" throughput "$dir" "$turns"
+echo
+"$bin" latency "$dir" "${LATENCY_CALLS:-2000}"
 echo
 "$bin" fill "$dir/verify.db" "$entries"
 sync

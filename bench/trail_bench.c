@@ -2,6 +2,7 @@
  * (driven by bench/trail.sh):
  *   trail_bench throughput DIR TURNS   64 agents' tool calls, one group commit per loop turn, FULL
  *                                      durability, against one INSERT per transaction
+ *   trail_bench latency DIR N          p50/p99 of one append + commit, FULL and NORMAL
  *   trail_bench fill FILE N            write N entries (NORMAL durability, 1000 per commit)
  *   trail_bench verify FILE            trail_verify_file speed, against a bare scan of the rows */
 #include "supervisor/trail.h"
@@ -52,7 +53,7 @@ static double plain_inserts(const char *path, unsigned turns, double budget_sec,
                      "CREATE TABLE entries (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ts INTEGER NOT NULL,"
                      " workspace TEXT, actor TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, local_seq INTEGER,"
                      " local_prev BLOB, prev_hash BLOB, hash BLOB NOT NULL);"
-                     "CREATE INDEX entries_workspace ON entries(workspace); CREATE INDEX entries_actor ON entries(actor);"
+                     "CREATE INDEX entries_actor ON entries(actor);"
                      "CREATE INDEX entries_type ON entries(type); CREATE INDEX entries_ts ON entries(ts);",
                  NULL, NULL, NULL);
     sqlite3_stmt *st = NULL;
@@ -136,6 +137,43 @@ static int throughput(const char *dir, unsigned turns)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What the trail adds to one agent's sequential round trip: one entry, one commit, before the
+ * result may be released. */
+static int latency(const char *dir, unsigned n)
+{
+    double *lat = calloc(n, sizeof(*lat));
+    if (!lat)
+        return 1;
+    printf("latency the trail adds to one sequential tool call (append + commit before release), %u calls:\n", n);
+    for (int mode = 0; mode < 2; mode++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/latency-%s.db", dir, mode ? "normal" : "full");
+        struct cerr err = {0};
+        struct trail *t = NULL;
+        if (trail_open(path, mode ? TRAIL_DURABILITY_NORMAL : TRAIL_DURABILITY_FULL, &t, &err) < 0)
+            return die_cerr("open", &err);
+        for (unsigned i = 0; i < n; i++) {
+            cJSON *body = tool_body(0, i);
+            double t0 = now();
+            if (trail_append(t, "ws-00", "worker", "tool_call", body, NULL, &err) < 0 || trail_commit(t, &err) < 0)
+                return die_cerr("append/commit", &err);
+            lat[i] = (now() - t0) * 1e6;
+            cJSON_Delete(body);
+        }
+        trail_close(t);
+        qsort(lat, n, sizeof(*lat), cmp_double);
+        printf("  %-6s p50 %8.1f us   p99 %8.1f us   (trail off: 0)\n", mode ? "normal" : "full", lat[n / 2], lat[n * 99 / 100]);
+    }
+    free(lat);
+    return 0;
+}
+
 static int fill(const char *path, unsigned long n)
 {
     struct cerr err = {0};
@@ -200,10 +238,12 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "throughput"))
         return throughput(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+    if (argc == 4 && !strcmp(argv[1], "latency"))
+        return latency(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "fill"))
         return fill(argv[2], strtoul(argv[3], NULL, 10));
     if (argc == 3 && !strcmp(argv[1], "verify"))
         return verify(argv[2]);
-    fprintf(stderr, "usage: trail_bench throughput DIR TURNS | fill FILE N | verify FILE\n");
+    fprintf(stderr, "usage: trail_bench throughput DIR TURNS | latency DIR N | fill FILE N | verify FILE\n");
     return 2;
 }

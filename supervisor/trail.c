@@ -385,7 +385,6 @@ static const char schema_sql[] =
     " local_prev BLOB,"
     " prev_hash BLOB,"
     " hash BLOB NOT NULL);"
-    "CREATE INDEX entries_workspace ON entries(workspace);"
     "CREATE INDEX entries_actor ON entries(actor);"
     "CREATE INDEX entries_type ON entries(type);"
     "CREATE INDEX entries_ts ON entries(ts);"
@@ -410,7 +409,7 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head, *has_blob, *head_st;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -419,7 +418,7 @@ struct trail {
     uint64_t seq, c_seq;
     int64_t ts, c_ts;
     uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
-    struct trail_wsmap ws; /* staged local-chain heads; cleared on rollback and reloaded */
+    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
     struct tbuf body, scratch;
     bool degraded;
     char why[512];
@@ -539,31 +538,6 @@ static int check_name(const char *what, const char *s, struct cerr *err)
     return 0;
 }
 
-static int load_ws_head(struct trail *t, struct trail_wshead *h, struct cerr *err)
-{
-    sqlite3_stmt *st = t->ws_head;
-    sqlite3_bind_text(st, 1, h->name, (int)h->len, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        h->local_seq = (uint64_t)sqlite3_column_int64(st, 0);
-        const void *lh = sqlite3_column_blob(st, 1);
-        if (sqlite3_column_bytes(st, 1) != TRAIL_HASH_LEN || !lh) {
-            sqlite3_reset(st);
-            return cerr_set(err, EIO, "trail %s: the last entry of workspace '%s' has no valid hash; run 'corral trail verify --db %s'",
-                            t->path, h->name, t->path);
-        }
-        memcpy(h->last_hash, lh, TRAIL_HASH_LEN);
-        rc = SQLITE_DONE;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE) {
-        degrade(t, rc, "reading a workspace head");
-        return degraded_err(t, err);
-    }
-    return 0;
-}
-
 bool trail_blob_ref_key(const char *key, size_t len, bool *list)
 {
     *list = (len == 5 && !memcmp(key, "blobs", 5));
@@ -664,8 +638,6 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         h = trail_wsmap_get(&t->ws, workspace, ws_len, &created);
         if (!h)
             return cerr_set(err, ENOMEM, "trail: out of memory");
-        if (created && (r = load_ws_head(t, h, err)) < 0)
-            return r;
     }
 
     char id[64];
@@ -809,7 +781,6 @@ void trail_close(struct trail *t)
     sqlite3_finalize(t->rollback);
     sqlite3_finalize(t->ins_entry);
     sqlite3_finalize(t->ins_blob);
-    sqlite3_finalize(t->ws_head);
     sqlite3_finalize(t->has_blob);
     sqlite3_finalize(t->head_st);
     sqlite3_close(t->db);
@@ -840,6 +811,34 @@ static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct c
     int rc = sqlite3_prepare_v3(t->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
     if (rc != SQLITE_OK)
         return sql_err(err, t->db, rc, t->path, "preparing a statement");
+    return 0;
+}
+
+/* Every workspace's local-chain head, in one scan at open. There is deliberately no index on
+ * workspace: with many agents each turn's entries would land on as many index pages, which
+ * roughly halves group-commit throughput (docs/trail.md, "Performance"). */
+static int load_ws_heads(struct trail *t, struct cerr *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *ws = sqlite3_column_blob(st, 0);
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        bool created;
+        struct trail_wshead *h = ws ? trail_wsmap_get(&t->ws, ws, len, &created) : NULL;
+        if (!h || sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
+            sqlite3_finalize(st);
+            return h ? cerr_set(err, EIO, "trail %s: an entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path)
+                     : cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
+        memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace heads");
     return 0;
 }
 
@@ -879,7 +878,7 @@ static int load_head(struct trail *t, struct cerr *err)
     t->c_seq = t->seq;
     t->c_ts = t->ts;
     memcpy(t->c_head, t->head, sizeof(t->head));
-    return 0;
+    return load_ws_heads(t, err);
 }
 
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err)
@@ -964,7 +963,6 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
         (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
         (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT local_seq, hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0 ||
         (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
         (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0)
         goto fail;
