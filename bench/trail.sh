@@ -11,7 +11,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
-turns=${TURNS:-400}
+turns=${TURNS:-2000}
 entries=${VERIFY_ENTRIES:-1000000}
 [ -f "$build/libcorral.a" ] || { echo "bench/trail.sh: $build/libcorral.a is missing: run 'make' first" >&2; exit 2; }
 dir=${1:-$(mktemp -d /var/tmp/corral-trail-bench.XXXXXX)}
