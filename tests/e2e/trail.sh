@@ -222,6 +222,25 @@ tamper "a deleted row" "DELETE FROM entries WHERE seq = 3" 3
 tamper "two rows swapped" "UPDATE entries SET seq = -1 WHERE seq = 8; UPDATE entries SET seq = 8 WHERE seq = 9; UPDATE entries SET seq = 9 WHERE seq = -1" 8
 tamper "a tampered blob" "UPDATE blobs SET data = CAST('HELLO, trail' || char(10) AS BLOB)" 5
 
+# --- anchors: a trail cut short passes the chain check alone, not against a kept head
+run_capture out err rc "$CORRAL" trail verify --db "$DB"
+head=$(printf '%s\n' "$out" | sed -n 's/^head: \([0-9]*\) \([0-9a-f]*\)$/\1:\2/p')
+expect_match "verify prints the head as SEQ HASH" "^10:[0-9a-f]{64}$" "$head"
+run_capture out err rc "$CORRAL" trail verify --db "$DB" --anchor "$head"
+expect_status "verify against the kept head passes" 0 "$rc" "$out" "$err"
+expect_match "verify says the anchor holds" "^anchor: entry 10 holds the expected hash$" "$out"
+cp "$DB" "$T_TMP/cut.db"
+sqlite3 "$T_TMP/cut.db" "DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE seq >= 9"
+run_capture out err rc "$CORRAL" trail verify --db "$T_TMP/cut.db"
+expect_status "a trail cut short still chains (the limit of a hash chain)" 0 "$rc" "$out"
+run_capture out err rc "$CORRAL" trail verify --db "$T_TMP/cut.db" --anchor "$head"
+expect_status "the anchor catches a trail cut short" 1 "$rc" "$out" "$err"
+expect_match "the anchor names the missing entry" "^bad: entry 10: is missing: the trail ends at 8" "$out"
+run_capture out err rc "$CORRAL" trail verify --db "$DB" --anchor "5:${head#*:}"
+expect_status "an anchor with another hash fails" 1 "$rc" "$out"
+run_capture out err rc "$CORRAL" trail verify --db "$DB" --anchor "ten"
+expect_status "a malformed anchor is a usage error" 2 "$rc"
+
 # --- live: --follow and verify while a writer writes
 "$CORRAL" trail --db "$DB" --follow --json >"$T_TMP/follow.out" 2>"$T_TMP/follow.err" &
 fpid=$!
