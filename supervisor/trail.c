@@ -160,13 +160,18 @@ static int canon_number(double d, struct tbuf *b)
     return tbuf_put(b, s, strlen(s));
 }
 
+struct member {
+    const cJSON *item;
+    size_t pos;
+};
+
 static int key_cmp(const void *a, const void *b)
 {
-    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-    int c = strcmp(x->string, y->string);
+    const struct member *x = a, *y = b;
+    int c = strcmp(x->item->string, y->item->string);
     if (c)
         return c;
-    return x < y ? -1 : x > y; /* duplicate keys keep a fixed order; never equal */
+    return x->pos < y->pos ? -1 : x->pos > y->pos; /* duplicate keys keep their order */
 }
 
 static int canon(const cJSON *j, struct tbuf *b, int depth)
@@ -199,20 +204,20 @@ static int canon(const cJSON *j, struct tbuf *b, int depth)
         }
         if (n == 0)
             return tbuf_put(b, "{}", 2);
-        _cleanup_free_ const cJSON **kids = calloc(n, sizeof(*kids));
+        _cleanup_free_ struct member *kids = calloc(n, sizeof(*kids));
         if (!kids)
             return -ENOMEM;
         size_t i = 0;
-        for (const cJSON *c = j->child; c; c = c->next)
-            kids[i++] = c;
+        for (const cJSON *c = j->child; c; c = c->next, i++)
+            kids[i] = (struct member){c, i};
         qsort(kids, n, sizeof(*kids), key_cmp);
         if ((r = tbuf_put(b, "{", 1)) < 0)
             return r;
         for (i = 0; i < n; i++) {
             if (i && (r = tbuf_put(b, ",", 1)) < 0)
                 return r;
-            if ((r = canon_string(kids[i]->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
-                (r = canon(kids[i], b, depth + 1)) < 0)
+            if ((r = canon_string(kids[i].item->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
+                (r = canon(kids[i].item, b, depth + 1)) < 0)
                 return r;
         }
         return tbuf_put(b, "}", 1);

@@ -293,6 +293,8 @@ static void test_canonical_and_refusals(void **state)
     uint64_t s1, s2;
     append_json(t, "w", "worker", "tool_call", "{ \"b\": [1, 2.5, -0, 1e3, true, null], \"a\": {\"z\":\"\\u0001\\\"\\\\\", \"y\": 1} }", &s1);
     append_json(t, "w", "worker", "tool_call", "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}", &s2);
+    uint64_t s3;
+    append_json(t, "w", "worker", "tool_call", "{\"k\":2,\"a\":0,\"k\":1}", &s3); /* duplicates keep their order */
     /* no body: {} */
     assert_int_equal(trail_append(t, NULL, "system", "agent_log", NULL, NULL, &err), 0);
 
@@ -329,12 +331,13 @@ static void test_canonical_and_refusals(void **state)
     trail_close(t);
 
     struct got *g = query(db, NULL);
-    assert_int_equal(g->n, 4);
+    assert_int_equal(g->n, 5);
     assert_string_equal(g->body[1], "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}");
     assert_string_equal(g->body[1], g->body[2]); /* same value, same bytes, whatever the input order */
-    assert_string_equal(g->body[3], "{}");
+    assert_string_equal(g->body[3], "{\"a\":0,\"k\":2,\"k\":1}");
+    assert_string_equal(g->body[4], "{}");
     got_free(g);
-    verify_ok(db, 4);
+    verify_ok(db, 5);
     free(db);
     tmpdir_free(dir);
 }
