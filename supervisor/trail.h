@@ -20,6 +20,7 @@
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
+/* One writer per trail file, used from one thread (the supervisor's event loop). */
 struct trail;
 
 /* FULL: the WAL is fsynced at every commit (an acknowledged entry survives power loss).
@@ -27,8 +28,10 @@ struct trail;
  * survives a crash of the supervisor, not of the machine). */
 enum trail_durability { TRAIL_DURABILITY_FULL, TRAIL_DURABILITY_NORMAL };
 
-/* Opens (creating the file and schema if new, with a first `trail_created` entry) the trail at
- * path for writing. *out is owned by the caller (trail_close). */
+/* Opens (creating the file, mode 0600, and schema if new, with a first `trail_created` entry) the
+ * trail at path for writing; an existing trail's workspace heads are read in one scan. *out is
+ * owned by the caller (trail_close). -EROFS if the file cannot be written, -EINVAL if it is not a
+ * corral trail. */
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err);
 /* NULL ok. Staged entries not yet committed are dropped: their effects never happened. */
 void trail_close(struct trail *t);
@@ -100,7 +103,9 @@ struct trail_filter {
 };
 
 /* Calls cb for each matching entry in sequence order; a non-zero return from cb stops the query
- * and is returned. Returns 0 when all matching entries were passed, or a negative code. */
+ * and is returned. Returns 0 when all matching entries were passed, or a negative code. Actor,
+ * type and time use indexes; workspace does not (a scan, about 2 million rows/s: see
+ * docs/trail.md for why), so a caller polling one workspace should pass after_seq. */
 typedef int (*trail_entry_cb)(const struct trail_entry *e, void *ctx);
 int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
                 struct cerr *err);
