@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/e2e/trail.sh: `corral trail`, `corral trail verify` and `corral trail export` through the
 # real binary, on trails written by the real trail module (a small writer linked with libcorral),
-# tampered with by the sqlite3 shell, followed live, and filled up on a tiny tmpfs.
+# tampered with through a plain SQLite connection (Python's sqlite3 module, as any attacker with
+# the file could), followed live, and filled up on a tiny tmpfs.
 . "$TOP/tests/lib.sh"
 
 # --- a writer: the trail module as the supervisor uses it (built against this build's library)
@@ -91,6 +92,13 @@ fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 
 DB="$T_TMP/t.db"
+# sql FILE STATEMENTS: run SQL on the file through an ordinary read-write SQLite connection
+sql() {
+    python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.executescript(sys.argv[2])
+c.close()' "$1" "$2"
+}
 
 # --- usage
 run_capture out err rc "$CORRAL" trail --help
@@ -199,17 +207,19 @@ run_capture out err rc "$CORRAL" trail export --db "$DB"
 expect_status "export to standard output has 12 lines" 12 "$(printf '%s\n' "$out" | wc -l)"
 
 # --- append-only for any SQLite client; tampering caught
-run_capture out err rc sqlite3 "$DB" "UPDATE entries SET body = '{}' WHERE seq = 4"
-expect_nomatch "sqlite3 cannot UPDATE an entry" "^0$" "$rc"
+run_capture out err rc sql "$DB" "UPDATE entries SET body = '{}' WHERE seq = 4"
+expect_nomatch "plain SQLite cannot UPDATE an entry" "^0$" "$rc"
 expect_match "the UPDATE refusal says why" "append-only" "$err"
-run_capture out err rc sqlite3 "$DB" "DELETE FROM entries WHERE seq = 4"
-expect_match "sqlite3 cannot DELETE an entry" "append-only" "$err"
+run_capture out err rc sql "$DB" "DELETE FROM entries WHERE seq = 4"
+expect_match "plain SQLite cannot DELETE an entry" "append-only" "$err"
+run_capture out err rc sql "$DB" "INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = 4"
+expect_match "plain SQLite cannot replace an entry" "append-only" "$err"
 run_capture out err rc "$CORRAL" trail verify --db "$DB"
 expect_status "the refused statements changed nothing" 0 "$rc" "$out"
 
 tamper() { # NAME SQL WANT_SEQ
     cp "$DB" "$T_TMP/x.db"
-    sqlite3 "$T_TMP/x.db" "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete; DROP TRIGGER blobs_no_update; $2" 2>"$T_TMP/sq.err"
+    sql "$T_TMP/x.db" "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete; DROP TRIGGER blobs_no_update; $2" 2>"$T_TMP/sq.err"
     run_capture out err rc "$CORRAL" trail verify --db "$T_TMP/x.db"
     expect_status "verify catches $1 (exit 1)" 1 "$rc" "$out" "$err"
     expect_match "verify names entry $3 for $1" "^bad: entry $3: " "$out"
@@ -230,7 +240,7 @@ run_capture out err rc "$CORRAL" trail verify --db "$DB" --anchor "$head"
 expect_status "verify against the kept head passes" 0 "$rc" "$out" "$err"
 expect_match "verify says the anchor holds" "^anchor: entry 10 holds the expected hash$" "$out"
 cp "$DB" "$T_TMP/cut.db"
-sqlite3 "$T_TMP/cut.db" "DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE seq >= 9"
+sql "$T_TMP/cut.db" "DROP TRIGGER entries_no_delete; DELETE FROM entries WHERE seq >= 9"
 run_capture out err rc "$CORRAL" trail verify --db "$T_TMP/cut.db"
 expect_status "a trail cut short still chains (the limit of a hash chain)" 0 "$rc" "$out"
 run_capture out err rc "$CORRAL" trail verify --db "$T_TMP/cut.db" --anchor "$head"
