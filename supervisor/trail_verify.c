@@ -23,7 +23,6 @@ struct vrange {
     uint64_t lo, hi; /* inclusive */
     sqlite3 *db;
     struct trail_wsmap ws;
-    bool scan_refs;            /* the trail has blobs: collect the bodies' references to them */
     struct trail_wsmap refs;   /* hex hash -> first_seq of the first entry naming it */
     struct tbuf scratch;
     /* found */
@@ -209,7 +208,7 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
         bad(v, f.seq, "a system-level entry carries local-chain fields");
         return false;
     }
-    if (v->scan_refs && !scan_refs(v, f.body, f.body_len, f.seq))
+    if (!scan_refs(v, f.body, f.body_len, f.seq))
         return false;
     uint8_t gh[TRAIL_HASH_LEN];
     if (trail_hash_entry(&v->scratch, &f, gh) < 0) {
@@ -405,10 +404,6 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
         cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
         return 1;
     }
-    bool has_blobs = true;
-    if (sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM blobs)", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        has_blobs = sqlite3_column_int(st, 0) != 0;
-    sqlite3_finalize(st);
     long cpus = ranges > 0 ? ranges : sysconf(_SC_NPROCESSORS_ONLN);
     int n = cpus < 1 ? 1 : cpus > RANGES_MAX ? RANGES_MAX : (int)cpus;
     while (n > 1 && (uint64_t)hi / (uint64_t)n < range_min)
@@ -419,7 +414,6 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     int ret = 0;
     for (int k = 0; k < n; k++) {
         rg[k].path = path;
-        rg[k].scan_refs = has_blobs;
         rg[k].lo = 1 + (uint64_t)k * per;
         rg[k].hi = k == n - 1 ? (uint64_t)hi : (uint64_t)(k + 1) * per;
         if (k == 0) {
@@ -453,9 +447,10 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
                 if (first.code < 0)
                     break;
             }
-        if (first.code >= 0 && has_blobs)
+        /* always: a trail whose blobs were all deleted must still show its dangling references */
+        if (first.code >= 0)
             check_refs(db, rg, n, &first);
-        if (first.code >= 0 && has_blobs)
+        if (first.code >= 0)
             check_blobs(db, path, &first);
         if (first.code < 0) {
             ret = cerr_set(err, first.code, "%s", first.why);

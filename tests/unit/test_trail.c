@@ -526,6 +526,7 @@ static const struct tamper tampers[] = {
     {"a tampered blob named only in a list", "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90, "does not match its hash"},
     {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail"},
     {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90, "missing from the trail"},
+    {"every blob deleted", "DELETE FROM blobs", 77, "missing from the trail"},
     {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing"},
     {"the whole tail rewritten from a deleted row on",
      "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300, "hash does not match"},
