@@ -755,6 +755,17 @@ int trail_commit(struct trail *t, struct cerr *err)
     return 0;
 }
 
+int trail_durability_parse(const char *s, enum trail_durability *out)
+{
+    if (s && !strcmp(s, "full"))
+        *out = TRAIL_DURABILITY_FULL;
+    else if (s && !strcmp(s, "normal"))
+        *out = TRAIL_DURABILITY_NORMAL;
+    else
+        return -EINVAL;
+    return 0;
+}
+
 bool trail_degraded(const struct trail *t)
 {
     return t && t->degraded;

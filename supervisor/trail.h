@@ -28,6 +28,9 @@ struct trail;
  * survives a crash of the supervisor, not of the machine). */
 enum trail_durability { TRAIL_DURABILITY_FULL, TRAIL_DURABILITY_NORMAL };
 
+/* "full" or "normal" (the policy's trail.durability) into *out; -EINVAL for anything else. */
+int trail_durability_parse(const char *s, enum trail_durability *out);
+
 /* Opens (creating the file, mode 0600, and schema if new, with a first `trail_created` entry) the
  * trail at path for writing; an existing trail's workspace heads are read in one scan. *out is
  * owned by the caller (trail_close). -EROFS if the file cannot be written, -EINVAL if it is not a

@@ -169,6 +169,13 @@ static void test_registry(void **state)
     assert_false(trail_event_known(NULL));
     assert_false(trail_event_known("Tool_call"));
     assert_false(trail_event_known("tool_call "));
+    enum trail_durability d = TRAIL_DURABILITY_NORMAL;
+    assert_int_equal(trail_durability_parse("full", &d), 0);
+    assert_int_equal(d, TRAIL_DURABILITY_FULL);
+    assert_int_equal(trail_durability_parse("normal", &d), 0);
+    assert_int_equal(d, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_durability_parse("Full", &d), -EINVAL);
+    assert_int_equal(trail_durability_parse(NULL, &d), -EINVAL);
 }
 
 /* ---- every kind of event, with its documented fields, read back ------------------------------- */
