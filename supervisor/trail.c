@@ -307,6 +307,21 @@ int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t
 
 /* ---- workspace heads ------------------------------------------------------------------------ */
 
+static uint64_t name_key(const char *s, size_t n);
+
+uint64_t trail_index_pair(uint64_t name_key, uint64_t seq)
+{
+    uint64_t z = name_key ^ (seq * 0x9e3779b97f4a7c15ull); /* splitmix64 finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t trail_name_key(const char *s, size_t n)
+{
+    return name_key(s, n);
+}
+
 static uint64_t name_key(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -394,6 +409,18 @@ static const char schema_sql[] =
     "CREATE INDEX entries_type ON entries(type);"
     "CREATE INDEX entries_ts ON entries(ts);"
     "CREATE TABLE blobs (hash BLOB PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);"
+    /* The workspace index, written in sorted runs (docs/trail.md, "Queries by workspace"):
+     * every workspace entry with seq <= max(ws_index_marks.upto) is in ws_index. */
+    "CREATE TABLE ws_index (workspace TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (workspace, seq)) WITHOUT ROWID;"
+    "CREATE TABLE ws_index_marks (upto INTEGER PRIMARY KEY);"
+    "CREATE TRIGGER ws_index_no_update BEFORE UPDATE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_no_delete BEFORE DELETE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_update BEFORE UPDATE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index_marks is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_delete BEFORE DELETE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index_marks is refused'); END;"
     "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of entries is refused'); END;"
     "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN"
@@ -414,7 +441,7 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx, *ins_mark;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -424,6 +451,8 @@ struct trail {
     int64_t ts, c_ts;
     uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
     struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
+    struct idx_item *idx;  /* workspace entries not yet in ws_index, in seq order */
+    size_t idx_n, idx_cap;
     struct tbuf body, scratch;
     bool degraded;
     char why[512];
@@ -451,7 +480,10 @@ static int authorizer(void *ctx, int action, const char *a1, const char *a2, con
     case SQLITE_FUNCTION:
         return SQLITE_OK;
     case SQLITE_INSERT:
-        return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs"))) ? SQLITE_OK : SQLITE_DENY;
+        return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs") || !strcmp(a1, "ws_index") ||
+                       !strcmp(a1, "ws_index_marks")))
+                   ? SQLITE_OK
+                   : SQLITE_DENY;
     default:
         return SQLITE_DENY;
     }
@@ -480,6 +512,7 @@ static void degrade(struct trail *t, int rc, const char *what)
     t->seq = t->c_seq;
     t->ts = t->c_ts;
     memcpy(t->head, t->c_head, sizeof(t->head));
+    t->idx_n = 0; /* its names belong to the map */
     trail_wsmap_clear(&t->ws);
 }
 
@@ -496,6 +529,59 @@ static int step_done(sqlite3_stmt *st)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* A workspace entry waiting for the next sorted run into ws_index. name belongs to t->ws. */
+struct idx_item {
+    const char *name;
+    size_t len;
+    uint64_t seq;
+};
+
+static int idx_push(struct trail *t, const struct trail_wshead *h, uint64_t seq)
+{
+    if (t->idx_n == t->idx_cap) {
+        size_t cap = t->idx_cap ? t->idx_cap * 2 : 1024;
+        struct idx_item *p = reallocarray(t->idx, cap, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        t->idx = p;
+        t->idx_cap = cap;
+    }
+    t->idx[t->idx_n++] = (struct idx_item){h->name, h->len, seq};
+    return 0;
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+    const struct idx_item *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Writes the waiting workspace entries into ws_index as one sorted run, in the transaction of the
+ * batch being started: each index page is touched once per run rather than once per commit. */
+static int idx_flush(struct trail *t)
+{
+    qsort(t->idx, t->idx_n, sizeof(*t->idx), idx_cmp);
+    for (size_t i = 0; i < t->idx_n; i++) {
+        sqlite3_bind_text(t->ins_idx, 1, t->idx[i].name, (int)t->idx[i].len, SQLITE_STATIC);
+        sqlite3_bind_int64(t->ins_idx, 2, (sqlite3_int64)t->idx[i].seq);
+        int rc = step_done(t->ins_idx);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    sqlite3_clear_bindings(t->ins_idx);
+    sqlite3_bind_int64(t->ins_mark, 1, (sqlite3_int64)t->c_seq);
+    int rc = step_done(t->ins_mark);
+    if (rc == SQLITE_OK)
+        t->idx_n = 0;
+    return rc;
 }
 
 static int ensure_txn(struct trail *t, struct cerr *err)
@@ -527,6 +613,10 @@ static int ensure_txn(struct trail *t, struct cerr *err)
                      found, (unsigned long long)t->c_seq);
             degrade(t, 0, NULL);
         }
+        return degraded_err(t, err);
+    }
+    if (t->idx_n >= TRAIL_INDEX_RUN && (rc = idx_flush(t)) != SQLITE_OK) {
+        degrade(t, rc, "writing the workspace index");
         return degraded_err(t, err);
     }
     return 0;
@@ -694,6 +784,10 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         degrade(t, rc, "appending an entry");
         return degraded_err(t, err);
     }
+    if (h && idx_push(t, h, seq) < 0) {
+        degrade(t, SQLITE_NOMEM, "queueing an index entry");
+        return degraded_err(t, err);
+    }
     t->seq = seq;
     t->ts = ts;
     memcpy(t->head, gh, sizeof(gh));
@@ -799,6 +893,9 @@ void trail_close(struct trail *t)
     sqlite3_finalize(t->ins_blob);
     sqlite3_finalize(t->has_blob);
     sqlite3_finalize(t->head_st);
+    sqlite3_finalize(t->ins_idx);
+    sqlite3_finalize(t->ins_mark);
+    free(t->idx);
     sqlite3_close(t->db);
     trail_wsmap_clear(&t->ws);
     tbuf_free(&t->body);
@@ -830,14 +927,22 @@ static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct c
     return 0;
 }
 
-/* Every workspace's local-chain head, in one scan at open. There is deliberately no index on
- * workspace: with many agents each turn's entries would land on as many index pages, which
- * roughly halves group-commit throughput (docs/trail.md, "Performance"). */
+/* Every workspace's local-chain head, and the entries not yet in ws_index, in one scan at open. */
 static int load_ws_heads(struct trail *t, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
-                                -1, &st, NULL);
+    int64_t upto = 0;
+    int rc = sqlite3_prepare_v2(t->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        upto = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace index mark");
+    rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+                            -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *ws = sqlite3_column_blob(st, 0);
         size_t len = (size_t)sqlite3_column_bytes(st, 0);
@@ -850,6 +955,10 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
         }
         h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
         memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        if (sqlite3_column_int64(st, 3) > upto && idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
+            sqlite3_finalize(st);
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+        }
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -980,7 +1089,9 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
         (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
         (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0)
+        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index_marks (upto) VALUES (?1)", &t->ins_mark, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);
     if (fresh) {

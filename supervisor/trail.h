@@ -106,9 +106,8 @@ struct trail_filter {
 };
 
 /* Calls cb for each matching entry in sequence order; a non-zero return from cb stops the query
- * and is returned. Returns 0 when all matching entries were passed, or a negative code. Actor,
- * type and time use indexes; workspace does not (a scan, about 2 million rows/s: see
- * docs/trail.md for why), so a caller polling one workspace should pass after_seq. */
+ * and is returned. Returns 0 when all matching entries were passed, or a negative code. Every
+ * filter uses an index (workspace: ws_index up to its mark, then a short scan). */
 typedef int (*trail_entry_cb)(const struct trail_entry *e, void *ctx);
 int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
                 struct cerr *err);

@@ -10,6 +10,9 @@
 /* "crlt" in the SQLite header's application_id; user_version holds TRAIL_FORMAT. */
 #define TRAIL_APPLICATION_ID 0x63726c74
 
+/* Workspace entries are written to ws_index in sorted runs of at least this many (docs/trail.md). */
+#define TRAIL_INDEX_RUN 4096
+
 /* The columns every reader selects, in this order (trail_row_entry reads them). */
 #define TRAIL_COLS "seq, id, ts, workspace, actor, type, body, local_seq, local_prev, prev_hash, hash"
 
@@ -75,6 +78,10 @@ struct trail_wsmap {
 struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len,
                                      bool *created);
 void trail_wsmap_clear(struct trail_wsmap *m);
+/* The map's hash of a name, and an order-free digest term for one (workspace, seq) pair: verify
+ * sums these over the entries and over ws_index to prove the index holds exactly the entries. */
+uint64_t trail_name_key(const char *s, size_t n);
+uint64_t trail_index_pair(uint64_t name_key, uint64_t seq);
 
 /* Opens path with SQLITE_OPEN_READONLY, checks it is a corral trail of a known format. */
 int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err);

@@ -168,22 +168,26 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e)
         e->body = "";
 }
 
-int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
-                struct cerr *err)
+/* One SELECT over entries. With a workspace: `indexed` reads entries seq in (after, upto] through
+ * ws_index (and still checks each row's workspace, so a damaged index can hide rows but never
+ * add foreign ones); otherwise entries above `after` are scanned. *n counts the rows passed. */
+static int query_part(struct trail_reader *r, const struct trail_filter *f, bool indexed, uint64_t after,
+                      uint64_t upto, uint64_t limit, trail_entry_cb cb, void *ctx, uint64_t *n, struct cerr *err)
 {
-    static const struct trail_filter none;
-    if (!f)
-        f = &none;
-    char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE seq > :after%s%s%s%s%s ORDER BY seq%s",
+    char sql[768];
+    snprintf(sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE %s%s%s%s%s%s ORDER BY seq%s",
+             indexed ? "seq IN (SELECT seq FROM ws_index WHERE workspace = :ws AND seq > :after AND seq <= :upto)"
+                     : "seq > :after",
              f->workspace ? " AND workspace = :ws" : "", f->actor ? " AND actor = :actor" : "",
              f->type ? " AND type = :type" : "", f->has_since ? " AND ts >= :since" : "",
-             f->has_until ? " AND ts <= :until" : "", f->limit ? " LIMIT :limit" : "");
+             f->has_until ? " AND ts <= :until" : "", limit ? " LIMIT :limit" : "");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return cerr_set(err, EIO, "trail %s cannot be queried: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"), (sqlite3_int64)f->after_seq);
+    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"), after > INT64_MAX ? INT64_MAX : (sqlite3_int64)after);
+    if (indexed)
+        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":upto"), (sqlite3_int64)upto);
     if (f->workspace)
         sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":ws"), f->workspace, -1, SQLITE_STATIC);
     if (f->actor)
@@ -194,13 +198,13 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":since"), f->since_us);
     if (f->has_until)
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":until"), f->until_us);
-    if (f->limit)
-        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"),
-                           f->limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)f->limit);
+    if (limit)
+        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"), limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
     int ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct trail_entry e;
         trail_row_entry(st, &e);
+        (*n)++;
         if ((ret = cb(&e, ctx)) != 0)
             break;
     }
@@ -208,6 +212,33 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", r->path, sqlite3_errmsg(r->db));
     sqlite3_finalize(st);
     return ret;
+}
+
+int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
+                struct cerr *err)
+{
+    static const struct trail_filter none;
+    if (!f)
+        f = &none;
+    uint64_t n = 0, upto = 0;
+    if (f->workspace) {
+        /* one read transaction, so the mark and both parts see the same commits */
+        sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(r->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            upto = (uint64_t)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        int ret = 0;
+        if (f->after_seq < upto)
+            ret = query_part(r, f, true, f->after_seq, upto, f->limit, cb, ctx, &n, err);
+        if (ret == 0 && (!f->limit || n < f->limit))
+            ret = query_part(r, f, false, f->after_seq > upto ? f->after_seq : upto, 0, f->limit ? f->limit - n : 0,
+                             cb, ctx, &n, err);
+        sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+        return ret;
+    }
+    return query_part(r, f, false, f->after_seq, 0, f->limit, cb, ctx, &n, err);
 }
 
 int trail_blobs_each(struct trail_reader *r, trail_blob_cb cb, void *ctx, struct cerr *err)

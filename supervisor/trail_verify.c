@@ -21,6 +21,7 @@
 struct vrange {
     const char *path;
     uint64_t lo, hi; /* inclusive */
+    uint64_t index_upto, indexed, digest; /* the ws_index mark; workspace entries at or below it */
     sqlite3 *db;
     struct trail_wsmap ws;
     struct trail_wsmap refs;   /* hex hash -> first_seq of the first entry naming it */
@@ -204,6 +205,10 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
             bad(v, f.seq, "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a workspace entry deleted, moved or changed)", h->name);
             return false;
         }
+        if (f.seq <= v->index_upto) {
+            v->indexed++;
+            v->digest += trail_index_pair(h->key, f.seq);
+        }
     } else if (local_prev || sqlite3_column_type(st, 7) != SQLITE_NULL) {
         bad(v, f.seq, "a system-level entry carries local-chain fields");
         return false;
@@ -376,6 +381,68 @@ static void check_blobs(sqlite3 *db, const char *path, struct vrange *first)
     sqlite3_finalize(st);
 }
 
+/* ws_index is derived, not hashed; it must still hold exactly the workspace entries up to the
+ * mark, or queries by workspace could leave entries out. Its own thread and connection read it
+ * while the ranges run; rows at or below the mark never change, whatever snapshot it sees. */
+struct vindex {
+    const char *path;
+    uint64_t upto;
+    uint64_t rows, digest, above;
+    int code;
+    char why[sizeof(((struct cerr *)0)->msg)];
+};
+
+static void *scan_index(void *arg)
+{
+    struct vindex *x = arg;
+    sqlite3 *db = NULL;
+    struct cerr e = {0};
+    if (trail_db_open_readonly(x->path, &db, &e) < 0) {
+        x->code = e.code;
+        snprintf(x->why, sizeof(x->why), "%s", e.msg);
+        return NULL;
+    }
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT workspace, seq, seq > (SELECT ifnull(max(upto), 0) FROM ws_index_marks) FROM ws_index",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        uint64_t seq = (uint64_t)sqlite3_column_int64(st, 1);
+        x->above += sqlite3_column_int(st, 2) != 0;
+        if (seq > x->upto)
+            continue;
+        const char *ws = sqlite3_column_blob(st, 0);
+        size_t len = ws ? (size_t)sqlite3_column_bytes(st, 0) : 0;
+        x->rows++;
+        x->digest += trail_index_pair(trail_name_key(ws ? ws : "", len), seq);
+    }
+    if (rc != SQLITE_DONE) {
+        x->code = -EIO;
+        snprintf(x->why, sizeof(x->why), "trail %s: cannot read ws_index: %s", x->path, sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return NULL;
+}
+
+static void check_index(const struct vindex *x, const struct vrange *rg, int n, uint64_t hi, struct vrange *first)
+{
+    if (x->code < 0) {
+        first->code = x->code;
+        snprintf(first->why, sizeof(first->why), "%.500s", x->why);
+        return;
+    }
+    uint64_t want = 0, digest = 0;
+    for (int k = 0; k < n; k++) {
+        want += rg[k].indexed;
+        digest += rg[k].digest;
+    }
+    if (x->upto > hi || x->rows != want || x->digest != digest || x->above)
+        bad(first, UINT64_MAX, "the workspace index (ws_index) does not match the entries up to its mark %llu (%llu rows for %llu entries%s): rows were deleted, added or changed, so queries by workspace may leave entries out",
+            (unsigned long long)x->upto, (unsigned long long)x->rows, (unsigned long long)want,
+            x->rows == want ? ", different ones" : "");
+}
+
 static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t range_min, uint64_t *count,
                           uint64_t *bad_seq, struct cerr *err)
 {
@@ -404,6 +471,12 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
         cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
         return 1;
     }
+    uint64_t upto = 0;
+    if (sqlite3_prepare_v2(db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        upto = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
     long cpus = ranges > 0 ? ranges : sysconf(_SC_NPROCESSORS_ONLN);
     int n = cpus < 1 ? 1 : cpus > RANGES_MAX ? RANGES_MAX : (int)cpus;
     while (n > 1 && (uint64_t)hi / (uint64_t)n < range_min)
@@ -414,6 +487,7 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     int ret = 0;
     for (int k = 0; k < n; k++) {
         rg[k].path = path;
+        rg[k].index_upto = upto;
         rg[k].lo = 1 + (uint64_t)k * per;
         rg[k].hi = k == n - 1 ? (uint64_t)hi : (uint64_t)(k + 1) * per;
         if (k == 0) {
@@ -425,9 +499,11 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
             sqlite3_exec(rg[k].db, "PRAGMA mmap_size=2147418112", NULL, NULL, NULL);
         }
     }
-    pthread_t tids[RANGES_MAX];
-    bool started[RANGES_MAX] = {false};
+    pthread_t tids[RANGES_MAX], itid;
+    bool started[RANGES_MAX] = {false}, istarted = false;
+    struct vindex ix = {.path = path, .upto = upto};
     if (ret == 0) {
+        istarted = pthread_create(&itid, NULL, scan_index, &ix) == 0;
         for (int k = 1; k < n; k++)
             started[k] = pthread_create(&tids[k], NULL, verify_range, &rg[k]) == 0;
         verify_range(&rg[0]);
@@ -437,6 +513,10 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
             else
                 verify_range(&rg[k]);
         }
+        if (istarted)
+            pthread_join(itid, NULL);
+        else
+            scan_index(&ix);
         struct vrange first = {0};
         stitch(rg, n, &first);
         for (int k = 0; k < n; k++)
@@ -452,10 +532,16 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
             check_refs(db, rg, n, &first);
         if (first.code >= 0)
             check_blobs(db, path, &first);
+        if (first.code >= 0)
+            check_index(&ix, rg, n, (uint64_t)hi, &first);
         if (first.code < 0) {
             ret = cerr_set(err, first.code, "%s", first.why);
-        } else if (first.code == 1 && first.bad_seq == UINT64_MAX) { /* a blob no entry names */
-            cerr_set(err, EBADMSG, "blob %s", first.why + strlen("its blob "));
+        } else if (first.code == 1 && first.bad_seq == UINT64_MAX) { /* not one entry's problem */
+            const char *why = first.why;
+            if (!strncmp(why, "its blob ", 9))
+                cerr_set(err, EBADMSG, "blob %s", why + 9);
+            else
+                cerr_set(err, EBADMSG, "%s", why);
             ret = 1;
         } else if (first.code == 1) {
             *bad_seq = first.bad_seq;
