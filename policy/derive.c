@@ -3,6 +3,7 @@
  * here, never written per agent: a base set of groups, narrowed by what the role may do. */
 #include "policy/internal.h"
 
+#include <seccomp.h>
 #include <string.h>
 
 uint32_t derive_narrow_groups(enum policy_base b, const struct policy_authority *a, uint32_t groups)
@@ -153,15 +154,28 @@ static const char *secs_str(double v, char *buf, size_t cap)
     return buf;
 }
 
-/* Syscalls of the always-denied list, as design.md section 7 names them, for the reader. */
-static const char *const denied_shown[] = {
-    "unshare", "setns", "clone (namespace flags)", "clone3", "mount", "umount2", "pivot_root",
-    "fsopen", "fsmount", "fsconfig", "move_mount", "open_tree", "ptrace", "process_vm_readv",
-    "process_vm_writev", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key", "kexec_load",
-    "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "ioctl(TIOCSTI)", "ioctl(TIOCLINUX)", "socket(AF_VSOCK)",
-};
+/* Prints the always-denied list as the sandbox module holds it: every syscall of this
+ * architecture for which sandbox_seccomp_always_denied() says yes. */
+static void print_always_denied(FILE *f)
+{
+    size_t col = 0;
+    for (int nr = 0; nr < 1024; nr++) {
+        char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        if (name && sandbox_seccomp_always_denied(name)) {
+            if (col == 0)
+                fprintf(f, "                 ");
+            fprintf(f, "%s ", name);
+            col += strlen(name) + 1;
+            if (col > 64) {
+                fprintf(f, "\n");
+                col = 0;
+            }
+        }
+        free(name);
+    }
+    if (col)
+        fprintf(f, "\n");
+}
 
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err)
 {
@@ -211,31 +225,31 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         const struct policy_tool_view *t = &v.tools[i];
         const char *kind = t->kind == POLICY_TOOL_WRITE ? "writes" :
                            t->kind == POLICY_TOOL_COMMAND ? "runs commands" : "reads";
-        fprintf(f, "  %-32s %-9s %-14s%s%s\n", t->name, t->enabled ? "enabled" : "disabled", kind,
+        fprintf(f, "  %-32s %-9s %s%s%s\n", t->name, t->enabled ? "enabled" : "disabled", kind,
                 t->enabled && t->needs_approval ? "  needs approval" : "",
                 t->enabled && t->read_before_write ? "  read before write" : "");
     }
     const struct policy_tool_limits *l = &v.limits;
-    fprintf(f, "  limits: max_file_size %s, max_search_results %s, max_explore_entries %s,\n",
-            l->max_file_size ? size_str(l->max_file_size, a, sizeof(a)) : "surface default",
-            l->max_search_results ? (snprintf(b, sizeof(b), "%llu",
-                                              (unsigned long long)l->max_search_results), b)
-                                  : "surface default",
-            l->max_explore_entries ? "set" : "surface default");
-    if (l->max_explore_entries)
-        fprintf(f, "          (max_explore_entries %llu)\n",
-                (unsigned long long)l->max_explore_entries);
-    fprintf(f, "          max_output_bytes %s, command_timeout %s, command_timeout_max %s\n",
-            l->max_output_bytes ? size_str(l->max_output_bytes, a, sizeof(a)) : "surface default",
-            l->command_timeout ? secs_str(l->command_timeout, b, sizeof(b)) : "surface default",
-            l->command_timeout_max ? (snprintf(a, sizeof(a), "%gs", l->command_timeout_max), a)
-                                   : "surface default");
-    fprintf(f, "  exclude: ");
+    const char *dflt = "the surface's default";
+    fprintf(f, "  limit max_file_size        %s\n",
+            l->max_file_size ? size_str(l->max_file_size, a, sizeof(a)) : dflt);
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)l->max_search_results);
+    fprintf(f, "  limit max_search_results   %s\n", l->max_search_results ? b : dflt);
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)l->max_explore_entries);
+    fprintf(f, "  limit max_explore_entries  %s\n", l->max_explore_entries ? b : dflt);
+    fprintf(f, "  limit max_output_bytes     %s\n",
+            l->max_output_bytes ? size_str(l->max_output_bytes, a, sizeof(a)) : dflt);
+    fprintf(f, "  limit command_timeout      %s\n",
+            l->command_timeout ? secs_str(l->command_timeout, a, sizeof(a)) : dflt);
+    fprintf(f, "  limit command_timeout_max  %s\n",
+            l->command_timeout_max ? secs_str(l->command_timeout_max, a, sizeof(a)) : dflt);
+    fprintf(f, "  exclude                    ");
     if (!l->exclude)
         fprintf(f, "the surface's default exclusions\n");
-    else
-        for (size_t i = 0; i <= l->n_exclude; i++)
-            fprintf(f, i == l->n_exclude ? "\n" : "%s%s", i ? ", " : "", i < l->n_exclude ? l->exclude[i] : "");
+    for (size_t i = 0; l->exclude && i < l->n_exclude; i++)
+        fprintf(f, "%s%s", i ? ", " : "", l->exclude[i]);
+    if (l->exclude)
+        fprintf(f, "%s\n", l->n_exclude ? "" : "none");
 
     fprintf(f, "\nbudgets\n");
     fprintf(f, "  memory         %s\n", size_str(v.budgets.memory, a, sizeof(a)));
@@ -281,9 +295,11 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         }
     }
     fprintf(f, "%s\n", any ? "" : "-");
-    fprintf(f, "  narrowed       %s%s\n",
-            v.may_exec ? "" : "@exec removed (no command authority: no execve after start); ",
-            v.base == POLICY_BASE_OBSERVER ? "@file-write removed (observer)" : "");
+    fprintf(f, "  narrowed       %s%s%s\n",
+            v.may_exec ? "" : "@exec removed (no command authority: no execve after start)  ",
+            v.base == POLICY_BASE_OBSERVER ? "@file-write removed, opens read-only (observer)" : "",
+            v.may_exec && v.base != POLICY_BASE_OBSERVER ? "nothing (the role's authority "
+            "keeps every asked-for group)" : "");
     fprintf(f, "  sockets        %s\n", s->seccomp.network ? "AF_UNIX, AF_INET, AF_INET6"
                                                            : "AF_UNIX only (no network authority)");
     fprintf(f, "  extra allowed  ");
@@ -295,19 +311,10 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         fprintf(f, "%s%s", i ? ", " : "", s->seccomp.deny[i]);
     fprintf(f, "%s\n", s->seccomp.n_deny ? "" : "-");
     fprintf(f, "  always denied  (no policy can lift these)\n");
-    size_t col = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(denied_shown); i++) {
-        if (col == 0)
-            fprintf(f, "                 ");
-        fprintf(f, "%s%s", denied_shown[i], i + 1 < ARRAY_SIZE(denied_shown) ? ", " : "");
-        col += strlen(denied_shown[i]) + 2;
-        if (col > 60 || i + 1 == ARRAY_SIZE(denied_shown)) {
-            fprintf(f, "\n");
-            col = 0;
-        }
-    }
-    fprintf(f, "                 x32 syscalls; every socket family but AF_UNIX%s\n",
-            s->seccomp.network ? ", AF_INET and AF_INET6" : "");
+    print_always_denied(f);
+    fprintf(f, "                 and: clone with namespace flags, ioctl TIOCSTI and TIOCLINUX, "
+               "x32 and\n                 foreign-ABI syscalls, sockets of every family but "
+               "AF_UNIX%s\n", s->seccomp.network ? ", AF_INET, AF_INET6" : "");
 
     bool first = true;
     for (size_t i = 0; i < p->n_agents; i++)

@@ -1800,15 +1800,34 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
     return 0;
 }
 
+/* Problems in file order (the checks run in a fixed order, not the file's): by line, column,
+ * then the order they were found. */
+static void sort_diags(struct policy_diags *d, size_t from)
+{
+    for (size_t i = from + 1; i < d->n; i++) {
+        struct policy_diag x = d->v[i];
+        size_t j = i;
+        while (j > from && (d->v[j - 1].line > x.line ||
+                            (d->v[j - 1].line == x.line && d->v[j - 1].col > x.col))) {
+            d->v[j] = d->v[j - 1];
+            j--;
+        }
+        d->v[j] = x;
+    }
+}
+
 int policy_load_buffer(const char *name, const char *data, size_t len, struct policy **out,
                        struct policy_diags *diags)
 {
     struct jdoc doc;
     *out = NULL;
+    size_t from = diags ? diags->n : 0;
     int r = jdoc_parse(&doc, name, data, len, diags);
     if (r == 0)
         r = load_doc(&doc, out, diags);
     jdoc_free(&doc);
+    if (diags)
+        sort_diags(diags, from);
     return r;
 }
 

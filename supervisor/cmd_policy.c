@@ -64,7 +64,7 @@ static int show(int argc, char **argv)
     bool use_default = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_ROLE: role = optarg; break;
         case O_DEFAULT: use_default = true; break;
