@@ -294,7 +294,10 @@ static void syntax_error(struct jdoc *doc, size_t off, struct policy_diags *d)
         hint = "; is a ',' missing before it?";
     else if (doc->text[at] == '\'')
         hint = "; strings take double quotes";
-    if (at + 1 >= doc->len && off >= doc->len)
+    bool rest_blank = true; /* nothing but blanks from where cJSON stopped: the file ended early */
+    for (size_t i = off; i < doc->len && rest_blank; i++)
+        rest_blank = (unsigned char)doc->text[i] <= 32;
+    if (rest_blank)
         diags_add(d, doc->name, line, col,
                   "syntax error: unexpected end of file; is a closing '}' or ']' missing?");
     else
