@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 
 /* Paths in messages are cut to fit their buffers on purpose: a message stays one line. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 #define MAX_ROLES 256
 #define MAX_AGENTS 1024
