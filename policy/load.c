@@ -1756,7 +1756,7 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
 {
     static const char *const keys[] = {"version", "description", "roles", "envelope_types",
                                        "checkpoint_types", "agents", "highway", "users", "trail",
-                                       "max_message"};
+                                       "max_message", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1772,6 +1772,8 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
         const char *s;
         if ((v = get(root, "description")))
             want_string(&c, v, "description", &s);
+        if ((v = get(root, "$schema"))) /* for editors: names docs/policy.schema.json */
+            want_string(&c, v, "$schema", &s);
         const cJSON *roles = get(root, "roles");
         if ((v = get(root, "envelope_types")))
             load_types(&c, v, roles, true);

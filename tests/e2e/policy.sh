@@ -78,6 +78,42 @@ expect_match "an unknown role lists the roles" "its roles are: coordinator, work
 run_capture out err rc "$CORRAL" policy show --print-default
 expect_match "the embedded default policy prints" '"default"' "$out"
 
+# The JSON Schema for editors accepts every example and refuses a typo (when python3 has the
+# jsonschema module; corral itself does not need it).
+if python3 -c 'import jsonschema' 2>/dev/null; then
+    cat >"$T_TMP/schema.py" <<'PY'
+import json, re, sys, jsonschema
+def strip(t):  # JSON with comments -> JSON, as corral reads it
+    out, i, n = [], 0, len(t)
+    while i < n:
+        if t[i] == '"':
+            j = i + 1
+            while t[j] != '"':
+                j += 2 if t[j] == '\\' else 1
+            out.append(t[i:j + 1]); i = j + 1
+        elif t.startswith('//', i):
+            j = t.find('\n', i); i = n if j < 0 else j
+        elif t.startswith('/*', i):
+            i = t.index('*/', i) + 2; out.append(' ')
+        else:
+            out.append(t[i]); i += 1
+    return re.sub(r',(\s*[}\]])', r'\1', ''.join(out))
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+bad = 0
+for f in sys.argv[2:]:
+    for e in jsonschema.Draft202012Validator(schema).iter_errors(json.loads(strip(open(f).read()))):
+        print(f, list(e.path), e.message); bad += 1
+sys.exit(1 if bad else 0)
+PY
+    run_capture out err rc python3 "$T_TMP/schema.py" "$TOP/docs/policy.schema.json" "$TOP"/examples/policies/*.json
+    expect_status "the JSON Schema accepts every example policy" 0 "$rc" "$out" "$err"
+    run_capture out err rc python3 "$T_TMP/schema.py" "$TOP/docs/policy.schema.json" "$T_TMP/bad.json"
+    expect_match "the JSON Schema refuses an unknown key" "'netwrok' was unexpected" "$out"
+else
+    echo "ok - JSON Schema checks # SKIP python3 has no jsonschema module"
+fi
+
 # Live: each example role's filter seen from inside `corral exec --policy --role`. The same
 # tables run in simulation and through sandbox_spawn in tests/unit/test_policy_*.c.
 probe="$HOSTILE/sysprobe_policy"
