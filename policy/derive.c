@@ -2,6 +2,7 @@
  * rights of an agent, and `corral policy show`'s account of them. The seccomp filter is derived
  * here, never written per agent: a base set of groups, narrowed by what the role may do. */
 #include "policy/internal.h"
+#include "tools/tool.h"
 
 #include <seccomp.h>
 #include <string.h>
@@ -79,7 +80,31 @@ int policy_role_resolve(const struct policy *p, const char *role, struct policy_
     s->landlock = r->landlock;
     s->uid = r->uid;
     s->gid = r->gid;
+    out->command_sandbox = *s;
+    if (r->authority.commands)
+        out->command_sandbox.seccomp.groups |= SANDBOX_SC_EXEC | SANDBOX_SC_PROCESS;
     return 0;
+}
+
+void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limits *l)
+{
+    const struct policy_tool_limits *p = &v->limits;
+    if (p->max_file_size)
+        l->max_file_size = p->max_file_size;
+    if (p->max_search_results)
+        l->max_search_results = (size_t)p->max_search_results;
+    if (p->max_explore_entries)
+        l->max_explore_entries = (size_t)p->max_explore_entries;
+    if (p->max_output_bytes)
+        l->max_output_bytes = (size_t)p->max_output_bytes;
+    if (p->command_timeout)
+        l->command_timeout_sec = p->command_timeout;
+    if (p->command_timeout_max)
+        l->command_timeout_max = p->command_timeout_max;
+    if (p->exclude) {
+        l->exclude = p->exclude;
+        l->n_exclude = p->n_exclude;
+    }
 }
 
 bool policy_role_can(const struct policy_role_view *v, const char *cap)

@@ -113,9 +113,18 @@ struct policy_role_view {
     struct policy_tool_limits limits;
     struct policy_budgets budgets;
     struct sandbox_profile sandbox; /* the agent's own sandbox, seccomp derived from authority */
+    /* The base profile of its command sandboxes (executeCommand & co.): the agent's, plus @exec.
+     * Meaningful only with command authority; the workspace bind (rw only with write
+     * authority) is the caller's to add. */
+    struct sandbox_profile command_sandbox;
     /* Whether the agent itself may execve after it starts (command authority). */
     bool may_exec;
 };
+
+struct tool_limits;
+/* Overrides the limits the policy sets (non-zero / non-NULL) in L, which the caller has filled
+ * with tool_limits_default() first. */
+void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limits *l);
 
 /* Fills OUT with the resolved profile of ROLE. -ENOENT with a message naming the roles there are
  * when the policy has no such role. */

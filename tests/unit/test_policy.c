@@ -2,6 +2,7 @@
  * message), every problem reported in one pass, comments and positions, inheritance, the
  * embedded default policy and the example policies. */
 #include "policy/policy.h"
+#include "tools/tool.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -423,6 +424,42 @@ static void test_examples_load(void **state)
     policy_free(p);
 }
 
+/* What the tool broker and the command sandboxes take from a role. */
+static void test_tool_limits_and_command_profile(void **state)
+{
+    (void)state;
+    const char *top = getenv("TOP");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/examples/policies/worker.json", top ? top : ".");
+    struct policy *p = NULL;
+    struct policy_diags d = {0};
+    assert_int_equal(policy_load_file(path, &p, &d), 0);
+    struct policy_role_view v;
+    struct cerr err;
+    assert_int_equal(policy_role_resolve(p, "worker", &v, &err), 0);
+    struct tool_limits l = {.max_file_size = 1, .max_search_results = 2, .max_explore_entries = 3,
+                            .max_output_bytes = 4, .command_timeout_sec = 5,
+                            .command_timeout_max = 6};
+    policy_tool_limits_apply(&v, &l);
+    assert_int_equal(l.max_file_size, 10u << 20);   /* set by the policy */
+    assert_int_equal(l.max_search_results, 2);      /* not set: the surface's default stays */
+    assert_int_equal(l.max_explore_entries, 3);
+    assert_int_equal(l.max_output_bytes, 1u << 20);
+    assert_true(l.command_timeout_sec == 30 && l.command_timeout_max == 600);
+    assert_null(l.exclude);
+    assert_true(v.command_sandbox.seccomp.groups & SANDBOX_SC_EXEC);
+    assert_int_equal(v.command_sandbox.limits.memory, 1u << 30);
+    policy_free(p);
+    snprintf(path, sizeof(path), "%s/examples/policies/reviewer.json", top ? top : ".");
+    assert_int_equal(policy_load_file(path, &p, &d), 0);
+    assert_int_equal(policy_role_resolve(p, "reviewer", &v, &err), 0);
+    assert_false(v.command_sandbox.seccomp.groups & SANDBOX_SC_EXEC);
+    policy_tool_limits_apply(&v, &l);
+    assert_int_equal(l.n_exclude, 4);
+    assert_string_equal(l.exclude[0], "**/.git/**");
+    policy_free(p);
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -445,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_default_policy),
         cmocka_unit_test(test_agent_binary),
         cmocka_unit_test(test_examples_load),
+        cmocka_unit_test(test_tool_limits_and_command_profile),
         cmocka_unit_test(test_missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
