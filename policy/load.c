@@ -130,6 +130,11 @@ static bool check_object(struct lctx *c, const cJSON *n, const char *path,
         ERR_VAL(c, n, "%s must be an object ({...}), not %s", where(path), type_name(n));
         return false;
     }
+    int members = cJSON_GetArraySize(n);
+    if (members > 4096) { /* keeps the duplicate check below cheap */
+        ERR_VAL(c, n, "%s has %d keys; at most 4096 are allowed", where(path), members);
+        return false;
+    }
     for (const cJSON *m = n->child; m; m = m->next) {
         bool known = !keys; /* a map of names: only duplicates matter */
         for (size_t i = 0; i < nkeys && !known; i++)
@@ -1164,13 +1169,14 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
                         "authority.commands to true)" : "observers cannot open files for writing");
         }
     }
-    for (size_t i = 0; i < r->n_sc_allow; i++) {
-        const char *s = r->sc_allow[i];
-        if (!(narrowed & SANDBOX_SC_EXEC) && (!strcmp(s, "execve") || !strcmp(s, "execveat"))) {
-            err_at(c, si->allow ? jdoc_val_off(c->doc, si->allow) : 0,
-                   "%s.sandbox.seccomp.allow: '%s' needs command authority, which role '%s' does "
-                   "not have; set authority.commands to true or remove it", path, s, S(c, r->name));
-        }
+    size_t k = 0;
+    for (const cJSON *e = si->allow ? si->allow->child : NULL; e; e = e->next, k++) {
+        if (!cJSON_IsString(e) || (narrowed & SANDBOX_SC_EXEC))
+            continue;
+        if (!strcmp(e->valuestring, "execve") || !strcmp(e->valuestring, "execveat"))
+            ERR_VAL(c, e, "%s.sandbox.seccomp.allow[%zu]: '%s' needs command authority, which role "
+                    "'%s' does not have; set authority.commands to true or remove it", path, k,
+                    e->valuestring, S(c, r->name));
     }
     r->groups = narrowed;
     if (r->net == SANDBOX_NET_LOOPBACK && !r->authority.network)
@@ -1453,7 +1459,7 @@ static void check_binary(struct lctx *c, const cJSON *n, const char *p, const ch
     free(real);
 }
 
-static void load_agents(struct lctx *c, const cJSON *n, const cJSON *roles)
+static void load_agents(struct lctx *c, const cJSON *n)
 {
     if (!check_object(c, n, "agents", NULL, 0))
         return;
@@ -1514,12 +1520,17 @@ static void load_agents(struct lctx *c, const cJSON *n, const cJSON *roles)
                 ok = false;
             } else {
                 size_t ne = (size_t)cJSON_GetArraySize(v), k = 0;
+                if (ne > 1024) {
+                    ERR_VAL(c, v, "%s has %zu variables; at most 1024 are allowed", q, ne);
+                    ne = 0;
+                    ok = false;
+                }
                 const char **env = policy_alloc(p, (ne + 1) * sizeof(*env));
                 if (!env) {
                     c->oom = true;
                     return;
                 }
-                for (const cJSON *e = v->child; e; e = e->next) {
+                for (const cJSON *e = ne ? v->child : NULL; e; e = e->next) {
                     char ep[240];
                     snprintf(ep, sizeof(ep), "%s.%s", q, S(c, e->string));
                     const char *key = e->string;
@@ -1581,7 +1592,6 @@ static void load_agents(struct lctx *c, const cJSON *n, const cJSON *roles)
         if (ok)
             p->agents[p->n_agents++] = a;
     }
-    (void)roles;
 }
 
 /* ---- session-level settings for the runtime */
@@ -1781,7 +1791,7 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
             load_types(&c, v, roles, false);
         load_roles(&c, roles);
         if ((v = get(root, "agents")))
-            load_agents(&c, v, roles);
+            load_agents(&c, v);
         if ((v = get(root, "highway")))
             load_highway(&c, v);
         if ((v = get(root, "users")))

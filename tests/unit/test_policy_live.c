@@ -78,6 +78,8 @@ static void test_tables_live(void **state)
     char *abs = realpath(probe, NULL);
     if (!abs)
         fail_msg("%s: %s (run 'make test-build')", probe, strerror(errno));
+    static char why[8192]; /* collected, then reported once everything is freed */
+    why[0] = '\0';
     for (size_t ri = 0; ri < N_ROLES; ri++) {
         struct policy *p = load_case(&roles[ri]);
         struct policy_role_view v;
@@ -87,22 +89,28 @@ static void test_tables_live(void **state)
         for (size_t k = 0; k < N_ROWS; k++) {
             char key[64];
             snprintf(key, sizeof(key), "\n%s=", rows[k].probe);
-            char *line = strstr(out, key + 1) == out ? out : strstr(out, key);
-            if (!line)
-                fail_msg("role %s: no result for %s in:\n%s", roles[ri].role, rows[k].probe, out);
+            char *line = !strncmp(out, key + 1, strlen(key + 1)) ? out : strstr(out, key);
+            if (!line) {
+                snprintf(why + strlen(why), sizeof(why) - strlen(why),
+                         "role %s: no result for %s in:\n%s\n", roles[ri].role, rows[k].probe, out);
+                break;
+            }
             line = strchr(line + 1, '=') + 1;
             size_t l = strcspn(line, "\n");
             bool eperm = l == 5 && !strncmp(line, "EPERM", 5);
             char want = rows[k].want[ri];
             if ((want == A && eperm) || (want == D && !eperm))
-                fail_msg("role %s (%s): %s: want %s, the probe saw %.*s", roles[ri].role,
-                         roles[ri].file ? roles[ri].file : "default", rows[k].probe,
-                         want == A ? "allowed" : "EPERM", (int)l, line);
+                snprintf(why + strlen(why), sizeof(why) - strlen(why),
+                         "role %s (%s): %s: want %s, the probe saw %.*s\n",
+                         roles[ri].role, roles[ri].file ? roles[ri].file : "default",
+                         rows[k].probe, want == A ? "allowed" : "EPERM", (int)l, line);
         }
         free(out);
         policy_free(p);
     }
     free(abs);
+    if (*why) /* every mismatch of every role, not just the first */
+        fail_msg("%s", why);
 }
 
 int main(void)
