@@ -243,6 +243,8 @@ int broker_open_parent(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
         if (mkdirs_beneath(ctx, rel, plen, field, e) < 0)
             return -1;
         fd = broker_openat(ctx->root_fd, parent, O_PATH | O_DIRECTORY, 0, 0, field, e);
+        if (fd >= 0)
+            memset(e, 0, sizeof(*e)); /* the first miss is history */
     }
     if (fd < 0 && e->kind == BROKER_E_NOT_FOUND && !mkdirs)
         broker_fail(e, BROKER_E_NOT_FOUND, field,

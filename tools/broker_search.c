@@ -109,11 +109,9 @@ int broker_regex_new(const char *pattern, bool literal, const char *flags, const
         }
     }
     if (literal)
-        opts |= PCRE2_LITERAL;
-    else
-        opts |= PCRE2_ALT_BSUX;
-    /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
-    opts |= multiline ? PCRE2_MULTILINE : PCRE2_DOLLAR_ENDONLY;
+        opts |= PCRE2_LITERAL; /* PCRE2 takes no line options with it */
+    else /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
+        opts |= PCRE2_ALT_BSUX | (multiline ? PCRE2_MULTILINE : PCRE2_DOLLAR_ENDONLY);
     return regex_compile(pattern, opts, field, out, e);
 }
 
@@ -554,8 +552,8 @@ int broker_search(const struct tool_ctx *ctx, const struct broker_search_opts *o
     struct search s = {.o = o, .r = r, .e = e,
                        .line_bytes = o->max_line_bytes ? o->max_line_bytes : SEARCH_LINE_BYTES};
     /* Multiline: ^ and $ at every line, since a file is searched as one buffer. */
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE |
-                    (o->literal ? PCRE2_LITERAL : PCRE2_ALT_BSUX) |
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
+                    (o->literal ? PCRE2_LITERAL : PCRE2_MULTILINE | PCRE2_ALT_BSUX) |
                     (o->ignore_case ? PCRE2_CASELESS : 0);
     int rc = regex_compile(o->query, opts, "query", &s.re, e);
     if (rc == 0)

@@ -764,7 +764,8 @@ static int wap_call(struct tool_ctx *ctx, const char *name, const cJSON *args, c
     cJSON *res = NULL;
     if (parse_args(t, args, &a, &e) == 0)
         res = t->fn(ctx, &a, &e);
-    if (res && e.kind == BROKER_OK) {
+    /* A handler's result is its answer, except executeCommand's TIMEOUT, which carries one. */
+    if (res && e.kind != BROKER_E_TIMEOUT) {
         *result = res;
         return 0;
     }
