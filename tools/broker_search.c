@@ -111,7 +111,8 @@ int broker_regex_new(const char *pattern, bool literal, const char *flags, const
     if (literal)
         opts |= PCRE2_LITERAL; /* PCRE2 takes no line options with it */
     else /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
-        opts |= PCRE2_ALT_BSUX | (multiline ? PCRE2_MULTILINE : PCRE2_DOLLAR_ENDONLY);
+        opts |= PCRE2_ALT_BSUX |
+                (multiline ? PCRE2_MULTILINE | PCRE2_ALT_CIRCUMFLEX : PCRE2_DOLLAR_ENDONLY);
     return regex_compile(pattern, opts, field, out, e);
 }
 
