@@ -82,8 +82,8 @@ void broker_iso_time(const struct timespec *t, char buf[32]);
 /* The exclusion patterns in force: the ctx's (or the seed's defaults when it sets none). */
 void broker_default_excludes(const struct tool_ctx *ctx, const char *const **v, size_t *n);
 
-/* A compiled set of exclusion patterns. A pattern without '/' matches an entry's name; one with
- * '/' matches its workspace-relative path (a leading '/' ignored). The common "**" + "/NAME/" +
+/* A compiled set of exclusion patterns. A pattern without '/' matches an entry's name at any
+ * depth; one with a '/' matches its workspace-relative path (so "/build" is the root's only). The common "**" + "/NAME/" +
  * "**" form is kept as a plain name compare, so walks stay fast. */
 struct broker_filter;
 /* FIELD names the argument for errors ("excludePatterns"). n == 0 gives an empty filter. */

@@ -441,7 +441,7 @@ int broker_filter_new(const char *const *pat, size_t n, const char *field,
                                field, i, GLOB_MAX_PATTERN);
         }
         f->pats[f->n_pats].g = g;
-        f->pats[f->n_pats].on_name = strchr(body, '/') == NULL;
+        f->pats[f->n_pats].on_name = strchr(p, '/') == NULL; /* "/build": the root's only */
         f->n_pats++;
     }
     *out = f;
