@@ -124,7 +124,8 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     _cleanup_free_ struct sandbox_bind *binds = calloc(base->n_binds + 1, sizeof(*binds));
     if (!cwd || !env || !binds)
         return broker_fail(e, BROKER_E_IO, "command", "out of memory");
-    memcpy(binds, base->binds, base->n_binds * sizeof(*binds));
+    if (base->n_binds)
+        memcpy(binds, base->binds, base->n_binds * sizeof(*binds));
     binds[base->n_binds] = (struct sandbox_bind){
         .host = ctx->root_host_path, .inside = "/workspace", .writable = true};
     struct sandbox_profile p = *base;

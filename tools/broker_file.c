@@ -424,7 +424,8 @@ static int splice_text(struct text *t, size_t a, size_t b, const char *pre, cons
     if (!s)
         return broker_fail(e, BROKER_E_IO, field, "out of memory");
     memcpy(s, t->s, a);
-    memcpy(s + a, pre, pl);
+    if (pl)
+        memcpy(s + a, pre, pl);
     memcpy(s + a + pl, ins, ins_len);
     if (add_nl)
         s[a + pl + ins_len] = '\n';
