@@ -549,6 +549,41 @@ static void search_truncation_counts_exactly(void **state)
     cJSON_Delete(r);
 }
 
+static void search_many_files_in_walk_order(void **state)
+{
+    struct fx *f = *state;
+    /* More files than the search queue holds, so the workers and the merge both cycle. */
+    for (int i = 0; i < 400; i++) {
+        char p[64], c[64];
+        snprintf(p, sizeof(p), "d%02d/f%03d.txt", i % 7, i);
+        snprintf(c, sizeof(c), "x\nneedle %d\ny\n", i);
+        fx_put(f, p, c);
+    }
+    f->ctx.limits.max_search_results = 1000;
+    cJSON *r = fx_ok(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"needle \\\\d+\",\"type\":\"regex\",\"recursive\":true,\"contextLines\":1}");
+    const cJSON *m = fx_item(r, "matches");
+    assert_int_equal(cJSON_GetArraySize(m), 400);
+    assert_int_equal((int)fx_num(r, "totalMatches"), 400);
+    char prev[64] = "";
+    for (const cJSON *it = m->child; it; it = it->next) {
+        const char *p = fx_str(it, "path");
+        assert_true(strcmp(prev, p) < 0); /* sorted walk order, each file once */
+        snprintf(prev, sizeof(prev), "%s", p);
+        assert_int_equal((int)fx_num(it, "line"), 2);
+        assert_string_equal(cJSON_GetArrayItem(fx_item(it, "contextBefore"), 0)->valuestring, "x");
+    }
+    cJSON_Delete(r);
+    f->ctx.limits.max_search_results = 5;
+    r = fx_ok(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"needle\",\"type\":\"literal\",\"recursive\":true}");
+    m = fx_item(r, "matches");
+    assert_int_equal(cJSON_GetArraySize(m), 5);
+    assert_int_equal((int)fx_num(r, "totalMatches"), 400);
+    assert_true(fx_bool(r, "isTruncated"));
+    assert_string_equal(fx_str(cJSON_GetArrayItem(m, 0), "path"), "/d00/f000.txt");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(m, 1), "path"), "/d00/f007.txt");
+    cJSON_Delete(r);
+}
+
 /* ---- getWorkspaceInfo ----------------------------------------------------------------------- */
 
 static void workspace_info(void **state)
@@ -610,6 +645,7 @@ int main(void)
         FX_TEST(search_literal_with_context),
         FX_TEST(search_regex_and_default_exclusions),
         FX_TEST(search_truncation_counts_exactly),
+        FX_TEST(search_many_files_in_walk_order),
         FX_TEST(workspace_info),
         FX_TEST(execute_command_denied_without_role),
     };
