@@ -547,7 +547,8 @@ static void merge_done(struct search *s)
             if (k < j->res.n)
                 r->truncated = true;
             /* the moved entries now belong to r; the rest are freed with the job */
-            memmove(j->res.v, j->res.v + k, (j->res.n - k) * sizeof(*j->res.v));
+            if (k)
+                memmove(j->res.v, j->res.v + k, (j->res.n - k) * sizeof(*j->res.v));
             j->res.n -= k;
             if (r->n >= s->o->max_results)
                 atomic_store(&s->collect_done, true);
