@@ -162,6 +162,14 @@ struct broker_edit {
 int broker_modify(const struct tool_ctx *ctx, const char *path, const struct broker_edit *ops,
                   size_t n_ops, char **display, struct broker_err *e);
 
+/* Removes a file (or a symlink, as itself) or, with directory, an empty directory. */
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
+                  struct broker_err *e);
+/* Makes a directory beneath the root (with parents, the missing ones too, and an existing
+ * directory is fine). New directories get mode 0755 and their parent's owner. */
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
+                 struct broker_err *e);
+
 struct broker_walk_opts {
     bool recursive;
     unsigned max_depth;          /* levels below the start when recursive (1: its entries) */

@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BINARY_SNIFF 8192 /* the first bytes looked at for NUL, like git and ripgrep */
-
 void broker_meta_clear(struct broker_meta *m)
 {
     if (!m)
@@ -563,6 +561,78 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
         return -1;
     if (display && !(*display = broker_path_display(rel)))
         return broker_fail(e, BROKER_E_IO, field, "out of memory");
+    return 0;
+}
+
+/* ---- remove, mkdir (for the surfaces that have them: file.delete, rmdir, mkdir) ------------ */
+
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
+                  struct broker_err *e)
+{
+    static const char field[] = "path";
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(path, field, &rel, e) < 0)
+        return -1;
+    if (ctx->read_only)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
+    if (!*rel)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace root cannot be removed");
+    const char *leaf;
+    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, false, field, &leaf, e);
+    if (dirfd < 0)
+        return -1;
+    struct stat st;
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return broker_fail(e, errno == ENOENT ? BROKER_E_NOT_FOUND : BROKER_E_IO, field,
+                           "/%s: %s", rel, errno == ENOENT ? "does not exist in the workspace"
+                                                           : strerror(errno));
+    /* A symlink is removed as itself, never through: its target is left alone. */
+    if (directory && !S_ISDIR(st.st_mode))
+        return broker_fail(e, BROKER_E_NOT_DIR, field, "/%s is not a directory", rel);
+    if (!directory && S_ISDIR(st.st_mode))
+        return broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", rel);
+    if (unlinkat(dirfd, leaf, directory ? AT_REMOVEDIR : 0) < 0) {
+        int err = errno;
+        if (err == ENOTEMPTY || err == EEXIST)
+            return broker_fail(e, BROKER_E_INVALID, field, "/%s is not empty", rel);
+        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
+                                                                             : BROKER_E_IO,
+                           field, "/%s: %s", rel, strerror(err));
+    }
+    return 0;
+}
+
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
+                 struct broker_err *e)
+{
+    static const char field[] = "path";
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(path, field, &rel, e) < 0)
+        return -1;
+    if (ctx->read_only)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
+    if (!*rel)
+        return broker_fail(e, BROKER_E_EXISTS, field, "the workspace root already exists");
+    const char *leaf;
+    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, parents, field, &leaf, e);
+    if (dirfd < 0)
+        return -1;
+    if (mkdirat(dirfd, leaf, 0755) < 0) {
+        int err = errno;
+        struct stat st;
+        if (err == EEXIST && parents && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+            return 0;
+        if (err == EEXIST)
+            return broker_fail(e, BROKER_E_EXISTS, field, "/%s already exists", rel);
+        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
+                              : err == ENOSPC || err == EDQUOT             ? BROKER_E_TOO_LARGE
+                                                                           : BROKER_E_IO,
+                           field, "/%s: %s", rel, strerror(err));
+    }
+    struct stat pst;
+    if (fstat(dirfd, &pst) == 0)
+        (void)!fchownat(dirfd, leaf, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
     return 0;
 }
 
