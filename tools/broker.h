@@ -98,6 +98,27 @@ bool broker_filter_excludes(const struct broker_filter *f, const char *rel, cons
 bool broker_filter_prunes(const struct broker_filter *f, const char *rel, const char *name,
                           bool whole_path);
 
+/* A directory's entries, read with getdents64 straight from an fd (no DIR stream, no per-name
+ * allocation) and sorted bytewise by name, for the walks of explore and search. */
+struct broker_dirent {
+    size_t name;         /* offset of the NUL-terminated name in pool */
+    unsigned char type;  /* DT_* from the kernel (DT_UNKNOWN on some file systems) */
+};
+struct broker_dirents {
+    struct broker_dirent *v;
+    size_t n, cap;
+    char *pool;
+    size_t pool_len, pool_cap;
+};
+/* Reads every entry but "." and ".." of the readable directory fd (not consumed) into d,
+ * replacing what it held. 0 or -errno. */
+int broker_dirents_read(struct broker_dirents *d, int fd);
+static inline const char *broker_dirent_name(const struct broker_dirents *d, size_t i)
+{
+    return d->pool + d->v[i].name;
+}
+void broker_dirents_free(struct broker_dirents *d);
+
 /* ---- file operations (broker_file.c) -------------------------------------------------------- */
 
 struct broker_meta {

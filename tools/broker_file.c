@@ -106,9 +106,15 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
     size_t out_len = 0, line_start_out = 0;
     uint64_t line = 1, returned = 0, offset = 0;
     bool full = false, truncated = false, last_nl = true;
-    char buf[65536];
+    /* On the heap: surface calls may run on worker threads with small stacks. */
+    enum { CHUNK = 65536 };
+    _cleanup_free_ char *buf = malloc(CHUNK);
+    if (!buf) {
+        free(out);
+        return broker_fail(e, BROKER_E_IO, field, "out of memory");
+    }
     for (;;) {
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n = read(fd, buf, CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -648,80 +654,6 @@ void broker_list_clear(struct broker_list *l)
     memset(l, 0, sizeof(*l));
 }
 
-struct dent {
-    char *name;
-    unsigned char type;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
-}
-
-/* The names of directory fd (consumed), sorted; *names owns one block holding every string. */
-static int read_dir_sorted(int fd, struct dent **out, size_t *n_out, char **pool_out)
-{
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
-    struct dent *v = NULL;
-    size_t n = 0, cap = 0, pool_len = 0, pool_cap = 0;
-    char *pool = NULL;
-    int err = 0;
-    struct dirent *de;
-    /* Offsets into the pool while it may move; turned into pointers at the end. */
-    while ((errno = 0, de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
-            continue;
-        size_t nl = strlen(nm) + 1;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct dent *tmp = realloc(v, nc * sizeof(*v));
-            if (!tmp) {
-                err = -ENOMEM;
-                break;
-            }
-            v = tmp;
-            cap = nc;
-        }
-        if (pool_len + nl > pool_cap) {
-            size_t nc = pool_cap ? pool_cap * 2 : 4096;
-            while (nc < pool_len + nl)
-                nc *= 2;
-            char *tmp = realloc(pool, nc);
-            if (!tmp) {
-                err = -ENOMEM;
-                break;
-            }
-            pool = tmp;
-            pool_cap = nc;
-        }
-        memcpy(pool + pool_len, nm, nl);
-        v[n].name = (char *)(uintptr_t)pool_len;
-        v[n].type = de->d_type;
-        n++;
-        pool_len += nl;
-    }
-    if (!err && errno)
-        err = -errno;
-    closedir(d);
-    if (err) {
-        free(v);
-        free(pool);
-        return err;
-    }
-    for (size_t i = 0; i < n; i++)
-        v[i].name = pool + (uintptr_t)v[i].name;
-    qsort(v, n, sizeof(*v), dent_cmp);
-    *out = v;
-    *n_out = n;
-    *pool_out = pool;
-    return 0;
-}
-
 struct walk {
     const struct broker_walk_opts *o;
     const struct broker_filter *filter;
@@ -761,22 +693,20 @@ static int list_push(struct walk *w, int dirfd, const char *rel, const char *nam
     return 0;
 }
 
+/* DIRFD is readable (O_RDONLY | O_DIRECTORY) and beneath the root. */
 static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    struct broker_dirents d = {0};
+    if (broker_dirents_read(&d, dirfd) < 0) {
+        broker_dirents_free(&d);
         return 0; /* unreadable directory: listed, not entered */
-    struct dent *v = NULL;
-    char *pool = NULL;
-    size_t n = 0;
-    if (read_dir_sorted(fd, &v, &n, &pool) < 0)
-        return 0;
+    }
     int r = 0;
     size_t rl = strlen(rel);
     char *child = NULL;
     size_t child_cap = 0;
-    for (size_t i = 0; i < n && r == 0; i++) {
-        const char *name = v[i].name;
+    for (size_t i = 0; i < d.n && r == 0; i++) {
+        const char *name = broker_dirent_name(&d, i);
         size_t nl = strlen(name);
         size_t need = rl + 1 + nl + 1;
         if (need > child_cap) {
@@ -795,7 +725,7 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         } else {
             memcpy(child, name, nl + 1);
         }
-        unsigned char type = v[i].type;
+        unsigned char type = d.v[i].type;
         if (type == DT_UNKNOWN) {
             struct stat st;
             if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -811,16 +741,15 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         if (broker_filter_prunes(w->filter, child, name, false))
             continue;
         struct broker_err sub_err;
-        int sub = broker_openat(dirfd, name, O_PATH | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS, "path",
-                                &sub_err);
+        int sub = broker_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS,
+                                "path", &sub_err);
         if (sub < 0)
             continue; /* replaced under us or unreadable: skipped, never followed */
         r = walk_dir(w, sub, child, depth + 1);
         close(sub);
     }
     free(child);
-    free(v);
-    free(pool);
+    broker_dirents_free(&d);
     return r;
 }
 
@@ -845,8 +774,16 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
         return -1;
     struct walk w = {.o = o, .filter = f, .out = out, .e = e};
     int r = 0;
-    if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true)))
-        r = walk_dir(&w, fd, rel, 1);
+    if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true))) {
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            r = broker_fail(e, BROKER_E_DENIED, "path", "/%s cannot be listed: %s", rel,
+                            strerror(errno));
+        else {
+            r = walk_dir(&w, dfd, rel, 1);
+            close(dfd);
+        }
+    }
     broker_filter_free(f);
     if (r < 0)
         broker_list_clear(out);

@@ -6,7 +6,7 @@
 #include "tools/broker.h"
 #include "tools/glob.h"
 
-#include <dirent.h>
+#include <dirent.h> /* DT_* */
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pcre2.h>
@@ -630,85 +630,50 @@ static char *join_rel(const char *rel, const char *name)
     return *rel ? util_printf("%s/%s", rel, name) : strdup(name);
 }
 
-struct ent {
-    char *name;
-    unsigned char type;
-};
-
-static int ent_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
-}
-
-/* Walks directory DIR (a reference the caller keeps), queueing its files in name order. */
+/* Walks directory DIR (readable, a reference the caller keeps), queueing its files in name
+ * order. */
 static int search_dir(struct search *s, struct dirref *dir, const char *rel, unsigned depth)
 {
     if (depth > SEARCH_MAX_NEST)
         return 0;
-    int fd = openat(dir->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return 0;
+    struct broker_dirents d = {0};
+    if (broker_dirents_read(&d, dir->fd) < 0) {
+        broker_dirents_free(&d);
+        return 0; /* unreadable: skipped, like grep -r does */
     }
-    struct ent *v = NULL;
-    size_t n = 0, cap = 0;
     int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct ent *tmp = realloc(v, nc * sizeof(*tmp));
-            if (!tmp) {
-                r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
-                break;
-            }
-            v = tmp;
-            cap = nc;
-        }
-        if (!(v[n].name = strdup(nm))) {
-            r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
-            break;
-        }
-        v[n++].type = de->d_type;
-    }
-    closedir(d);
-    if (r == 0)
-        qsort(v, n, sizeof(*v), ent_cmp);
-    for (size_t i = 0; i < n && r == 0 && !atomic_load(&s->abort); i++) {
-        char *child = join_rel(rel, v[i].name);
+    for (size_t i = 0; i < d.n && r == 0 && !atomic_load(&s->abort); i++) {
+        const char *name = broker_dirent_name(&d, i);
+        char *child = join_rel(rel, name);
         if (!child) {
             r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
             break;
         }
-        unsigned char type = v[i].type;
+        unsigned char type = d.v[i].type;
         if (type == DT_UNKNOWN) {
             struct stat st;
-            type = fstatat(dir->fd, v[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? DT_UNKNOWN
-                   : S_ISDIR(st.st_mode)                                    ? DT_DIR
-                   : S_ISREG(st.st_mode)                                    ? DT_REG
-                                                                            : DT_UNKNOWN;
+            type = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? DT_UNKNOWN
+                   : S_ISDIR(st.st_mode)                               ? DT_DIR
+                   : S_ISREG(st.st_mode)                               ? DT_REG
+                                                                       : DT_UNKNOWN;
         }
-        if (broker_filter_excludes(s->filter, child, v[i].name)) {
+        if (broker_filter_excludes(s->filter, child, name)) {
             free(child);
         } else if (type == DT_REG) {
             const char *inc = s->o->include_glob;
-            if (!s->include || glob_matches(s->include, strchr(inc, '/') ? child : v[i].name)) {
-                enqueue(s, s->main_mt, dir, v[i].name, child);
-                v[i].name = NULL; /* taken by the job */
-            } else {
+            char *nm = NULL;
+            if (s->include && !glob_matches(s->include, strchr(inc, '/') ? child : name))
                 free(child);
-            }
+            else if (!(nm = strdup(name))) {
+                free(child);
+                r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
+            } else
+                enqueue(s, s->main_mt, dir, nm, child); /* takes nm and child */
         } else if (type == DT_DIR && s->o->recursive &&
-                   !broker_filter_prunes(s->filter, child, v[i].name, false)) {
+                   !broker_filter_prunes(s->filter, child, name, false)) {
             struct broker_err sub_err;
-            int sub = broker_openat(dir->fd, v[i].name, O_PATH | O_DIRECTORY, 0,
-                                    RESOLVE_NO_SYMLINKS, "paths", &sub_err);
+            int sub = broker_openat(dir->fd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS,
+                                    "paths", &sub_err);
             struct dirref *sd = sub >= 0 ? dirref_new(sub) : NULL;
             if (sub >= 0 && !sd)
                 close(sub);
@@ -721,9 +686,7 @@ static int search_dir(struct search *s, struct dirref *dir, const char *rel, uns
             free(child);
         }
     }
-    for (size_t i = 0; i < n; i++)
-        free(v[i].name);
-    free(v);
+    broker_dirents_free(&d);
     return r;
 }
 
@@ -742,9 +705,14 @@ static int search_path(struct search *s, const struct tool_ctx *ctx, const char 
         return broker_fail(s->e, BROKER_E_IO, field, "/%s: %s", rel, strerror(errno));
     }
     if (S_ISDIR(st.st_mode)) {
-        struct dirref *d = dirref_new(fd);
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        if (dfd < 0)
+            return broker_fail(s->e, BROKER_E_DENIED, field, "/%s cannot be listed: %s", rel,
+                               strerror(errno));
+        struct dirref *d = dirref_new(dfd);
         if (!d) {
-            close(fd);
+            close(dfd);
             return broker_fail(s->e, BROKER_E_IO, field, "out of memory");
         }
         int r = 0;
