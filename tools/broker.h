@@ -110,8 +110,8 @@ struct broker_dirents {
     char *pool;
     size_t pool_len, pool_cap;
 };
-/* Reads every entry but "." and ".." of the readable directory fd (not consumed) into d,
- * replacing what it held. 0 or -errno. */
+/* Reads every entry but "." and ".." of the readable directory fd (freshly opened: read from
+ * where it stands; not consumed) into d, replacing what it held. 0 or -errno. */
 int broker_dirents_read(struct broker_dirents *d, int fd);
 static inline const char *broker_dirent_name(const struct broker_dirents *d, size_t i)
 {

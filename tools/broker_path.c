@@ -518,8 +518,6 @@ int broker_dirents_read(struct broker_dirents *d, int fd)
 {
     d->n = 0;
     d->pool_len = 0;
-    if (lseek(fd, 0, SEEK_SET) < 0)
-        return -errno;
     /* 32 KiB aligned for the kernel's records; on the heap (worker threads, small stacks) */
     _cleanup_free_ char *buf = malloc(32768);
     if (!buf)
