@@ -801,7 +801,7 @@ int broker_search(const struct tool_ctx *ctx, const struct broker_search_opts *o
     if (rc == 0) {
         if (o->n_paths == 0)
             rc = search_path(s, ctx, "", "paths");
-        for (size_t i = 0; rc == 0 && i < o->n_paths; i++) {
+        for (size_t i = 0; rc == 0 && i < o->n_paths && !atomic_load(&s->abort); i++) {
             char field[32];
             snprintf(field, sizeof(field), "paths[%zu]", i);
             rc = search_path(s, ctx, o->paths[i], field);
