@@ -423,7 +423,7 @@ static int search_text(struct search *s, struct matcher *mt, struct job *j, cons
     size_t pos = 0;
     uint64_t line = 1;
     const char *counted_to = text; /* line numbers are counted up to here */
-    while (pos <= len) {
+    while (pos < len) { /* an empty file has no line to match */
         int rc = pcre2_match(code, (PCRE2_SPTR)text, len, pos, 0, mt->md, mt->mctx);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
@@ -431,7 +431,8 @@ static int search_text(struct search *s, struct matcher *mt, struct job *j, cons
             return match_error(rc, "query", &j->err);
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(mt->md);
         size_t ms = ov[0], me = ov[1];
-        if (ms > len)
+        /* An (empty) match after the final newline is on no line at all. */
+        if (ms > len || (ms == len && text[len - 1] == '\n'))
             break;
         /* The line holding the start of the match. */
         const char *ls = text + ms;

@@ -536,6 +536,24 @@ static void search_regex_and_default_exclusions(void **state)
            "INVALID_ARGUMENT", NULL);
 }
 
+static void search_empty_matches_count_lines(void **state)
+{
+    struct fx *f = *state;
+    fx_put(f, "two.txt", "a\nb\n");
+    fx_put(f, "open.txt", "abc");
+    fx_put(f, "empty.txt", "");
+    cJSON *r = fx_ok(f, "searchFiles", "{\"paths\":[\"two.txt\"],\"query\":\"x*\",\"type\":\"regex\"}");
+    assert_int_equal((int)fx_num(r, "totalMatches"), 2); /* like grep: two lines, no phantom third */
+    cJSON_Delete(r);
+    r = fx_ok(f, "searchFiles", "{\"paths\":[\"open.txt\"],\"query\":\"$\",\"type\":\"regex\"}");
+    assert_int_equal((int)fx_num(r, "totalMatches"), 1);
+    assert_string_equal(fx_str(cJSON_GetArrayItem(fx_item(r, "matches"), 0), "matchText"), "abc");
+    cJSON_Delete(r);
+    r = fx_ok(f, "searchFiles", "{\"paths\":[\"empty.txt\"],\"query\":\"^\",\"type\":\"regex\"}");
+    assert_int_equal((int)fx_num(r, "totalMatches"), 0);
+    cJSON_Delete(r);
+}
+
 static void search_truncation_counts_exactly(void **state)
 {
     struct fx *f = *state;
@@ -644,6 +662,7 @@ int main(void)
         FX_TEST(modify_errors),
         FX_TEST(search_literal_with_context),
         FX_TEST(search_regex_and_default_exclusions),
+        FX_TEST(search_empty_matches_count_lines),
         FX_TEST(search_truncation_counts_exactly),
         FX_TEST(search_many_files_in_walk_order),
         FX_TEST(workspace_info),
