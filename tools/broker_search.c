@@ -27,6 +27,10 @@
 #define REGEX_MAX_PATTERN 65536
 #define SEARCH_MAX_NEST 128      /* directory levels a recursive search enters */
 #define SEARCH_LINE_BYTES 4096   /* default cap of each returned line */
+/* A file is read whole into the searching thread's buffer: larger ones are skipped so that a
+ * planted multi-gigabyte file cannot make the supervisor allocate it (mmap is no way out: a
+ * concurrent truncate would SIGBUS the supervisor). */
+#define SEARCH_MAX_FILE (64u << 20)
 
 struct broker_regex {
     pcre2_code *code;
@@ -481,7 +485,8 @@ static int search_job(struct search *s, struct matcher *mt, struct job *j)
     if (fd < 0)
         return 0;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1 ||
+        (uint64_t)st.st_size > SEARCH_MAX_FILE) {
         close(fd);
         return 0;
     }
