@@ -68,6 +68,23 @@ static void writes_land_in_the_workspace_only(void **state)
     assert_false(fx_exists_host("/usr/corral-x"));
 }
 
+static void binds_the_root_fd_not_the_path(void **state)
+{
+    struct fx *f = *state;
+    /* Swap the workspace path under the broker: the command must still see the directory the
+     * root fd names, and nothing may land in the impostor. */
+    char moved[160];
+    snprintf(moved, sizeof(moved), "%s/moved", f->top);
+    assert_int_equal(rename(f->ws, moved), 0);
+    assert_int_equal(mkdir(f->ws, 0777), 0);
+    cJSON_Delete(fx_ok(f, "executeCommand", "{\"command\":\"echo here > where.txt\"}"));
+    char p[256];
+    snprintf(p, sizeof(p), "%s/where.txt", moved);
+    assert_true(fx_exists_host(p));
+    snprintf(p, sizeof(p), "%s/where.txt", f->ws);
+    assert_false(fx_exists_host(p));
+}
+
 static void timeout_terminates(void **state)
 {
     struct fx *f = *state;
@@ -125,6 +142,7 @@ int main(void)
         CMD_TEST(output_and_status),
         CMD_TEST(working_directory_and_environment),
         CMD_TEST(writes_land_in_the_workspace_only),
+        CMD_TEST(binds_the_root_fd_not_the_path),
         CMD_TEST(timeout_terminates),
         CMD_TEST(timeout_kills_what_ignores_sigterm),
         CMD_TEST(output_is_capped),
