@@ -252,10 +252,11 @@ struct broker_regex;
 int broker_regex_new(const char *pattern, bool literal, const char *flags, const char *field,
                      struct broker_regex **out, bool *global, struct broker_err *e);
 void broker_regex_free(struct broker_regex *re);
-/* Replaces in subject; *out malloc'd. BROKER_E_NO_MATCH when nothing matched. */
+/* Replaces in subject; *out malloc'd. BROKER_E_NO_MATCH when nothing matched, TOO_LARGE when
+ * the result would pass max_len (checked before allocating it). */
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, const char *field, char **out,
-                            size_t *out_len, struct broker_err *e);
+                            const char *replacement, bool global, size_t max_len,
+                            const char *field, char **out, size_t *out_len, struct broker_err *e);
 
 /* ---- commands (broker_command.c) ------------------------------------------------------------ */
 

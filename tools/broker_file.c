@@ -494,7 +494,8 @@ static int apply_edit(struct text *t, const struct broker_edit *op, size_t idx, 
             return -1;
         char *out = NULL;
         size_t out_len = 0;
-        int r = broker_regex_substitute(re, t->s, t->len, op->replacement, global, field, &out,
+        int r = broker_regex_substitute(re, t->s, t->len, op->replacement, global,
+                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, field, &out,
                                         &out_len, e);
         broker_regex_free(re);
         if (r < 0)

@@ -189,8 +189,8 @@ static char *js_replacement(const char *r, const char *field, struct broker_err 
 }
 
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, const char *field, char **out,
-                            size_t *out_len, struct broker_err *e)
+                            const char *replacement, bool global, size_t max_len,
+                            const char *field, char **out, size_t *out_len, struct broker_err *e)
 {
     *out = NULL;
     _cleanup_free_ char *rep = js_replacement(replacement ? replacement : "", field, e);
@@ -205,6 +205,8 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
     if (rc < 0)
         return match_error(rc, field, e);
     PCRE2_SIZE cap = len + strlen(rep) + 64;
+    if (cap > max_len)
+        cap = max_len;
     for (int round = 0; round < 2; round++) {
         char *buf = malloc(cap + 1);
         if (!buf)
@@ -221,7 +223,12 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
         free(buf);
         if (rc != PCRE2_ERROR_NOMEMORY)
             break;
-        cap = olen; /* the length needed, thanks to OVERFLOW_LENGTH */
+        /* The length needed, thanks to OVERFLOW_LENGTH: refused before it is ever allocated. */
+        if (olen > max_len)
+            return broker_fail(e, BROKER_E_TOO_LARGE, field,
+                               "the replacement would make the file %zu bytes, over the limit of %zu",
+                               (size_t)olen, max_len);
+        cap = olen;
     }
     if (rc == PCRE2_ERROR_NOMEMORY)
         return broker_fail(e, BROKER_E_IO, field, "out of memory");

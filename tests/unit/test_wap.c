@@ -461,6 +461,16 @@ static void modify_errors(void **state)
     fx_err(f, "modifyFile",
            "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"b\",\"replacement\":\"0123456789\"}]}",
            "SIZE_LIMIT_EXCEEDED", NULL);
+    /* a replacement that would explode is refused before its size is allocated */
+    f->ctx.limits.max_file_size = 1 << 20;
+    char *big = calloc(1, 1 << 19);
+    memset(big, 'a', (1 << 19) - 2);
+    big[(1 << 19) - 2] = '\n';
+    fx_put(f, "many.txt", big);
+    free(big);
+    fx_err(f, "modifyFile",
+           "{\"path\":\"many.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"a\",\"replacement\":\"$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&\",\"flags\":\"g\"}]}",
+           "SIZE_LIMIT_EXCEEDED", "too_large");
     fx_put_bytes(f, "bin", "a\0b\n", 4);
     fx_err(f, "modifyFile",
            "{\"path\":\"bin\",\"operations\":[{\"type\":\"delete\",\"startLine\":1,\"endLine\":1}]}",
