@@ -226,6 +226,7 @@ struct broker_search_opts {
     unsigned context;           /* lines before and after */
     size_t max_results;         /* matches returned; counting goes on (total) */
     size_t max_line_bytes;      /* each returned line cut to this; 0: 4096 */
+    size_t max_bytes;           /* text of all returned matches and context; 0: 4 MiB */
 };
 struct broker_match {
     char *path;            /* "/src/app.js" */
@@ -233,12 +234,14 @@ struct broker_match {
     char *text;            /* the matching line, without its newline, valid UTF-8 */
     char **before, **after;
     size_t n_before, n_after;
+    size_t bytes;          /* of text, before and after together */
 };
 struct broker_search_result {
     struct broker_match *v;
     size_t n, cap;
     uint64_t total;       /* matching lines over everything searched */
-    bool truncated;
+    bool truncated;       /* fewer matches returned than found (max_results or max_bytes) */
+    size_t bytes;
     uint64_t files_searched;
 };
 void broker_search_result_clear(struct broker_search_result *r);

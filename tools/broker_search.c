@@ -31,6 +31,7 @@
  * planted multi-gigabyte file cannot make the supervisor allocate it (mmap is no way out: a
  * concurrent truncate would SIGBUS the supervisor). */
 #define SEARCH_MAX_FILE (64u << 20)
+#define SEARCH_MAX_BYTES (4u << 20) /* default cap of the text of one answer */
 
 struct broker_regex {
     pcre2_code *code;
@@ -337,6 +338,7 @@ struct search {
     atomic_bool abort;
     int walk_rc;
     struct matcher *main_mt; /* the walking thread's own, for when it lends a hand */
+    bool answer_full;        /* max_bytes reached (merge side only) */
 };
 
 static int matcher_init(struct matcher *m, const struct broker_regex *re)
@@ -388,6 +390,7 @@ static int add_match(const struct search *s, struct job *j, const char *text, si
     m->line = line;
     if (!(m->path = broker_path_display(j->rel)) || !(m->text = line_copy(s, ls, le)))
         return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+    m->bytes = strlen(m->path) + strlen(m->text);
     unsigned ctx = s->o->context;
     if (!ctx)
         return 0;
@@ -410,6 +413,7 @@ static int add_match(const struct search *s, struct job *j, const char *text, si
         b = b ? b + 1 : text + len;
         if (!(m->before[k] = line_copy(s, a, b)))
             return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+        m->bytes += strlen(m->before[k]);
         m->n_before++;
     }
     if (!(m->after = calloc(ctx, sizeof(char *))))
@@ -420,6 +424,7 @@ static int add_match(const struct search *s, struct job *j, const char *text, si
         b = b ? b + 1 : text + len;
         if (!(m->after[m->n_after] = line_copy(s, p, b)))
             return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+        m->bytes += strlen(m->after[m->n_after]);
         m->n_after++;
         p = b;
     }
@@ -546,7 +551,15 @@ static void merge_done(struct search *s)
             if (j->res.truncated)
                 r->truncated = true;
             size_t k = 0;
-            for (; k < j->res.n && r->n < s->o->max_results; k++) {
+            size_t max_bytes = s->o->max_bytes ? s->o->max_bytes : SEARCH_MAX_BYTES;
+            for (; k < j->res.n && r->n < s->o->max_results && !s->answer_full; k++) {
+                if (r->bytes + j->res.v[k].bytes > max_bytes) {
+                    /* The answer is full: nothing after this match may be added, or the
+                     * matches returned would no longer be a prefix of the walk. */
+                    s->answer_full = true;
+                    atomic_store(&s->collect_done, true);
+                    break;
+                }
                 if (r->n == r->cap) {
                     size_t nc = r->cap ? r->cap * 2 : 16;
                     struct broker_match *tmp = realloc(r->v, nc * sizeof(*tmp));
@@ -555,6 +568,7 @@ static void merge_done(struct search *s)
                     r->v = tmp;
                     r->cap = nc;
                 }
+                r->bytes += j->res.v[k].bytes;
                 r->v[r->n++] = j->res.v[k];
             }
             if (k < j->res.n)

@@ -124,6 +124,30 @@ static void search_ignore_case_and_include_glob(void **state)
     broker_search_result_clear(&r);
 }
 
+static void search_answer_is_byte_capped(void **state)
+{
+    struct fx *f = *state;
+    struct broker_err e;
+    char line[1100];
+    memset(line, 'z', 1000);
+    strcpy(line + 1000, " hit\n");
+    for (int i = 0; i < 10; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "f%d.txt", i);
+        fx_put(f, p, i == 5 ? "hit\n" : line); /* a small one after the cap is not added */
+    }
+    struct broker_search_opts o = {.query = "hit", .literal = true, .max_results = 100,
+                                   .max_bytes = 3500};
+    struct broker_search_result r;
+    assert_int_equal(broker_search(&f->ctx, &o, &r, &e), 0);
+    assert_int_equal(r.total, 10);
+    assert_int_equal(r.n, 3); /* about 1 KB each */
+    assert_string_equal(r.v[2].path, "/f2.txt");
+    assert_true(r.truncated);
+    assert_true(r.bytes <= 3500);
+    broker_search_result_clear(&r);
+}
+
 static void read_with_byte_cap(void **state)
 {
     struct fx *f = *state;
@@ -153,6 +177,7 @@ int main(void)
         FX_TEST(mkdir_parents_and_escapes),
         FX_TEST(exact_edits),
         FX_TEST(search_ignore_case_and_include_glob),
+        FX_TEST(search_answer_is_byte_capped),
         FX_TEST(read_with_byte_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
