@@ -21,6 +21,12 @@ static void list_has_seven_tools_with_schemas(void **state)
         assert_string_equal(fx_str(s, "type"), "object");
         assert_true(cJSON_IsObject(fx_item(s, "properties")));
     }
+    const cJSON *ops = fx_item(fx_item(fx_item(cJSON_GetArrayItem(arr, 3), "inputSchema"), "properties"),
+                               "operations");
+    assert_int_equal(cJSON_GetArraySize(fx_item(fx_item(ops, "items"), "oneOf")), 4);
+    const cJSON *env = fx_item(fx_item(fx_item(cJSON_GetArrayItem(arr, 5), "inputSchema"), "properties"),
+                               "environment");
+    assert_string_equal(fx_str(fx_item(env, "additionalProperties"), "type"), "string");
     const cJSON *rf = cJSON_GetArrayItem(arr, 1);
     const cJSON *req = fx_item(fx_item(rf, "inputSchema"), "required");
     assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "path");
