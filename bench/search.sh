@@ -83,3 +83,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 print(f"   corral exploreFiles: {r['median']*1000:.2f} ms median of 30 (whole process: exec, call, JSON)")
 EOF
+
+# 3. readFile of a 4 KiB file, the call alone (the pipe round trip is the protocol bench's)
+head -c 4096 /usr/include/stdio.h >"$ex/four.txt"
+echo "== readFile of a 4 KiB file"
+BENCH_REPEAT=5000 "$tmp/search_bench" read "$ex" four.txt

@@ -3,6 +3,7 @@
  * tools agree before comparing times.
  *   search_bench search ROOT QUERY regex|literal   -> "totalMatches N"
  *   search_bench explore ROOT                      -> "totalFound N"
+ *   search_bench read ROOT PATH                     -> "totalLines N"
  * With BENCH_REPEAT=N the call (and its serialization) is also timed N times in-process and the
  * median printed: the figure without process start-up. */
 #include "tools/tool.h"
@@ -20,7 +21,7 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "search") == 0 && argc != 5)) {
-        fprintf(stderr, "usage: search_bench search ROOT QUERY regex|literal | explore ROOT\n");
+        fprintf(stderr, "usage: search_bench search ROOT QUERY regex|literal | explore ROOT | read ROOT PATH\n");
         return 2;
     }
     struct tool_ctx ctx = {0};
@@ -41,6 +42,10 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(args, "query", argv[3]);
         cJSON_AddStringToObject(args, "type", argv[4]);
         cJSON_AddBoolToObject(args, "recursive", true);
+    } else if (strcmp(argv[1], "read") == 0 && argc == 4) {
+        tool = "readFile";
+        count = "totalLines";
+        cJSON_AddStringToObject(args, "path", argv[3]);
     } else {
         tool = "exploreFiles";
         count = "totalFound";
