@@ -29,6 +29,7 @@ cp -r /usr/include "$tree/include"
 for d in /usr/share/perl* /usr/lib/x86_64-linux-gnu/perl*; do
     [ -d "$d" ] && cp -r "$d" "$tree/$(echo "$d" | tr '/' '_')"
 done
+sync # the copy's writeback must not run during the measurements
 files=$(find "$tree" -type f | wc -l)
 size=$(du -sm "$tree" | cut -f1)
 echo "== searchFiles vs ripgrep over $files files, $size MB"
