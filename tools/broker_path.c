@@ -249,7 +249,8 @@ int broker_open_parent(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
     }
     if (fd < 0 && e->kind == BROKER_E_NOT_FOUND && !mkdirs)
         broker_fail(e, BROKER_E_NOT_FOUND, field,
-                    "the directory /%s does not exist (set createDirectories to make it)", parent);
+                    "the directory /%s does not exist (create it first, or ask for parent directories to be made)",
+                    parent);
     return fd;
 }
 
