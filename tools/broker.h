@@ -279,8 +279,8 @@ struct broker_command_result {
     uint64_t duration_ms;
 };
 void broker_command_result_clear(struct broker_command_result *r);
-/* Runs the command in a command sandbox (ctx->command_profile + the workspace writable at
- * /workspace, cwd /workspace/WORKDIR). Returns 0 when it ran, whatever its status (killed for
+/* Runs the command in a command sandbox (ctx->command_profile, or sandbox_profile_default
+ * when it is NULL, + the workspace writable at /workspace, cwd /workspace/WORKDIR). Returns 0 when it ran, whatever its status (killed for
  * time: r->timed_out, the output so far kept), -1 with e set when it could not run. */
 int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts *o,
                    struct broker_command_result *r, struct broker_err *e);

@@ -101,9 +101,6 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     memset(r, 0, sizeof(*r));
     if (!ctx->allow_commands)
         return broker_fail(e, BROKER_E_DENIED, "command", "this agent's role may not run commands");
-    if (!ctx->command_profile)
-        return broker_fail(e, BROKER_E_EXEC, "command",
-                           "commands are not set up for this workspace (no command sandbox profile)");
     if (!o->command || !*o->command)
         return broker_fail(e, BROKER_E_INVALID, "command", "command is empty");
 
@@ -120,7 +117,13 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     }
     _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
     _cleanup_free_ const char **env = build_env(o);
+    /* No profile from the policy: the sandbox module's safe defaults (design.md section 7). */
+    struct sandbox_profile dflt;
     const struct sandbox_profile *base = ctx->command_profile;
+    if (!base) {
+        sandbox_profile_default(&dflt);
+        base = &dflt;
+    }
     _cleanup_free_ struct sandbox_bind *binds = calloc(base->n_binds + 1, sizeof(*binds));
     if (!cwd || !env || !binds)
         return broker_fail(e, BROKER_E_IO, "command", "out of memory");

@@ -123,6 +123,21 @@ static void output_is_capped(void **state)
     cJSON_Delete(r);
 }
 
+static void default_profile_when_none_is_set(void **state)
+{
+    struct fx *f = *state;
+    free((void *)f->ctx.command_profile);
+    f->ctx.command_profile = NULL; /* the sandbox module's safe defaults */
+    cJSON *r = fx_ok(f, "executeCommand", "{\"command\":\"pwd; ls /workspace\"}");
+    assert_int_equal((int)fx_num(r, "exitCode"), 0);
+    assert_string_equal(fx_str(r, "stdout"), "/workspace\n");
+    cJSON_Delete(r);
+    /* the sandbox runs without capabilities: sethostname fails, host setup untouched */
+    r = fx_ok(f, "executeCommand", "{\"command\":\"hostname corral-x 2>/dev/null; echo $?\"}");
+    assert_string_not_equal(fx_str(r, "stdout"), "0\n");
+    cJSON_Delete(r);
+}
+
 static void signals_and_bytes(void **state)
 {
     struct fx *f = *state;
@@ -146,6 +161,7 @@ int main(void)
         CMD_TEST(timeout_terminates),
         CMD_TEST(timeout_kills_what_ignores_sigterm),
         CMD_TEST(output_is_capped),
+        CMD_TEST(default_profile_when_none_is_set),
         CMD_TEST(signals_and_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
