@@ -3,6 +3,8 @@
  * SIGKILL, the output cap, writes landing in the workspace and nowhere else. */
 #include "wap_fixture.h"
 
+#include <signal.h>
+
 
 static int cmd_setup(void **state)
 {
@@ -99,6 +101,27 @@ static void timeout_terminates(void **state)
     cJSON_Delete(r);
 }
 
+static void timeout_sends_sigterm_first(void **state)
+{
+    struct fx *f = *state;
+    bool err;
+    /* Like corral exec, which blocks SIGTERM for its signalfd: the sandbox must not inherit it. */
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, &old);
+    cJSON *r = fx_call(f, "executeCommand",
+                       "{\"command\":\"trap 'echo got TERM; exit 3' TERM; sleep 30 & wait\",\"timeout\":500}",
+                       &err);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    assert_true(err);
+    assert_string_equal(fx_str(r, "code"), "TIMEOUT");
+    const cJSON *d = fx_item(r, "details");
+    assert_string_equal(fx_str(d, "stdout"), "got TERM\n"); /* it could clean up */
+    assert_int_equal((int)fx_num(d, "exitCode"), 3);
+    cJSON_Delete(r);
+}
+
 static void timeout_kills_what_ignores_sigterm(void **state)
 {
     struct fx *f = *state;
@@ -159,6 +182,7 @@ int main(void)
         CMD_TEST(writes_land_in_the_workspace_only),
         CMD_TEST(binds_the_root_fd_not_the_path),
         CMD_TEST(timeout_terminates),
+        CMD_TEST(timeout_sends_sigterm_first),
         CMD_TEST(timeout_kills_what_ignores_sigterm),
         CMD_TEST(output_is_capped),
         CMD_TEST(default_profile_when_none_is_set),
