@@ -128,6 +128,9 @@ void pool_free(struct pool *p)
     pthread_mutex_unlock(&p->mu);
     for (unsigned i = 0; i < p->n_threads; i++)
         pthread_join(p->threads[i], NULL);
+    /* Workers drain the queue before they leave: every job is now finished; finish it here. */
+    if (p->n_threads)
+        pool_on_event(p, EPOLLIN);
     loop_watch_del(p->loop, &p->watch);
     if (p->efd >= 0)
         close(p->efd);

@@ -18,8 +18,8 @@ struct pool_job {
 
 /* WORKERS threads (0: 2 per CPU, at least 4), all signals blocked in them. */
 int pool_new(struct loop *l, unsigned workers, struct pool **out, struct cerr *err);
-/* Waits for queued and running jobs to finish (their done callbacks are not called), joins the
- * workers. Call when pool_inflight() is 0 to lose nothing. NULL is a no-op. */
+/* Waits for queued and running jobs to finish, runs their done callbacks (on the calling thread,
+ * which must be the loop's), joins the workers. NULL is a no-op. */
 void pool_free(struct pool *p);
 
 void pool_submit(struct pool *p, struct pool_job *j);

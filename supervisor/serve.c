@@ -1,0 +1,153 @@
+/* supervisor/serve.c: serve_exec: the general loop (loop.c, pool.c, agent.c) with one agent, its
+ * sandbox's pidfd and an optional timeout timer, for `corral exec --workspace DIR`. */
+#include "supervisor/serve.h"
+
+#include "supervisor/agent.h"
+#include "supervisor/loop.h"
+#include "supervisor/pool.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct serve_state {
+    struct loop *loop;
+    struct sandbox_child *child;
+    struct loop_watch pid_watch, timer_watch;
+    bool child_ended;
+    bool timed_out;
+    bool killed;
+};
+
+static void kill_sandbox(struct serve_state *s)
+{
+    if (s->killed || s->child_ended)
+        return;
+    s->killed = true;
+    sandbox_child_signal(s->child, SIGKILL);
+}
+
+static void on_child_end(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    s->child_ended = true;
+    loop_watch_del(s->loop, &s->pid_watch);
+}
+
+static void on_timeout(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->timer_watch);
+    s->timed_out = true;
+    kill_sandbox(s);
+}
+
+static void on_agent_end(struct agent *a, enum agent_end why, void *data)
+{
+    struct serve_state *s = data;
+    /* A failed connection fails the agent: it has no other way to ask for anything. An agent that
+     * merely closed its pipes may still be finishing its own work: wait for its pidfd. */
+    if (why == AGENT_END_ABUSE || why == AGENT_END_NOMEM) {
+        fprintf(stderr, "corral: agent %s: connection failed (%s): stopping its sandbox\n", agent_name(a),
+                why == AGENT_END_ABUSE ? "too many malformed messages" : "out of memory");
+        kill_sandbox(s);
+    }
+}
+
+static int open_workspace(const char *path, struct cerr *err)
+{
+    if (!path || !*path)
+        return cerr_set(err, EINVAL, "--workspace: no directory given");
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOTDIR)
+            return cerr_set(err, e, "--workspace %s: not a directory; give the directory to serve", path);
+        return cerr_set(err, e, "--workspace %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
+               int from_agent, bool *timed_out, struct cerr *err)
+{
+    if (timed_out)
+        *timed_out = false;
+    const char *surface_name = o->surface ? o->surface : "wap";
+    const struct tool_surface *surface = tool_surface_find(surface_name);
+    if (!surface)
+        return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
+    _cleanup_close_ int root_fd = open_workspace(o->workspace, err);
+    if (root_fd < 0)
+        return root_fd;
+
+    struct tool_ctx ctx = {
+        .root_fd = root_fd,
+        .root_host_path = o->workspace,
+        .limits = o->limits,
+        .read_only = o->read_only,
+        .allow_commands = o->allow_commands,
+        .command_profile = o->command_profile,
+        .cgroup_parent = child ? sandbox_child_cgroup(child) : NULL,
+    };
+    if (ctx.limits.max_file_size == 0)
+        tool_limits_default(&ctx.limits);
+
+    struct serve_state s = {.child = child};
+    struct pool *pool = NULL;
+    struct agent_host *host = NULL;
+    struct agent *agent = NULL;
+    int r = loop_new(&s.loop, err);
+    if (r < 0)
+        return r;
+    r = pool_new(s.loop, 0, &pool, err);
+    if (r < 0)
+        goto out;
+    struct agent_host_opts ho = {.max_message = o->max_message};
+    r = agent_host_new(s.loop, pool, o->trail, &ho, &host, err);
+    if (r < 0)
+        goto out;
+    struct agent_config ac = {
+        .name = "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
+        .on_end = on_agent_end, .data = &s,
+    };
+    r = agent_new(host, &ac, &agent, err);
+    if (r < 0)
+        goto out;
+    r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
+    if (r < 0) {
+        r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
+        goto out;
+    }
+    if (o->timeout_sec > 0) {
+        r = loop_timer_add(s.loop, &s.timer_watch, o->timeout_sec, on_timeout, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the --timeout timer: %s", strerror(-r));
+            goto out;
+        }
+    }
+    /* Until the sandbox has ended and no tool call still uses the workspace fd. */
+    while (!s.child_ended || agent_host_inflight(host) > 0) {
+        r = loop_run_once(s.loop, -1, err);
+        if (r < 0) {
+            kill_sandbox(&s);
+            break;
+        }
+        r = 0;
+    }
+out:
+    if (r < 0 && !s.child_ended)
+        kill_sandbox(&s);
+    loop_watch_del(s.loop, &s.pid_watch);
+    loop_watch_del(s.loop, &s.timer_watch);
+    agent_free(agent);
+    /* agent_free defers to the last running call; the pool's join below finishes those. */
+    pool_free(pool);
+    agent_host_free(host);
+    loop_free(s.loop);
+    if (timed_out)
+        *timed_out = s.timed_out;
+    return r < 0 ? r : 0;
+}
