@@ -69,6 +69,8 @@ struct sandbox_limits {
     uint64_t fsize;    /* RLIMIT_FSIZE; 0: inherit */
 };
 
+struct sandbox_child;
+
 struct sandbox_profile {
     enum sandbox_net net;
     const struct sandbox_bind *binds; /* beyond the minimal root (usr, lib*, etc files) */
@@ -83,7 +85,7 @@ struct sandbox_profile {
     const char *hostname;
     const char *cwd;          /* inside; NULL: "/" */
     char *const *envp;        /* the program's whole environment; NULL: a minimal one */
-    const char *cgroup_parent;/* existing cgroup (sandbox_child_cgroup of another child) to nest in */
+    const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
 };
 
 /* The safe defaults of design.md section 7: no network, default groups, landlock on, uid/gid
@@ -106,8 +108,6 @@ struct sandbox_result {
     uint64_t cpu_usec;    /* user + system of the whole group */
     double wall_sec;
 };
-
-struct sandbox_child;
 
 /* Starts PROGRAM (an absolute host path, made visible read-only at the same path) with ARGV in a
  * new sandbox. Returns once the program has been exec'd, or with a negative code and a message in

@@ -1,12 +1,363 @@
-/* supervisor/cmd_exec.c: placeholder until the exec module lands. */
+/* supervisor/cmd_exec.c: `corral exec [options] -- PROGRAM [ARG...]`: run one program in a fresh
+ * sandbox, like bwrap or nsjail, with corral's defaults (no network, budgets, minimal root,
+ * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
+#include "sandbox/sandbox.h"
 #include "supervisor/commands.h"
 
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+
+static void exec_usage(FILE *f)
+{
+    fputs("usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n"
+          "\n"
+          "Run PROGRAM in a fresh sandbox: new user, mount, pid, ipc, uts, net and cgroup\n"
+          "namespaces; a minimal read-only root; a private /tmp; a seccomp filter; no\n"
+          "capabilities; memory, pids and cpu budgets in its own cgroup. PROGRAM is found\n"
+          "on the host (PATH, or a path like ./agent) and shown read-only inside.\n"
+          "\n"
+          "options:\n"
+          "  --net none|loopback   network: none (default) or only a private loopback\n"
+          "  --memory SIZE         memory budget, e.g. 256M (default 256M; 0: none)\n"
+          "  --pids N              process budget (default 256; 0: none)\n"
+          "  --cpus FRACTION       cpu budget in CPUs, e.g. 0.5 (default: none)\n"
+          "  --timeout SECONDS     wall-clock limit; exit status 124 when it runs out\n"
+          "  --tmp-size SIZE       size of the private /tmp (default 64M)\n"
+          "  --ro HOST[:INSIDE]    bind a host path read-only (repeatable)\n"
+          "  --rw HOST[:INSIDE]    bind a host path read-write, id-mapped to the sandbox user\n"
+          "  --chdir DIR           working directory inside (default /)\n"
+          "  --env NAME=VALUE      add to the program's minimal environment (repeatable)\n"
+          "  --no-landlock         do not add the landlock write restriction\n"
+          "  --stats               print usage (wall, cpu, peak memory, budgets hit) on stderr\n"
+          "  --policy FILE         take the sandbox profile from a policy file's role\n"
+          "  --role ROLE           the role to use from --policy (default: the policy's default)\n"
+          "  --workspace DIR       serve the tool protocol on the program's stdin/stdout against DIR\n"
+          "  --trail FILE          record the run in a trail database\n"
+          "  -h, --help            this text\n"
+          "\n"
+          "exit status: the program's own; 128+N if it died of signal N; 124 on timeout;\n"
+          "125 if corral failed (one line on stderr says why); 126 if PROGRAM cannot be\n"
+          "executed; 127 if it is not found.\n",
+          f);
+}
+
+#define MAX_BINDS 64
+#define MAX_ENV 128
+
+struct exec_opts {
+    struct sandbox_profile prof;
+    struct sandbox_bind binds[MAX_BINDS];
+    char *bind_store[MAX_BINDS * 2];
+    size_t n_binds;
+    char *env[MAX_ENV + 8];
+    size_t n_env;
+    double timeout;
+    bool stats;
+    const char *policy, *role, *workspace, *trail;
+};
+
+static int add_bind(struct exec_opts *o, const char *spec, bool writable)
+{
+    if (o->n_binds >= MAX_BINDS) {
+        fprintf(stderr, "corral exec: too many binds (at most %d)\n", MAX_BINDS);
+        return -1;
+    }
+    char *host = strdup(spec);
+    if (!host)
+        return -1;
+    char *inside = strchr(host, ':');
+    if (inside)
+        *inside++ = '\0';
+    char *abs = realpath(host, NULL);
+    if (!abs) {
+        fprintf(stderr, "corral exec: --%s %s: %s\n", writable ? "rw" : "ro", host, strerror(errno));
+        free(host);
+        return -1;
+    }
+    if (inside && inside[0] != '/') {
+        fprintf(stderr, "corral exec: --%s %s: the path inside must be absolute\n", writable ? "rw" : "ro", spec);
+        free(host);
+        free(abs);
+        return -1;
+    }
+    char *in = strdup(inside ? inside : (host[0] == '/' ? host : abs));
+    free(host);
+    o->bind_store[2 * o->n_binds] = abs;
+    o->bind_store[2 * o->n_binds + 1] = in;
+    o->binds[o->n_binds++] = (struct sandbox_bind){.host = abs, .inside = in, .writable = writable};
+    return 0;
+}
+
+static int parse(int argc, char **argv, struct exec_opts *o)
+{
+    enum { O_NET = 256, O_MEMORY, O_PIDS, O_CPUS, O_TIMEOUT, O_TMP, O_RO, O_RW, O_CHDIR, O_ENV,
+           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL };
+    static const struct option longopts[] = {
+        {"net", required_argument, 0, O_NET},       {"memory", required_argument, 0, O_MEMORY},
+        {"pids", required_argument, 0, O_PIDS},     {"cpus", required_argument, 0, O_CPUS},
+        {"timeout", required_argument, 0, O_TIMEOUT}, {"tmp-size", required_argument, 0, O_TMP},
+        {"ro", required_argument, 0, O_RO},         {"rw", required_argument, 0, O_RW},
+        {"chdir", required_argument, 0, O_CHDIR},   {"env", required_argument, 0, O_ENV},
+        {"no-landlock", no_argument, 0, O_NOLL},    {"stats", no_argument, 0, O_STATS},
+        {"policy", required_argument, 0, O_POLICY}, {"role", required_argument, 0, O_ROLE},
+        {"workspace", required_argument, 0, O_WS},  {"trail", required_argument, 0, O_TRAIL},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        uint64_t v;
+        double d;
+        switch (c) {
+        case 'h':
+            exec_usage(stdout);
+            return 1;
+        case O_NET:
+            if (!strcmp(optarg, "none"))
+                o->prof.net = SANDBOX_NET_NONE;
+            else if (!strcmp(optarg, "loopback"))
+                o->prof.net = SANDBOX_NET_LOOPBACK;
+            else {
+                fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case O_MEMORY:
+        case O_TMP:
+            if (util_parse_size(optarg, &v) < 0) {
+                fprintf(stderr, "corral exec: --%s: '%s' is not a size (try 256M or 1G)\n", c == O_MEMORY ? "memory" : "tmp-size", optarg);
+                return -1;
+            }
+            if (c == O_MEMORY && v && v < (4u << 20)) {
+                fprintf(stderr, "corral exec: --memory %s is below the 4M a sandbox needs to start\n", optarg);
+                return -1;
+            }
+            if (c == O_MEMORY)
+                o->prof.limits.memory = v;
+            else
+                o->prof.limits.tmp_size = v ? v : 1;
+            break;
+        case O_PIDS:
+            if (util_parse_u64(optarg, &v) < 0 || v > 4194304) {
+                fprintf(stderr, "corral exec: --pids takes a whole number up to 4194304, not '%s'\n", optarg);
+                return -1;
+            }
+            if (v == 1) {
+                fprintf(stderr, "corral exec: --pids 1 leaves no room for the program next to the sandbox's init; use 2 or more\n");
+                return -1;
+            }
+            o->prof.limits.pids = v;
+            break;
+        case O_CPUS:
+            if (util_parse_seconds(optarg, &d) < 0 || d < 0.01 || d > 4096) {
+                fprintf(stderr, "corral exec: --cpus takes a number of CPUs from 0.01, e.g. 0.5, not '%s'\n", optarg);
+                return -1;
+            }
+            o->prof.limits.cpus = d;
+            break;
+        case O_TIMEOUT:
+            if (util_parse_seconds(optarg, &d) < 0) {
+                fprintf(stderr, "corral exec: --timeout takes seconds (e.g. 30, 1.5, 250ms), not '%s'\n", optarg);
+                return -1;
+            }
+            o->timeout = d;
+            break;
+        case O_RO:
+        case O_RW:
+            if (add_bind(o, optarg, c == O_RW) < 0)
+                return -1;
+            break;
+        case O_CHDIR:
+            if (optarg[0] != '/') {
+                fprintf(stderr, "corral exec: --chdir takes an absolute path inside the sandbox\n");
+                return -1;
+            }
+            o->prof.cwd = optarg;
+            break;
+        case O_ENV:
+            if (!strchr(optarg, '=') || optarg[0] == '=') {
+                fprintf(stderr, "corral exec: --env takes NAME=VALUE, not '%s'\n", optarg);
+                return -1;
+            }
+            if (o->n_env >= MAX_ENV) {
+                fprintf(stderr, "corral exec: too many --env (at most %d)\n", MAX_ENV);
+                return -1;
+            }
+            o->env[o->n_env++] = optarg;
+            break;
+        case O_NOLL: o->prof.landlock = false; break;
+        case O_STATS: o->stats = true; break;
+        case O_POLICY: o->policy = optarg; break;
+        case O_ROLE: o->role = optarg; break;
+        case O_WS: o->workspace = optarg; break;
+        case O_TRAIL: o->trail = optarg; break;
+        default:
+            fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "corral exec: no PROGRAM given; usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The minimal environment plus --env, later entries replacing earlier ones of the same name. */
+static void build_env(struct exec_opts *o)
+{
+    static const char *const base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp",
+                                       "LANG=C.UTF-8", "USER=agent", "LOGNAME=agent", "TMPDIR=/tmp"};
+    char *all[MAX_ENV + 8];
+    size_t n = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(base); i++)
+        all[n++] = (char *)base[i];
+    for (size_t i = 0; i < o->n_env; i++) {
+        size_t kl = (size_t)(strchr(o->env[i], '=') - o->env[i]);
+        size_t j;
+        for (j = 0; j < n; j++)
+            if (!strncmp(all[j], o->env[i], kl + 1))
+                break;
+        all[j] = o->env[i];
+        if (j == n)
+            n++;
+    }
+    memcpy(o->env, all, n * sizeof(char *));
+    o->env[n] = NULL;
+    o->prof.envp = o->env;
+}
+
+static void print_stats(const struct sandbox_result *r, const struct sandbox_profile *p)
+{
+    fprintf(stderr, "corral: stats: wall=%.3fs cpu=%.3fs memory_peak=%.1fMiB",
+            r->wall_sec, (double)r->cpu_usec / 1e6, (double)r->memory_peak / (1024.0 * 1024.0));
+    if (p->limits.memory)
+        fprintf(stderr, " memory_limit=%.0fMiB", (double)p->limits.memory / (1024.0 * 1024.0));
+    if (p->limits.pids)
+        fprintf(stderr, " pids_limit=%" PRIu64, p->limits.pids);
+    if (p->limits.cpus > 0)
+        fprintf(stderr, " cpus=%.2f", p->limits.cpus);
+    fprintf(stderr, " oom=%s pids_limited=%s\n", r->oom ? "yes" : "no", r->pids_limited ? "yes" : "no");
+}
 
 int cmd_exec(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "corral: 'exec' is not available in this build yet\n");
-    return CORRAL_EXIT_INTERNAL;
+    struct exec_opts o;
+    memset(&o, 0, sizeof(o));
+    sandbox_profile_default(&o.prof);
+    int pr = parse(argc, argv, &o);
+    int status = CORRAL_EXIT_INTERNAL;
+    struct sandbox_child *child = NULL;
+    _cleanup_free_ char *program = NULL;
+    _cleanup_close_ int sfd = -1;
+    _cleanup_close_ int tfd = -1;
+    sigset_t fwd, old;
+    if (pr != 0) {
+        status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
+        goto out;
+    }
+    if (o.policy || o.role || o.workspace || o.trail) {
+        fprintf(stderr, "corral exec: --%s is not available in this build yet\n",
+                o.policy ? "policy" : o.role ? "role" : o.workspace ? "workspace" : "trail");
+        status = CORRAL_EXIT_USAGE;
+        goto out;
+    }
+    o.prof.binds = o.binds;
+    o.prof.n_binds = o.n_binds;
+    build_env(&o);
+
+    char **pargv = argv + optind;
+    int fr = sandbox_find_program(pargv[0], &program);
+    if (fr < 0) {
+        fprintf(stderr, "corral: %s: %s\n", pargv[0], fr == -ENOENT ? "command not found" : strerror(-fr));
+        status = fr == -ENOENT ? CORRAL_EXIT_NOTFOUND : CORRAL_EXIT_NOEXEC;
+        goto out;
+    }
+
+    /* Signals that would end corral are forwarded to the sandbox instead; SIGKILL of corral
+     * still ends the sandbox through init's parent-death signal. */
+    sigemptyset(&fwd);
+    int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < ARRAY_SIZE(fwd_sigs); i++)
+        sigaddset(&fwd, fwd_sigs[i]);
+    sigprocmask(SIG_BLOCK, &fwd, &old);
+    sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    struct cerr err = {0};
+    if (sandbox_spawn(&o.prof, program, pargv, NULL, &child, &err) < 0) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        if (err.code == -ENOENT && strstr(err.msg, "cannot execute"))
+            status = CORRAL_EXIT_NOTFOUND;
+        else if (strstr(err.msg, "cannot execute"))
+            status = CORRAL_EXIT_NOEXEC;
+        goto out_sig;
+    }
+    if (o.timeout > 0) {
+        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+        struct itimerspec its = {.it_value = {(time_t)o.timeout, (long)((o.timeout - (double)(time_t)o.timeout) * 1e9)}};
+        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+            its.it_value.tv_nsec = 1;
+        if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) {
+            fprintf(stderr, "corral: cannot arm the timeout: %s\n", strerror(errno));
+            goto out_sig;
+        }
+    }
+    bool timed_out = false;
+    for (;;) {
+        struct pollfd pfd[3] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
+        int n = poll(pfd, tfd >= 0 ? 3 : 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "corral: poll: %s\n", strerror(errno));
+            goto out_sig;
+        }
+        if (pfd[0].revents)
+            break;
+        if (pfd[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                sandbox_child_signal(child, (int)si.ssi_signo);
+        }
+        if (tfd >= 0 && pfd[2].revents) {
+            timed_out = true;
+            sandbox_child_signal(child, SIGKILL);
+            close(tfd);
+            tfd = -1;
+        }
+    }
+    struct sandbox_result res;
+    if (sandbox_child_wait(child, &res, &err) < 0) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        goto out_sig;
+    }
+    if (o.stats)
+        print_stats(&res, &o.prof);
+    if (res.oom)
+        fprintf(stderr, "corral: budget_exceeded: memory: the program reached its %.0fMiB memory budget and was killed\n",
+                (double)o.prof.limits.memory / (1024.0 * 1024.0));
+    if (res.pids_limited)
+        fprintf(stderr, "corral: budget_exceeded: pids: the program reached its budget of %" PRIu64 " processes; forks were refused\n",
+                o.prof.limits.pids);
+    if (timed_out) {
+        fprintf(stderr, "corral: timeout: the program ran out of its %.3gs and was killed\n", o.timeout);
+        status = CORRAL_EXIT_TIMEOUT;
+    } else if (res.exited)
+        status = res.exit_code;
+    else
+        status = 128 + res.signal;
+out_sig:
+    sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+    sandbox_child_free(child);
+    for (size_t i = 0; i < 2 * o.n_binds; i++)
+        free(o.bind_store[i]);
+    return status;
 }

@@ -31,7 +31,7 @@ struct tool_ctx {
     bool read_only;               /* writes refused (observer, read-only mode) */
     bool allow_commands;          /* executeCommand permitted by the role */
     const struct sandbox_profile *command_profile; /* base profile of command sandboxes */
-    const char *cgroup_parent;    /* the agent's cgroup: command sandboxes nest in it */
+    const struct sandbox_child *cgroup_parent; /* the agent's sandbox: command sandboxes nest in its cgroup */
 };
 
 void tool_limits_default(struct tool_limits *l);

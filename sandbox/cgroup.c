@@ -1,0 +1,447 @@
+/* sandbox/cgroup.c: a cgroup per sandbox with memory, pids and cpu budgets and usage read back.
+ * cgroup v2 when the unified hierarchy offers memory, pids and cpu; otherwise v1, where each
+ * controller is its own hierarchy (/sys/fs/cgroup/memory, .../pids, .../cpu, .../cpuacct).
+ * Every cgroup is created beneath corral's OWN cgroup (from /proc/self/cgroup), never beside
+ * or above it, and removed when the sandbox ends. */
+#include "sandbox/internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_NCTL };
+static const char *const cg_ctl_name[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct"};
+
+struct cgroup {
+    bool v2;
+    char *rel;              /* our cgroup, relative to each hierarchy's root */
+    char *dir[CG_NCTL];     /* absolute directory per controller (v2: all the same one) */
+    int ndirs;              /* distinct directories to remove, in dir[] order */
+};
+
+static unsigned long cg_counter;
+
+/* Mount point of the v1 hierarchy carrying CTL, from /proc/self/mountinfo. */
+static int v1_mount_of(const char *ctl, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return -errno;
+    char *line = NULL;
+    size_t n = 0;
+    int r = -ENOENT;
+    while (getline(&line, &n, f) > 0) {
+        char *sep = strstr(line, " - ");
+        if (!sep)
+            continue;
+        char fstype[32], src[64], opts[512];
+        if (sscanf(sep + 3, "%31s %63s %511s", fstype, src, opts) != 3 || strcmp(fstype, "cgroup"))
+            continue;
+        bool has = false;
+        for (char *tok = strtok(opts, ","); tok; tok = strtok(NULL, ","))
+            if (!strcmp(tok, ctl))
+                has = true;
+        if (!has)
+            continue;
+        char mnt[4096];
+        /* fields: id parent maj:min root mountpoint ... */
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strlen(mnt) < cap) {
+            strcpy(out, mnt);
+            r = 0;
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    return r;
+}
+
+/* corral's own cgroup in the hierarchy named by KEY ("" for v2, or a v1 controller). */
+static int own_cgroup(const char *key, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return -errno;
+    char *line = NULL;
+    size_t n = 0;
+    int r = -ENOENT;
+    while (getline(&line, &n, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        const char *ctls = c1 + 1, *path = c2 + 1;
+        bool match = false;
+        if (!*key)
+            match = !strcmp(line, "0") && !*ctls;
+        else {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "%s", ctls);
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+                if (!strcmp(tok, key))
+                    match = true;
+        }
+        if (match && strlen(path) < cap) {
+            strcpy(out, path);
+            r = 0;
+            break;
+        }
+    }
+    free(line);
+    fclose(f);
+    return r;
+}
+
+/* The unified hierarchy's mount point when it has memory, pids and cpu enabled for our cgroup. */
+static bool v2_usable(char *root, size_t cap, char *own, size_t owncap)
+{
+    static const char *const candidates[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    if (own_cgroup("", own, owncap) < 0)
+        return false;
+    for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
+        char p[4096 + 64], ctl[512];
+        snprintf(p, sizeof(p), "%s%s/cgroup.controllers", candidates[i], own);
+        if (util_read_file(p, ctl, sizeof(ctl)) < 0)
+            continue;
+        if (strstr(ctl, "memory") && strstr(ctl, "pids") && strstr(ctl, "cpu")) {
+            snprintf(root, cap, "%s", candidates[i]);
+            return true;
+        }
+    }
+    return false;
+}
+
+static int write_ctl(struct cgroup *cg, int ctl, const char *file, const char *val, struct cerr *err)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/%s", cg->dir[ctl], file);
+    int r = util_write_file(p, val);
+    if (r < 0)
+        return cerr_set(err, r, "cgroup: cannot set %s to %s: %s", p, val, strerror(-r));
+    return 0;
+}
+
+static int set_limits(struct cgroup *cg, const struct sandbox_limits *l, struct cerr *err)
+{
+    char v[64];
+    int r = 0;
+    if (cg->v2) {
+        /* Controllers must be enabled in the parent's subtree_control for our child to have them. */
+        if (l->memory) {
+            snprintf(v, sizeof(v), "%" PRIu64, l->memory);
+            if ((r = write_ctl(cg, CG_MEMORY, "memory.max", v, err)) < 0)
+                return r;
+            (void)write_ctl(cg, CG_MEMORY, "memory.swap.max", "0", NULL); /* absent without swap */
+        }
+        if (l->pids) {
+            snprintf(v, sizeof(v), "%" PRIu64, l->pids);
+            if ((r = write_ctl(cg, CG_PIDS, "pids.max", v, err)) < 0)
+                return r;
+        }
+        if (l->cpus > 0) {
+            snprintf(v, sizeof(v), "%lld 100000", (long long)(l->cpus * 100000.0 + 0.5));
+            if ((r = write_ctl(cg, CG_CPU, "cpu.max", v, err)) < 0)
+                return r;
+        }
+        return 0;
+    }
+    if (l->memory) {
+        snprintf(v, sizeof(v), "%" PRIu64, l->memory);
+        if ((r = write_ctl(cg, CG_MEMORY, "memory.limit_in_bytes", v, err)) < 0)
+            return r;
+        /* Without swap accounting the file is absent; with it, swap must not extend the budget. */
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", cg->dir[CG_MEMORY]);
+        if (access(p, F_OK) == 0 && (r = write_ctl(cg, CG_MEMORY, "memory.memsw.limit_in_bytes", v, err)) < 0)
+            return r;
+        (void)write_ctl(cg, CG_MEMORY, "memory.swappiness", "0", NULL);
+    }
+    if (l->pids) {
+        snprintf(v, sizeof(v), "%" PRIu64, l->pids);
+        if ((r = write_ctl(cg, CG_PIDS, "pids.max", v, err)) < 0)
+            return r;
+    }
+    if (l->cpus > 0) {
+        if ((r = write_ctl(cg, CG_CPU, "cpu.cfs_period_us", "100000", err)) < 0)
+            return r;
+        snprintf(v, sizeof(v), "%lld", (long long)(l->cpus * 100000.0 + 0.5));
+        if ((r = write_ctl(cg, CG_CPU, "cpu.cfs_quota_us", v, err)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* A cgroup left by a corral that was killed (corral-PID-N whose PID is gone) and now empty. */
+static void sweep_stale(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        unsigned long n;
+        if (sscanf(e->d_name, "corral-%ld-%lu", &pid, &n) != 2 || pid <= 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        (void)rmdir(p); /* fails (EBUSY) while anything still runs in it: then it stays */
+    }
+    closedir(d);
+}
+
+int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, struct cgroup **out,
+                  struct cerr *err)
+{
+    struct cgroup *cg = calloc(1, sizeof(*cg));
+    if (!cg)
+        return cerr_set(err, ENOMEM, "cgroup: out of memory");
+    char root[256], own[2048];
+    cg->v2 = v2_usable(root, sizeof(root), own, sizeof(own));
+    char name[96];
+    snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(), ++cg_counter);
+    int r = 0;
+
+    if (cg->v2) {
+        const char *base = parent ? parent->rel : own;
+        cg->rel = util_printf("%s/%s", strcmp(base, "/") ? base : "", name);
+        char *d = cg->rel ? util_printf("%s%s", root, cg->rel) : NULL;
+        if (!d) {
+            r = cerr_set(err, ENOMEM, "cgroup: out of memory");
+            goto fail;
+        }
+        for (int i = 0; i < CG_NCTL; i++)
+            cg->dir[i] = d;
+        cg->ndirs = 1;
+        if (!parent) {
+            char pd[4096];
+            snprintf(pd, sizeof(pd), "%s%s", root, own);
+            sweep_stale(pd);
+        }
+        if (mkdir(d, 0755) < 0) {
+            r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own cgroup; run as root or under a delegated subtree)", d, strerror(errno));
+            cg->ndirs = 0;
+            goto fail;
+        }
+    } else {
+        /* v1: one directory per hierarchy; cpu and cpuacct may share one. */
+        for (int i = 0; i < CG_NCTL; i++) {
+            char mnt[1024], ownc[2048];
+            if (parent) {
+                /* Nested: inside the parent's directory of the same controller, if it has one. */
+                if (!parent->dir[i])
+                    continue;
+                snprintf(mnt, sizeof(mnt), "%s", parent->dir[i]);
+            } else if (v1_mount_of(cg_ctl_name[i], mnt, sizeof(mnt)) < 0) {
+                if (i == CG_CPUACCT)
+                    continue; /* usage then comes from cpu.stat where available */
+                if ((i == CG_MEMORY && !l->memory) || (i == CG_PIDS && !l->pids) || (i == CG_CPU && !(l->cpus > 0)))
+                    continue;
+                r = cerr_set(err, ENOENT, "cgroup: no v1 hierarchy with the '%s' controller is mounted and cgroup v2 lacks memory/pids/cpu; mount it or drop that budget", cg_ctl_name[i]);
+                goto fail;
+            }
+            if (parent || own_cgroup(cg_ctl_name[i], ownc, sizeof(ownc)) < 0)
+                snprintf(ownc, sizeof(ownc), "/");
+            const char *base = ownc;
+            if (!cg->rel)
+                cg->rel = parent ? util_printf("%s/%s", parent->rel, name)
+                                 : util_printf("%s/%s", strcmp(base, "/") ? base : "", name);
+            char *d = util_printf("%s%s/%s", mnt, strcmp(base, "/") ? base : "", name);
+            if (!d || !cg->rel) {
+                free(d);
+                r = cerr_set(err, ENOMEM, "cgroup: out of memory");
+                goto fail;
+            }
+            bool shared = false;
+            for (int j = 0; j < i; j++)
+                if (cg->dir[j] && !strcmp(cg->dir[j], d)) {
+                    free(d);
+                    d = cg->dir[j];
+                    shared = true;
+                }
+            cg->dir[i] = d;
+            if (shared)
+                continue;
+            if (!parent) {
+                char pd[4096];
+                snprintf(pd, sizeof(pd), "%s%s", mnt, strcmp(ownc, "/") ? ownc : "");
+                sweep_stale(pd);
+            }
+            if (mkdir(d, 0755) < 0) {
+                r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own %s cgroup; run as root)", d, strerror(errno), cg_ctl_name[i]);
+                cg->dir[i] = NULL;
+                free(d);
+                goto fail;
+            }
+            cg->ndirs++;
+        }
+    }
+    if ((r = set_limits(cg, l, err)) < 0)
+        goto fail;
+    *out = cg;
+    return 0;
+fail:
+    cgroup_destroy(cg);
+    return r;
+}
+
+int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err)
+{
+    char v[32];
+    snprintf(v, sizeof(v), "%ld", (long)pid);
+    for (int i = 0; i < CG_NCTL; i++) {
+        if (!cg->dir[i])
+            continue;
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen |= cg->dir[j] == cg->dir[i];
+        if (seen)
+            continue;
+        int r = write_ctl(cg, i, "cgroup.procs", v, err);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static uint64_t read_u64(const struct cgroup *cg, int ctl, const char *file)
+{
+    char p[4096], buf[64];
+    if (!cg->dir[ctl])
+        return 0;
+    snprintf(p, sizeof(p), "%s/%s", cg->dir[ctl], file);
+    if (util_read_file(p, buf, sizeof(buf)) < 0)
+        return 0;
+    return strtoull(buf, NULL, 10);
+}
+
+/* "key value" lines (memory.events, pids.events, cpu.stat, memory.oom_control). */
+static uint64_t read_keyed(const struct cgroup *cg, int ctl, const char *file, const char *key)
+{
+    char p[4096], buf[4096];
+    if (!cg->dir[ctl])
+        return 0;
+    snprintf(p, sizeof(p), "%s/%s", cg->dir[ctl], file);
+    if (util_read_file(p, buf, sizeof(buf)) < 0)
+        return 0;
+    size_t kl = strlen(key);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, kl) && line[kl] == ' ')
+            return strtoull(line + kl + 1, NULL, 10);
+    return 0;
+}
+
+void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
+{
+    if (!cg)
+        return;
+    if (cg->v2) {
+        r->memory_peak = read_u64(cg, CG_MEMORY, "memory.peak");
+        r->cpu_usec = read_keyed(cg, CG_CPU, "cpu.stat", "usage_usec");
+        r->oom = read_keyed(cg, CG_MEMORY, "memory.events", "oom_kill") > 0 ||
+                 read_keyed(cg, CG_MEMORY, "memory.events", "max") > 0;
+        r->pids_limited = read_keyed(cg, CG_PIDS, "pids.events", "max") > 0;
+        return;
+    }
+    r->memory_peak = read_u64(cg, CG_MEMORY, "memory.max_usage_in_bytes");
+    if (cg->dir[CG_CPUACCT])
+        r->cpu_usec = read_u64(cg, CG_CPUACCT, "cpuacct.usage") / 1000;
+    r->oom = read_keyed(cg, CG_MEMORY, "memory.oom_control", "oom_kill") > 0;
+    r->pids_limited = read_keyed(cg, CG_PIDS, "pids.events", "max") > 0;
+}
+
+const char *cgroup_path(const struct cgroup *cg) { return cg ? cg->rel : NULL; }
+
+/* SIGKILL every process listed in DIR/cgroup.procs (v1 has no cgroup.kill). */
+static int kill_listed(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : -errno;
+    long pid;
+    int n = 0;
+    while (fscanf(f, "%ld", &pid) == 1)
+        if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+int cgroup_kill(struct cgroup *cg)
+{
+    if (!cg)
+        return 0;
+    if (cg->v2) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/cgroup.kill", cg->dir[0]);
+        if (util_write_file(p, "1") == 0)
+            return 0;
+    }
+    /* Children of a nested command sandbox live in sub-cgroups: walk them too. */
+    for (int i = 0; i < CG_NCTL; i++) {
+        if (!cg->dir[i])
+            continue;
+        DIR *d = opendir(cg->dir[i]);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)))
+                if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+                    char sub[4096];
+                    snprintf(sub, sizeof(sub), "%s/%s", cg->dir[i], e->d_name);
+                    kill_listed(sub);
+                }
+            closedir(d);
+        }
+        kill_listed(cg->dir[i]);
+    }
+    return 0;
+}
+
+static bool procs_empty(const char *dir)
+{
+    char p[4096], buf[32];
+    snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+    return util_read_file(p, buf, sizeof(buf)) < 0 || buf[0] == '\0';
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+    if (!cg)
+        return;
+    for (int i = CG_NCTL - 1; i >= 0; i--) {
+        char *d = cg->dir[i];
+        if (!d)
+            continue;
+        bool later = false;
+        for (int j = 0; j < i; j++)
+            later |= cg->dir[j] == d;
+        if (later)
+            continue;
+        /* Processes leave a cgroup a moment after they are reaped: retry briefly, killing any
+         * straggler, so nothing is left behind. */
+        for (int tries = 0; tries < 200; tries++) {
+            if (rmdir(d) == 0 || errno == ENOENT)
+                break;
+            if (errno != EBUSY)
+                break;
+            if (!procs_empty(d))
+                kill_listed(d);
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        free(d);
+    }
+    free(cg->rel);
+    free(cg);
+}

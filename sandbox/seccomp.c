@@ -1,0 +1,348 @@
+/* sandbox/seccomp.c: the syscall filter, built with libseccomp from a set of groups (in the
+ * spirit of systemd's @system-service) plus the always-denied list no profile can lift.
+ * Default deny: anything not allowed answers EPERM and the program keeps running, so it can
+ * report the denial. The filter is exported to raw BPF in the parent and loaded by the child
+ * right before execve. */
+#include "sandbox/internal.h"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <termios.h>
+
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+struct sc_group {
+    uint32_t bit;
+    const char *name;
+    const char *const *calls;
+};
+
+#define CALLS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* clone, socket, ioctl and (without @file-write) open/openat carry argument conditions and are
+ * handled in seccomp_build, not listed here. */
+static const struct sc_group groups[] = {
+    {SANDBOX_SC_BASIC_IO, "@basic-io",
+     CALLS("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+           "preadv2", "pwritev2", "close", "close_range", "lseek", "dup", "dup2", "dup3", "pipe",
+           "pipe2", "fcntl", "sendfile", "splice", "tee", "vmsplice", "copy_file_range", "fsync",
+           "fdatasync", "sync_file_range", "flock", "readahead", "fadvise64")},
+    {SANDBOX_SC_FILE_READ, "@file-read",
+     CALLS("stat", "fstat", "lstat", "newfstatat", "statx", "access", "faccessat",
+           "faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir",
+           "fchdir", "statfs", "fstatfs", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
+           "llistxattr", "flistxattr", "inotify_init", "inotify_init1", "inotify_add_watch",
+           "inotify_rm_watch", "umask")},
+    {SANDBOX_SC_FILE_WRITE, "@file-write",
+     CALLS("creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
+           "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat",
+           "fchmodat2", "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
+           "fallocate", "utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat",
+           "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+           "sync", "syncfs")},
+    {SANDBOX_SC_PROCESS, "@process",
+     CALLS("fork", "vfork", "exit", "exit_group", "wait4", "waitid", "set_tid_address",
+           "set_robust_list", "get_robust_list", "rseq", "arch_prctl", "getpid", "getppid",
+           "gettid", "getpgid", "setpgid", "getpgrp", "getsid", "setsid", "pidfd_open",
+           "pidfd_send_signal", "sched_yield", "seccomp", "prctl", "landlock_create_ruleset",
+           "landlock_add_rule", "landlock_restrict_self")},
+    {SANDBOX_SC_EXEC, "@exec", CALLS("execve", "execveat")},
+    {SANDBOX_SC_SIGNAL, "@signal",
+     CALLS("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
+           "rt_sigtimedwait", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "kill", "tkill", "tgkill",
+           "sigaltstack", "signalfd", "signalfd4", "pause", "restart_syscall")},
+    {SANDBOX_SC_TIMER, "@timer",
+     CALLS("nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday",
+           "time", "alarm", "getitimer", "setitimer", "timer_create", "timer_settime",
+           "timer_gettime", "timer_getoverrun", "timer_delete", "timerfd_create",
+           "timerfd_settime", "timerfd_gettime", "times")},
+    {SANDBOX_SC_MEMORY, "@memory",
+     CALLS("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
+           "membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "get_mempolicy",
+           "mlock", "mlock2", "munlock", "mlockall", "munlockall")},
+    {SANDBOX_SC_IPC, "@ipc",
+     CALLS("futex", "futex_waitv", "eventfd", "eventfd2", "memfd_create", "shmget", "shmat",
+           "shmdt", "shmctl", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
+           "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+           "mq_notify", "mq_getsetattr")},
+    {SANDBOX_SC_IO_EVENT, "@io-event",
+     CALLS("poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
+           "epoll_wait", "epoll_pwait", "epoll_pwait2")},
+    {SANDBOX_SC_NETWORK_IO, "@network-io",
+     CALLS("socketpair", "bind", "listen", "accept", "accept4", "connect", "getsockname",
+           "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
+           "shutdown", "setsockopt", "getsockopt")},
+    {SANDBOX_SC_SYSTEM_INFO, "@system-info",
+     CALLS("uname", "sysinfo", "getrandom", "getcpu")},
+    {SANDBOX_SC_CREDENTIALS, "@credentials",
+     CALLS("getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
+           "capget", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+           "setgroups", "setfsuid", "setfsgid")},
+    {SANDBOX_SC_RESOURCES, "@resources",
+     CALLS("getrlimit", "setrlimit", "prlimit64", "getrusage", "sched_getaffinity",
+           "sched_setaffinity", "sched_getparam", "sched_getscheduler",
+           "sched_get_priority_max", "sched_get_priority_min", "sched_rr_get_interval",
+           "getpriority", "setpriority", "ioprio_get")},
+};
+
+/* Never allowed, whatever the profile: escapes from the namespaces, the kernel's attack
+ * surface that an agent has no use for, and other processes' memory. */
+static const char *const always_denied[] = {
+    "unshare", "setns", "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen",
+    "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "open_tree_attr", "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise",
+    "process_mrelease", "pidfd_getfd", "kcmp", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key",
+    "request_key", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "open_by_handle_at", "name_to_handle_at", "swapon", "swapoff", "reboot",
+    "acct", "quotactl", "quotactl_fd", "iopl", "ioperm", "personality", "uselib", "vm86",
+    "vm86old", "nfsservctl", "_sysctl", "sysfs", "settimeofday", "clock_settime",
+    "clock_adjtime", "adjtimex", "syslog", "sethostname", "setdomainname", "fanotify_init",
+    "lookup_dcookie", "modify_ldt", "mbind", "set_mempolicy", "set_mempolicy_home_node",
+    "migrate_pages", "move_pages", "vhangup", "clone3", "lsm_set_self_attr",
+};
+
+#define CLONE_NS_FLAGS                                                                       \
+    ((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |   \
+                CLONE_NEWNET | CLONE_NEWCGROUP))
+
+int sandbox_seccomp_group_by_name(const char *name, uint32_t *bit)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(groups); i++)
+        if (!strcmp(groups[i].name, name)) {
+            *bit = groups[i].bit;
+            return 0;
+        }
+    return -ENOENT;
+}
+
+const char *sandbox_seccomp_group_name(uint32_t bit)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(groups); i++)
+        if (groups[i].bit == bit)
+            return groups[i].name;
+    return NULL;
+}
+
+bool sandbox_seccomp_syscall_known(const char *name)
+{
+    return seccomp_syscall_resolve_name(name) != __NR_SCMP_ERROR;
+}
+
+bool sandbox_seccomp_always_denied(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(always_denied); i++)
+        if (!strcmp(always_denied[i], name))
+            return true;
+    return false;
+}
+
+static bool listed(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i] && !strcmp(list[i], name))
+            return true;
+    return false;
+}
+
+/* Adds one rule; a syscall this architecture lacks is skipped (libseccomp says -EDOM/-EFAULT). */
+static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
+               const struct scmp_arg_cmp *cmp, struct cerr *err)
+{
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR)
+        return 0;
+    int r = seccomp_rule_add_array(ctx, action, nr, n, cmp);
+    if (r < 0 && r != -EEXIST)
+        return cerr_set(err, r, "seccomp: cannot add a rule for %s: %s", name, strerror(-r));
+    return 0;
+}
+
+static bool allowed(const struct sandbox_seccomp *s, const char *name)
+{
+    return !sandbox_seccomp_always_denied(name) && !listed(name, s->deny, s->n_deny);
+}
+
+static int build_ctx(const struct sandbox_seccomp *s, const void *exec_ptr, scmp_filter_ctx *out,
+                     struct cerr *err)
+{
+    const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+    scmp_filter_ctx ctx = seccomp_init(deny);
+    if (!ctx)
+        return cerr_set(err, ENOMEM, "seccomp: cannot create a filter context");
+    int r;
+    /* A syscall from another ABI (i386 via int 0x80, x32) is refused like any other denial. */
+    if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny)) < 0 ||
+        (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0) {
+        seccomp_release(ctx);
+        return cerr_set(err, r, "seccomp: cannot set filter attributes: %s", strerror(-r));
+    }
+
+    for (size_t g = 0; g < ARRAY_SIZE(groups); g++) {
+        if (!(s->groups & groups[g].bit))
+            continue;
+        for (const char *const *c = groups[g].calls; *c; c++)
+            if (allowed(s, *c) && (r = add(ctx, SCMP_ACT_ALLOW, *c, 0, NULL, err)) < 0)
+                goto fail;
+    }
+    for (size_t i = 0; i < s->n_allow; i++) {
+        if (sandbox_seccomp_always_denied(s->allow[i])) {
+            r = cerr_set(err, EPERM, "seccomp: '%s' is always denied and cannot be allowed", s->allow[i]);
+            goto fail;
+        }
+        if (allowed(s, s->allow[i]) && (r = add(ctx, SCMP_ACT_ALLOW, s->allow[i], 0, NULL, err)) < 0)
+            goto fail;
+    }
+
+    if (s->groups & SANDBOX_SC_PROCESS && allowed(s, "clone")) {
+        /* fork and threads, never a new namespace. */
+        struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NS_FLAGS, 0);
+        if ((r = add(ctx, SCMP_ACT_ALLOW, "clone", 1, &c, err)) < 0)
+            goto fail;
+    }
+    /* clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to
+     * clone, whose flags we can check. */
+    if ((r = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err)) < 0)
+        goto fail;
+
+    if (!(s->groups & SANDBOX_SC_EXEC) && exec_ptr && allowed(s, "execve")) {
+        /* The program's own start is the one execve allowed: its path argument is a pointer to
+         * a page at a random address that the new program does not know. */
+        struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)(uintptr_t)exec_ptr);
+        if ((r = add(ctx, SCMP_ACT_ALLOW, "execve", 1, &c, err)) < 0)
+            goto fail;
+    }
+
+    if (s->groups & SANDBOX_SC_FILE_READ) {
+        if (s->groups & SANDBOX_SC_FILE_WRITE) {
+            if ((r = add(ctx, SCMP_ACT_ALLOW, "open", 0, NULL, err)) < 0 ||
+                (r = add(ctx, SCMP_ACT_ALLOW, "openat", 0, NULL, err)) < 0)
+                goto fail;
+        } else {
+            /* Read-only opens only: no write access mode, no O_CREAT, no O_TRUNC. */
+            uint64_t mask = O_ACCMODE | O_CREAT | O_TRUNC;
+            struct scmp_arg_cmp c1 = SCMP_A1(SCMP_CMP_MASKED_EQ, mask, O_RDONLY);
+            struct scmp_arg_cmp c2 = SCMP_A2(SCMP_CMP_MASKED_EQ, mask, O_RDONLY);
+            if ((r = add(ctx, SCMP_ACT_ALLOW, "open", 1, &c1, err)) < 0 ||
+                (r = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &c2, err)) < 0)
+                goto fail;
+        }
+        /* openat2 keeps its flags in memory: ENOSYS makes libc fall back to openat. */
+        if ((r = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL, err)) < 0)
+            goto fail;
+    }
+
+    if (s->groups & SANDBOX_SC_BASIC_IO && allowed(s, "ioctl")) {
+        /* TIOCSTI and TIOCLINUX are refused by the second filter (seccomp_ioctl_filter):
+         * libseccomp cannot combine this allow with a masked deny on the same syscall. */
+        if ((r = add(ctx, SCMP_ACT_ALLOW, "ioctl", 0, NULL, err)) < 0)
+            goto fail;
+    }
+
+    if (s->groups & SANDBOX_SC_NETWORK_IO && allowed(s, "socket")) {
+        struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+        if ((r = add(ctx, SCMP_ACT_ALLOW, "socket", 1, &c, err)) < 0)
+            goto fail;
+        if (s->network) {
+            struct scmp_arg_cmp c4 = SCMP_A0(SCMP_CMP_EQ, AF_INET);
+            struct scmp_arg_cmp c6 = SCMP_A0(SCMP_CMP_EQ, AF_INET6);
+            if ((r = add(ctx, SCMP_ACT_ALLOW, "socket", 1, &c4, err)) < 0 ||
+                (r = add(ctx, SCMP_ACT_ALLOW, "socket", 1, &c6, err)) < 0)
+                goto fail;
+        }
+        /* Everything else (AF_VSOCK, AF_NETLINK, AF_PACKET, ...) falls to the default: EPERM. */
+    }
+    *out = ctx;
+    return 0;
+fail:
+    seccomp_release(ctx);
+    return r;
+}
+
+int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr *err)
+{
+    scmp_filter_ctx ctx;
+    int r = build_ctx(s, NULL, &ctx, err);
+    if (r < 0)
+        return r;
+    r = seccomp_export_bpf(ctx, fd);
+    seccomp_release(ctx);
+    if (r < 0)
+        return cerr_set(err, r, "seccomp: cannot export the filter: %s", strerror(-r));
+    return 0;
+}
+
+int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
+                  struct cerr *err)
+{
+    scmp_filter_ctx ctx;
+    int r = build_ctx(s, exec_ptr, &ctx, err);
+    if (r < 0)
+        return r;
+    int fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
+    if (fd < 0) {
+        r = cerr_set(err, errno, "seccomp: memfd_create: %s", strerror(errno));
+        seccomp_release(ctx);
+        return r;
+    }
+    r = seccomp_export_bpf(ctx, fd);
+    seccomp_release(ctx);
+    off_t len = r < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    if (r < 0 || len <= 0 || len % (off_t)sizeof(struct sock_filter) ||
+        len / (off_t)sizeof(struct sock_filter) > 4096) {
+        close(fd);
+        return cerr_set(err, r < 0 ? r : EINVAL, "seccomp: cannot export the filter");
+    }
+    out->insns = malloc((size_t)len);
+    if (!out->insns || pread(fd, out->insns, (size_t)len, 0) != len) {
+        close(fd);
+        free(out->insns);
+        out->insns = NULL;
+        return cerr_set(err, EIO, "seccomp: cannot read the exported filter back");
+    }
+    close(fd);
+    out->len = (unsigned short)(len / (off_t)sizeof(struct sock_filter));
+    return 0;
+}
+
+/* The kernel compares ioctl numbers as 32-bit values, so the comparison here reads only the low
+ * half of the argument: setting high bits cannot slip TIOCSTI past it. Stacked filters take the
+ * most restrictive answer, so this one only ever narrows the main filter. */
+#define SC_ARG_LO(n) ((uint32_t)offsetof(struct seccomp_data, args[n]))
+static const struct sock_filter ioctl_insns[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* other ABIs: the main filter refuses them */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SC_ARG_LO(1)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+void seccomp_ioctl_filter(struct sock_fprog *out)
+{
+    out->len = (unsigned short)ARRAY_SIZE(ioctl_insns);
+    out->filter = (struct sock_filter *)ioctl_insns;
+}
+
+void seccomp_prog_release(struct seccomp_prog *p)
+{
+    free(p->insns);
+    p->insns = NULL;
+    p->len = 0;
+}

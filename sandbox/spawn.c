@@ -1,0 +1,556 @@
+/* sandbox/spawn.c: start a program in a new sandbox. The caller (corral, host root) prepares
+ * everything that needs the host's view (cgroup, seccomp BPF, the detached mounts of the root),
+ * then clones "init" into new user/mount/pid/ipc/uts/net namespaces, writes its id maps and puts
+ * it in the cgroup. init builds the root, drops every privilege, forks the program (pid 2), and
+ * stays as pid 1 to reap and forward signals. Nothing runs the program with less isolation than
+ * asked: any failure before execve is reported on a pipe and the sandbox is torn down. */
+#include "sandbox/root.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/fsuid.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+struct sandbox_child {
+    pid_t pid;          /* host pid of init */
+    int pidfd;
+    int status_fd;      /* init writes the program's wait status here */
+    int alive_fd;       /* our end of a pipe init watches: closes when we die */
+    struct cgroup *cg;
+    double started;
+    bool reaped;
+};
+
+/* Messages from the child to the parent on the error pipe: one record each. */
+enum { MSG_SETUP = 'S', MSG_EXEC = 'X' };
+
+static const char *const default_env[] = {
+    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "USER=agent",
+    "LOGNAME=agent", "TMPDIR=/tmp", NULL,
+};
+
+void sandbox_profile_default(struct sandbox_profile *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->net = SANDBOX_NET_NONE;
+    p->limits.memory = 256ull << 20;
+    p->limits.pids = 256;
+    p->limits.tmp_size = 64ull << 20;
+    p->limits.nofile = 1024;
+    p->seccomp.groups = SANDBOX_SC_DEFAULT_GROUPS;
+    p->landlock = true;
+    p->uid = 1000;
+    p->gid = 1000;
+    p->host_uid = 65534;
+    p->host_gid = 65534;
+    p->hostname = "corral";
+}
+
+int sandbox_find_program(const char *program, char **out)
+{
+    if (!program || !*program)
+        return -ENOENT;
+    if (strchr(program, '/')) {
+        char *abs = realpath(program, NULL);
+        if (!abs)
+            return -errno;
+        struct stat st;
+        if (stat(abs, &st) < 0 || !S_ISREG(st.st_mode) || access(abs, X_OK) < 0) {
+            free(abs);
+            return -EACCES;
+        }
+        /* Keep the name the user gave (made absolute) so argv[0] and the bind look familiar. */
+        if (program[0] == '/') {
+            free(abs);
+            abs = strdup(program);
+        }
+        *out = abs;
+        return abs ? 0 : -ENOMEM;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    int saw_eacces = 0;
+    for (const char *s = path; *s;) {
+        size_t len = strcspn(s, ":");
+        char *cand = util_printf("%.*s/%s", (int)len, s, program);
+        if (!cand)
+            return -ENOMEM;
+        struct stat st;
+        if (cand[0] == '/' && stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(cand, X_OK) == 0) {
+                *out = cand;
+                return 0;
+            }
+            saw_eacces = 1;
+        }
+        free(cand);
+        s += len;
+        if (*s == ':')
+            s++;
+    }
+    return saw_eacces ? -EACCES : -ENOENT;
+}
+
+/* ---- child side ---- */
+
+struct spawn_args {
+    const struct sandbox_profile *p;
+    const struct root_plan *plan;
+    const struct seccomp_prog *prog;
+    const char *exec_path;   /* in the random page: the one execve the filter allows */
+    char *const *argv;
+    char *const *envp;
+    const char *const *ll_paths;
+    size_t n_ll;
+    int in, out, err;        /* stdio for the program, -1: inherit */
+    int go_rd, err_wr, status_wr, alive_rd;
+};
+
+/* Child-side failure: one record on the error pipe, then exit. Only before execve. */
+__attribute__((noreturn)) static void child_fail(int fd, const char *msg)
+{
+    size_t n = strlen(msg);
+    char buf[sizeof(((struct cerr *)0)->msg) + 1];
+    buf[0] = MSG_SETUP;
+    if (n > sizeof(buf) - 1)
+        n = sizeof(buf) - 1;
+    memcpy(buf + 1, msg, n);
+    (void)!write(fd, buf, n + 1);
+    _exit(125);
+}
+
+#define CHILD_CHECK(cond, fd, ...)                            \
+    do {                                                      \
+        if (!(cond)) {                                        \
+            struct cerr e_;                                   \
+            cerr_set(&e_, errno, __VA_ARGS__);                \
+            child_fail(fd, e_.msg);                           \
+        }                                                     \
+    } while (0)
+
+static void set_rlimit(int res, uint64_t v)
+{
+    struct rlimit rl = {v, v};
+    struct rlimit cur;
+    if (getrlimit(res, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && cur.rlim_max < v)
+        rl.rlim_cur = rl.rlim_max = cur.rlim_max; /* only ever lower */
+    (void)setrlimit(res, &rl);
+}
+
+/* Every capability set emptied, the bounding set included, then the unprivileged ids. */
+static void drop_privileges(const struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    for (cap_value_t c = 0; c <= CAP_LAST_CAP || CAP_IS_SUPPORTED(c); c++) {
+        if (!CAP_IS_SUPPORTED(c))
+            break;
+        CHILD_CHECK(cap_drop_bound(c) == 0, fd, "caps: cannot drop %s from the bounding set: %s", cap_to_name(c), strerror(errno));
+    }
+    CHILD_CHECK(cap_reset_ambient() == 0 || errno == EINVAL, fd, "caps: cannot clear the ambient set: %s", strerror(errno));
+    CHILD_CHECK(setgroups(0, NULL) == 0, fd, "ids: setgroups: %s", strerror(errno));
+    CHILD_CHECK(setresgid(a->p->gid, a->p->gid, a->p->gid) == 0, fd, "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
+    CHILD_CHECK(setresuid(a->p->uid, a->p->uid, a->p->uid) == 0, fd, "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
+    cap_t none = cap_init();
+    CHILD_CHECK(none && cap_set_proc(none) == 0, fd, "caps: cannot clear the capability sets: %s", strerror(errno));
+    cap_free(none);
+    CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, fd, "no_new_privs: %s", strerror(errno));
+    /* Changing credentials cleared the parent-death signal: set it again, then make sure the
+     * parent did not die in between (the liveness pipe hangs up when it does). */
+    CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
+    struct pollfd pfd = {.fd = a->alive_rd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
+        _exit(125);
+}
+
+__attribute__((noreturn)) static void program_main(const struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    CHILD_CHECK(setsid() >= 0, fd, "setsid: %s", strerror(errno));
+    int std[3] = {a->in, a->out, a->err};
+    for (int i = 0; i < 3; i++)
+        if (std[i] >= 0 && std[i] != i)
+            CHILD_CHECK(dup2(std[i], i) == i, fd, "stdio: dup2: %s", strerror(errno));
+    /* Only 0, 1, 2 cross execve; the error pipe stays usable until then. */
+    CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s", strerror(errno));
+    CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd, "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/", strerror(errno));
+    if (a->p->landlock) {
+        struct cerr e;
+        if (landlock_restrict_writes(a->ll_paths, a->n_ll, &e) < 0)
+            child_fail(fd, e.msg);
+    }
+    struct sock_fprog fp = {.len = a->prog->len, .filter = a->prog->insns}, fio;
+    seccomp_ioctl_filter(&fio);
+    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fio) == 0, fd, "seccomp: cannot load the ioctl filter: %s", strerror(errno));
+    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd, "seccomp: cannot load the filter: %s", strerror(errno));
+    execve(a->exec_path, a->argv, a->envp);
+    int e = errno;
+    char rec[1 + sizeof(int)];
+    rec[0] = MSG_EXEC;
+    memcpy(rec + 1, &e, sizeof(int));
+    (void)!write(fd, rec, sizeof(rec));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+static volatile sig_atomic_t init_prog_pid;
+
+static void init_forward(int sig)
+{
+    /* From pid 1, kill(-1) reaches every other process of the sandbox. */
+    int saved = errno;
+    kill(-1, sig);
+    errno = saved;
+}
+
+__attribute__((noreturn)) static void init_main(const struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
+    CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
+    char c;
+    if (read(a->go_rd, &c, 1) != 1 || c != 'g')
+        _exit(125); /* the parent died or gave up before finishing our set-up */
+    close(a->go_rd);
+
+    /* Files we create in our own tmpfs must belong to an id mapped in our user namespace. */
+    (void)setfsgid(a->p->gid); /* returns the previous id, never an error */
+    (void)setfsuid(a->p->uid);
+    struct cerr e;
+    if (root_assemble(a->plan, a->p, &e) < 0)
+        child_fail(fd, e.msg);
+    const char *hn = a->p->hostname ? a->p->hostname : "corral";
+    CHILD_CHECK(sethostname(hn, strlen(hn)) == 0, fd, "uts: sethostname: %s", strerror(errno));
+    if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&e) < 0)
+        child_fail(fd, e.msg);
+    /* Now that the parent has put us in our cgroup, make it the root of what we can see. */
+    CHILD_CHECK(unshare(CLONE_NEWCGROUP) == 0, fd, "cgroup namespace: %s", strerror(errno));
+
+    set_rlimit(RLIMIT_CORE, 0);
+    if (a->p->limits.nofile)
+        set_rlimit(RLIMIT_NOFILE, a->p->limits.nofile);
+    if (a->p->limits.fsize)
+        set_rlimit(RLIMIT_FSIZE, a->p->limits.fsize);
+    drop_privileges(a);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    CHILD_CHECK(pid >= 0, fd, "fork: %s", strerror(errno));
+    if (pid == 0)
+        program_main(a);
+    init_prog_pid = pid;
+    close(fd);
+    close(a->alive_rd);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int i = 0; i < 3 && devnull >= 0; i++)
+        dup2(devnull, i); /* init must not hold the program's pipes open */
+    static const int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+    struct sigaction sa = {.sa_handler = init_forward};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < ARRAY_SIZE(fwd); i++)
+        sigaction(fwd[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (;;) {
+        int st;
+        pid_t w = waitpid(-1, &st, 0);
+        if (w == pid) {
+            (void)util_write_all(a->status_wr, &st, sizeof(st));
+            _exit(0); /* the kernel ends every other process of the namespace with us */
+        }
+        if (w < 0 && errno == ECHILD)
+            _exit(0);
+    }
+}
+
+/* ---- parent side ---- */
+
+static void *map_exec_page(const char *program)
+{
+    /* A page at a random address holds the program's path: the filter of a profile without
+     * exec authority allows exactly one execve, the one whose path pointer is this address. */
+    for (int tries = 0; tries < 16; tries++) {
+        uint64_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+            return NULL;
+        uintptr_t addr = 0x100000000000ull + (rnd % (0x500000000000ull / 4096)) * 4096;
+        void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == MAP_FAILED)
+            continue;
+        if (p != (void *)addr) {
+            munmap(p, 4096);
+            continue;
+        }
+        snprintf(p, 4096, "%s", program);
+        return p;
+    }
+    return NULL;
+}
+
+static int write_id_maps(pid_t pid, const struct sandbox_profile *p, struct cerr *err)
+{
+    char path[64], map[64];
+    snprintf(path, sizeof(path), "/proc/%ld/uid_map", (long)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)p->uid, (unsigned)p->host_uid);
+    int r = util_write_file(path, map);
+    if (r < 0)
+        return cerr_set(err, r, "user namespace: cannot write %s: %s", path, strerror(-r));
+    snprintf(path, sizeof(path), "/proc/%ld/gid_map", (long)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)p->gid, (unsigned)p->host_gid);
+    r = util_write_file(path, map);
+    if (r < 0)
+        return cerr_set(err, r, "user namespace: cannot write %s: %s", path, strerror(-r));
+    return 0;
+}
+
+/* Reads the child's error records until the pipe closes (the program was exec'd, or set-up
+ * failed). Returns 0, or the failure with err set. */
+static int read_setup_outcome(int fd, const char *program, struct cerr *err)
+{
+    char buf[sizeof(err->msg) + 8];
+    size_t got = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, 60 * 1000);
+        if (pr == 0)
+            return cerr_set(err, ETIMEDOUT, "sandbox set-up did not finish within 60 s");
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return cerr_set(err, errno, "poll: %s", strerror(errno));
+        }
+        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (got >= sizeof(buf) - 1)
+            break;
+    }
+    if (got == 0)
+        return 0;
+    buf[got] = '\0';
+    if (buf[0] == MSG_EXEC && got >= 1 + sizeof(int)) {
+        int e;
+        memcpy(&e, buf + 1, sizeof(int));
+        return cerr_set(err, e, "cannot execute %s inside the sandbox: %s%s", program, strerror(e),
+                        e == ENOENT ? " (is its interpreter or loader visible inside? add it with --ro)" : "");
+    }
+    return cerr_set(err, EPERM, "sandbox set-up failed: %s", buf + 1);
+}
+
+int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
+                  const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
+{
+    if (!program || program[0] != '/')
+        return cerr_set(err, EINVAL, "program path must be absolute (resolve it with sandbox_find_program)");
+    if (p->host_uid == 0 || p->host_gid == 0)
+        return cerr_set(err, EPERM, "refusing to map the sandbox's user to host root; choose an unprivileged host uid/gid");
+    if (strlen(program) >= 4000)
+        return cerr_set(err, ENAMETOOLONG, "program path too long");
+    if (p->no_cgroup && (p->limits.memory || p->limits.pids || p->limits.cpus > 0))
+        return cerr_set(err, EINVAL, "budgets need a cgroup, but the profile runs without one");
+
+    int r;
+    struct sandbox_child *c = calloc(1, sizeof(*c));
+    if (!c)
+        return cerr_set(err, ENOMEM, "out of memory");
+    c->pidfd = c->status_fd = c->alive_fd = -1;
+    c->pid = -1;
+    struct seccomp_prog prog = {0};
+    struct root_plan plan = {0};
+    void *exec_page = NULL;
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1};
+    const char *ll_paths[64];
+    size_t n_ll = 0;
+
+    if (!p->no_cgroup) {
+        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
+        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
+            goto fail;
+    }
+    exec_page = map_exec_page(program);
+    if (!exec_page) {
+        r = cerr_set(err, ENOMEM, "cannot map the exec page");
+        goto fail;
+    }
+    if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
+        goto fail;
+    if ((r = root_plan_build(&plan, p, program, err)) < 0)
+        goto fail;
+    ll_paths[n_ll++] = "/tmp";
+    ll_paths[n_ll++] = "/dev/null";
+    ll_paths[n_ll++] = "/dev/zero";
+    ll_paths[n_ll++] = "/dev/full";
+    for (size_t i = 0; i < p->n_binds && n_ll < ARRAY_SIZE(ll_paths); i++)
+        if (p->binds[i].writable)
+            ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
+
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0) {
+        r = cerr_set(err, errno, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    struct spawn_args a = {
+        .p = p, .plan = &plan, .prog = &prog, .exec_path = exec_page, .argv = argv,
+        .envp = p->envp ? p->envp : (char *const *)default_env, .ll_paths = ll_paths, .n_ll = n_ll,
+        .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
+        .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
+    };
+    int pidfd = -1;
+    struct clone_args ca = {
+        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_NEWNET | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    fflush(NULL);
+    c->started = util_now();
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+    if (pid < 0) {
+        r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
+                     errno == EPERM || errno == ENOSPC ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)" : "");
+        goto fail;
+    }
+    if (pid == 0) {
+        close(go[1]);
+        close(ep[0]);
+        close(sp[0]);
+        init_main(&a);
+    }
+    c->pid = pid;
+    c->pidfd = pidfd;
+    close(go[0]);
+    go[0] = -1;
+    close(ep[1]);
+    ep[1] = -1;
+    close(sp[1]);
+    sp[1] = -1;
+
+    if ((r = write_id_maps(pid, p, err)) < 0)
+        goto fail;
+    if (c->cg && (r = cgroup_attach(c->cg, pid, err)) < 0)
+        goto fail;
+    if (util_write_all(go[1], "g", 1) < 0) {
+        r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
+        goto fail;
+    }
+    c->alive_fd = steal_fd(&go[1]);
+    if ((r = read_setup_outcome(ep[0], program, err)) < 0)
+        goto fail;
+    close(ep[0]);
+    c->status_fd = steal_fd(&sp[0]);
+    root_plan_free(&plan);
+    seccomp_prog_release(&prog);
+    munmap(exec_page, 4096);
+    *out = c;
+    return 0;
+
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (go[i] >= 0) close(go[i]);
+        if (ep[i] >= 0) close(ep[i]);
+        if (sp[i] >= 0) close(sp[i]);
+    }
+    root_plan_free(&plan);
+    seccomp_prog_release(&prog);
+    if (exec_page)
+        munmap(exec_page, 4096);
+    sandbox_child_free(c);
+    return r;
+}
+
+int sandbox_child_pidfd(const struct sandbox_child *c) { return c->pidfd; }
+pid_t sandbox_child_pid(const struct sandbox_child *c) { return c->pid; }
+const char *sandbox_child_cgroup(const struct sandbox_child *c) { return cgroup_path(c->cg); }
+
+int sandbox_child_signal(struct sandbox_child *c, int sig)
+{
+    if (c->reaped || c->pidfd < 0)
+        return -ESRCH;
+    if (syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0) < 0)
+        return -errno;
+    if (sig == SIGKILL)
+        cgroup_kill(c->cg);
+    return 0;
+}
+
+int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
+{
+    cgroup_usage(c->cg, r);
+    r->wall_sec = util_now() - c->started;
+    return 0;
+}
+
+int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
+{
+    memset(r, 0, sizeof(*r));
+    if (c->reaped)
+        return cerr_set(err, ECHILD, "sandbox already waited for");
+    siginfo_t si = {0};
+    while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0)
+        if (errno != EINTR)
+            return cerr_set(err, errno, "waitid: %s", strerror(errno));
+    c->reaped = true;
+    r->wall_sec = util_now() - c->started;
+    int st;
+    ssize_t n = c->status_fd >= 0 ? util_read_all(c->status_fd, &st, sizeof(st)) : -1;
+    if (n == (ssize_t)sizeof(st)) {
+        r->exited = WIFEXITED(st);
+        r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+        r->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    } else if (si.si_code == CLD_EXITED) {
+        r->exited = true;
+        r->exit_code = si.si_status;
+    } else {
+        r->exited = false;
+        r->signal = si.si_status; /* init itself was killed: the whole sandbox ended with it */
+    }
+    cgroup_usage(c->cg, r);
+    cgroup_destroy(c->cg);
+    c->cg = NULL;
+    return 0;
+}
+
+void sandbox_child_free(struct sandbox_child *c)
+{
+    if (!c)
+        return;
+    if (c->pid > 0 && !c->reaped) {
+        if (c->pidfd >= 0)
+            syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+        cgroup_kill(c->cg);
+        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    cgroup_destroy(c->cg);
+    if (c->pidfd >= 0) close(c->pidfd);
+    if (c->status_fd >= 0) close(c->status_fd);
+    if (c->alive_fd >= 0) close(c->alive_fd);
+    free(c);
+}
