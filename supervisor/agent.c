@@ -2,6 +2,7 @@
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
  * end of the turn, and only then are responses written and tool calls started. */
 #include "supervisor/agent.h"
+#include "supervisor/trail.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                     /* staged + submitted tool calls */
     unsigned n_agents;
+    bool trail_warned;                   /* the first trail failure is said once on stderr */
 };
 
 struct agent {
@@ -84,18 +86,93 @@ const char *agent_end_name(enum agent_end e)
     return "unknown";
 }
 
-/* ---- the trail hook ----
- * Filled in once supervisor/trail.h lands: one entry per protocol message, committed once per
- * turn before that turn's responses are released and its tool calls started. */
-static void host_trail_message(struct agent_host *h, struct agent *a, bool inbound, const char *line, size_t len)
+/* ---- the trail ----
+ * One entry per protocol message and per tool call start and end, committed once per turn before
+ * that turn's responses are released and its tool calls started (write-ahead). Lines too large
+ * for an entry body, or not valid UTF-8, go to a content-addressed blob. */
+#define TRAIL_INLINE_MAX 65536
+
+static int host_trail_append(struct agent_host *h, const char *type, cJSON *body)
 {
-    (void)h, (void)a, (void)inbound, (void)line, (void)len;
+    struct cerr err = {0};
+    int r = body ? trail_append(h->trail, NULL, "protocol", type, body, NULL, &err) : -ENOMEM;
+    cJSON_Delete(body);
+    if (r < 0 && !h->trail_warned) {
+        h->trail_warned = true;
+        fprintf(stderr, "corral: trail: %s\n", err.msg[0] ? err.msg : strerror(-r));
+    }
+    return r;
+}
+
+/* Puts TEXT in BODY under KEY, or as a blob under KEY_blob when large or not UTF-8. */
+static int trail_put_text(struct agent_host *h, cJSON *body, const char *key, const char *text, size_t len)
+{
+    if (len <= TRAIL_INLINE_MAX && rpc_utf8_check(text, len) == len && !memchr(text, '\0', len)) {
+        char *copy = strndup(text, len);
+        bool ok = copy && cJSON_AddStringToObject(body, key, copy);
+        free(copy);
+        return ok ? 0 : -ENOMEM;
+    }
+    char hex[65], name[64];
+    struct cerr err;
+    int r = trail_blob_put(h->trail, text, len, hex, &err);
+    if (r < 0)
+        return r;
+    snprintf(name, sizeof(name), "%s_blob", key);
+    return cJSON_AddStringToObject(body, name, hex) ? 0 : -ENOMEM;
+}
+
+static int host_trail_message(struct agent_host *h, struct agent *a, bool inbound, const char *line, size_t len)
+{
+    if (!h->trail)
+        return 0;
+    cJSON *body = cJSON_CreateObject();
+    if (!body || !cJSON_AddStringToObject(body, "agent", a->name) ||
+        !cJSON_AddStringToObject(body, "direction", inbound ? "in" : "out") ||
+        !cJSON_AddNumberToObject(body, "bytes", (double)len) || trail_put_text(h, body, "message", line, len) < 0) {
+        cJSON_Delete(body);
+        return host_trail_append(h, "protocol_message", NULL);
+    }
+    return host_trail_append(h, "protocol_message", body);
+}
+
+static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
+                           const char *tool, const cJSON *args, const cJSON *result, bool is_error, int rc)
+{
+    if (!h->trail)
+        return 0;
+    cJSON *body = cJSON_CreateObject();
+    bool ok = body && cJSON_AddStringToObject(body, "agent", a->name) &&
+              cJSON_AddStringToObject(body, "phase", phase) && cJSON_AddStringToObject(body, "tool", tool) &&
+              cJSON_AddItemToObject(body, "request_id", id ? cJSON_Duplicate(id, false) : cJSON_CreateNull());
+    if (ok && args) {
+        char *text = cJSON_PrintUnformatted(args);
+        ok = text && trail_put_text(h, body, "arguments", text, strlen(text)) == 0;
+        free(text);
+    }
+    if (ok && !strcmp(phase, "end")) {
+        const cJSON *code = is_error ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
+        ok = cJSON_AddStringToObject(body, "outcome", rc < 0 ? "failed" : is_error ? "error" : "ok") &&
+             (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring));
+    }
+    if (!ok) {
+        cJSON_Delete(body);
+        body = NULL;
+    }
+    return host_trail_append(h, "tool_call", body);
 }
 
 static int host_trail_commit(struct agent_host *h)
 {
-    (void)h;
-    return 0;
+    if (!h->trail)
+        return 0;
+    struct cerr err = {0};
+    int r = trail_commit(h->trail, &err);
+    if (r < 0 && !h->trail_warned) {
+        h->trail_warned = true;
+        fprintf(stderr, "corral: trail: %s: refusing tool calls from now on\n", err.msg);
+    }
+    return r;
 }
 
 /* ---- output queue ---- */
@@ -421,6 +498,7 @@ static void tool_job_done(struct pool_job *pj)
             agent_really_free(a);
         return;
     }
+    host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
     if (!a->ended) {
         if (j->rc == -ENOENT) {
             char msg[200];
@@ -462,10 +540,14 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
         tool_job_free(j);
         return -ENOMEM;
     }
-    a->inflight++;
-    a->h->inflight++;
-    a->st.tool_calls++;
     struct agent_host *h = a->h;
+    if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
+        tool_job_free(j);
+        return -EIO; /* not recorded, so not run */
+    }
+    a->inflight++;
+    h->inflight++;
+    a->st.tool_calls++;
     if (h->staged_tail)
         h->staged_tail->next_staged = j;
     else

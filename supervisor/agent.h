@@ -80,7 +80,8 @@ void agent_set_initialized(struct agent *a, const char *protocol_version);
 const struct tool_surface *agent_surface(const struct agent *a);
 const struct tool_ctx *agent_tools(const struct agent *a);
 /* Starts tool call NAME(ARGS) for request ID on the pool, after this turn's commit; the answer
- * comes back through the loop. ARGS (may be NULL) and ID are copied. 0 or -ENOMEM. */
+ * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
+ * the trail cannot record the call (it is then not made). */
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
 
 /* dispatch.c: acts on one decoded message of A (answers requests, never notifications). */

@@ -171,7 +171,11 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: \"arguments\" must be an object");
         return;
     }
-    if (agent_call_tool(a, m->id, name->valuestring, args) < 0)
+    int r = agent_call_tool(a, m->id, name->valuestring, args);
+    if (r == -EIO)
+        agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
+                          "internal error: the trail cannot be written, so the call was not made");
+    else if (r < 0)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
 }
 

@@ -90,7 +90,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         .read_only = o->read_only,
         .allow_commands = o->allow_commands,
         .command_profile = o->command_profile,
-        .cgroup_parent = child ? sandbox_child_cgroup(child) : NULL,
+        .cgroup_parent = child,
     };
     if (ctx.limits.max_file_size == 0)
         tool_limits_default(&ctx.limits);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "supervisor/agent.h"
+#include "supervisor/trail.h"
 
 /* ---- a test surface ---- */
 
@@ -78,18 +79,23 @@ static void on_end(struct agent *a, enum agent_end why, void *data)
     ((struct client *)data)->ended = (int)why;
 }
 
-static void server_start(struct server *s, const struct agent_host_opts *o)
+static void server_start_trail(struct server *s, const struct agent_host_opts *o, struct trail *t)
 {
     memset(s, 0, sizeof(*s));
     struct cerr err;
     assert_int_equal(loop_new(&s->loop, &err), 0);
     assert_int_equal(pool_new(s->loop, 4, &s->pool, &err), 0);
-    assert_int_equal(agent_host_new(s->loop, s->pool, NULL, o, &s->host, &err), 0);
+    assert_int_equal(agent_host_new(s->loop, s->pool, t, o, &s->host, &err), 0);
     int p[2];
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     s->tools.release_rd = p[0];
     s->release_wr = p[1];
     s->tools.ctx.root_fd = -1;
+}
+
+static void server_start(struct server *s, const struct agent_host_opts *o)
+{
+    server_start_trail(s, o, NULL);
 }
 
 static void client_connect(struct server *s, struct client *c)
@@ -513,6 +519,63 @@ static void free_while_call_runs(void **state)
     server_stop(&s);  /* releases and joins: the deferred free runs, ASan sees no leak */
 }
 
+struct seen {
+    int in, out, start, end;
+    char order[64];
+    size_t n;
+};
+
+static int count_entry(const struct trail_entry *e, void *ctx)
+{
+    struct seen *s = ctx;
+    char k = 0;
+    if (!strcmp(e->type, "protocol_message"))
+        k = strstr(e->body, "\"direction\":\"in\"") ? (s->in++, 'i') : (s->out++, 'o');
+    else if (!strcmp(e->type, "tool_call"))
+        k = strstr(e->body, "\"phase\":\"start\"") ? (s->start++, 's') : (s->end++, 'e');
+    if (k && s->n + 1 < sizeof(s->order))
+        s->order[s->n++] = k;
+    return 0;
+}
+
+/* Every message and call is in the trail, and each call's start entry precedes its answer. */
+static void trail_records_messages(void **state)
+{
+    char dir[] = "/tmp/test_rpc_trail.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/trail.db", dir);
+    struct trail *t;
+    struct cerr err;
+    assert_int_equal(trail_open(path, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    struct server s;
+    struct client c;
+    server_start_trail(&s, NULL, t);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}}");
+    cJSON_Delete(r);
+    expect_error(&s, &c, "bad \xff line", RPC_PARSE_ERROR, true);
+    client_close(&c);
+    server_stop(&s);
+    trail_close(t);
+    struct trail_reader *rd;
+    assert_int_equal(trail_reader_open(path, &rd, &err), 0);
+    struct seen seen = {0};
+    assert_int_equal(trail_query(rd, &(struct trail_filter){0}, count_entry, &seen, &err), 0);
+    trail_reader_close(rd);
+    /* initialize (in, out), initialized (in), call (in, start, end, out), bad line (in, out). */
+    assert_int_equal(seen.in, 4);
+    assert_int_equal(seen.out, 3);
+    assert_int_equal(seen.start, 1);
+    assert_int_equal(seen.end, 1);
+    seen.order[seen.n] = '\0';
+    assert_string_equal(seen.order, "ioiiseoio");
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -525,6 +588,7 @@ int main(void)
         cmocka_unit_test(flood_back_pressure),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
+        cmocka_unit_test(trail_records_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
