@@ -333,8 +333,11 @@ int cmd_exec(int argc, char **argv)
     }
     bool timed_out = false;
     if (o.workspace) {
+        /* Commands run in sandboxes of their own, with corral's defaults (no network). */
+        struct sandbox_profile cmd_prof;
+        sandbox_profile_default(&cmd_prof);
         struct serve_exec_opts so = {.workspace = o.workspace, .surface = "wap", .allow_commands = true,
-                                     .command_profile = NULL, .timeout_sec = o.timeout};
+                                     .command_profile = &cmd_prof, .timeout_sec = o.timeout};
         tool_limits_default(&so.limits);
         int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
