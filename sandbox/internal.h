@@ -21,14 +21,14 @@ void cgroup_destroy(struct cgroup *cg);          /* kill what is left, rmdir, fr
  * exec_ptr: when the profile does not allow exec after start, the one execve allowed is the one
  * whose path argument is exactly this pointer (a page at a random address; see seccomp.c). */
 struct seccomp_prog {
-    struct sock_filter *insns;
+    struct sock_filter *insns; /* the main filter (libseccomp), malloc'd */
     unsigned short len;
+    struct sock_filter extra[24]; /* the small second filter: ioctl and first-exec rules */
+    unsigned short extra_len;
 };
 int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
                   struct cerr *err);
 void seccomp_prog_release(struct seccomp_prog *p);
-/* The second, fixed filter: ioctl TIOCSTI / TIOCLINUX refused on the low 32 bits. */
-void seccomp_ioctl_filter(struct sock_fprog *out);
 
 /* net.c: bring `lo` up in the current network namespace through libnl. */
 int net_loopback_up(struct cerr *err);

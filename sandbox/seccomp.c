@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <linux/sched.h>
 #include <seccomp.h>
+#include <sodium.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -175,7 +177,10 @@ static bool allowed(const struct sandbox_seccomp *s, const char *name)
     return !sandbox_seccomp_always_denied(name) && !listed(name, s->deny, s->n_deny);
 }
 
-static int build_ctx(const struct sandbox_seccomp *s, const void *exec_ptr, scmp_filter_ctx *out,
+/* allow_first_exec: the main filter lets execve through and the small second filter (see
+ * build_extra) narrows it to the program's own start; without it, a profile lacking @exec
+ * denies execve outright, which is what a policy reviewer sees in sandbox_seccomp_export. */
+static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scmp_filter_ctx *out,
                      struct cerr *err)
 {
     const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
@@ -217,13 +222,9 @@ static int build_ctx(const struct sandbox_seccomp *s, const void *exec_ptr, scmp
     if ((r = add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err)) < 0)
         goto fail;
 
-    if (!(s->groups & SANDBOX_SC_EXEC) && exec_ptr && allowed(s, "execve")) {
-        /* The program's own start is the one execve allowed: its path argument is a pointer to
-         * a page at a random address that the new program does not know. */
-        struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)(uintptr_t)exec_ptr);
-        if ((r = add(ctx, SCMP_ACT_ALLOW, "execve", 1, &c, err)) < 0)
-            goto fail;
-    }
+    if (!(s->groups & SANDBOX_SC_EXEC) && allow_first_exec && allowed(s, "execve") &&
+        (r = add(ctx, SCMP_ACT_ALLOW, "execve", 0, NULL, err)) < 0)
+        goto fail;
 
     if (s->groups & SANDBOX_SC_FILE_READ) {
         if (s->groups & SANDBOX_SC_FILE_WRITE) {
@@ -245,7 +246,7 @@ static int build_ctx(const struct sandbox_seccomp *s, const void *exec_ptr, scmp
     }
 
     if (s->groups & SANDBOX_SC_BASIC_IO && allowed(s, "ioctl")) {
-        /* TIOCSTI and TIOCLINUX are refused by the second filter (seccomp_ioctl_filter):
+        /* TIOCSTI and TIOCLINUX are refused by the second filter (build_extra):
          * libseccomp cannot combine this allow with a masked deny on the same syscall. */
         if ((r = add(ctx, SCMP_ACT_ALLOW, "ioctl", 0, NULL, err)) < 0)
             goto fail;
@@ -274,7 +275,7 @@ fail:
 int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr *err)
 {
     scmp_filter_ctx ctx;
-    int r = build_ctx(s, NULL, &ctx, err);
+    int r = build_ctx(s, false, &ctx, err);
     if (r < 0)
         return r;
     r = seccomp_export_bpf(ctx, fd);
@@ -284,11 +285,135 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
     return 0;
 }
 
+/* ---- the exported filter, cached ----
+ * Building with libseccomp costs ~2 ms in a fresh process, most of a sandbox's start. The BPF
+ * depends only on the seccomp profile, libseccomp's version and this file's rules, so it is
+ * cached under a root-only directory, keyed by a BLAKE2b hash of exactly those inputs. */
+#define CACHE_DIR "/run/corral/seccomp"
+#define FILTER_FORMAT "corral-seccomp-3" /* bump when the rules above change */
+
+static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex[65])
+{
+    crypto_generichash_state st;
+    unsigned char h[32];
+    const struct scmp_version *v = seccomp_version();
+    char buf[128];
+    int n = snprintf(buf, sizeof(buf), "%s|%u.%u.%u|%u|%d|%d|", FILTER_FORMAT, v->major, v->minor,
+                     v->micro, s->groups, s->network, first_exec);
+    crypto_generichash_init(&st, NULL, 0, sizeof(h));
+    crypto_generichash_update(&st, (const unsigned char *)buf, (unsigned long long)n);
+    for (size_t i = 0; i < s->n_allow; i++)
+        crypto_generichash_update(&st, (const unsigned char *)s->allow[i], strlen(s->allow[i]) + 1);
+    crypto_generichash_update(&st, (const unsigned char *)"|deny|", 6);
+    for (size_t i = 0; i < s->n_deny; i++)
+        crypto_generichash_update(&st, (const unsigned char *)s->deny[i], strlen(s->deny[i]) + 1);
+    crypto_generichash_final(&st, h, sizeof(h));
+    sodium_bin2hex(hex, 65, h, sizeof(h));
+}
+
+static int read_prog(int fd, struct seccomp_prog *out)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) ||
+        st.st_size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+        return -EINVAL;
+    out->insns = malloc((size_t)st.st_size);
+    if (!out->insns)
+        return -ENOMEM;
+    if (pread(fd, out->insns, (size_t)st.st_size, 0) != st.st_size) {
+        free(out->insns);
+        out->insns = NULL;
+        return -EIO;
+    }
+    out->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+    return 0;
+}
+
+static int cache_load(const char *key, struct seccomp_prog *out)
+{
+    char path[256];
+    snprintf(path, sizeof(path), CACHE_DIR "/%s.bpf", key);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    /* Only a file root wrote, in a directory only root can write, is trusted. */
+    int r = fstat(fd, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022) ? read_prog(fd, out) : -EPERM;
+    close(fd);
+    return r;
+}
+
+static void cache_store(const char *key, const struct seccomp_prog *p)
+{
+    if (geteuid() != 0)
+        return;
+    (void)mkdir("/run/corral", 0700);
+    (void)mkdir(CACHE_DIR, 0700);
+    struct stat st;
+    if (lstat(CACHE_DIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077))
+        return;
+    char tmp[256], path[256];
+    snprintf(tmp, sizeof(tmp), CACHE_DIR "/.%s.%ld", key, (long)getpid());
+    snprintf(path, sizeof(path), CACHE_DIR "/%s.bpf", key);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    int w = util_write_all(fd, p->insns, (size_t)p->len * sizeof(struct sock_filter));
+    close(fd);
+    if (w < 0 || rename(tmp, path) < 0)
+        unlink(tmp);
+}
+
+/* The second, fixed-shape filter. The kernel runs every stacked filter and takes the most
+ * restrictive answer, so this one only ever narrows the main one. It holds what libseccomp
+ * cannot say next to an unconditional allow: ioctl TIOCSTI / TIOCLINUX compared on the low 32
+ * bits (the kernel ignores the high half, so must we), and, for a profile without @exec, the one
+ * execve allowed: the program's own start, whose path pointer is a page at a random address the
+ * program does not know. */
+static void build_extra(struct seccomp_prog *out, bool exec_restricted, const void *exec_ptr)
+{
+    struct sock_filter *f = out->extra;
+    unsigned n = 0;
+    uint64_t ptr = (uint64_t)(uintptr_t)exec_ptr;
+#define EMIT(x) (f[n++] = (struct sock_filter)x)
+    EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)); /* other ABIs: the main filter refuses */
+    EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4));
+    EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1));
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    if (exec_restricted) {
+        /* the accumulator still holds nr */
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
+        EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 5));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ptr, 0, 2));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 4));
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(ptr >> 32), 1, 0));
+        EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+    }
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+#undef EMIT
+    out->extra_len = (unsigned short)n;
+}
+
 int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
                   struct cerr *err)
 {
+    memset(out, 0, sizeof(*out));
+    build_extra(out, !(s->groups & SANDBOX_SC_EXEC), exec_ptr);
+    char key[65];
+    cache_key(s, true, key);
+    if (cache_load(key, out) == 0)
+        return 0;
+
     scmp_filter_ctx ctx;
-    int r = build_ctx(s, exec_ptr, &ctx, err);
+    int r = build_ctx(s, true, &ctx, err);
     if (r < 0)
         return r;
     int fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
@@ -299,45 +424,13 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
     }
     r = seccomp_export_bpf(ctx, fd);
     seccomp_release(ctx);
-    off_t len = r < 0 ? -1 : lseek(fd, 0, SEEK_END);
-    if (r < 0 || len <= 0 || len % (off_t)sizeof(struct sock_filter) ||
-        len / (off_t)sizeof(struct sock_filter) > 4096) {
+    if (r < 0 || (r = read_prog(fd, out)) < 0) {
         close(fd);
-        return cerr_set(err, r < 0 ? r : EINVAL, "seccomp: cannot export the filter");
-    }
-    out->insns = malloc((size_t)len);
-    if (!out->insns || pread(fd, out->insns, (size_t)len, 0) != len) {
-        close(fd);
-        free(out->insns);
-        out->insns = NULL;
-        return cerr_set(err, EIO, "seccomp: cannot read the exported filter back");
+        return cerr_set(err, r, "seccomp: cannot export the filter: %s", strerror(-r));
     }
     close(fd);
-    out->len = (unsigned short)(len / (off_t)sizeof(struct sock_filter));
+    cache_store(key, out);
     return 0;
-}
-
-/* The kernel compares ioctl numbers as 32-bit values, so the comparison here reads only the low
- * half of the argument: setting high bits cannot slip TIOCSTI past it. Stacked filters take the
- * most restrictive answer, so this one only ever narrows the main filter. */
-#define SC_ARG_LO(n) ((uint32_t)offsetof(struct seccomp_data, args[n]))
-static const struct sock_filter ioctl_insns[] = {
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* other ABIs: the main filter refuses them */
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SC_ARG_LO(1)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-};
-
-void seccomp_ioctl_filter(struct sock_fprog *out)
-{
-    out->len = (unsigned short)ARRAY_SIZE(ioctl_insns);
-    out->filter = (struct sock_filter *)ioctl_insns;
 }
 
 void seccomp_prog_release(struct seccomp_prog *p)

@@ -118,7 +118,7 @@ int sandbox_find_program(const char *program, char **out)
 struct spawn_args {
     const struct sandbox_profile *p;
     const struct root_plan *plan;
-    const struct seccomp_prog *prog;
+    struct seccomp_prog prog; /* received from the parent over the go pipe */
     const char *exec_path;   /* in the random page: the one execve the filter allows */
     char *const *argv;
     char *const *envp;
@@ -150,6 +150,15 @@ __attribute__((noreturn)) static void child_fail(int fd, const char *msg)
         }                                                     \
     } while (0)
 
+/* Build with -DSPAWN_TRACE to print a timeline of a sandbox's start (for bench work). */
+#ifdef SPAWN_TRACE
+static double DBG_T0;
+#define CTT(x) fprintf(stderr, "  [%d] %-12s %.3f ms\n", getpid(), x, (util_now() - DBG_T0) * 1e3)
+#define TRACE_START() (DBG_T0 = util_now())
+#else
+#define CTT(x) ((void)0)
+#define TRACE_START() ((void)0)
+#endif
 static void set_rlimit(int res, uint64_t v)
 {
     struct rlimit rl = {v, v};
@@ -184,7 +193,7 @@ static void drop_privileges(const struct spawn_args *a)
         _exit(125);
 }
 
-__attribute__((noreturn)) static void program_main(const struct spawn_args *a)
+__attribute__((noreturn)) static void program_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
     sigset_t all;
@@ -198,15 +207,18 @@ __attribute__((noreturn)) static void program_main(const struct spawn_args *a)
     /* Only 0, 1, 2 cross execve; the error pipe stays usable until then. */
     CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s", strerror(errno));
     CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd, "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/", strerror(errno));
+    CTT("prog-start");
     if (a->p->landlock) {
         struct cerr e;
         if (landlock_restrict_writes(a->ll_paths, a->n_ll, &e) < 0)
             child_fail(fd, e.msg);
     }
-    struct sock_fprog fp = {.len = a->prog->len, .filter = a->prog->insns}, fio;
-    seccomp_ioctl_filter(&fio);
-    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fio) == 0, fd, "seccomp: cannot load the ioctl filter: %s", strerror(errno));
+    CTT("landlock");
+    struct sock_fprog fp = {.len = a->prog.len, .filter = a->prog.insns};
+    struct sock_fprog fx = {.len = a->prog.extra_len, .filter = (struct sock_filter *)a->prog.extra};
+    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
     CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd, "seccomp: cannot load the filter: %s", strerror(errno));
+    CTT("prog-setup");
     execve(a->exec_path, a->argv, a->envp);
     int e = errno;
     char rec[1 + sizeof(int)];
@@ -226,7 +238,35 @@ static void init_forward(int sig)
     errno = saved;
 }
 
-__attribute__((noreturn)) static void init_main(const struct spawn_args *a)
+static int receive_filter(struct spawn_args *a)
+{
+    uint16_t hdr[2];
+    if (util_read_all(a->go_rd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || hdr[0] == 0 ||
+        hdr[0] > BPF_MAXINSNS || hdr[1] == 0 || hdr[1] > ARRAY_SIZE(a->prog.extra))
+        return -EIO;
+    size_t len = (size_t)hdr[0] * sizeof(struct sock_filter);
+    a->prog.insns = malloc(len);
+    if (!a->prog.insns || util_read_all(a->go_rd, a->prog.insns, len) != (ssize_t)len ||
+        util_read_all(a->go_rd, a->prog.extra, (size_t)hdr[1] * sizeof(struct sock_filter)) !=
+            (ssize_t)((size_t)hdr[1] * sizeof(struct sock_filter)))
+        return -EIO;
+    a->prog.len = hdr[0];
+    a->prog.extra_len = hdr[1];
+    return 0;
+}
+
+static int send_filter(int fd, const struct seccomp_prog *p)
+{
+    uint16_t hdr[2] = {p->len, p->extra_len};
+    int r = util_write_all(fd, hdr, sizeof(hdr));
+    if (r == 0)
+        r = util_write_all(fd, p->insns, (size_t)p->len * sizeof(struct sock_filter));
+    if (r == 0)
+        r = util_write_all(fd, p->extra, (size_t)p->extra_len * sizeof(struct sock_filter));
+    return r;
+}
+
+__attribute__((noreturn)) static void init_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
@@ -234,32 +274,41 @@ __attribute__((noreturn)) static void init_main(const struct spawn_args *a)
     char c;
     if (read(a->go_rd, &c, 1) != 1 || c != 'g')
         _exit(125); /* the parent died or gave up before finishing our set-up */
-    close(a->go_rd);
 
     /* Files we create in our own tmpfs must belong to an id mapped in our user namespace. */
     (void)setfsgid(a->p->gid); /* returns the previous id, never an error */
     (void)setfsuid(a->p->uid);
     struct cerr e;
+    CTT("go-read");
     if (root_assemble(a->plan, a->p, &e) < 0)
         child_fail(fd, e.msg);
+    CTT("root");
     const char *hn = a->p->hostname ? a->p->hostname : "corral";
     CHILD_CHECK(sethostname(hn, strlen(hn)) == 0, fd, "uts: sethostname: %s", strerror(errno));
     if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&e) < 0)
         child_fail(fd, e.msg);
+    /* Phase two: the parent has put us in our cgroup and sends the seccomp filter it built
+     * (in parallel with the root above). A short read means it died or gave up. */
+    if (receive_filter(a) < 0)
+        _exit(125);
     /* Now that the parent has put us in our cgroup, make it the root of what we can see. */
     CHILD_CHECK(unshare(CLONE_NEWCGROUP) == 0, fd, "cgroup namespace: %s", strerror(errno));
 
+    CTT("net+cgns");
     set_rlimit(RLIMIT_CORE, 0);
     if (a->p->limits.nofile)
         set_rlimit(RLIMIT_NOFILE, a->p->limits.nofile);
     if (a->p->limits.fsize)
         set_rlimit(RLIMIT_FSIZE, a->p->limits.fsize);
     drop_privileges(a);
+    CTT("privs");
 
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fork();
+    /* vfork: the program shares init's memory only until its execve, and init waits for that;
+     * it saves copying the address space (a measurable part of a sandbox's start). */
+    pid_t pid = vfork();
     CHILD_CHECK(pid >= 0, fd, "fork: %s", strerror(errno));
     if (pid == 0)
         program_main(a);
@@ -390,20 +439,17 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     const char *ll_paths[64];
     size_t n_ll = 0;
 
-    if (!p->no_cgroup) {
-        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
-        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
-            goto fail;
-    }
+    TRACE_START();
+#define TT(x) CTT(x)
     exec_page = map_exec_page(program);
     if (!exec_page) {
         r = cerr_set(err, ENOMEM, "cannot map the exec page");
         goto fail;
     }
-    if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
-        goto fail;
+    TT("start");
     if ((r = root_plan_build(&plan, p, program, err)) < 0)
         goto fail;
+    TT("plan");
     ll_paths[n_ll++] = "/tmp";
     ll_paths[n_ll++] = "/dev/null";
     ll_paths[n_ll++] = "/dev/zero";
@@ -417,7 +463,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         goto fail;
     }
     struct spawn_args a = {
-        .p = p, .plan = &plan, .prog = &prog, .exec_path = exec_page, .argv = argv,
+        .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
         .envp = p->envp ? p->envp : (char *const *)default_env, .ll_paths = ll_paths, .n_ll = n_ll,
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
@@ -452,17 +498,35 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     close(sp[1]);
     sp[1] = -1;
 
+    TT("clone");
     if ((r = write_id_maps(pid, p, err)) < 0)
-        goto fail;
-    if (c->cg && (r = cgroup_attach(c->cg, pid, err)) < 0)
         goto fail;
     if (util_write_all(go[1], "g", 1) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
+    /* While init builds its root: the cgroup and the filter, then phase two. */
+    if (!p->no_cgroup) {
+        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
+        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
+            goto fail;
+        if ((r = cgroup_attach(c->cg, pid, err)) < 0)
+            goto fail;
+    }
+    TT("cgroup");
+    if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
+        goto fail;
+    TT("seccomp");
+    if (send_filter(go[1], &prog) < 0) {
+        r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
+        (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
+        goto fail;
+    }
     c->alive_fd = steal_fd(&go[1]);
+    TT("go");
     if ((r = read_setup_outcome(ep[0], program, err)) < 0)
         goto fail;
+    TT("execd");
     close(ep[0]);
     c->status_fd = steal_fd(&sp[0]);
     root_plan_free(&plan);
@@ -531,8 +595,10 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
         r->exited = false;
         r->signal = si.si_status; /* init itself was killed: the whole sandbox ended with it */
     }
+    CTT("waited");
     cgroup_usage(c->cg, r);
     cgroup_destroy(c->cg);
+    CTT("destroyed");
     c->cg = NULL;
     return 0;
 }

@@ -130,6 +130,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
                 return -1;
             }
+            /* Internet sockets only where there is a network to use them on. */
+            o->prof.seccomp.network = o->prof.net != SANDBOX_NET_NONE;
             break;
         case O_MEMORY:
         case O_TMP:
