@@ -61,6 +61,8 @@ static int idmap_userns(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_g
     pid_t pid = fork();
     if (pid == 0) {
         char c = 0;
+        close(go[1]); /* else the read below never sees EOF: the helper holds its own write end */
+        close(ready[0]);
         int ok = unshare(CLONE_NEWUSER) == 0;
         (void)!write(ready[1], ok ? "1" : "0", 1);
         (void)!read(go[0], &c, 1);

@@ -323,6 +323,9 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < ARRAY_SIZE(fwd); i++)
         sigaction(fwd[i], &sa, NULL);
+    /* Not the caller's mask: a supervisor that blocks SIGTERM for its signalfd would leave init
+     * deaf to the very signals it forwards (a timeout's SIGTERM never arriving). */
+    sigemptyset(&old);
     sigprocmask(SIG_SETMASK, &old, NULL);
     for (;;) {
         int st;

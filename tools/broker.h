@@ -82,8 +82,8 @@ void broker_iso_time(const struct timespec *t, char buf[32]);
 /* The exclusion patterns in force: the ctx's (or the seed's defaults when it sets none). */
 void broker_default_excludes(const struct tool_ctx *ctx, const char *const **v, size_t *n);
 
-/* A compiled set of exclusion patterns. A pattern without '/' matches an entry's name; one with
- * '/' matches its workspace-relative path (a leading '/' ignored). The common "**" + "/NAME/" +
+/* A compiled set of exclusion patterns. A pattern without '/' matches an entry's name at any
+ * depth; one with a '/' matches its workspace-relative path (so "/build" is the root's only). The common "**" + "/NAME/" +
  * "**" form is kept as a plain name compare, so walks stay fast. */
 struct broker_filter;
 /* FIELD names the argument for errors ("excludePatterns"). n == 0 gives an empty filter. */
@@ -97,6 +97,27 @@ bool broker_filter_excludes(const struct broker_filter *f, const char *rel, cons
  * checked against the plain-name patterns (for a walk's start); otherwise only NAME. */
 bool broker_filter_prunes(const struct broker_filter *f, const char *rel, const char *name,
                           bool whole_path);
+
+/* A directory's entries, read with getdents64 straight from an fd (no DIR stream, no per-name
+ * allocation) and sorted bytewise by name, for the walks of explore and search. */
+struct broker_dirent {
+    size_t name;         /* offset of the NUL-terminated name in pool */
+    unsigned char type;  /* DT_* from the kernel (DT_UNKNOWN on some file systems) */
+};
+struct broker_dirents {
+    struct broker_dirent *v;
+    size_t n, cap;
+    char *pool;
+    size_t pool_len, pool_cap;
+};
+/* Reads every entry but "." and ".." of the readable directory fd (freshly opened: read from
+ * where it stands; not consumed) into d, replacing what it held. 0 or -errno. */
+int broker_dirents_read(struct broker_dirents *d, int fd);
+static inline const char *broker_dirent_name(const struct broker_dirents *d, size_t i)
+{
+    return d->pool + d->v[i].name;
+}
+void broker_dirents_free(struct broker_dirents *d);
 
 /* ---- file operations (broker_file.c) -------------------------------------------------------- */
 
@@ -162,6 +183,14 @@ struct broker_edit {
 int broker_modify(const struct tool_ctx *ctx, const char *path, const struct broker_edit *ops,
                   size_t n_ops, char **display, struct broker_err *e);
 
+/* Removes a file (or a symlink, as itself) or, with directory, an empty directory. */
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
+                  struct broker_err *e);
+/* Makes a directory beneath the root (with parents, the missing ones too, and an existing
+ * directory is fine). New directories get mode 0755 and their parent's owner. */
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
+                 struct broker_err *e);
+
 struct broker_walk_opts {
     bool recursive;
     unsigned max_depth;          /* levels below the start when recursive (1: its entries) */
@@ -197,6 +226,7 @@ struct broker_search_opts {
     unsigned context;           /* lines before and after */
     size_t max_results;         /* matches returned; counting goes on (total) */
     size_t max_line_bytes;      /* each returned line cut to this; 0: 4096 */
+    size_t max_bytes;           /* text of all returned matches and context; 0: 4 MiB */
 };
 struct broker_match {
     char *path;            /* "/src/app.js" */
@@ -204,12 +234,14 @@ struct broker_match {
     char *text;            /* the matching line, without its newline, valid UTF-8 */
     char **before, **after;
     size_t n_before, n_after;
+    size_t bytes;          /* of text, before and after together */
 };
 struct broker_search_result {
     struct broker_match *v;
     size_t n, cap;
     uint64_t total;       /* matching lines over everything searched */
-    bool truncated;
+    bool truncated;       /* fewer matches returned than found (max_results or max_bytes) */
+    size_t bytes;
     uint64_t files_searched;
 };
 void broker_search_result_clear(struct broker_search_result *r);
@@ -223,10 +255,11 @@ struct broker_regex;
 int broker_regex_new(const char *pattern, bool literal, const char *flags, const char *field,
                      struct broker_regex **out, bool *global, struct broker_err *e);
 void broker_regex_free(struct broker_regex *re);
-/* Replaces in subject; *out malloc'd. BROKER_E_NO_MATCH when nothing matched. */
+/* Replaces in subject; *out malloc'd. BROKER_E_NO_MATCH when nothing matched, TOO_LARGE when
+ * the result would pass max_len (checked before allocating it). */
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, const char *field, char **out,
-                            size_t *out_len, struct broker_err *e);
+                            const char *replacement, bool global, size_t max_len,
+                            const char *field, char **out, size_t *out_len, struct broker_err *e);
 
 /* ---- commands (broker_command.c) ------------------------------------------------------------ */
 
@@ -246,8 +279,8 @@ struct broker_command_result {
     uint64_t duration_ms;
 };
 void broker_command_result_clear(struct broker_command_result *r);
-/* Runs the command in a command sandbox (ctx->command_profile + the workspace writable at
- * /workspace, cwd /workspace/WORKDIR). Returns 0 when it ran, whatever its status (killed for
+/* Runs the command in a command sandbox (ctx->command_profile, or sandbox_profile_default
+ * when it is NULL, + the workspace writable at /workspace, cwd /workspace/WORKDIR). Returns 0 when it ran, whatever its status (killed for
  * time: r->timed_out, the output so far kept), -1 with e set when it could not run. */
 int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts *o,
                    struct broker_command_result *r, struct broker_err *e);

@@ -101,9 +101,6 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     memset(r, 0, sizeof(*r));
     if (!ctx->allow_commands)
         return broker_fail(e, BROKER_E_DENIED, "command", "this agent's role may not run commands");
-    if (!ctx->command_profile || !ctx->root_host_path)
-        return broker_fail(e, BROKER_E_EXEC, "command",
-                           "commands are not set up for this workspace (no command sandbox profile)");
     if (!o->command || !*o->command)
         return broker_fail(e, BROKER_E_INVALID, "command", "command is empty");
 
@@ -120,13 +117,24 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     }
     _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
     _cleanup_free_ const char **env = build_env(o);
+    /* No profile from the policy: the sandbox module's safe defaults (design.md section 7). */
+    struct sandbox_profile dflt;
     const struct sandbox_profile *base = ctx->command_profile;
+    if (!base) {
+        sandbox_profile_default(&dflt);
+        base = &dflt;
+    }
     _cleanup_free_ struct sandbox_bind *binds = calloc(base->n_binds + 1, sizeof(*binds));
     if (!cwd || !env || !binds)
         return broker_fail(e, BROKER_E_IO, "command", "out of memory");
-    memcpy(binds, base->binds, base->n_binds * sizeof(*binds));
+    if (base->n_binds)
+        memcpy(binds, base->binds, base->n_binds * sizeof(*binds));
+    /* The bind names the root fd itself, not the host path string: the sandbox gets exactly the
+     * directory the broker serves, even if the path was renamed or replaced meanwhile. */
+    char root_fd_path[64];
+    snprintf(root_fd_path, sizeof(root_fd_path), "/proc/self/fd/%d", ctx->root_fd);
     binds[base->n_binds] = (struct sandbox_bind){
-        .host = ctx->root_host_path, .inside = "/workspace", .writable = true};
+        .host = root_fd_path, .inside = "/workspace", .writable = true};
     struct sandbox_profile p = *base;
     p.binds = binds;
     p.n_binds = base->n_binds + 1;

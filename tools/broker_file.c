@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BINARY_SNIFF 8192 /* the first bytes looked at for NUL, like git and ripgrep */
-
 void broker_meta_clear(struct broker_meta *m)
 {
     if (!m)
@@ -108,9 +106,15 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
     size_t out_len = 0, line_start_out = 0;
     uint64_t line = 1, returned = 0, offset = 0;
     bool full = false, truncated = false, last_nl = true;
-    char buf[65536];
+    /* On the heap: surface calls may run on worker threads with small stacks. */
+    enum { CHUNK = 65536 };
+    _cleanup_free_ char *buf = malloc(CHUNK);
+    if (!buf) {
+        free(out);
+        return broker_fail(e, BROKER_E_IO, field, "out of memory");
+    }
     for (;;) {
-        ssize_t n = read(fd, buf, sizeof(buf));
+        ssize_t n = read(fd, buf, CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -424,7 +428,8 @@ static int splice_text(struct text *t, size_t a, size_t b, const char *pre, cons
     if (!s)
         return broker_fail(e, BROKER_E_IO, field, "out of memory");
     memcpy(s, t->s, a);
-    memcpy(s + a, pre, pl);
+    if (pl)
+        memcpy(s + a, pre, pl);
     memcpy(s + a + pl, ins, ins_len);
     if (add_nl)
         s[a + pl + ins_len] = '\n';
@@ -489,7 +494,8 @@ static int apply_edit(struct text *t, const struct broker_edit *op, size_t idx, 
             return -1;
         char *out = NULL;
         size_t out_len = 0;
-        int r = broker_regex_substitute(re, t->s, t->len, op->replacement, global, field, &out,
+        int r = broker_regex_substitute(re, t->s, t->len, op->replacement, global,
+                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, field, &out,
                                         &out_len, e);
         broker_regex_free(re);
         if (r < 0)
@@ -565,6 +571,78 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
     return 0;
 }
 
+/* ---- remove, mkdir (for the surfaces that have them: file.delete, rmdir, mkdir) ------------ */
+
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
+                  struct broker_err *e)
+{
+    static const char field[] = "path";
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(path, field, &rel, e) < 0)
+        return -1;
+    if (ctx->read_only)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
+    if (!*rel)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace root cannot be removed");
+    const char *leaf;
+    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, false, field, &leaf, e);
+    if (dirfd < 0)
+        return -1;
+    struct stat st;
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return broker_fail(e, errno == ENOENT ? BROKER_E_NOT_FOUND : BROKER_E_IO, field,
+                           "/%s: %s", rel, errno == ENOENT ? "does not exist in the workspace"
+                                                           : strerror(errno));
+    /* A symlink is removed as itself, never through: its target is left alone. */
+    if (directory && !S_ISDIR(st.st_mode))
+        return broker_fail(e, BROKER_E_NOT_DIR, field, "/%s is not a directory", rel);
+    if (!directory && S_ISDIR(st.st_mode))
+        return broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", rel);
+    if (unlinkat(dirfd, leaf, directory ? AT_REMOVEDIR : 0) < 0) {
+        int err = errno;
+        if (err == ENOTEMPTY || err == EEXIST)
+            return broker_fail(e, BROKER_E_INVALID, field, "/%s is not empty", rel);
+        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
+                                                                             : BROKER_E_IO,
+                           field, "/%s: %s", rel, strerror(err));
+    }
+    return 0;
+}
+
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
+                 struct broker_err *e)
+{
+    static const char field[] = "path";
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(path, field, &rel, e) < 0)
+        return -1;
+    if (ctx->read_only)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
+    if (!*rel)
+        return broker_fail(e, BROKER_E_EXISTS, field, "the workspace root already exists");
+    const char *leaf;
+    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, parents, field, &leaf, e);
+    if (dirfd < 0)
+        return -1;
+    if (mkdirat(dirfd, leaf, 0755) < 0) {
+        int err = errno;
+        struct stat st;
+        if (err == EEXIST && parents && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+            return 0;
+        if (err == EEXIST)
+            return broker_fail(e, BROKER_E_EXISTS, field, "/%s already exists", rel);
+        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
+                              : err == ENOSPC || err == EDQUOT             ? BROKER_E_TOO_LARGE
+                                                                           : BROKER_E_IO,
+                           field, "/%s: %s", rel, strerror(err));
+    }
+    struct stat pst;
+    if (fstat(dirfd, &pst) == 0)
+        (void)!fchownat(dirfd, leaf, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
+    return 0;
+}
+
 /* ---- explore -------------------------------------------------------------------------------- */
 
 void broker_list_clear(struct broker_list *l)
@@ -575,80 +653,6 @@ void broker_list_clear(struct broker_list *l)
         broker_meta_clear(&l->v[i]);
     free(l->v);
     memset(l, 0, sizeof(*l));
-}
-
-struct dent {
-    char *name;
-    unsigned char type;
-};
-
-static int dent_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
-}
-
-/* The names of directory fd (consumed), sorted; *names owns one block holding every string. */
-static int read_dir_sorted(int fd, struct dent **out, size_t *n_out, char **pool_out)
-{
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
-    struct dent *v = NULL;
-    size_t n = 0, cap = 0, pool_len = 0, pool_cap = 0;
-    char *pool = NULL;
-    int err = 0;
-    struct dirent *de;
-    /* Offsets into the pool while it may move; turned into pointers at the end. */
-    while ((errno = 0, de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
-            continue;
-        size_t nl = strlen(nm) + 1;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct dent *tmp = realloc(v, nc * sizeof(*v));
-            if (!tmp) {
-                err = -ENOMEM;
-                break;
-            }
-            v = tmp;
-            cap = nc;
-        }
-        if (pool_len + nl > pool_cap) {
-            size_t nc = pool_cap ? pool_cap * 2 : 4096;
-            while (nc < pool_len + nl)
-                nc *= 2;
-            char *tmp = realloc(pool, nc);
-            if (!tmp) {
-                err = -ENOMEM;
-                break;
-            }
-            pool = tmp;
-            pool_cap = nc;
-        }
-        memcpy(pool + pool_len, nm, nl);
-        v[n].name = (char *)(uintptr_t)pool_len;
-        v[n].type = de->d_type;
-        n++;
-        pool_len += nl;
-    }
-    if (!err && errno)
-        err = -errno;
-    closedir(d);
-    if (err) {
-        free(v);
-        free(pool);
-        return err;
-    }
-    for (size_t i = 0; i < n; i++)
-        v[i].name = pool + (uintptr_t)v[i].name;
-    qsort(v, n, sizeof(*v), dent_cmp);
-    *out = v;
-    *n_out = n;
-    *pool_out = pool;
-    return 0;
 }
 
 struct walk {
@@ -690,22 +694,20 @@ static int list_push(struct walk *w, int dirfd, const char *rel, const char *nam
     return 0;
 }
 
+/* DIRFD is readable (O_RDONLY | O_DIRECTORY) and beneath the root. */
 static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    struct broker_dirents d = {0};
+    if (broker_dirents_read(&d, dirfd) < 0) {
+        broker_dirents_free(&d);
         return 0; /* unreadable directory: listed, not entered */
-    struct dent *v = NULL;
-    char *pool = NULL;
-    size_t n = 0;
-    if (read_dir_sorted(fd, &v, &n, &pool) < 0)
-        return 0;
+    }
     int r = 0;
     size_t rl = strlen(rel);
     char *child = NULL;
     size_t child_cap = 0;
-    for (size_t i = 0; i < n && r == 0; i++) {
-        const char *name = v[i].name;
+    for (size_t i = 0; i < d.n && r == 0; i++) {
+        const char *name = broker_dirent_name(&d, i);
         size_t nl = strlen(name);
         size_t need = rl + 1 + nl + 1;
         if (need > child_cap) {
@@ -724,7 +726,7 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         } else {
             memcpy(child, name, nl + 1);
         }
-        unsigned char type = v[i].type;
+        unsigned char type = d.v[i].type;
         if (type == DT_UNKNOWN) {
             struct stat st;
             if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -740,16 +742,15 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         if (broker_filter_prunes(w->filter, child, name, false))
             continue;
         struct broker_err sub_err;
-        int sub = broker_openat(dirfd, name, O_PATH | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS, "path",
-                                &sub_err);
+        int sub = broker_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS,
+                                "path", &sub_err);
         if (sub < 0)
             continue; /* replaced under us or unreadable: skipped, never followed */
         r = walk_dir(w, sub, child, depth + 1);
         close(sub);
     }
     free(child);
-    free(v);
-    free(pool);
+    broker_dirents_free(&d);
     return r;
 }
 
@@ -774,8 +775,16 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
         return -1;
     struct walk w = {.o = o, .filter = f, .out = out, .e = e};
     int r = 0;
-    if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true)))
-        r = walk_dir(&w, fd, rel, 1);
+    if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true))) {
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            r = broker_fail(e, BROKER_E_DENIED, "path", "/%s cannot be listed: %s", rel,
+                            strerror(errno));
+        else {
+            r = walk_dir(&w, dfd, rel, 1);
+            close(dfd);
+        }
+    }
     broker_filter_free(f);
     if (r < 0)
         broker_list_clear(out);

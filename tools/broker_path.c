@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -243,10 +244,13 @@ int broker_open_parent(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
         if (mkdirs_beneath(ctx, rel, plen, field, e) < 0)
             return -1;
         fd = broker_openat(ctx->root_fd, parent, O_PATH | O_DIRECTORY, 0, 0, field, e);
+        if (fd >= 0)
+            memset(e, 0, sizeof(*e)); /* the first miss is history */
     }
     if (fd < 0 && e->kind == BROKER_E_NOT_FOUND && !mkdirs)
         broker_fail(e, BROKER_E_NOT_FOUND, field,
-                    "the directory /%s does not exist (set createDirectories to make it)", parent);
+                    "the directory /%s does not exist (create it first, or ask for parent directories to be made)",
+                    parent);
     return fd;
 }
 
@@ -439,7 +443,7 @@ int broker_filter_new(const char *const *pat, size_t n, const char *field,
                                field, i, GLOB_MAX_PATTERN);
         }
         f->pats[f->n_pats].g = g;
-        f->pats[f->n_pats].on_name = strchr(body, '/') == NULL;
+        f->pats[f->n_pats].on_name = strchr(p, '/') == NULL; /* "/build": the root's only */
         f->n_pats++;
     }
     *out = f;
@@ -493,4 +497,82 @@ bool broker_filter_prunes(const struct broker_filter *f, const char *rel, const 
     if (buf != stack)
         free(buf);
     return hit;
+}
+
+/* ---- directory entries ---------------------------------------------------------------------- */
+
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static int dirent_cmp(const void *a, const void *b, void *pool)
+{
+    return strcmp((const char *)pool + ((const struct broker_dirent *)a)->name,
+                  (const char *)pool + ((const struct broker_dirent *)b)->name);
+}
+
+int broker_dirents_read(struct broker_dirents *d, int fd)
+{
+    d->n = 0;
+    d->pool_len = 0;
+    /* 32 KiB aligned for the kernel's records; on the heap (worker threads, small stacks) */
+    _cleanup_free_ char *buf = malloc(32768);
+    if (!buf)
+        return -ENOMEM;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, 32768);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        for (long off = 0; off < n;) {
+            const struct linux_dirent64 *de = (const void *)(buf + off);
+            off += de->d_reclen;
+            const char *nm = de->d_name;
+            if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+                continue;
+            size_t nl = strlen(nm) + 1;
+            if (d->n == d->cap) {
+                size_t nc = d->cap ? d->cap * 2 : 64;
+                struct broker_dirent *v = realloc(d->v, nc * sizeof(*v));
+                if (!v)
+                    return -ENOMEM;
+                d->v = v;
+                d->cap = nc;
+            }
+            if (d->pool_len + nl > d->pool_cap) {
+                size_t nc = d->pool_cap ? d->pool_cap * 2 : 4096;
+                while (nc < d->pool_len + nl)
+                    nc *= 2;
+                char *pool = realloc(d->pool, nc);
+                if (!pool)
+                    return -ENOMEM;
+                d->pool = pool;
+                d->pool_cap = nc;
+            }
+            memcpy(d->pool + d->pool_len, nm, nl);
+            d->v[d->n].name = d->pool_len;
+            d->v[d->n].type = de->d_type;
+            d->n++;
+            d->pool_len += nl;
+        }
+    }
+    if (d->n > 1)
+        qsort_r(d->v, d->n, sizeof(*d->v), dirent_cmp, d->pool);
+    return 0;
+}
+
+void broker_dirents_free(struct broker_dirents *d)
+{
+    if (!d)
+        return;
+    free(d->v);
+    free(d->pool);
+    memset(d, 0, sizeof(*d));
 }

@@ -6,10 +6,12 @@
 #include "tools/broker.h"
 #include "tools/glob.h"
 
-#include <dirent.h>
+#include <dirent.h> /* DT_* */
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <pcre2.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +27,11 @@
 #define REGEX_MAX_PATTERN 65536
 #define SEARCH_MAX_NEST 128      /* directory levels a recursive search enters */
 #define SEARCH_LINE_BYTES 4096   /* default cap of each returned line */
+/* A file is read whole into the searching thread's buffer: larger ones are skipped so that a
+ * planted multi-gigabyte file cannot make the supervisor allocate it (mmap is no way out: a
+ * concurrent truncate would SIGBUS the supervisor). */
+#define SEARCH_MAX_FILE (64u << 20)
+#define SEARCH_MAX_BYTES (4u << 20) /* default cap of the text of one answer */
 
 struct broker_regex {
     pcre2_code *code;
@@ -109,11 +116,10 @@ int broker_regex_new(const char *pattern, bool literal, const char *flags, const
         }
     }
     if (literal)
-        opts |= PCRE2_LITERAL;
-    else
-        opts |= PCRE2_ALT_BSUX;
-    /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
-    opts |= multiline ? PCRE2_MULTILINE : PCRE2_DOLLAR_ENDONLY;
+        opts |= PCRE2_LITERAL; /* PCRE2 takes no line options with it */
+    else /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
+        opts |= PCRE2_ALT_BSUX |
+                (multiline ? PCRE2_MULTILINE | PCRE2_ALT_CIRCUMFLEX : PCRE2_DOLLAR_ENDONLY);
     return regex_compile(pattern, opts, field, out, e);
 }
 
@@ -184,8 +190,8 @@ static char *js_replacement(const char *r, const char *field, struct broker_err 
 }
 
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, const char *field, char **out,
-                            size_t *out_len, struct broker_err *e)
+                            const char *replacement, bool global, size_t max_len,
+                            const char *field, char **out, size_t *out_len, struct broker_err *e)
 {
     *out = NULL;
     _cleanup_free_ char *rep = js_replacement(replacement ? replacement : "", field, e);
@@ -200,6 +206,8 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
     if (rc < 0)
         return match_error(rc, field, e);
     PCRE2_SIZE cap = len + strlen(rep) + 64;
+    if (cap > max_len)
+        cap = max_len;
     for (int round = 0; round < 2; round++) {
         char *buf = malloc(cap + 1);
         if (!buf)
@@ -216,7 +224,12 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
         free(buf);
         if (rc != PCRE2_ERROR_NOMEMORY)
             break;
-        cap = olen; /* the length needed, thanks to OVERFLOW_LENGTH */
+        /* The length needed, thanks to OVERFLOW_LENGTH: refused before it is ever allocated. */
+        if (olen > max_len)
+            return broker_fail(e, BROKER_E_TOO_LARGE, field,
+                               "the replacement would make the file %zu bytes, over the limit of %zu",
+                               (size_t)olen, max_len);
+        cap = olen;
     }
     if (rc == PCRE2_ERROR_NOMEMORY)
         return broker_fail(e, BROKER_E_IO, field, "out of memory");
@@ -230,7 +243,11 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
     return match_error(rc, field, e);
 }
 
-/* ---- search --------------------------------------------------------------------------------- */
+/* ---- search --------------------------------------------------------------------------------
+ * The walk runs on the calling thread and hands files, in order, to a few worker threads that
+ * read and match them; results are merged back in walk order, so the answer is the same as a
+ * sequential search. Each job holds a reference on its directory's fd (files are opened with
+ * openat2 beneath it, never by a rebuilt path). */
 
 void broker_search_result_clear(struct broker_search_result *r)
 {
@@ -251,17 +268,99 @@ void broker_search_result_clear(struct broker_search_result *r)
     memset(r, 0, sizeof(*r));
 }
 
+#define SEARCH_QUEUE 128     /* files in flight between the walk and the workers */
+#define SEARCH_MAX_WORKERS 4
+
+struct dirref {
+    int fd;
+    atomic_int refs;
+};
+
+static struct dirref *dirref_new(int fd)
+{
+    struct dirref *d = malloc(sizeof(*d));
+    if (!d)
+        return NULL;
+    d->fd = fd;
+    atomic_init(&d->refs, 1);
+    return d;
+}
+
+static struct dirref *dirref_get(struct dirref *d)
+{
+    atomic_fetch_add(&d->refs, 1);
+    return d;
+}
+
+static void dirref_put(struct dirref *d)
+{
+    if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+        close(d->fd);
+        free(d);
+    }
+}
+
+struct job {
+    struct dirref *dir;
+    char *name;  /* beneath dir */
+    char *rel;   /* workspace-relative, for display */
+    bool done;
+    int rc;
+    struct broker_search_result res;
+    struct broker_err err;
+};
+
+/* Per worker: PCRE2 match data and JIT stack are not shareable between threads; the compiled
+ * pattern is. */
+struct matcher {
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    pcre2_jit_stack *js;
+    char *buf;
+    size_t buf_cap;
+};
+
 struct search {
     const struct broker_search_opts *o;
     struct broker_regex *re;
     struct broker_filter *filter;
     struct glob *include;
+    size_t line_bytes;
     struct broker_search_result *r;
     struct broker_err *e;
-    size_t line_bytes;
-    char *buf; /* file contents, reused from file to file */
-    size_t buf_cap;
+    /* the queue */
+    pthread_mutex_t mu;
+    pthread_cond_t work, merged;
+    struct job ring[SEARCH_QUEUE];
+    size_t head, take, tail; /* merge <= take <= tail, as counters (index % SEARCH_QUEUE) */
+    bool closing;
+    atomic_bool collect_done; /* enough matches kept: the workers only count from now on */
+    atomic_bool abort;
+    int walk_rc;
+    struct matcher *main_mt; /* the walking thread's own, for when it lends a hand */
+    bool answer_full;        /* max_bytes reached (merge side only) */
 };
+
+static int matcher_init(struct matcher *m, const struct broker_regex *re)
+{
+    memset(m, 0, sizeof(*m));
+    m->md = pcre2_match_data_create_from_pattern(re->code, NULL);
+    m->mctx = pcre2_match_context_copy(re->mctx);
+    if (re->jit_stack)
+        m->js = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
+    if (!m->md || !m->mctx || (re->jit_stack && !m->js))
+        return -1;
+    pcre2_jit_stack_assign(m->mctx, NULL, m->js);
+    return 0;
+}
+
+static void matcher_clear(struct matcher *m)
+{
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mctx);
+    pcre2_jit_stack_free(m->js);
+    free(m->buf);
+}
 
 /* Line [a, b) without its terminator, as a returned string. */
 static char *line_copy(const struct search *s, const char *a, const char *b)
@@ -273,15 +372,15 @@ static char *line_copy(const struct search *s, const char *a, const char *b)
     return broker_utf8_sanitize(a, (size_t)(b - a), s->line_bytes, NULL);
 }
 
-static int add_match(struct search *s, const char *rel, const char *text, size_t len,
+static int add_match(const struct search *s, struct job *j, const char *text, size_t len,
                      const char *ls, const char *le, uint64_t line)
 {
-    struct broker_search_result *r = s->r;
+    struct broker_search_result *r = &j->res;
     if (r->n == r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 16;
+        size_t nc = r->cap ? r->cap * 2 : 8;
         struct broker_match *tmp = realloc(r->v, nc * sizeof(*tmp));
         if (!tmp)
-            return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+            return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
         r->v = tmp;
         r->cap = nc;
     }
@@ -289,16 +388,17 @@ static int add_match(struct search *s, const char *rel, const char *text, size_t
     memset(m, 0, sizeof(*m));
     r->n++; /* counted now, so a failure below is freed by the clear */
     m->line = line;
-    if (!(m->path = broker_path_display(rel)) || !(m->text = line_copy(s, ls, le)))
-        return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+    if (!(m->path = broker_path_display(j->rel)) || !(m->text = line_copy(s, ls, le)))
+        return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+    m->bytes = strlen(m->path) + strlen(m->text);
     unsigned ctx = s->o->context;
     if (!ctx)
         return 0;
     /* Lines before: walk back from the start of the match line. */
-    const char *starts[256];
+    const char *starts[128];
     size_t nb = 0;
     const char *p = ls;
-    while (nb < ctx && p > text) {
+    while (nb < ctx && nb < ARRAY_SIZE(starts) && p > text) {
         const char *q = p - 1; /* the '\n' ending the previous line */
         while (q > text && q[-1] != '\n')
             q--;
@@ -306,23 +406,25 @@ static int add_match(struct search *s, const char *rel, const char *text, size_t
         p = q;
     }
     if (nb && !(m->before = calloc(nb, sizeof(char *))))
-        return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+        return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
     for (size_t k = 0; k < nb; k++) {
         const char *a = starts[nb - 1 - k];
         const char *b = memchr(a, '\n', (size_t)(text + len - a));
         b = b ? b + 1 : text + len;
         if (!(m->before[k] = line_copy(s, a, b)))
-            return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+            return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+        m->bytes += strlen(m->before[k]);
         m->n_before++;
     }
     if (!(m->after = calloc(ctx, sizeof(char *))))
-        return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+        return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
     p = le;
     while (m->n_after < ctx && p < text + len) {
         const char *b = memchr(p, '\n', (size_t)(text + len - p));
         b = b ? b + 1 : text + len;
         if (!(m->after[m->n_after] = line_copy(s, p, b)))
-            return broker_fail(s->e, BROKER_E_IO, "query", "out of memory");
+            return broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+        m->bytes += strlen(m->after[m->n_after]);
         m->n_after++;
         p = b;
     }
@@ -330,21 +432,23 @@ static int add_match(struct search *s, const char *rel, const char *text, size_t
 }
 
 /* Searches one buffer: every line with a match counts once. */
-static int search_text(struct search *s, const char *rel, const char *text, size_t len)
+static int search_text(struct search *s, struct matcher *mt, struct job *j, const char *text,
+                       size_t len)
 {
-    struct broker_regex *re = s->re;
+    const pcre2_code *code = s->re->code;
     size_t pos = 0;
     uint64_t line = 1;
     const char *counted_to = text; /* line numbers are counted up to here */
-    while (pos <= len) {
-        int rc = pcre2_match(re->code, (PCRE2_SPTR)text, len, pos, 0, re->md, re->mctx);
+    while (pos < len) { /* an empty file has no line to match */
+        int rc = pcre2_match(code, (PCRE2_SPTR)text, len, pos, 0, mt->md, mt->mctx);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0)
-            return match_error(rc, "query", s->e);
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
+            return match_error(rc, "query", &j->err);
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(mt->md);
         size_t ms = ov[0], me = ov[1];
-        if (ms > len)
+        /* An (empty) match after the final newline is on no line at all. */
+        if (ms > len || (ms == len && text[len - 1] == '\n'))
             break;
         /* The line holding the start of the match. */
         const char *ls = text + ms;
@@ -356,22 +460,22 @@ static int search_text(struct search *s, const char *rel, const char *text, size
         const char *content_end = le > ls && le[-1] == '\n' ? le - 1 : le;
         if (text + me > content_end) {
             /* The match ran past its line: the line counts only if it matches alone. */
-            rc = pcre2_match(re->code, (PCRE2_SPTR)ls, (size_t)(content_end - ls), 0, 0, re->md,
-                             re->mctx);
+            rc = pcre2_match(code, (PCRE2_SPTR)ls, (size_t)(content_end - ls), 0, 0, mt->md,
+                             mt->mctx);
             if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
-                return match_error(rc, "query", s->e);
+                return match_error(rc, "query", &j->err);
             hit = rc >= 0;
         }
         if (hit) {
             for (const char *q = counted_to; (q = memchr(q, '\n', (size_t)(ls - q))); q++)
                 line++;
             counted_to = ls;
-            s->r->total++;
-            if (s->r->n < s->o->max_results) {
-                if (add_match(s, rel, text, len, ls, le, line) < 0)
+            j->res.total++;
+            if (j->res.n < s->o->max_results && !atomic_load(&s->collect_done)) {
+                if (add_match(s, j, text, len, ls, le, line) < 0)
                     return -1;
             } else {
-                s->r->truncated = true;
+                j->res.truncated = true;
             }
         }
         if (le >= text + len)
@@ -381,41 +485,171 @@ static int search_text(struct search *s, const char *rel, const char *text, size
     return 0;
 }
 
-/* Reads and searches the regular file NAME beneath dirfd. Unreadable, binary and
- * multiply-linked files are skipped silently, like a grep over a tree would. */
-static int search_file(struct search *s, int dirfd, const char *name, const char *rel)
+/* Reads and searches one job's file. Unreadable, binary and multiply-linked files are skipped
+ * silently, like a grep over a tree would. */
+static int search_job(struct search *s, struct matcher *mt, struct job *j)
 {
     struct open_how how = {
         .flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS,
     };
-    int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+    int fd = (int)syscall(SYS_openat2, j->dir->fd, j->name, &how, sizeof(how));
     if (fd < 0)
         return 0;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1) {
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink > 1 ||
+        (uint64_t)st.st_size > SEARCH_MAX_FILE) {
         close(fd);
         return 0;
     }
     size_t want = (size_t)st.st_size;
-    if (want + 1 > s->buf_cap) {
+    if (want + 1 > mt->buf_cap) {
         size_t nc = want + 1 < 65536 ? 65536 : want + 1;
-        char *tmp = realloc(s->buf, nc);
+        char *tmp = realloc(mt->buf, nc);
         if (!tmp) {
             close(fd);
-            return broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
+            return broker_fail(&j->err, BROKER_E_IO, "paths", "out of memory");
         }
-        s->buf = tmp;
-        s->buf_cap = nc;
+        mt->buf = tmp;
+        mt->buf_cap = nc;
     }
-    ssize_t n = util_read_all(fd, s->buf, want);
+    ssize_t n = util_read_all(fd, mt->buf, want);
     close(fd);
     if (n <= 0)
         return 0;
-    s->r->files_searched++;
-    if (memchr(s->buf, 0, (size_t)n))
+    j->res.files_searched = 1;
+    if (memchr(mt->buf, 0, (size_t)n))
         return 0; /* binary */
-    return search_text(s, rel, s->buf, (size_t)n);
+    return search_text(s, mt, j, mt->buf, (size_t)n);
+}
+
+static void job_clear(struct job *j)
+{
+    dirref_put(j->dir);
+    free(j->name);
+    free(j->rel);
+    broker_search_result_clear(&j->res);
+    memset(j, 0, sizeof(*j));
+}
+
+/* Moves the finished jobs at the head into the result, in walk order. Called locked. */
+static void merge_done(struct search *s)
+{
+    while (s->head < s->take) {
+        struct job *j = &s->ring[s->head % SEARCH_QUEUE];
+        if (!j->done)
+            break;
+        struct broker_search_result *r = s->r;
+        if (j->rc < 0 && s->walk_rc == 0 && !atomic_load(&s->abort)) {
+            *s->e = j->err;
+            s->walk_rc = -1;
+            atomic_store(&s->abort, true);
+        }
+        if (s->walk_rc == 0) {
+            r->total += j->res.total;
+            r->files_searched += j->res.files_searched;
+            if (j->res.truncated)
+                r->truncated = true;
+            size_t k = 0;
+            size_t max_bytes = s->o->max_bytes ? s->o->max_bytes : SEARCH_MAX_BYTES;
+            for (; k < j->res.n && r->n < s->o->max_results && !s->answer_full; k++) {
+                if (r->bytes + j->res.v[k].bytes > max_bytes) {
+                    /* The answer is full: nothing after this match may be added, or the
+                     * matches returned would no longer be a prefix of the walk. */
+                    s->answer_full = true;
+                    atomic_store(&s->collect_done, true);
+                    break;
+                }
+                if (r->n == r->cap) {
+                    size_t nc = r->cap ? r->cap * 2 : 16;
+                    struct broker_match *tmp = realloc(r->v, nc * sizeof(*tmp));
+                    if (!tmp)
+                        break;
+                    r->v = tmp;
+                    r->cap = nc;
+                }
+                r->bytes += j->res.v[k].bytes;
+                r->v[r->n++] = j->res.v[k];
+            }
+            if (k < j->res.n)
+                r->truncated = true;
+            /* the moved entries now belong to r; the rest are freed with the job */
+            if (k)
+                memmove(j->res.v, j->res.v + k, (j->res.n - k) * sizeof(*j->res.v));
+            j->res.n -= k;
+            if (r->n >= s->o->max_results)
+                atomic_store(&s->collect_done, true);
+        }
+        job_clear(j);
+        s->head++;
+        pthread_cond_broadcast(&s->merged);
+    }
+}
+
+/* Takes the next queued job and runs it with matcher MT (NULL: its set-up failed). Called
+ * locked; unlocks while it works. False when nothing was queued. */
+static bool run_one(struct search *s, struct matcher *mt)
+{
+    if (s->take == s->tail)
+        return false;
+    struct job *j = &s->ring[s->take % SEARCH_QUEUE];
+    s->take++;
+    pthread_mutex_unlock(&s->mu);
+    if (!mt)
+        j->rc = broker_fail(&j->err, BROKER_E_IO, "query", "out of memory");
+    else if (!atomic_load(&s->abort))
+        j->rc = search_job(s, mt, j);
+    pthread_mutex_lock(&s->mu);
+    j->done = true;
+    pthread_cond_signal(&s->merged);
+    return true;
+}
+
+struct worker {
+    pthread_t th;
+    struct search *s;
+    bool started;
+};
+
+static void *worker_main(void *arg)
+{
+    struct search *s = ((struct worker *)arg)->s;
+    struct matcher mt;
+    bool ok = matcher_init(&mt, s->re) == 0;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->take == s->tail && !s->closing)
+            pthread_cond_wait(&s->work, &s->mu);
+        if (!run_one(s, ok ? &mt : NULL) && s->closing)
+            break;
+    }
+    pthread_mutex_unlock(&s->mu);
+    matcher_clear(&mt);
+    return NULL;
+}
+
+/* Queues one file (takes name and rel). When the queue is full the walking thread searches
+ * queued files itself rather than wait, so every core stays busy. */
+static int enqueue(struct search *s, struct matcher *mt, struct dirref *dir, char *name, char *rel)
+{
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        merge_done(s);
+        if (s->tail - s->head < SEARCH_QUEUE)
+            break;
+        if (!run_one(s, mt))
+            pthread_cond_wait(&s->merged, &s->mu);
+    }
+    struct job *j = &s->ring[s->tail % SEARCH_QUEUE];
+    memset(j, 0, sizeof(*j));
+    j->dir = dirref_get(dir);
+    j->name = name;
+    j->rel = rel;
+    s->tail++;
+    pthread_cond_signal(&s->work);
+    int r = atomic_load(&s->abort) ? -1 : 0;
+    pthread_mutex_unlock(&s->mu);
+    return r;
 }
 
 static char *join_rel(const char *rel, const char *name)
@@ -423,90 +657,63 @@ static char *join_rel(const char *rel, const char *name)
     return *rel ? util_printf("%s/%s", rel, name) : strdup(name);
 }
 
-struct ent {
-    char *name;
-    unsigned char type;
-};
-
-static int ent_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
-}
-
-static int search_dir(struct search *s, int dirfd, const char *rel, unsigned depth)
+/* Walks directory DIR (readable, a reference the caller keeps), queueing its files in name
+ * order. */
+static int search_dir(struct search *s, struct dirref *dir, const char *rel, unsigned depth)
 {
     if (depth > SEARCH_MAX_NEST)
         return 0;
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return 0;
+    struct broker_dirents d = {0};
+    if (broker_dirents_read(&d, dir->fd) < 0) {
+        broker_dirents_free(&d);
+        return 0; /* unreadable: skipped, like grep -r does */
     }
-    /* Names and types first (sorted for a stable order), then the work. */
-    struct ent *v = NULL;
-    size_t n = 0, cap = 0;
     int r = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct ent *tmp = realloc(v, nc * sizeof(*tmp));
-            if (!tmp) {
-                r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
-                break;
-            }
-            v = tmp;
-            cap = nc;
-        }
-        if (!(v[n].name = strdup(nm))) {
-            r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
-            break;
-        }
-        v[n++].type = de->d_type;
-    }
-    closedir(d);
-    if (r == 0)
-        qsort(v, n, sizeof(*v), ent_cmp);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        char *child = join_rel(rel, v[i].name);
+    for (size_t i = 0; i < d.n && r == 0 && !atomic_load(&s->abort); i++) {
+        const char *name = broker_dirent_name(&d, i);
+        char *child = join_rel(rel, name);
         if (!child) {
             r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
             break;
         }
-        unsigned char type = v[i].type;
+        unsigned char type = d.v[i].type;
         if (type == DT_UNKNOWN) {
             struct stat st;
-            type = fstatat(dirfd, v[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? DT_UNKNOWN
-                   : S_ISDIR(st.st_mode)                                 ? DT_DIR
-                   : S_ISREG(st.st_mode)                                 ? DT_REG
-                                                                         : DT_UNKNOWN;
+            type = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? DT_UNKNOWN
+                   : S_ISDIR(st.st_mode)                               ? DT_DIR
+                   : S_ISREG(st.st_mode)                               ? DT_REG
+                                                                       : DT_UNKNOWN;
         }
-        if (broker_filter_excludes(s->filter, child, v[i].name)) {
-            /* excluded */
+        if (broker_filter_excludes(s->filter, child, name)) {
+            free(child);
         } else if (type == DT_REG) {
-            if (!s->include || glob_matches(s->include, strchr(s->o->include_glob, '/') ? child : v[i].name))
-                r = search_file(s, dirfd, v[i].name, child);
+            const char *inc = s->o->include_glob;
+            char *nm = NULL;
+            if (s->include && !glob_matches(s->include, strchr(inc, '/') ? child : name))
+                free(child);
+            else if (!(nm = strdup(name))) {
+                free(child);
+                r = broker_fail(s->e, BROKER_E_IO, "paths", "out of memory");
+            } else
+                enqueue(s, s->main_mt, dir, nm, child); /* takes nm and child */
         } else if (type == DT_DIR && s->o->recursive &&
-                   !broker_filter_prunes(s->filter, child, v[i].name, false)) {
+                   !broker_filter_prunes(s->filter, child, name, false)) {
             struct broker_err sub_err;
-            int sub = broker_openat(dirfd, v[i].name, O_PATH | O_DIRECTORY, 0,
-                                    RESOLVE_NO_SYMLINKS, "paths", &sub_err);
-            if (sub >= 0) {
-                r = search_dir(s, sub, child, depth + 1);
+            int sub = broker_openat(dir->fd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS,
+                                    "paths", &sub_err);
+            struct dirref *sd = sub >= 0 ? dirref_new(sub) : NULL;
+            if (sub >= 0 && !sd)
                 close(sub);
+            if (sd) {
+                r = search_dir(s, sd, child, depth + 1);
+                dirref_put(sd);
             }
+            free(child);
+        } else {
+            free(child);
         }
-        free(child);
     }
-    for (size_t i = 0; i < n; i++)
-        free(v[i].name);
-    free(v);
+    broker_dirents_free(&d);
     return r;
 }
 
@@ -516,17 +723,32 @@ static int search_path(struct search *s, const struct tool_ctx *ctx, const char 
     _cleanup_free_ char *rel = NULL;
     if (broker_path_clean(path, field, &rel, s->e) < 0)
         return -1;
-    _cleanup_close_ int fd = broker_openat(ctx->root_fd, rel, O_PATH, 0, 0, field, s->e);
+    int fd = broker_openat(ctx->root_fd, rel, O_PATH, 0, 0, field, s->e);
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) < 0)
+    if (fstat(fd, &st) < 0) {
+        close(fd);
         return broker_fail(s->e, BROKER_E_IO, field, "/%s: %s", rel, strerror(errno));
-    if (S_ISDIR(st.st_mode)) {
-        if (s->o->recursive && *rel && broker_filter_prunes(s->filter, rel, "", true))
-            return 0;
-        return search_dir(s, fd, rel, 1);
     }
+    if (S_ISDIR(st.st_mode)) {
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        if (dfd < 0)
+            return broker_fail(s->e, BROKER_E_DENIED, field, "/%s cannot be listed: %s", rel,
+                               strerror(errno));
+        struct dirref *d = dirref_new(dfd);
+        if (!d) {
+            close(dfd);
+            return broker_fail(s->e, BROKER_E_IO, field, "out of memory");
+        }
+        int r = 0;
+        if (!(s->o->recursive && *rel && broker_filter_prunes(s->filter, rel, "", true)))
+            r = search_dir(s, d, rel, 1);
+        dirref_put(d);
+        return r;
+    }
+    close(fd);
     if (!S_ISREG(st.st_mode))
         return broker_fail(s->e, BROKER_E_NOT_REGULAR, field, "/%s is not a regular file", rel);
     if (st.st_nlink > 1)
@@ -535,12 +757,32 @@ static int search_path(struct search *s, const struct tool_ctx *ctx, const char 
     /* An explicit file: searched whatever the exclusions say. */
     const char *slash = strrchr(rel, '/');
     _cleanup_free_ char *parent = strndup(rel, slash ? (size_t)(slash - rel) : 0);
-    if (!parent)
-        return broker_fail(s->e, BROKER_E_IO, field, "out of memory");
-    _cleanup_close_ int dfd = broker_openat(ctx->root_fd, parent, O_PATH | O_DIRECTORY, 0, 0, field, s->e);
-    if (dfd < 0)
-        return -1;
-    return search_file(s, dfd, slash ? slash + 1 : rel, rel);
+    char *name = strdup(slash ? slash + 1 : rel);
+    char *disp = strdup(rel);
+    int dfd = parent && name && disp
+                  ? broker_openat(ctx->root_fd, parent, O_PATH | O_DIRECTORY, 0, 0, field, s->e)
+                  : -1;
+    struct dirref *d = dfd >= 0 ? dirref_new(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        free(name);
+        free(disp);
+        return parent && name && disp && dfd < 0 ? -1
+                                                 : broker_fail(s->e, BROKER_E_IO, field, "out of memory");
+    }
+    int r = enqueue(s, s->main_mt, d, name, disp);
+    dirref_put(d);
+    return r;
+}
+
+/* Helper threads besides the walking one, which searches too. */
+static unsigned worker_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+    if (n < 0)
+        n = 0;
+    return n > SEARCH_MAX_WORKERS ? SEARCH_MAX_WORKERS : (unsigned)n;
 }
 
 int broker_search(const struct tool_ctx *ctx, const struct broker_search_opts *o,
@@ -551,30 +793,75 @@ int broker_search(const struct tool_ctx *ctx, const struct broker_search_opts *o
         return broker_fail(e, BROKER_E_INVALID, "query", "query is empty");
     if (o->context > 100)
         return broker_fail(e, BROKER_E_INVALID, "contextLines", "contextLines is at most 100");
-    struct search s = {.o = o, .r = r, .e = e,
-                       .line_bytes = o->max_line_bytes ? o->max_line_bytes : SEARCH_LINE_BYTES};
+    struct search *s = calloc(1, sizeof(*s));
+    if (!s)
+        return broker_fail(e, BROKER_E_IO, "query", "out of memory");
+    s->o = o;
+    s->r = r;
+    s->e = e;
+    s->line_bytes = o->max_line_bytes ? o->max_line_bytes : SEARCH_LINE_BYTES;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->merged, NULL);
+    atomic_init(&s->collect_done, o->max_results == 0);
+    atomic_init(&s->abort, false);
     /* Multiline: ^ and $ at every line, since a file is searched as one buffer. */
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE |
-                    (o->literal ? PCRE2_LITERAL : PCRE2_ALT_BSUX) |
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
+                    (o->literal ? PCRE2_LITERAL : PCRE2_MULTILINE | PCRE2_ALT_BSUX) |
                     (o->ignore_case ? PCRE2_CASELESS : 0);
-    int rc = regex_compile(o->query, opts, "query", &s.re, e);
+    int rc = regex_compile(o->query, opts, "query", &s->re, e);
     if (rc == 0)
-        rc = broker_filter_new(o->exclude, o->n_exclude, "excludePatterns", &s.filter, e);
-    if (rc == 0 && o->include_glob && glob_new(o->include_glob, &s.include) < 0)
+        rc = broker_filter_new(o->exclude, o->n_exclude, "excludePatterns", &s->filter, e);
+    if (rc == 0 && o->include_glob && glob_new(o->include_glob, &s->include) < 0)
         rc = broker_fail(e, BROKER_E_PATTERN, "glob", "glob is not a valid pattern");
+    struct worker w[SEARCH_MAX_WORKERS] = {0};
+    struct matcher main_mt;
+    bool main_ok = rc == 0 && matcher_init(&main_mt, s->re) == 0;
+    if (rc == 0 && !main_ok)
+        rc = broker_fail(e, BROKER_E_IO, "query", "out of memory");
+    s->main_mt = main_ok ? &main_mt : NULL;
+    unsigned nw = rc == 0 ? worker_count() : 0;
+    for (unsigned i = 0; i < nw; i++) {
+        w[i].s = s;
+        w[i].started = pthread_create(&w[i].th, NULL, worker_main, &w[i]) == 0;
+    }
     if (rc == 0) {
         if (o->n_paths == 0)
-            rc = search_path(&s, ctx, "", "paths");
-        for (size_t i = 0; rc == 0 && i < o->n_paths; i++) {
+            rc = search_path(s, ctx, "", "paths");
+        for (size_t i = 0; rc == 0 && i < o->n_paths && !atomic_load(&s->abort); i++) {
             char field[32];
             snprintf(field, sizeof(field), "paths[%zu]", i);
-            rc = search_path(&s, ctx, o->paths[i], field);
+            rc = search_path(s, ctx, o->paths[i], field);
         }
+        if (rc < 0)
+            atomic_store(&s->abort, true); /* the walk's own error: drop what is queued */
     }
-    free(s.buf);
-    glob_free(s.include);
-    broker_filter_free(s.filter);
-    broker_regex_free(s.re);
+    /* Drain: everything queued is searched (here too) and merged in order. */
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_broadcast(&s->work);
+    for (;;) {
+        merge_done(s);
+        if (s->head == s->tail)
+            break;
+        if (!run_one(s, s->main_mt))
+            pthread_cond_wait(&s->merged, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (unsigned i = 0; i < nw; i++)
+        if (w[i].started)
+            pthread_join(w[i].th, NULL);
+    if (main_ok)
+        matcher_clear(&main_mt);
+    if (rc == 0 && s->walk_rc < 0)
+        rc = -1; /* a file's error (regex limit), already in e */
+    glob_free(s->include);
+    broker_filter_free(s->filter);
+    broker_regex_free(s->re);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->merged);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
     if (rc < 0)
         broker_search_result_clear(r);
     return rc;

@@ -186,7 +186,9 @@ bool glob_matches(const struct glob *g, const char *path)
                 add_state(g, next, s), any = true;
                 break;
             case T_DSTAR_DIR:
-                add_state(g, next, s), any = true;
+                /* Mid-segment it only stays; the empty way on opens after a '/' alone, so the
+                 * next token starts a whole segment. */
+                next[s] = 1, any = true;
                 if (*c == '/')
                     add_state(g, next, s + 1);
                 break;

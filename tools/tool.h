@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 struct tool_limits {
-    uint64_t max_file_size;      /* readFile / writeFile cap (seed default 10 MiB) */
+    uint64_t max_file_size;      /* readFile / writeFile cap (WAP seed default 1 MiB) */
     size_t max_search_results;   /* searchFiles cap */
     size_t max_explore_entries;  /* exploreFiles cap */
     size_t max_output_bytes;     /* executeCommand stdout+stderr cap */

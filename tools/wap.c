@@ -573,9 +573,12 @@ static cJSON *wap_exec(struct tool_ctx *ctx, const struct args *a, struct broker
     if (!res)
         oom(e);
     else if (r.timed_out) {
+        double t = o.timeout_sec > 0 ? o.timeout_sec : ctx->limits.command_timeout_sec;
+        if (ctx->limits.command_timeout_max > 0 && t > ctx->limits.command_timeout_max)
+            t = ctx->limits.command_timeout_max;
         broker_fail(e, BROKER_E_TIMEOUT, "timeout",
                     "the command ran past its timeout of %.0f ms and was stopped (SIGTERM, then SIGKILL); its output so far is in details",
-                    (o.timeout_sec > 0 ? o.timeout_sec : ctx->limits.command_timeout_sec) * 1000.0);
+                    t * 1000.0);
         /* The caller turns this into a TIMEOUT error with res as its details. */
     }
     broker_command_result_clear(&r);
@@ -764,7 +767,8 @@ static int wap_call(struct tool_ctx *ctx, const char *name, const cJSON *args, c
     cJSON *res = NULL;
     if (parse_args(t, args, &a, &e) == 0)
         res = t->fn(ctx, &a, &e);
-    if (res && e.kind == BROKER_OK) {
+    /* A handler's result is its answer, except executeCommand's TIMEOUT, which carries one. */
+    if (res && e.kind != BROKER_E_TIMEOUT) {
         *result = res;
         return 0;
     }
