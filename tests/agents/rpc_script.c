@@ -1,6 +1,6 @@
 /* tests/agents/rpc_script.c: a scripted agent for end-to-end protocol tests, hostile on request.
- * Each argument is one step; every line received is printed on stderr as "< LINE" (cut at 400
- * bytes), so a test reads the conversation from corral's stderr.
+ * Each argument is one step; every line received is printed on stderr (see print_answer), so a
+ * test reads the conversation from corral's stderr.
  *   LINE            send LINE + "\n", then read one answer
  *   @nowait:LINE    send LINE + "\n" without reading (notifications, pipelining)
  *   @read           read one answer
@@ -28,6 +28,42 @@ static void send_line(const char *s, size_t n)
     }
 }
 
+/* Tool results are printed as "< id=ID isError=B sc=STRUCTURED" and errors as
+ * "< id=ID error=CODE MESSAGE", so tests can match them whatever comes first on the wire. */
+/* Long strings (file contents, command output) are cut to 200 bytes so the fields after them show. */
+static void shorten(cJSON *j)
+{
+    for (cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        if (cJSON_IsString(c) && strlen(c->valuestring) > 200) {
+            char cut[220];
+            snprintf(cut, sizeof(cut), "%.200s[...]", c->valuestring);
+            cJSON_SetValuestring(c, cut);
+        } else
+            shorten(c);
+    }
+}
+
+static void print_answer(const char *line, size_t n)
+{
+    cJSON *j = cJSON_ParseWithLength(line, n);
+    const cJSON *res = cJSON_GetObjectItem(j, "result");
+    const cJSON *sc = cJSON_GetObjectItem(res, "structuredContent");
+    const cJSON *err = cJSON_GetObjectItem(j, "error");
+    char *id = j ? cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "id")) : NULL;
+    if (sc) {
+        shorten((cJSON *)sc);
+        char *t = cJSON_PrintUnformatted(sc);
+        fprintf(stderr, "< id=%s isError=%s sc=%.3000s\n", id, cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")) ? "true" : "false", t);
+        free(t);
+    } else if (err) {
+        fprintf(stderr, "< id=%s error=%d %s\n", id, cJSON_GetObjectItem(err, "code")->valueint,
+                cJSON_GetObjectItem(err, "message")->valuestring);
+    } else
+        fprintf(stderr, "< %.3000s%s\n", line, n > 3000 ? " [...]" : "");
+    free(id);
+    cJSON_Delete(j);
+}
+
 static char *read_one(bool print)
 {
     size_t n;
@@ -37,7 +73,7 @@ static char *read_one(bool print)
         exit(3);
     }
     if (print)
-        fprintf(stderr, "< %.400s%s\n", line, n > 400 ? " [...]" : "");
+        print_answer(line, n);
     return line;
 }
 
