@@ -15,7 +15,7 @@
 struct serve_state {
     struct loop *loop;
     struct sandbox_child *child;
-    struct loop_watch pid_watch, timer_watch;
+    struct loop_watch pid_watch, timer_watch, grace_watch;
     bool child_ended;
     bool timed_out;
     bool killed;
@@ -44,6 +44,13 @@ static void on_timeout(void *data, uint32_t events)
     kill_sandbox(s);
 }
 
+static void on_grace_end(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->grace_watch);
+    kill_sandbox(s);
+}
+
 static void on_agent_end(struct agent *a, enum agent_end why, void *data)
 {
     struct serve_state *s = data;
@@ -52,7 +59,9 @@ static void on_agent_end(struct agent *a, enum agent_end why, void *data)
     if (why == AGENT_END_ABUSE || why == AGENT_END_NOMEM) {
         fprintf(stderr, "corral: agent %s: connection failed (%s): stopping its sandbox\n", agent_name(a),
                 why == AGENT_END_ABUSE ? "too many malformed messages" : "out of memory");
-        kill_sandbox(s);
+        /* A moment to read the last error, which says why; nothing it sends is read any more. */
+        if (loop_timer_add(s->loop, &s->grace_watch, 1.0, on_grace_end, s) < 0)
+            kill_sandbox(s);
     }
 }
 
@@ -142,6 +151,7 @@ out:
         kill_sandbox(&s);
     loop_watch_del(s.loop, &s.pid_watch);
     loop_watch_del(s.loop, &s.timer_watch);
+    loop_watch_del(s.loop, &s.grace_watch);
     agent_free(agent);
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);

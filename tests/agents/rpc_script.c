@@ -53,7 +53,7 @@ static void print_answer(const char *line, size_t n)
     if (sc) {
         shorten((cJSON *)sc);
         char *t = cJSON_PrintUnformatted(sc);
-        fprintf(stderr, "< id=%s isError=%s sc=%.3000s\n", id, cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")) ? "true" : "false", t);
+        fprintf(stderr, "< id=%s isError=%s sc=%.16000s\n", id, cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")) ? "true" : "false", t);
         free(t);
     } else if (err) {
         fprintf(stderr, "< id=%s error=%d %s\n", id, cJSON_GetObjectItem(err, "code")->valueint,
