@@ -15,7 +15,7 @@
 static const char query_usage[] =
     "usage: corral trail --db FILE [--workspace ID] [--actor A] [--type T] [--since TIME]\n"
     "                    [--until TIME] [--limit N] [--json] [--follow]\n"
-    "       corral trail verify --db FILE\n"
+    "       corral trail verify --db FILE [--anchor SEQ:HASH]\n"
     "       corral trail export --db FILE [--output FILE]\n"
     "\n"
     "Print the entries of a trail in sequence order, as a table or as JSON lines.\n"
@@ -30,18 +30,20 @@ static const char query_usage[] =
     "  --until TIME     only entries at or before TIME\n"
     "  --limit N        at most N entries (the first N that match)\n"
     "  --json           one JSON object per line: seq, id, timestamp, ts_us, workspace, actor,\n"
-    "                   type, body, local_seq, local_prev, local_hash, prev_hash, hash\n"
+    "                   type, body, local_seq, local_prev, prev_hash, hash\n"
     "  --follow         after the entries present, keep printing new ones as a writer commits\n"
     "                   them, until interrupted (SIGINT or SIGTERM)\n"
     "\n"
     "Exit status: 0 ok, 2 usage error, 125 the trail could not be read.\n";
 
 static const char verify_usage[] =
-    "usage: corral trail verify --db FILE\n"
+    "usage: corral trail verify --db FILE [--anchor SEQ:HASH]\n"
     "\n"
     "Recompute every hash of the trail (the global chain and each workspace's local chain),\n"
     "check the sequence has no gap and no reordering, and check every blob against its hash.\n"
-    "Safe while a writer writes (the file is opened read-only).\n"
+    "Safe while a writer writes (the file is opened read-only). On success it also prints the\n"
+    "head ('head: SEQ HASH'): keep it somewhere else, and a later --anchor SEQ:HASH proves the\n"
+    "trail was neither cut short nor rewritten up to that entry, which the chain alone cannot.\n"
     "\n"
     "Exit status: 0 and 'ok: N entries verified'; 1 and the first bad entry (its sequence and\n"
     "why); 2 usage error; 125 the trail could not be read.\n";
@@ -70,6 +72,21 @@ struct printer {
     uint64_t printed;
 };
 
+/* A field for a terminal: a damaged or hostile file must not drive it with control characters
+ * (the writer never stores any outside JSON escapes; an attacker with the file could). */
+static void put_field(FILE *f, const char *s, size_t max, int width)
+{
+    int w = 0;
+    for (size_t i = 0; i < max && s[i]; i++, w++) {
+        unsigned char c = (unsigned char)s[i];
+        fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+    }
+    for (; w < width; w++)
+        fputc(' ', f);
+    if (width)
+        fputc(' ', f);
+}
+
 static int print_entry(const struct trail_entry *e, void *ctx)
 {
     struct printer *p = ctx;
@@ -95,9 +112,12 @@ static int print_entry(const struct trail_entry *e, void *ctx)
             cut--;
         n = cut;
     }
-    fprintf(p->out, "%-6llu %s %-14s %-12s %-24s %.*s%s\n", (unsigned long long)e->seq, when,
-            e->workspace ? e->workspace : "-", e->actor, e->type, (int)n, e->body,
-            n < e->body_len ? "..." : "");
+    fprintf(p->out, "%-6llu %s ", (unsigned long long)e->seq, when);
+    put_field(p->out, e->workspace ? e->workspace : "-", SIZE_MAX, 14);
+    put_field(p->out, e->actor, SIZE_MAX, 12);
+    put_field(p->out, e->type, SIZE_MAX, 24);
+    put_field(p->out, e->body, n, 0);
+    fprintf(p->out, "%s\n", n < e->body_len ? "..." : "");
     return 0;
 }
 
@@ -226,11 +246,13 @@ static int cmd_query(int argc, char **argv)
 
 /* ---- corral trail verify --------------------------------------------------------------------- */
 
-static int parse_db_output(int argc, char **argv, const char *usage, const char **db, const char **output)
+static int parse_db_output(int argc, char **argv, const char *usage, const char **db, const char **output,
+                           const char **anchor)
 {
     static const struct option opts[] = {
         {"db", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0},
+        {"anchor", required_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     optind = 1;
@@ -240,6 +262,8 @@ static int parse_db_output(int argc, char **argv, const char *usage, const char 
             *db = optarg;
         } else if (c == 'o' && output) {
             *output = optarg;
+        } else if (c == 'a' && anchor) {
+            *anchor = optarg;
         } else if (c == 'h') {
             fputs(usage, stdout);
             return -1;
@@ -260,22 +284,91 @@ static int parse_db_output(int argc, char **argv, const char *usage, const char 
     return 0;
 }
 
+struct head {
+    uint64_t seq;
+    char hex[2 * TRAIL_HASH_LEN + 1];
+};
+
+static int keep_head(const struct trail_entry *e, void *ctx)
+{
+    struct head *h = ctx;
+    h->seq = e->seq;
+    if (e->hash)
+        sodium_bin2hex(h->hex, sizeof(h->hex), e->hash, TRAIL_HASH_LEN);
+    return 0;
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     const char *db = NULL;
-    int rc = parse_db_output(argc, argv, verify_usage, &db, NULL);
+    const char *anchor = NULL;
+    int rc = parse_db_output(argc, argv, verify_usage, &db, NULL, &anchor);
     if (rc)
         return rc < 0 ? CORRAL_EXIT_OK : rc;
+    uint64_t anchor_seq = 0;
+    char anchor_hex[2 * TRAIL_HASH_LEN + 1] = "";
+    if (anchor) {
+        const char *colon = strchr(anchor, ':');
+        char num[24];
+        size_t nl = colon ? (size_t)(colon - anchor) : 0;
+        bool hex = colon && strlen(colon + 1) == 2 * TRAIL_HASH_LEN;
+        for (size_t i = 0; hex && i < 2 * TRAIL_HASH_LEN; i++)
+            hex = strchr("0123456789abcdef", colon[1 + i]) != NULL;
+        if (hex && nl > 0 && nl < sizeof(num)) {
+            memcpy(num, anchor, nl);
+            num[nl] = '\0';
+        }
+        if (!hex || nl == 0 || nl >= sizeof(num) || util_parse_u64(num, &anchor_seq) < 0 || anchor_seq == 0) {
+            fprintf(stderr, "corral trail verify: --anchor '%s' must be SEQ:HASH, as in the 'head:' line of an earlier verify\n", anchor);
+            return CORRAL_EXIT_USAGE;
+        }
+        memcpy(anchor_hex, colon + 1, sizeof(anchor_hex));
+    }
     struct cerr err = {0};
     uint64_t n = 0, bad_seq = 0;
     rc = trail_verify_file_count(db, &n, &bad_seq, &err);
+    struct head h = {0};
+    if (rc == 0) {
+        struct trail_reader *r = NULL;
+        struct trail_filter f = {.after_seq = n ? n - 1 : 0, .limit = 1};
+        if (trail_reader_open(db, &r, &err) < 0 || trail_query(r, &f, keep_head, &h, &err) < 0) {
+            trail_reader_close(r);
+            fprintf(stderr, "corral trail verify: %s\n", err.msg);
+            return CORRAL_EXIT_INTERNAL;
+        }
+        if (anchor) {
+            struct head a = {0};
+            f = (struct trail_filter){.after_seq = anchor_seq - 1, .limit = 1};
+            if (trail_query(r, &f, keep_head, &a, &err) < 0) {
+                trail_reader_close(r);
+                fprintf(stderr, "corral trail verify: %s\n", err.msg);
+                return CORRAL_EXIT_INTERNAL;
+            }
+            if (a.seq != anchor_seq) {
+                rc = 1;
+                bad_seq = anchor_seq;
+                snprintf(err.msg, sizeof(err.msg), "entry %llu: is missing: the trail ends at %llu, before the anchor (cut short)",
+                         (unsigned long long)anchor_seq, (unsigned long long)n);
+            } else if (strcmp(a.hex, anchor_hex)) {
+                rc = 1;
+                bad_seq = anchor_seq;
+                snprintf(err.msg, sizeof(err.msg), "entry %llu: its hash is not the anchor's (the trail was rewritten up to it)",
+                         (unsigned long long)anchor_seq);
+            }
+        }
+        trail_reader_close(r);
+    }
     if (rc == 0) {
         printf("ok: %llu entries verified\n", (unsigned long long)n);
+        if (h.seq)
+            printf("head: %llu %s\n", (unsigned long long)h.seq, h.hex);
+        if (anchor)
+            printf("anchor: entry %llu holds the expected hash\n", (unsigned long long)anchor_seq);
         return CORRAL_EXIT_OK;
     }
     if (rc == 1) {
         printf("bad: %s\n", err.msg);
-        fprintf(stderr, "corral trail verify: %s has been changed or damaged at %s%llu: restore it from a copy you trust; entries before it are intact\n",
+        fprintf(stderr, "corral trail verify: %s has been changed or damaged at %s%llu: restore it from a copy you trust\n",
                 db, bad_seq ? "entry " : "", (unsigned long long)bad_seq);
         return CORRAL_EXIT_PROBLEMS;
     }
@@ -318,7 +411,7 @@ static int export_blob(const char *hash_hex, const void *data, size_t len, void 
 static int cmd_export(int argc, char **argv)
 {
     const char *db = NULL, *output = NULL;
-    int rc = parse_db_output(argc, argv, export_usage, &db, &output);
+    int rc = parse_db_output(argc, argv, export_usage, &db, &output, NULL);
     if (rc)
         return rc < 0 ? CORRAL_EXIT_OK : rc;
     struct cerr err = {0};

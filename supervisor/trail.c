@@ -2,6 +2,7 @@
  * its closed event registry, canonical JSON and the hash chain shared with readers. */
 #include "supervisor/trail_internal.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -159,13 +160,18 @@ static int canon_number(double d, struct tbuf *b)
     return tbuf_put(b, s, strlen(s));
 }
 
+struct member {
+    const cJSON *item;
+    size_t pos;
+};
+
 static int key_cmp(const void *a, const void *b)
 {
-    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-    int c = strcmp(x->string, y->string);
+    const struct member *x = a, *y = b;
+    int c = strcmp(x->item->string, y->item->string);
     if (c)
         return c;
-    return x < y ? -1 : x > y; /* duplicate keys keep a fixed order; never equal */
+    return x->pos < y->pos ? -1 : x->pos > y->pos; /* duplicate keys keep their order */
 }
 
 static int canon(const cJSON *j, struct tbuf *b, int depth)
@@ -198,20 +204,20 @@ static int canon(const cJSON *j, struct tbuf *b, int depth)
         }
         if (n == 0)
             return tbuf_put(b, "{}", 2);
-        _cleanup_free_ const cJSON **kids = calloc(n, sizeof(*kids));
+        _cleanup_free_ struct member *kids = calloc(n, sizeof(*kids));
         if (!kids)
             return -ENOMEM;
         size_t i = 0;
-        for (const cJSON *c = j->child; c; c = c->next)
-            kids[i++] = c;
+        for (const cJSON *c = j->child; c; c = c->next, i++)
+            kids[i] = (struct member){c, i};
         qsort(kids, n, sizeof(*kids), key_cmp);
         if ((r = tbuf_put(b, "{", 1)) < 0)
             return r;
         for (i = 0; i < n; i++) {
             if (i && (r = tbuf_put(b, ",", 1)) < 0)
                 return r;
-            if ((r = canon_string(kids[i]->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
-                (r = canon(kids[i], b, depth + 1)) < 0)
+            if ((r = canon_string(kids[i].item->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
+                (r = canon(kids[i].item, b, depth + 1)) < 0)
                 return r;
         }
         return tbuf_put(b, "}", 1);
@@ -228,87 +234,93 @@ int trail_canonical_json(const cJSON *j, struct tbuf *out)
 
 /* ---- hash chain ----------------------------------------------------------------------------- */
 
-static void put_u64(uint8_t *p, uint64_t v)
+static void enc_u64(struct tbuf *b, uint64_t v)
 {
+    uint8_t *p = b->p + b->len;
     for (int i = 7; i >= 0; i--) {
         p[i] = (uint8_t)v;
         v >>= 8;
     }
-}
-
-static void enc_u64(struct tbuf *b, uint64_t v)
-{
-    put_u64(b->p + b->len, v);
     b->len += 8;
 }
 
 static void enc_lp(struct tbuf *b, const void *s, size_t n)
 {
-    enc_u64(b, n);
+    uint8_t *p = b->p + b->len;
+    p[0] = (uint8_t)(n >> 24);
+    p[1] = (uint8_t)(n >> 16);
+    p[2] = (uint8_t)(n >> 8);
+    p[3] = (uint8_t)n;
     if (n)
-        memcpy(b->p + b->len, s, n);
-    b->len += n;
+        memcpy(p + 4, s, n);
+    b->len += 4 + n;
 }
 
-static void enc_opt(struct tbuf *b, const void *s, size_t n)
+static void enc_hash_opt(struct tbuf *b, const uint8_t *h)
 {
-    if (!s) {
-        b->p[b->len++] = 0;
-        return;
+    b->p[b->len++] = h ? 1 : 0;
+    if (h) {
+        memcpy(b->p + b->len, h, TRAIL_HASH_LEN);
+        b->len += TRAIL_HASH_LEN;
     }
-    b->p[b->len++] = 1;
-    enc_lp(b, s, n);
 }
 
-static const char tag_entry[] = "corral.trail.entry.v1";
-static const char tag_local[] = "corral.trail.local.v1";
-static const char tag_global[] = "corral.trail.global.v1";
-
-int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f,
-                     uint8_t local_hash[TRAIL_HASH_LEN], uint8_t hash[TRAIL_HASH_LEN])
+/* The entry's own fields, C in docs/trail.md. */
+static void enc_content(struct tbuf *b, const struct trail_fields *f)
 {
-    /* Every size below is bounded by what SQLite can hold (< 2^31), so the sum cannot wrap. */
-    size_t need = sizeof(tag_entry) + 6 * 9 + f->id_len + f->ws_len + f->actor_len +
-                  f->type_len + f->body_len + 64;
+    enc_lp(b, f->id, f->id_len);
+    enc_u64(b, (uint64_t)f->ts_us);
+    b->p[b->len++] = f->workspace ? 1 : 0;
+    if (f->workspace)
+        enc_lp(b, f->workspace, f->ws_len);
+    enc_lp(b, f->actor, f->actor_len);
+    enc_lp(b, f->type, f->type_len);
+    enc_lp(b, f->body, f->body_len);
+}
+
+static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
+
+int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
+{
+    /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
+     * 1 GB), and the sum below cannot wrap for the same reason. */
+    if (f->id_len > UINT32_MAX || f->ws_len > UINT32_MAX || f->actor_len > UINT32_MAX ||
+        f->type_len > UINT32_MAX || f->body_len > UINT32_MAX)
+        return -E2BIG;
+    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 +
+                  f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len;
     scratch->len = 0;
     int r = tbuf_reserve(scratch, need);
     if (r < 0)
         return r;
-    uint8_t d[TRAIL_HASH_LEN];
-    memcpy(scratch->p, tag_entry, sizeof(tag_entry));
-    scratch->len = sizeof(tag_entry);
-    enc_lp(scratch, f->id, f->id_len);
-    enc_u64(scratch, (uint64_t)f->ts_us);
-    enc_opt(scratch, f->workspace, f->ws_len);
-    enc_lp(scratch, f->actor, f->actor_len);
-    enc_lp(scratch, f->type, f->type_len);
-    enc_lp(scratch, f->body, f->body_len);
-    crypto_generichash(d, sizeof(d), scratch->p, scratch->len, NULL, 0);
-
-    uint8_t small[128];
-    struct tbuf s = {small, 0, sizeof(small)};
-    if (f->workspace) {
-        memcpy(s.p, tag_local, sizeof(tag_local));
-        s.len = sizeof(tag_local);
-        enc_opt(&s, f->local_prev, TRAIL_HASH_LEN);
-        enc_u64(&s, f->local_seq);
-        memcpy(s.p + s.len, d, sizeof(d));
-        s.len += sizeof(d);
-        crypto_generichash(local_hash, TRAIL_HASH_LEN, s.p, s.len, NULL, 0);
-    }
-    s.len = 0;
-    memcpy(s.p, tag_global, sizeof(tag_global));
-    s.len = sizeof(tag_global);
-    enc_opt(&s, f->prev_hash, TRAIL_HASH_LEN);
-    enc_u64(&s, f->seq);
-    memcpy(s.p + s.len, d, sizeof(d));
-    s.len += sizeof(d);
-    enc_opt(&s, f->workspace ? local_hash : NULL, TRAIL_HASH_LEN);
-    crypto_generichash(hash, TRAIL_HASH_LEN, s.p, s.len, NULL, 0);
+    struct tbuf *b = scratch;
+    memcpy(b->p, tag_entry, sizeof(tag_entry));
+    b->len = sizeof(tag_entry);
+    enc_hash_opt(b, f->prev_hash);
+    enc_u64(b, f->seq);
+    enc_hash_opt(b, f->local_prev);
+    enc_u64(b, f->local_seq);
+    enc_content(b, f);
+    crypto_generichash(hash, TRAIL_HASH_LEN, b->p, b->len, NULL, 0);
     return 0;
 }
 
 /* ---- workspace heads ------------------------------------------------------------------------ */
+
+static uint64_t name_key(const char *s, size_t n);
+
+uint64_t trail_index_pair(uint64_t name_key, uint64_t seq)
+{
+    uint64_t z = name_key ^ (seq * 0x9e3779b97f4a7c15ull); /* splitmix64 finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t trail_name_key(const char *s, size_t n)
+{
+    return name_key(s, n);
+}
 
 static uint64_t name_key(const char *s, size_t n)
 {
@@ -391,18 +403,35 @@ static const char schema_sql[] =
     " body TEXT NOT NULL,"
     " local_seq INTEGER,"
     " local_prev BLOB,"
-    " local_hash BLOB,"
     " prev_hash BLOB,"
     " hash BLOB NOT NULL);"
-    "CREATE INDEX entries_workspace ON entries(workspace);"
     "CREATE INDEX entries_actor ON entries(actor);"
     "CREATE INDEX entries_type ON entries(type);"
     "CREATE INDEX entries_ts ON entries(ts);"
     "CREATE TABLE blobs (hash BLOB PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);"
+    /* The workspace index, written in sorted runs (docs/trail.md, "Queries by workspace"):
+     * every workspace entry with seq <= max(ws_index_marks.upto) is in ws_index. */
+    "CREATE TABLE ws_index (workspace TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (workspace, seq)) WITHOUT ROWID;"
+    "CREATE TABLE ws_index_marks (upto INTEGER PRIMARY KEY);"
+    "CREATE TRIGGER ws_index_no_update BEFORE UPDATE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_no_delete BEFORE DELETE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_update BEFORE UPDATE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index_marks is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_delete BEFORE DELETE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index_marks is refused'); END;"
     "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of entries is refused'); END;"
     "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of entries is refused'); END;"
+    /* INSERT OR REPLACE deletes the old row without firing DELETE triggers: refuse it first */
+    "CREATE TRIGGER entries_no_replace BEFORE INSERT ON entries"
+    " WHEN EXISTS (SELECT 1 FROM entries WHERE seq = NEW.seq) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing an entry is refused'); END;"
+    "CREATE TRIGGER blobs_no_replace BEFORE INSERT ON blobs"
+    " WHEN EXISTS (SELECT 1 FROM blobs WHERE hash = NEW.hash) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing a blob is refused'); END;"
     "CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of blobs is refused'); END;"
     "CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs BEGIN"
@@ -412,7 +441,7 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *ws_head;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx, *ins_mark;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -421,7 +450,9 @@ struct trail {
     uint64_t seq, c_seq;
     int64_t ts, c_ts;
     uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
-    struct trail_wsmap ws; /* staged local-chain heads; cleared on rollback and reloaded */
+    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
+    struct idx_item *idx;  /* workspace entries not yet in ws_index, in seq order */
+    size_t idx_n, idx_cap;
     struct tbuf body, scratch;
     bool degraded;
     char why[512];
@@ -449,7 +480,10 @@ static int authorizer(void *ctx, int action, const char *a1, const char *a2, con
     case SQLITE_FUNCTION:
         return SQLITE_OK;
     case SQLITE_INSERT:
-        return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs"))) ? SQLITE_OK : SQLITE_DENY;
+        return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs") || !strcmp(a1, "ws_index") ||
+                       !strcmp(a1, "ws_index_marks")))
+                   ? SQLITE_OK
+                   : SQLITE_DENY;
     default:
         return SQLITE_DENY;
     }
@@ -464,7 +498,7 @@ static int64_t now_us(void)
 
 static void degrade(struct trail *t, int rc, const char *what)
 {
-    if (!t->degraded)
+    if (!t->degraded && what)
         snprintf(t->why, sizeof(t->why), "%s failed: %s", what,
                  rc ? sqlite3_errstr(rc) : sqlite3_errmsg(t->db));
     t->degraded = true;
@@ -478,6 +512,7 @@ static void degrade(struct trail *t, int rc, const char *what)
     t->seq = t->c_seq;
     t->ts = t->c_ts;
     memcpy(t->head, t->c_head, sizeof(t->head));
+    t->idx_n = 0; /* its names belong to the map */
     trail_wsmap_clear(&t->ws);
 }
 
@@ -496,6 +531,59 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
+/* A workspace entry waiting for the next sorted run into ws_index. name belongs to t->ws. */
+struct idx_item {
+    const char *name;
+    size_t len;
+    uint64_t seq;
+};
+
+static int idx_push(struct trail *t, const struct trail_wshead *h, uint64_t seq)
+{
+    if (t->idx_n == t->idx_cap) {
+        size_t cap = t->idx_cap ? t->idx_cap * 2 : 1024;
+        struct idx_item *p = reallocarray(t->idx, cap, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        t->idx = p;
+        t->idx_cap = cap;
+    }
+    t->idx[t->idx_n++] = (struct idx_item){h->name, h->len, seq};
+    return 0;
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+    const struct idx_item *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Writes the waiting workspace entries into ws_index as one sorted run, in the transaction of the
+ * batch being started: each index page is touched once per run rather than once per commit. */
+static int idx_flush(struct trail *t)
+{
+    qsort(t->idx, t->idx_n, sizeof(*t->idx), idx_cmp);
+    for (size_t i = 0; i < t->idx_n; i++) {
+        sqlite3_bind_text(t->ins_idx, 1, t->idx[i].name, (int)t->idx[i].len, SQLITE_STATIC);
+        sqlite3_bind_int64(t->ins_idx, 2, (sqlite3_int64)t->idx[i].seq);
+        int rc = step_done(t->ins_idx);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    sqlite3_clear_bindings(t->ins_idx);
+    sqlite3_bind_int64(t->ins_mark, 1, (sqlite3_int64)t->c_seq);
+    int rc = step_done(t->ins_mark);
+    if (rc == SQLITE_OK)
+        t->idx_n = 0;
+    return rc;
+}
+
 static int ensure_txn(struct trail *t, struct cerr *err)
 {
     if (t->in_txn)
@@ -506,6 +594,31 @@ static int ensure_txn(struct trail *t, struct cerr *err)
         return degraded_err(t, err);
     }
     t->in_txn = true;
+    /* One writer per trail: if the file's head is not the one this writer committed, another
+     * process has written to it, and appending here would fork the chain. */
+    sqlite3_stmt *st = t->head_st;
+    rc = sqlite3_step(st);
+    bool mine = rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
+                sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
+                memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0;
+    long long found = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE && t->c_seq == 0)
+        mine = true; /* a trail being created */
+    if (!mine) {
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            degrade(t, rc, "reading the head");
+        } else {
+            snprintf(t->why, sizeof(t->why), "another process wrote to it (its last entry is %lld, this writer's is %llu); one writer per trail file",
+                     found, (unsigned long long)t->c_seq);
+            degrade(t, 0, NULL);
+        }
+        return degraded_err(t, err);
+    }
+    if (t->idx_n >= TRAIL_INDEX_RUN && (rc = idx_flush(t)) != SQLITE_OK) {
+        degrade(t, rc, "writing the workspace index");
+        return degraded_err(t, err);
+    }
     return 0;
 }
 
@@ -520,27 +633,63 @@ static int check_name(const char *what, const char *s, struct cerr *err)
     return 0;
 }
 
-static int load_ws_head(struct trail *t, struct trail_wshead *h, struct cerr *err)
+bool trail_blob_ref_key(const char *key, size_t len, bool *list)
 {
-    sqlite3_stmt *st = t->ws_head;
-    sqlite3_bind_text(st, 1, h->name, (int)h->len, SQLITE_STATIC);
+    *list = (len == 5 && !memcmp(key, "blobs", 5));
+    return *list || (len == 4 && !memcmp(key, "blob", 4)) || (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
+}
+
+/* One reference: 64 lowercase hex digits naming a blob already put in this trail (committed or in
+ * this batch), so that a body never points at content the trail does not hold. */
+static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, struct cerr *err)
+{
+    uint8_t h[TRAIL_HASH_LEN];
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    size_t n = s ? strlen(s) : 0;
+    bool hex = n == 2 * TRAIL_HASH_LEN;
+    for (size_t i = 0; hex && i < n; i++)
+        hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+    if (!hex)
+        return cerr_set(err, EINVAL, "trail: a '%s' body names a blob by something other than a lowercase hex BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)", type);
+    sodium_hex2bin(h, sizeof(h), s, n, NULL, NULL, NULL);
+    sqlite3_stmt *st = t->has_blob;
+    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        h->local_seq = (uint64_t)sqlite3_column_int64(st, 0);
-        const void *lh = sqlite3_column_blob(st, 1);
-        if (sqlite3_column_bytes(st, 1) != TRAIL_HASH_LEN || !lh) {
-            sqlite3_reset(st);
-            return cerr_set(err, EIO, "trail %s: the last entry of workspace '%s' has no valid local hash; run 'corral trail verify --db %s'",
-                            t->path, h->name, t->path);
-        }
-        memcpy(h->local_hash, lh, TRAIL_HASH_LEN);
-        rc = SQLITE_DONE;
-    }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW)
+        return 0;
     if (rc != SQLITE_DONE) {
-        degrade(t, rc, "reading a workspace head");
+        degrade(t, rc, "looking up a blob");
         return degraded_err(t, err);
+    }
+    return cerr_set(err, EINVAL, "trail: a '%s' body references blob %s, which is not in the trail: put it with trail_blob_put first", type, s);
+}
+
+static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, int depth, struct cerr *err)
+{
+    if (!j || depth > 1000)
+        return 0; /* the canonical encoder has already refused anything deeper */
+    for (const cJSON *c = j->child; c; c = c->next) {
+        bool list;
+        int r;
+        if (cJSON_IsObject(j) && c->string && trail_blob_ref_key(c->string, strlen(c->string), &list) &&
+            !cJSON_IsNull(c)) {
+            if (!list) {
+                r = check_blob_ref(t, c, type, err);
+            } else if (!cJSON_IsArray(c)) {
+                r = cerr_set(err, EINVAL, "trail: 'blobs' in a '%s' body must be an array of blob hashes", type);
+            } else {
+                r = 0;
+                for (const cJSON *e = c->child; e && r == 0; e = e->next)
+                    r = check_blob_ref(t, e, type, err);
+            }
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && (r = check_blob_refs(t, c, type, depth + 1, err)) < 0)
+            return r;
     }
     return 0;
 }
@@ -572,6 +721,8 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     if (t->body.len > TRAIL_BODY_MAX)
         return cerr_set(err, E2BIG, "trail: the body of a '%s' entry is %zu bytes, over the %u limit: put large content in a blob (trail_blob_put) and reference its hash",
                         type, t->body.len, TRAIL_BODY_MAX);
+    if ((r = check_blob_refs(t, body, type, 0, err)) < 0)
+        return r;
     if ((r = ensure_txn(t, err)) < 0)
         return r;
 
@@ -582,8 +733,6 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         h = trail_wsmap_get(&t->ws, workspace, ws_len, &created);
         if (!h)
             return cerr_set(err, ENOMEM, "trail: out of memory");
-        if (created && (r = load_ws_head(t, h, err)) < 0)
-            return r;
     }
 
     char id[64];
@@ -598,11 +747,11 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         .actor = actor, .actor_len = strlen(actor), .type = type, .type_len = strlen(type),
         .body = (const char *)t->body.p, .body_len = t->body.len,
         .local_seq = h ? h->local_seq + 1 : 0,
-        .local_prev = (h && h->local_seq) ? h->local_hash : NULL,
+        .local_prev = (h && h->local_seq) ? h->last_hash : NULL,
         .prev_hash = seq > 1 ? t->head : NULL,
     };
-    uint8_t lh[TRAIL_HASH_LEN], gh[TRAIL_HASH_LEN];
-    if ((r = trail_hash_entry(&t->scratch, &f, lh, gh)) < 0)
+    uint8_t gh[TRAIL_HASH_LEN];
+    if ((r = trail_hash_entry(&t->scratch, &f, gh)) < 0)
         return cerr_set(err, r, "trail: out of memory");
 
     sqlite3_stmt *st = t->ins_entry;
@@ -616,27 +765,27 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     sqlite3_bind_text(st, 5, actor, (int)f.actor_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, type, (int)f.type_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, f.body, (int)f.body_len, SQLITE_STATIC);
-    if (h) {
+    if (h)
         sqlite3_bind_int64(st, 8, (sqlite3_int64)f.local_seq);
-        if (f.local_prev)
-            sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(st, 9);
-        sqlite3_bind_blob(st, 10, lh, TRAIL_HASH_LEN, SQLITE_STATIC);
-    } else {
-        sqlite3_bind_null(st, 8);
-        sqlite3_bind_null(st, 9);
-        sqlite3_bind_null(st, 10);
-    }
-    if (f.prev_hash)
-        sqlite3_bind_blob(st, 11, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
     else
-        sqlite3_bind_null(st, 11);
-    sqlite3_bind_blob(st, 12, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
+        sqlite3_bind_null(st, 8);
+    if (f.local_prev)
+        sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    if (f.prev_hash)
+        sqlite3_bind_blob(st, 10, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_blob(st, 11, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
     int rc = step_done(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_OK) {
         degrade(t, rc, "appending an entry");
+        return degraded_err(t, err);
+    }
+    if (h && idx_push(t, h, seq) < 0) {
+        degrade(t, SQLITE_NOMEM, "queueing an index entry");
         return degraded_err(t, err);
     }
     t->seq = seq;
@@ -644,7 +793,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     memcpy(t->head, gh, sizeof(gh));
     if (h) {
         h->local_seq = f.local_seq;
-        memcpy(h->local_hash, lh, sizeof(lh));
+        memcpy(h->last_hash, gh, sizeof(gh));
     }
     t->pending++;
     if (seq_out)
@@ -700,6 +849,17 @@ int trail_commit(struct trail *t, struct cerr *err)
     return 0;
 }
 
+int trail_durability_parse(const char *s, enum trail_durability *out)
+{
+    if (s && !strcmp(s, "full"))
+        *out = TRAIL_DURABILITY_FULL;
+    else if (s && !strcmp(s, "normal"))
+        *out = TRAIL_DURABILITY_NORMAL;
+    else
+        return -EINVAL;
+    return 0;
+}
+
 bool trail_degraded(const struct trail *t)
 {
     return t && t->degraded;
@@ -731,7 +891,11 @@ void trail_close(struct trail *t)
     sqlite3_finalize(t->rollback);
     sqlite3_finalize(t->ins_entry);
     sqlite3_finalize(t->ins_blob);
-    sqlite3_finalize(t->ws_head);
+    sqlite3_finalize(t->has_blob);
+    sqlite3_finalize(t->head_st);
+    sqlite3_finalize(t->ins_idx);
+    sqlite3_finalize(t->ins_mark);
+    free(t->idx);
     sqlite3_close(t->db);
     trail_wsmap_clear(&t->ws);
     tbuf_free(&t->body);
@@ -760,6 +924,46 @@ static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct c
     int rc = sqlite3_prepare_v3(t->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
     if (rc != SQLITE_OK)
         return sql_err(err, t->db, rc, t->path, "preparing a statement");
+    return 0;
+}
+
+/* Every workspace's local-chain head, and the entries not yet in ws_index, in one scan at open. */
+static int load_ws_heads(struct trail *t, struct cerr *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t upto = 0;
+    int rc = sqlite3_prepare_v2(t->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        upto = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace index mark");
+    rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+                            -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *ws = sqlite3_column_blob(st, 0);
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        bool created;
+        struct trail_wshead *h = ws ? trail_wsmap_get(&t->ws, ws, len, &created) : NULL;
+        if (!h || sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
+            sqlite3_finalize(st);
+            return h ? cerr_set(err, EIO, "trail %s: an entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path)
+                     : cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
+        memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        if (sqlite3_column_int64(st, 3) > upto && idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
+            sqlite3_finalize(st);
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace heads");
     return 0;
 }
 
@@ -799,7 +1003,7 @@ static int load_head(struct trail *t, struct cerr *err)
     t->c_seq = t->seq;
     t->c_ts = t->ts;
     memcpy(t->c_head, t->head, sizeof(t->head));
-    return 0;
+    return load_ws_heads(t, err);
 }
 
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err)
@@ -814,6 +1018,11 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         free(t);
         return cerr_set(err, ENOMEM, "trail: out of memory");
     }
+    /* The trail holds file contents and command output: a new one is readable by its owner only
+     * (SQLite gives its -wal and -shm files the same mode). */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
     int r, rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         r = cerr_set(err, EIO, "trail %s cannot be opened for writing: %s; check the path and its directory's permissions", path,
@@ -877,9 +1086,12 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     if ((r = prepare(t, "BEGIN IMMEDIATE", &t->begin, err)) < 0 ||
         (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
-        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", &t->ins_entry, err)) < 0 ||
-        (r = prepare(t, "INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?1, ?2, ?3)", &t->ins_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT local_seq, local_hash FROM entries WHERE workspace = ?1 ORDER BY seq DESC LIMIT 1", &t->ws_head, err)) < 0)
+        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
+        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
+        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index_marks (upto) VALUES (?1)", &t->ins_mark, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);
     if (fresh) {

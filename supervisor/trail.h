@@ -20,6 +20,7 @@
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
+/* One writer per trail file, used from one thread (the supervisor's event loop). */
 struct trail;
 
 /* FULL: the WAL is fsynced at every commit (an acknowledged entry survives power loss).
@@ -27,8 +28,13 @@ struct trail;
  * survives a crash of the supervisor, not of the machine). */
 enum trail_durability { TRAIL_DURABILITY_FULL, TRAIL_DURABILITY_NORMAL };
 
-/* Opens (creating the file and schema if new, with a first `trail_created` entry) the trail at
- * path for writing. *out is owned by the caller (trail_close). */
+/* "full" or "normal" (the policy's trail.durability) into *out; -EINVAL for anything else. */
+int trail_durability_parse(const char *s, enum trail_durability *out);
+
+/* Opens (creating the file, mode 0600, and schema if new, with a first `trail_created` entry) the
+ * trail at path for writing; an existing trail's workspace heads are read in one scan. *out is
+ * owned by the caller (trail_close). -EROFS if the file cannot be written, -EINVAL if it is not a
+ * corral trail. */
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err);
 /* NULL ok. Staged entries not yet committed are dropped: their effects never happened. */
 void trail_close(struct trail *t);
@@ -85,8 +91,8 @@ struct trail_entry {
     const char *body;          /* canonical JSON object text */
     size_t body_len;
     uint64_t local_seq;        /* position in the workspace's local chain (1-based); 0 if none */
-    const uint8_t *local_prev; /* NULL for a workspace's first entry and system-level entries */
-    const uint8_t *local_hash; /* NULL for system-level entries */
+    const uint8_t *local_prev; /* hash of the workspace's previous entry; NULL for its first entry
+                                * and for system-level entries */
     const uint8_t *prev_hash;  /* NULL for the first entry */
     const uint8_t *hash;
 };
@@ -100,7 +106,8 @@ struct trail_filter {
 };
 
 /* Calls cb for each matching entry in sequence order; a non-zero return from cb stops the query
- * and is returned. Returns 0 when all matching entries were passed, or a negative code. */
+ * and is returned. Returns 0 when all matching entries were passed, or a negative code. Every
+ * filter uses an index (workspace: ws_index up to its mark, then a short scan). */
 typedef int (*trail_entry_cb)(const struct trail_entry *e, void *ctx);
 int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
                 struct cerr *err);

@@ -14,6 +14,42 @@ struct trail_reader {
     char *path;
 };
 
+/* "file:" URI for path with immutable=1 (characters special in a URI percent-encoded). */
+static char *immutable_uri(const char *path)
+{
+    size_t n = strlen(path);
+    if (n > 4096)
+        return NULL;
+    char *u = malloc(3 * n + 32), *q = u;
+    if (!u)
+        return NULL;
+    q += sprintf(q, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p == '?' || *p == '#' || *p == '%' || *p < 0x20 || *p >= 0x7f)
+            q += sprintf(q, "%%%02X", *p);
+        else
+            *q++ = (char)*p;
+    }
+    sprintf(q, "?immutable=1");
+    return u;
+}
+
+/* Reads the header; SQLITE_ROW when both values came back. */
+static int read_header(sqlite3 *db, int64_t *app, int64_t *ver)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        *app = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_ROW && (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
+        (rc = sqlite3_step(st)) == SQLITE_ROW)
+        *ver = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
 {
     *out = NULL;
@@ -35,22 +71,33 @@ int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
         return r;
     }
     sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st = NULL;
     int64_t app = -1, ver = -1;
-    rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        app = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == SQLITE_ROW && (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
-        (rc = sqlite3_step(st)) == SQLITE_ROW)
-        ver = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    rc = read_header(db, &app, &ver);
+    if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) {
+        /* A WAL reader needs the -shm file, and creates it when no writer is running; without
+         * write access to the directory it cannot. With no -wal file either, every committed
+         * entry is in the main file, which can then be read as an immutable file. */
+        _cleanup_free_ char *wal = util_printf("%s-wal", path);
+        _cleanup_free_ char *uri = immutable_uri(path);
+        struct stat ws;
+        if (!wal || !uri)
+            rc = SQLITE_NOMEM;
+        else if (stat(wal, &ws) == 0) {
+            sqlite3_close(db);
+            return cerr_set(err, EACCES, "trail %s cannot be read: its writer's shared-memory file %s-shm is missing and cannot be created here; read it as a user who can write its directory", path, path);
+        } else {
+            sqlite3_close(db);
+            db = NULL;
+            rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+            if (rc == SQLITE_OK)
+                rc = read_header(db, &app, &ver);
+        }
+    }
     int r = 0;
     if (rc == SQLITE_NOTADB)
         r = cerr_set(err, EINVAL, "%s is not a corral trail (not an SQLite database); check the path given with --db", path);
     else if (rc != SQLITE_ROW)
-        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
+        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     else if (app != TRAIL_APPLICATION_ID)
         r = cerr_set(err, EINVAL, "%s is not a corral trail (SQLite application_id %lld); check the path given with --db", path, (long long)app);
     else if (ver != TRAIL_FORMAT)
@@ -109,9 +156,8 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e)
     e->body_len = (size_t)sqlite3_column_bytes(st, 6);
     e->local_seq = (uint64_t)sqlite3_column_int64(st, 7);
     e->local_prev = col_hash(st, 8);
-    e->local_hash = col_hash(st, 9);
-    e->prev_hash = col_hash(st, 10);
-    e->hash = col_hash(st, 11);
+    e->prev_hash = col_hash(st, 9);
+    e->hash = col_hash(st, 10);
     if (!e->id)
         e->id = "";
     if (!e->actor)
@@ -122,22 +168,26 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e)
         e->body = "";
 }
 
-int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
-                struct cerr *err)
+/* One SELECT over entries. With a workspace: `indexed` reads entries seq in (after, upto] through
+ * ws_index (and still checks each row's workspace, so a damaged index can hide rows but never
+ * add foreign ones); otherwise entries above `after` are scanned. *n counts the rows passed. */
+static int query_part(struct trail_reader *r, const struct trail_filter *f, bool indexed, uint64_t after,
+                      uint64_t upto, uint64_t limit, trail_entry_cb cb, void *ctx, uint64_t *n, struct cerr *err)
 {
-    static const struct trail_filter none;
-    if (!f)
-        f = &none;
-    char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE seq > :after%s%s%s%s%s ORDER BY seq%s",
+    char sql[768];
+    snprintf(sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE %s%s%s%s%s%s ORDER BY seq%s",
+             indexed ? "seq IN (SELECT seq FROM ws_index WHERE workspace = :ws AND seq > :after AND seq <= :upto)"
+                     : "seq > :after",
              f->workspace ? " AND workspace = :ws" : "", f->actor ? " AND actor = :actor" : "",
              f->type ? " AND type = :type" : "", f->has_since ? " AND ts >= :since" : "",
-             f->has_until ? " AND ts <= :until" : "", f->limit ? " LIMIT :limit" : "");
+             f->has_until ? " AND ts <= :until" : "", limit ? " LIMIT :limit" : "");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return cerr_set(err, EIO, "trail %s cannot be queried: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"), (sqlite3_int64)f->after_seq);
+    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"), after > INT64_MAX ? INT64_MAX : (sqlite3_int64)after);
+    if (indexed)
+        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":upto"), (sqlite3_int64)upto);
     if (f->workspace)
         sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":ws"), f->workspace, -1, SQLITE_STATIC);
     if (f->actor)
@@ -148,13 +198,13 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":since"), f->since_us);
     if (f->has_until)
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":until"), f->until_us);
-    if (f->limit)
-        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"),
-                           f->limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)f->limit);
+    if (limit)
+        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"), limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
     int ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct trail_entry e;
         trail_row_entry(st, &e);
+        (*n)++;
         if ((ret = cb(&e, ctx)) != 0)
             break;
     }
@@ -162,6 +212,33 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", r->path, sqlite3_errmsg(r->db));
     sqlite3_finalize(st);
     return ret;
+}
+
+int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entry_cb cb, void *ctx,
+                struct cerr *err)
+{
+    static const struct trail_filter none;
+    if (!f)
+        f = &none;
+    uint64_t n = 0, upto = 0;
+    if (f->workspace) {
+        /* one read transaction, so the mark and both parts see the same commits */
+        sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(r->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            upto = (uint64_t)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        int ret = 0;
+        if (f->after_seq < upto)
+            ret = query_part(r, f, true, f->after_seq, upto, f->limit, cb, ctx, &n, err);
+        if (ret == 0 && (!f->limit || n < f->limit))
+            ret = query_part(r, f, false, f->after_seq > upto ? f->after_seq : upto, 0, f->limit ? f->limit - n : 0,
+                             cb, ctx, &n, err);
+        sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+        return ret;
+    }
+    return query_part(r, f, false, f->after_seq, 0, f->limit, cb, ctx, &n, err);
 }
 
 int trail_blobs_each(struct trail_reader *r, trail_blob_cb cb, void *ctx, struct cerr *err)
@@ -251,8 +328,8 @@ cJSON *trail_entry_to_json(const struct trail_entry *e)
         cJSON_Delete(o);
         return NULL;
     }
-    if (!(e->local_hash ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq) : cJSON_AddNullToObject(o, "local_seq")) ||
-        !add_hash(o, "local_prev", e->local_prev) || !add_hash(o, "local_hash", e->local_hash) ||
+    if (!(e->workspace ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq) : cJSON_AddNullToObject(o, "local_seq")) ||
+        !add_hash(o, "local_prev", e->local_prev) ||
         !add_hash(o, "prev_hash", e->prev_hash) || !add_hash(o, "hash", e->hash)) {
         cJSON_Delete(o);
         return NULL;

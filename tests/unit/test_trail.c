@@ -1,0 +1,852 @@
+/* tests/unit/test_trail.c: the trail against real SQLite files: every event kind written and read
+ * back, canonical bodies, blobs, the closed registry, append-only enforcement (triggers and the
+ * writer's authorizer), tampering caught by verify, reading during writes, group commit. */
+#include "supervisor/trail_internal.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+static char *tmpdir_new(void)
+{
+    char tmpl[] = "/tmp/corral-trail-test.XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+static void tmpdir_free(char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+    assert_int_equal(system(cmd), 0);
+    free(d);
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+    char *p = util_printf("%s/%s", dir, name);
+    assert_non_null(p);
+    return p;
+}
+
+static cJSON *parse(const char *s)
+{
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    return j;
+}
+
+static void append_json(struct trail *t, const char *ws, const char *actor, const char *type, const char *body,
+                        uint64_t *seq)
+{
+    struct cerr err = {0};
+    cJSON *b = parse(body);
+    int r = trail_append(t, ws, actor, type, b, seq, &err);
+    if (r != 0)
+        fail_msg("append %s: %s", type, err.msg);
+    cJSON_Delete(b);
+}
+
+static void commit_ok(struct trail *t)
+{
+    struct cerr err = {0};
+    if (trail_commit(t, &err) != 0)
+        fail_msg("commit: %s", err.msg);
+}
+
+static struct trail *open_ok(const char *path, enum trail_durability d)
+{
+    struct cerr err = {0};
+    struct trail *t = NULL;
+    if (trail_open(path, d, &t, &err) != 0)
+        fail_msg("open %s: %s", path, err.msg);
+    return t;
+}
+
+static void verify_ok(const char *path, uint64_t want_count)
+{
+    struct cerr err = {0};
+    uint64_t n = 0, bad_seq = 0;
+    int r = trail_verify_file_count(path, &n, &bad_seq, &err);
+    if (r != 0)
+        fail_msg("verify %s: %d %s", path, r, err.msg);
+    if (want_count)
+        assert_int_equal(n, want_count);
+}
+
+/* ---- collecting query results ---------------------------------------------------------------- */
+
+struct got {
+    size_t n;
+    uint64_t seq[4096];
+    char *type[4096], *ws[4096], *actor[4096], *body[4096];
+};
+
+static int collect(const struct trail_entry *e, void *ctx)
+{
+    struct got *g = ctx;
+    assert_true(g->n < 4096);
+    g->seq[g->n] = e->seq;
+    g->type[g->n] = strdup(e->type);
+    g->ws[g->n] = e->workspace ? strdup(e->workspace) : NULL;
+    g->actor[g->n] = strdup(e->actor);
+    g->body[g->n] = strndup(e->body, e->body_len);
+    g->n++;
+    return 0;
+}
+
+static struct got *query(const char *path, const struct trail_filter *f)
+{
+    struct trail_reader *r = NULL;
+    struct cerr err = {0};
+    if (trail_reader_open(path, &r, &err) != 0)
+        fail_msg("reader: %s", err.msg);
+    struct got *g = calloc(1, sizeof(*g));
+    assert_non_null(g);
+    if (trail_query(r, f, collect, g, &err) != 0)
+        fail_msg("query: %s", err.msg);
+    trail_reader_close(r);
+    return g;
+}
+
+static void got_free(struct got *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->type[i]);
+        free(g->ws[i]);
+        free(g->actor[i]);
+        free(g->body[i]);
+    }
+    free(g);
+}
+
+/* ---- registry ------------------------------------------------------------------------------- */
+
+static const char *const wacp_types[] = {
+    "workspace_created", "workspace_state_changed", "workspace_rejected", "budget_warning", "budget_exceeded",
+    "budget_modified", "liveness_warning", "priority_changed", "visibility_granted", "batch_abort",
+    "batch_priority_changed", "migration_started", "migration_completed", "migration_failed",
+    "suspension_started", "suspension_resumed", "graceful_termination_initiated", "graceful_termination_expired",
+    "conflict_detected", "conflict_resolved", "workspace_ownership_transferred", "workspace_reparented",
+    "user_created", "authentication_succeeded", "authentication_failed", "user_suspended", "user_resumed",
+    "user_blocked", "user_unblocked", "user_deactivated", "user_reactivated", "capability_granted",
+    "capability_revoked", "capability_denied", "signal_emitted", "signal_delivered", "envelope_created",
+    "envelope_delivered", "envelope_rejected", "envelope_undeliverable", "envelope_redelivered",
+    "port_right_created", "port_right_transferred", "port_right_revoked", "port_right_consumed",
+    "checkpoint_created", "checkpoint_rejected", "resource_discrepancy", "task_created", "task_approved",
+    "task_assigned", "task_status_changed", "task_completed", "task_failed", "graph_created",
+    "integration_started", "integration_completed", "integration_aborted", "gate_triggered", "gate_resolved",
+    "gate_timeout", "gate_reentry_blocked", "human_injection", "escalation_received", "escalation_resolved",
+    "escalation_timeout", "system_degraded", "recovery_completed", "integrity_violation", "trail_compacted",
+    "trail_access_denied", "trail_snapshot_created",
+};
+
+static void test_registry(void **state)
+{
+    (void)state;
+    size_t n;
+    const char *const *types = trail_event_types(&n);
+    assert_int_equal(ARRAY_SIZE(wacp_types), 72);
+    for (size_t i = 1; i < n; i++)
+        assert_true(strcmp(types[i - 1], types[i]) < 0); /* sorted, no duplicate: bsearch works */
+    for (size_t i = 0; i < ARRAY_SIZE(wacp_types); i++)
+        assert_true(trail_event_known(wacp_types[i]));
+    const char *own[] = {"trail_created", "supervisor_started", "supervisor_stopped", "sandbox_created",
+                         "process_started", "process_exited", "denial", "tool_call", "protocol_message",
+                         "protocol_error", "agent_log"};
+    for (size_t i = 0; i < ARRAY_SIZE(own); i++)
+        assert_true(trail_event_known(own[i]));
+    assert_int_equal(n, 72 + ARRAY_SIZE(own));
+    assert_false(trail_event_known("envelope_sent"));
+    assert_false(trail_event_known(""));
+    assert_false(trail_event_known(NULL));
+    assert_false(trail_event_known("Tool_call"));
+    assert_false(trail_event_known("tool_call "));
+    enum trail_durability d = TRAIL_DURABILITY_NORMAL;
+    assert_int_equal(trail_durability_parse("full", &d), 0);
+    assert_int_equal(d, TRAIL_DURABILITY_FULL);
+    assert_int_equal(trail_durability_parse("normal", &d), 0);
+    assert_int_equal(d, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_durability_parse("Full", &d), -EINVAL);
+    assert_int_equal(trail_durability_parse(NULL, &d), -EINVAL);
+}
+
+/* ---- every kind of event, with its documented fields, read back ------------------------------- */
+
+struct kind {
+    const char *type, *ws, *actor, *body;
+};
+
+static const struct kind corral_kinds[] = {
+    {"supervisor_started", NULL, "system", "{\"version\":\"0.1.0\",\"pid\":4242,\"command\":[\"corral\",\"exec\"],\"policy\":null,\"durability\":\"full\"}"},
+    {"sandbox_created", "ws-1", "protocol",
+     "{\"purpose\":\"agent\",\"profile\":{\"namespaces\":[\"user\",\"pid\",\"mount\",\"net\",\"ipc\",\"uts\",\"cgroup\"],"
+     "\"mounts\":[{\"source\":\"/usr\",\"target\":\"/usr\",\"flags\":[\"ro\",\"nosuid\",\"nodev\"]}],"
+     "\"seccomp\":{\"default_action\":\"errno(EPERM)\",\"rules\":[{\"syscall\":\"ptrace\",\"action\":\"kill\"}]},"
+     "\"budgets\":{\"memory_bytes\":536870912,\"pids\":64,\"cpus\":0.5,\"timeout_sec\":30},\"network\":\"none\"}}"},
+    {"process_started", "ws-1", "protocol", "{\"pid\":1234,\"argv\":[\"./agent\",\"--fast\"],\"cwd\":\"/\",\"purpose\":\"agent\"}"},
+    {"process_exited", "ws-1", "protocol",
+     "{\"pid\":1234,\"status\":null,\"signal\":9,\"timed_out\":true,\"usage\":{\"cpu_user_us\":120000,\"cpu_system_us\":3000,\"max_rss_bytes\":10485760,\"wall_us\":30000000}}"},
+    {"budget_warning", "ws-1", "protocol", "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":429496729,\"limit\":536870912,\"threshold_percent\":80}"},
+    {"budget_exceeded", "ws-1", "protocol", "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":536870912,\"limit\":536870912}"},
+    {"denial", "ws-1", "protocol", "{\"kind\":\"path\",\"subject\":\"../../etc/shadow\",\"rule\":\"workspace containment\",\"reason\":\"path_outside_workspace\"}"},
+    {"tool_call", "ws-1", "worker",
+     "{\"surface\":\"wap\",\"tool\":\"readFile\",\"arguments\":{\"path\":\"src/main.c\"},\"outcome\":\"ok\",\"request_bytes\":88,\"response_bytes\":4096,\"duration_us\":210,\"blobs\":[]}"},
+    {"protocol_message", "ws-1", "worker", "{\"direction\":\"in\",\"method\":\"tools/call\",\"id\":7,\"bytes\":88}"},
+    {"protocol_error", "ws-1", "protocol", "{\"code\":-32700,\"message\":\"Parse error\",\"bytes\":12,\"reason\":\"invalid JSON\"}"},
+    {"agent_log", "ws-1", "worker", "{\"stream\":\"stderr\",\"bytes\":11,\"text\":\"hello\\nworld\",\"truncated\":false}"},
+    {"supervisor_stopped", NULL, "system", "{\"reason\":\"agent exited\",\"status\":0}"},
+    {"gate_resolved", "ws-1", "user-alice", "{\"gate_id\":\"g-1\",\"decision\":\"approved\"}"},
+};
+
+static void test_every_kind_read_back(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    uint64_t seq;
+    for (size_t i = 0; i < ARRAY_SIZE(corral_kinds); i++)
+        append_json(t, corral_kinds[i].ws, corral_kinds[i].actor, corral_kinds[i].type, corral_kinds[i].body, &seq);
+    /* every WACP type too, each in its own workspace chain or system-level */
+    for (size_t i = 0; i < ARRAY_SIZE(wacp_types); i++) {
+        char body[128];
+        snprintf(body, sizeof(body), "{\"n\":%zu,\"event\":\"%s\"}", i, wacp_types[i]);
+        append_json(t, i % 3 == 0 ? NULL : (i % 3 == 1 ? "ws-a" : "ws-b"), "protocol", wacp_types[i], body, &seq);
+    }
+    assert_int_equal(trail_pending(t), ARRAY_SIZE(corral_kinds) + 72);
+    commit_ok(t);
+    assert_int_equal(trail_pending(t), 0);
+    assert_int_equal(seq, 1 + ARRAY_SIZE(corral_kinds) + 72);
+    assert_int_equal(trail_head_seq(t), seq);
+    trail_close(t);
+
+    struct got *g = query(db, NULL);
+    assert_int_equal(g->n, seq);
+    assert_string_equal(g->type[0], "trail_created");
+    assert_string_equal(g->actor[0], "system");
+    assert_null(g->ws[0]);
+    cJSON *b0 = parse(g->body[0]);
+    assert_string_equal(cJSON_GetObjectItem(b0, "hash_algorithm")->valuestring, "blake2b-256");
+    assert_string_equal(cJSON_GetObjectItem(b0, "durability")->valuestring, "full");
+    cJSON_Delete(b0);
+    for (size_t i = 0; i < ARRAY_SIZE(corral_kinds); i++) {
+        const struct kind *k = &corral_kinds[i];
+        assert_int_equal(g->seq[i + 1], i + 2);
+        assert_string_equal(g->type[i + 1], k->type);
+        assert_string_equal(g->actor[i + 1], k->actor);
+        if (k->ws)
+            assert_string_equal(g->ws[i + 1], k->ws);
+        else
+            assert_null(g->ws[i + 1]);
+        cJSON *want = parse(k->body), *have = parse(g->body[i + 1]);
+        assert_true(cJSON_Compare(want, have, true)); /* every field, every value */
+        cJSON_Delete(want);
+        cJSON_Delete(have);
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(wacp_types); i++) {
+        size_t j = 1 + ARRAY_SIZE(corral_kinds) + i;
+        assert_string_equal(g->type[j], wacp_types[i]);
+        cJSON *have = parse(g->body[j]);
+        assert_int_equal(cJSON_GetObjectItem(have, "n")->valueint, (int)i);
+        cJSON_Delete(have);
+    }
+    got_free(g);
+
+    /* filters: workspace (its local trail), type, actor, limit, after_seq */
+    struct trail_filter f = {.workspace = "ws-1"};
+    g = query(db, &f);
+    assert_int_equal(g->n, 11);
+    got_free(g);
+    f = (struct trail_filter){.type = "process_exited"};
+    g = query(db, &f);
+    assert_int_equal(g->n, 1);
+    assert_int_equal(g->seq[0], 5);
+    got_free(g);
+    f = (struct trail_filter){.actor = "user-alice"};
+    g = query(db, &f);
+    assert_int_equal(g->n, 1);
+    assert_string_equal(g->type[0], "gate_resolved");
+    got_free(g);
+    f = (struct trail_filter){.limit = 3, .after_seq = 10};
+    g = query(db, &f);
+    assert_int_equal(g->n, 3);
+    assert_int_equal(g->seq[0], 11);
+    assert_int_equal(g->seq[2], 13);
+    got_free(g);
+    f = (struct trail_filter){.has_since = true, .since_us = 0, .has_until = true, .until_us = 1};
+    g = query(db, &f);
+    assert_int_equal(g->n, 0);
+    got_free(g);
+    verify_ok(db, seq);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* ---- canonical bodies and refused input ------------------------------------------------------ */
+
+static void test_canonical_and_refusals(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    struct cerr err = {0};
+    uint64_t s1, s2;
+    append_json(t, "w", "worker", "tool_call", "{ \"b\": [1, 2.5, -0, 1e3, true, null], \"a\": {\"z\":\"\\u0001\\\"\\\\\", \"y\": 1} }", &s1);
+    append_json(t, "w", "worker", "tool_call", "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}", &s2);
+    uint64_t s3;
+    append_json(t, "w", "worker", "tool_call", "{\"k\":2,\"a\":0,\"k\":1}", &s3); /* duplicates keep their order */
+    /* no body: {} */
+    assert_int_equal(trail_append(t, NULL, "system", "agent_log", NULL, NULL, &err), 0);
+
+    /* refusals: none degrades the trail */
+    cJSON *arr = cJSON_CreateArray();
+    assert_int_equal(trail_append(t, "w", "worker", "tool_call", arr, NULL, &err), -EINVAL);
+    cJSON_Delete(arr);
+    cJSON *raw = cJSON_CreateObject();
+    cJSON_AddRawToObject(raw, "x", "{not json");
+    assert_int_equal(trail_append(t, "w", "worker", "tool_call", raw, NULL, &err), -EINVAL);
+    cJSON_Delete(raw);
+    assert_int_equal(trail_append(t, "w", "worker", "envelope_sent", NULL, NULL, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown event type 'envelope_sent'"));
+    assert_int_equal(trail_append(t, "w", "", "tool_call", NULL, NULL, &err), -EINVAL);
+    assert_int_equal(trail_append(t, "w", "bad\nactor", "tool_call", NULL, NULL, &err), -EINVAL);
+    assert_int_equal(trail_append(t, "", "worker", "tool_call", NULL, NULL, &err), -EINVAL);
+    char *big = malloc(TRAIL_BODY_MAX + 10);
+    memset(big, 'x', TRAIL_BODY_MAX + 9);
+    big[TRAIL_BODY_MAX + 9] = '\0';
+    cJSON *bb = cJSON_CreateObject();
+    cJSON_AddStringToObject(bb, "text", big);
+    assert_int_equal(trail_append(t, "w", "worker", "agent_log", bb, NULL, &err), -E2BIG);
+    assert_non_null(strstr(err.msg, "blob"));
+    cJSON_Delete(bb);
+    free(big);
+    /* deep nesting past the bound */
+    cJSON *deep = cJSON_CreateObject(), *cur = deep;
+    for (int i = 0; i < 1100; i++)
+        cur = cJSON_AddObjectToObject(cur, "d");
+    assert_int_equal(trail_append(t, "w", "worker", "tool_call", deep, NULL, &err), -EINVAL);
+    cJSON_Delete(deep);
+    assert_false(trail_degraded(t));
+    commit_ok(t);
+    trail_close(t);
+
+    struct got *g = query(db, NULL);
+    assert_int_equal(g->n, 5);
+    assert_string_equal(g->body[1], "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}");
+    assert_string_equal(g->body[1], g->body[2]); /* same value, same bytes, whatever the input order */
+    assert_string_equal(g->body[3], "{\"a\":0,\"k\":2,\"k\":1}");
+    assert_string_equal(g->body[4], "{}");
+    got_free(g);
+    verify_ok(db, 5);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* ---- blobs ---------------------------------------------------------------------------------- */
+
+static int count_blobs(const char *h, const void *d, size_t n, void *ctx)
+{
+    (void)h;
+    (void)d;
+    (void)n;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void test_blobs(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    struct cerr err = {0};
+    char h1[65], h2[65], h3[65];
+    const char content[] = "int main(void) { return 0; }\n";
+    assert_int_equal(trail_blob_put(t, content, sizeof(content) - 1, h1, &err), 0);
+    assert_int_equal(trail_blob_put(t, content, sizeof(content) - 1, h2, &err), 0);
+    assert_int_equal(trail_blob_put(t, "", 0, h3, &err), 0);
+    assert_string_equal(h1, h2);
+    uint8_t want[32];
+    char want_hex[65];
+    crypto_generichash(want, sizeof(want), (const uint8_t *)content, sizeof(content) - 1, NULL, 0);
+    sodium_bin2hex(want_hex, sizeof(want_hex), want, sizeof(want));
+    assert_string_equal(h1, want_hex); /* what b2sum -l 256 prints */
+    char body[256];
+    snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"outcome\":\"ok\",\"content_blob\":\"%s\"}", h1);
+    append_json(t, "w", "worker", "tool_call", body, NULL);
+    /* references must name blobs this trail holds; a wrong one is refused, not degrading */
+    const char *refused[] = {
+        "{\"content_blob\":\"00000000000000000000000000000000000000000000000000000000000000ff\"}",
+        "{\"blob\":\"XYZ\"}",
+        "{\"nested\":{\"output_blob\":42}}",
+        "{\"blobs\":\"not a list\"}",
+        "{\"blobs\":[\"00000000000000000000000000000000000000000000000000000000000000ff\"]}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+        cJSON *b = parse(refused[i]);
+        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) != -EINVAL || !strstr(err.msg, "blob"))
+            fail_msg("accepted %s", refused[i]);
+        cJSON_Delete(b);
+    }
+    assert_false(trail_degraded(t));
+    snprintf(body, sizeof(body), "{\"blob\":null,\"deep\":[{\"output_blob\":\"%s\"}],\"blobs\":[\"%s\",\"%s\"]}", h1, h1, h3);
+    append_json(t, "w", "worker", "tool_call", body, NULL);
+    commit_ok(t);
+    trail_close(t);
+
+    struct trail_reader *r = NULL;
+    assert_int_equal(trail_reader_open(db, &r, &err), 0);
+    void *data = NULL;
+    size_t len = 0;
+    assert_int_equal(trail_blob_get(r, h1, &data, &len, &err), 0);
+    assert_int_equal(len, sizeof(content) - 1);
+    assert_memory_equal(data, content, len);
+    free(data);
+    assert_int_equal(trail_blob_get(r, h3, &data, &len, &err), 0);
+    assert_int_equal(len, 0);
+    free(data);
+    assert_int_equal(trail_blob_get(r, "00000000000000000000000000000000000000000000000000000000000000ff", &data, &len, &err), -ENOENT);
+    assert_int_equal(trail_blob_get(r, "xyz", &data, &len, &err), -EINVAL);
+    int n = 0;
+    assert_int_equal(trail_blobs_each(r, count_blobs, &n, &err), 0);
+    assert_int_equal(n, 2); /* deduplicated */
+    trail_reader_close(r);
+    verify_ok(db, 3);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* ---- append-only: triggers for everyone, the authorizer for the writer ------------------------ */
+
+static void test_update_delete_refused(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    char h[65];
+    struct cerr err = {0};
+    append_json(t, "w", "worker", "tool_call", "{\"x\":1}", NULL);
+    assert_int_equal(trail_blob_put(t, "abc", 3, h, &err), 0);
+    commit_ok(t);
+
+    /* the writer's own connection: the authorizer refuses at prepare time */
+    sqlite3 *w = trail_db_handle(t);
+    const char *writer_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2", "DELETE FROM entries WHERE seq = 2",
+                                "DELETE FROM blobs", "DROP TRIGGER entries_no_update", "DROP TABLE entries",
+                                "CREATE TABLE x (a)", "ATTACH '/tmp/x.db' AS x", "PRAGMA writable_schema=1"};
+    for (size_t i = 0; i < ARRAY_SIZE(writer_sql); i++) {
+        int rc = sqlite3_exec(w, writer_sql[i], NULL, NULL, NULL);
+        if (rc != SQLITE_AUTH)
+            fail_msg("writer ran '%s': %d %s", writer_sql[i], rc, sqlite3_errmsg(w));
+    }
+
+    /* any other connection to the file: the triggers refuse */
+    sqlite3 *o = NULL;
+    assert_int_equal(sqlite3_open(db, &o), SQLITE_OK);
+    sqlite3_busy_timeout(o, 5000);
+    const char *other_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2", "DELETE FROM entries WHERE seq = 2",
+                               "DELETE FROM entries", "UPDATE blobs SET data = x'00'", "DELETE FROM blobs",
+                               "INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = 2",
+                               "INSERT OR REPLACE INTO blobs SELECT hash, size, x'00' FROM blobs",
+                               "INSERT INTO entries SELECT * FROM entries WHERE seq = 2 ON CONFLICT (seq) DO UPDATE SET body = '{}'"};
+    for (size_t i = 0; i < ARRAY_SIZE(other_sql); i++) {
+        char *msg = NULL;
+        int rc = sqlite3_exec(o, other_sql[i], NULL, NULL, &msg);
+        if (rc != SQLITE_CONSTRAINT || !msg || !strstr(msg, "append-only"))
+            fail_msg("'%s' was not refused: %d %s", other_sql[i], rc, msg ? msg : "");
+        sqlite3_free(msg);
+    }
+    sqlite3_close(o);
+    /* a reader connection cannot write at all */
+    sqlite3 *ro = NULL;
+    assert_int_equal(trail_db_open_readonly(db, &ro, &err), 0);
+    assert_int_equal(sqlite3_exec(ro, "INSERT INTO blobs VALUES (x'00', 1, x'00')", NULL, NULL, NULL), SQLITE_READONLY);
+    sqlite3_close(ro);
+    /* the trail still holds and still takes appends */
+    append_json(t, "w", "worker", "tool_call", "{\"x\":2}", NULL);
+    commit_ok(t);
+    trail_close(t);
+    verify_ok(db, 3);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* ---- tampering ------------------------------------------------------------------------------- */
+
+#define TAMPER_ENTRIES 400
+
+/* A trail with system entries, many workspaces interleaved, and a blob referenced by entry 77. */
+static void make_trail(const char *db)
+{
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    struct cerr err = {0};
+    char h[65];
+    for (int i = 2; i <= TAMPER_ENTRIES; i++) {
+        char ws[16], body[256];
+        snprintf(ws, sizeof(ws), "ws-%d", i % 7);
+        if (i == 77) {
+            assert_int_equal(trail_blob_put(t, "the file's contents\n", 20, h, &err), 0);
+            snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"content_blob\":\"%s\"}", h);
+        } else if (i == 90) {
+            char h2[65];
+            assert_int_equal(trail_blob_put(t, "second blob", 11, h2, &err), 0);
+            snprintf(body, sizeof(body), "{\"tool\":\"executeCommand\",\"blobs\":[\"%s\",\"%s\"]}", h, h2);
+        } else {
+            snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"path\":\"src/file_%d.c\",\"bytes\":%d}", i, i * 10);
+        }
+        append_json(t, i % 11 == 0 ? NULL : ws, i % 11 == 0 ? "protocol" : "worker", i % 11 == 0 ? "protocol_error" : "tool_call", body, NULL);
+        if (i % 37 == 0)
+            commit_ok(t);
+    }
+    commit_ok(t);
+    trail_close(t);
+}
+
+struct tamper {
+    const char *name;
+    const char *sql;
+    uint64_t bad_seq;
+    const char *why; /* a word of the reason */
+};
+
+static const struct tamper tampers[] = {
+    {"a changed byte in a body", "UPDATE entries SET body = replace(body, 'file_120', 'file_12O') WHERE seq = 120", 120, "hash does not match"},
+    {"a changed actor", "UPDATE entries SET actor = 'coordinator' WHERE seq = 200", 200, "hash does not match"},
+    {"a changed timestamp", "UPDATE entries SET ts = ts + 1 WHERE seq = 201", 201, "hash does not match"},
+    {"a changed workspace", "UPDATE entries SET workspace = 'ws-1' WHERE seq = 202", 202, "does not"},
+    {"a changed byte in a hash", "UPDATE entries SET hash = zeroblob(32) WHERE seq = 150", 150, "hash does not match"},
+    {"a hash of the wrong size", "UPDATE entries SET hash = zeroblob(31) WHERE seq = 151", 151, "32-byte"},
+    {"a changed prev_hash", "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = 160", 160, "prev_hash"},
+    {"a changed local_prev", "UPDATE entries SET local_prev = zeroblob(32) WHERE seq = 170", 170, "local_prev"},
+    {"a deleted row", "DELETE FROM entries WHERE seq = 180", 180, "missing"},
+    {"deleted rows at a range boundary", "DELETE FROM entries WHERE seq BETWEEN 100 AND 101", 100, "missing"},
+    {"two rows swapped", "UPDATE entries SET seq = -1 WHERE seq = 190; UPDATE entries SET seq = 190 WHERE seq = 191; UPDATE entries SET seq = 191 WHERE seq = -1", 190, "prev_hash"},
+    {"a row moved before the start", "UPDATE entries SET seq = 0 WHERE seq = 1", 1, "1"},
+    {"an unknown type", "UPDATE entries SET type = 'envelope_sent' WHERE seq = 210", 210, "unknown event type"},
+    {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "does not match its hash"},
+    {"a tampered blob named only in a list", "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90, "does not match its hash"},
+    {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail"},
+    {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90, "missing from the trail"},
+    {"every blob deleted", "DELETE FROM blobs", 77, "missing from the trail"},
+    {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing"},
+    {"the whole tail rewritten from a deleted row on",
+     "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300, "hash does not match"},
+};
+
+static void tamper_one(const char *dir, const char *clean, const struct tamper *tp, int ranges)
+{
+    char *db = path_in(dir, "tampered.db");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "rm -f '%s' '%s-wal' '%s-shm' && cp '%s' '%s'", db, db, db, clean, db);
+    assert_int_equal(system(cmd), 0);
+    /* an attacker with the file: drop the triggers, change what they like */
+    sqlite3 *a = NULL;
+    assert_int_equal(sqlite3_open(db, &a), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(a, "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;"
+                        "DROP TRIGGER blobs_no_update; DROP TRIGGER blobs_no_delete;", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(a, tp->sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", tp->name, msg ? msg : "");
+    assert_true(sqlite3_changes(a) > 0);
+    sqlite3_close(a);
+    struct cerr err = {0};
+    uint64_t n = 0, bad_seq = 0;
+    int r = trail_verify_ranges(db, ranges, 1, &n, &bad_seq, &err);
+    if (r != 1 || bad_seq != tp->bad_seq || !strstr(err.msg, tp->why))
+        fail_msg("%s (%d ranges): verify gave %d, entry %llu, '%s'; want 1, entry %llu, '%s'", tp->name, ranges, r,
+                 (unsigned long long)bad_seq, err.msg, (unsigned long long)tp->bad_seq, tp->why);
+    free(db);
+}
+
+static void test_tampering_caught(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *clean = path_in(dir, "clean.db");
+    make_trail(clean);
+    for (int ranges = 1; ranges <= 4; ranges++) {
+        uint64_t n = 0, bad_seq = 0;
+        struct cerr err = {0};
+        if (trail_verify_ranges(clean, ranges, 1, &n, &bad_seq, &err) != 0)
+            fail_msg("clean trail, %d ranges: %s", ranges, err.msg);
+        assert_int_equal(n, TAMPER_ENTRIES);
+    }
+    /* 4 ranges over 400 entries end at 100, 200, 300: several tampers sit on a boundary */
+    for (size_t i = 0; i < ARRAY_SIZE(tampers); i++) {
+        tamper_one(dir, clean, &tampers[i], 1);
+        tamper_one(dir, clean, &tampers[i], 4);
+        tamper_one(dir, clean, &tampers[i], 3);
+    }
+    free(clean);
+    tmpdir_free(dir);
+}
+
+/* ---- readers during writes; group commit; reopen --------------------------------------------- */
+
+static void test_read_while_writing(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    for (int i = 0; i < 10; i++)
+        append_json(t, "w", "worker", "tool_call", "{\"i\":1}", NULL);
+    commit_ok(t);
+    struct trail_reader *r = NULL;
+    struct cerr err = {0};
+    assert_int_equal(trail_reader_open(db, &r, &err), 0);
+    struct got *g = calloc(1, sizeof(*g));
+    assert_int_equal(trail_query(r, NULL, collect, g, &err), 0);
+    assert_int_equal(g->n, 11);
+    got_free(g);
+    /* staged, not committed: invisible to readers; verify still passes on what is committed */
+    for (int i = 0; i < 5; i++)
+        append_json(t, "w", "worker", "tool_call", "{\"i\":2}", NULL);
+    g = calloc(1, sizeof(*g));
+    assert_int_equal(trail_query(r, NULL, collect, g, &err), 0);
+    assert_int_equal(g->n, 11);
+    got_free(g);
+    verify_ok(db, 11);
+    commit_ok(t);
+    g = calloc(1, sizeof(*g));
+    assert_int_equal(trail_query(r, NULL, collect, g, &err), 0);
+    assert_int_equal(g->n, 16);
+    got_free(g);
+    trail_reader_close(r);
+    /* staged entries dropped at close: their effects never happened */
+    for (int i = 0; i < 3; i++)
+        append_json(t, "w", "worker", "tool_call", "{\"i\":3}", NULL);
+    trail_close(t);
+    verify_ok(db, 16);
+    /* reopen: sequence and the workspace's local chain continue */
+    t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 16);
+    uint64_t seq;
+    append_json(t, "w", "worker", "tool_call", "{\"i\":4}", &seq);
+    append_json(t, "new-ws", "worker", "tool_call", "{\"i\":4}", NULL);
+    commit_ok(t);
+    assert_int_equal(seq, 17);
+    trail_close(t);
+    verify_ok(db, 18);
+    struct trail_filter f = {.workspace = "w"};
+    g = query(db, &f);
+    assert_int_equal(g->n, 16);
+    got_free(g);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* ---- the workspace index: sorted runs plus a scanned tail give what a full scan gives ---------- */
+
+static int64_t sql_int(const char *db, const char *sql)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(c, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(c);
+    return v;
+}
+
+/* Sequence numbers of a workspace's entries by a plain scan of entries, no index involved. */
+static size_t scan_ws(const char *db, const char *ws, uint64_t *out, size_t cap)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *st = NULL;
+    size_t n = 0;
+    assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(c, "SELECT seq FROM entries NOT INDEXED WHERE workspace = ?1 ORDER BY seq", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, ws, -1, SQLITE_STATIC);
+    while (sqlite3_step(st) == SQLITE_ROW && n < cap)
+        out[n++] = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(c);
+    return n;
+}
+
+static void test_workspace_index(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    uint64_t i = 0;
+    for (int session = 0; session < 5; session++) { /* reopen: the unindexed tail is picked up again */
+        struct trail *t = open_ok(db, session % 2 ? TRAIL_DURABILITY_NORMAL : TRAIL_DURABILITY_FULL);
+        for (int k = 0; k < 2000; k++, i++) {
+            char ws[16], body[64];
+            snprintf(ws, sizeof(ws), "ws-%llu", (unsigned long long)(i * 7 % 5));
+            snprintf(body, sizeof(body), "{\"i\":%llu}", (unsigned long long)i);
+            append_json(t, i % 9 == 0 ? NULL : ws, "worker", i % 9 == 0 ? "protocol_error" : "tool_call", body, NULL);
+            if (k % 13 == 12)
+                commit_ok(t);
+        }
+        commit_ok(t);
+        trail_close(t);
+    }
+    int64_t mark = sql_int(db, "SELECT max(upto) FROM ws_index_marks");
+    char q[160];
+    snprintf(q, sizeof(q), "SELECT count(*) FROM entries WHERE workspace IS NOT NULL AND seq <= %lld", (long long)mark);
+    assert_true(mark > TRAIL_INDEX_RUN);
+    assert_true(mark < 10001);
+    assert_int_equal(sql_int(db, "SELECT count(*) FROM ws_index"), sql_int(db, q));
+    verify_ok(db, 10001);
+
+    static uint64_t want[4096];
+    for (int w = 0; w < 5; w++) {
+        char ws[16];
+        snprintf(ws, sizeof(ws), "ws-%d", w);
+        size_t n = scan_ws(db, ws, want, ARRAY_SIZE(want));
+        assert_true(n > 1500);
+        uint64_t afters[] = {0, (uint64_t)mark - 20, (uint64_t)mark, (uint64_t)mark + 3, 9990};
+        for (size_t a = 0; a < ARRAY_SIZE(afters); a++) {
+            for (uint64_t limit = 0; limit <= 40; limit += 40) {
+                struct trail_filter f = {.workspace = ws, .after_seq = afters[a], .limit = limit};
+                struct got *g = query(db, &f);
+                size_t j = 0;
+                while (j < n && want[j] <= afters[a])
+                    j++;
+                size_t expect = n - j;
+                if (limit && expect > limit)
+                    expect = limit;
+                if (g->n != expect)
+                    fail_msg("%s after %llu limit %llu: %zu entries, want %zu", ws, (unsigned long long)afters[a],
+                             (unsigned long long)limit, g->n, expect);
+                for (size_t m = 0; m < g->n; m++)
+                    assert_int_equal(g->seq[m], want[j + m]);
+                got_free(g);
+            }
+        }
+    }
+    /* a damaged index is caught by verify, and cannot add foreign entries to a query */
+    char *bad = path_in(dir, "bad.db");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", db, bad);
+    assert_int_equal(system(cmd), 0);
+    sqlite3 *c = NULL;
+    assert_int_equal(sqlite3_open(bad, &c), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(c, "DROP TRIGGER ws_index_no_delete; DELETE FROM ws_index WHERE seq = (SELECT min(seq) FROM ws_index WHERE workspace = 'ws-2');"
+                                     "INSERT INTO ws_index VALUES ('ws-2', 1)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(c);
+    struct cerr err = {0};
+    uint64_t cnt = 0, bad_seq = 99;
+    assert_int_equal(trail_verify_file_count(bad, &cnt, &bad_seq, &err), 1);
+    assert_int_equal(bad_seq, 0);
+    assert_non_null(strstr(err.msg, "workspace index"));
+    struct trail_filter f = {.workspace = "ws-2"};
+    struct got *g = query(bad, &f);
+    for (size_t m = 0; m < g->n; m++)
+        assert_string_equal(g->ws[m], "ws-2"); /* entry 1 is trail_created: not let in */
+    got_free(g);
+    free(bad);
+    free(db);
+    tmpdir_free(dir);
+}
+
+static void test_one_writer(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *a = open_ok(db, TRAIL_DURABILITY_FULL);
+    struct stat sb;
+    assert_int_equal(stat(db, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600); /* it holds file contents: owner only */
+    struct trail *b = open_ok(db, TRAIL_DURABILITY_FULL);
+    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
+    commit_ok(a);
+    /* b's view of the head is stale: appending would fork the chain, so it refuses and degrades */
+    struct cerr err = {0};
+    assert_int_equal(trail_append(b, "w", "worker", "tool_call", NULL, NULL, &err), -EIO);
+    assert_non_null(strstr(err.msg, "another process wrote to it"));
+    assert_true(trail_degraded(b));
+    trail_close(b);
+    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
+    commit_ok(a);
+    trail_close(a);
+    verify_ok(db, 3);
+    free(db);
+    tmpdir_free(dir);
+}
+
+static void test_open_refusals(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *notdb = path_in(dir, "notes.txt"), *other = path_in(dir, "other.db");
+    FILE *f = fopen(notdb, "w");
+    assert_non_null(f);
+    fputs("this is not a database, it is a text file that is long enough to have a header.......\n", f);
+    fclose(f);
+    struct trail *t = NULL;
+    struct cerr err = {0};
+    assert_true(trail_open(notdb, TRAIL_DURABILITY_FULL, &t, &err) < 0);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "not a corral trail"));
+    sqlite3 *o = NULL;
+    assert_int_equal(sqlite3_open(other, &o), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(o, "CREATE TABLE x (a)", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(o);
+    assert_int_equal(trail_open(other, TRAIL_DURABILITY_FULL, &t, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "not a corral trail"));
+    struct trail_reader *r = NULL;
+    assert_int_equal(trail_reader_open(other, &r, &err), -EINVAL);
+    char *missing = path_in(dir, "missing.db");
+    assert_int_equal(trail_reader_open(missing, &r, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "--db"));
+    uint64_t bad_seq = 0;
+    assert_int_equal(trail_verify_file(missing, &bad_seq, &err), -ENOENT);
+    free(missing);
+    free(notdb);
+    free(other);
+    tmpdir_free(dir);
+}
+
+static void test_time_formats(void **state)
+{
+    (void)state;
+    int64_t us;
+    assert_int_equal(trail_parse_time("1763890047", &us), 0);
+    assert_int_equal(us, 1763890047000000LL);
+    assert_int_equal(trail_parse_time("1763890047.25", &us), 0);
+    assert_int_equal(us, 1763890047250000LL);
+    assert_int_equal(trail_parse_time("2026-11-23", &us), 0);
+    assert_int_equal(us, 1795392000000000LL);
+    assert_int_equal(trail_parse_time("2026-11-23T09:30:00Z", &us), 0);
+    assert_int_equal(us, 1795392000000000LL + 9 * 3600000000LL + 30 * 60000000LL);
+    int64_t z = us;
+    assert_int_equal(trail_parse_time("2026-11-23T11:30:00+02:00", &us), 0);
+    assert_int_equal(us, z);
+    assert_int_equal(trail_parse_time("2026-11-23T09:30", &us), 0);
+    assert_int_equal(us, z);
+    assert_int_equal(trail_parse_time("2026-11-23T09:30:00.5Z", &us), 0);
+    assert_int_equal(us, z + 500000);
+    const char *badt[] = {"", "yesterday", "2026-13-01", "2026-02-31", "2026-11-23T25:00", "12abc", "-5", "2026-11-23T09:30:00Zjunk"};
+    for (size_t i = 0; i < ARRAY_SIZE(badt); i++)
+        if (trail_parse_time(badt[i], &us) != -EINVAL)
+            fail_msg("'%s' parsed", badt[i]);
+    char buf[40];
+    trail_format_time(z + 123456, buf, sizeof(buf));
+    assert_string_equal(buf, "2026-11-23T09:30:00.123456Z");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_every_kind_read_back),
+        cmocka_unit_test(test_canonical_and_refusals),
+        cmocka_unit_test(test_blobs),
+        cmocka_unit_test(test_update_delete_refused),
+        cmocka_unit_test(test_tampering_caught),
+        cmocka_unit_test(test_read_while_writing),
+        cmocka_unit_test(test_workspace_index),
+        cmocka_unit_test(test_one_writer),
+        cmocka_unit_test(test_open_refusals),
+        cmocka_unit_test(test_time_formats),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
