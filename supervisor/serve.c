@@ -10,12 +10,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 
 struct serve_state {
     struct loop *loop;
     struct sandbox_child *child;
-    struct loop_watch pid_watch, timer_watch, grace_watch;
+    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch;
+    int sig_fd;
     bool child_ended;
     bool timed_out;
     bool killed;
@@ -42,6 +44,38 @@ static void on_timeout(void *data, uint32_t events)
     loop_watch_del(s->loop, &s->timer_watch);
     s->timed_out = true;
     kill_sandbox(s);
+}
+
+static void on_signal(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    struct signalfd_siginfo si;
+    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+        if (!s->child_ended)
+            sandbox_child_signal(s->child, (int)si.ssi_signo);
+}
+
+/* The termination signals the caller has blocked (corral exec blocks them to forward them) are
+ * forwarded to the sandbox while it is served, as they are without --workspace. */
+static int watch_signals(struct serve_state *s)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    sigset_t blocked, fwd;
+    sigemptyset(&fwd);
+    if (sigprocmask(SIG_BLOCK, NULL, &blocked) < 0)
+        return -errno;
+    bool any = false;
+    for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+        if (sigismember(&blocked, sigs[i]) == 1) {
+            sigaddset(&fwd, sigs[i]);
+            any = true;
+        }
+    if (!any)
+        return 0;
+    s->sig_fd = signalfd(-1, &fwd, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (s->sig_fd < 0)
+        return -errno;
+    return loop_watch_add(s->loop, &s->sig_watch, s->sig_fd, EPOLLIN, on_signal, s);
 }
 
 static void on_grace_end(void *data, uint32_t events)
@@ -104,13 +138,18 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (ctx.limits.max_file_size == 0)
         tool_limits_default(&ctx.limits);
 
-    struct serve_state s = {.child = child};
+    struct serve_state s = {.child = child, .sig_fd = -1};
+    /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ign, &old_pipe);
     struct pool *pool = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     int r = loop_new(&s.loop, err);
-    if (r < 0)
+    if (r < 0) {
+        sigaction(SIGPIPE, &old_pipe, NULL);
         return r;
+    }
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
         goto out;
@@ -128,6 +167,11 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
     if (r < 0) {
         r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
+        goto out;
+    }
+    r = watch_signals(&s);
+    if (r < 0) {
+        r = cerr_set(err, r, "forwarding signals to the agent's sandbox: %s", strerror(-r));
         goto out;
     }
     if (o->timeout_sec > 0) {
@@ -152,11 +196,15 @@ out:
     loop_watch_del(s.loop, &s.pid_watch);
     loop_watch_del(s.loop, &s.timer_watch);
     loop_watch_del(s.loop, &s.grace_watch);
+    loop_watch_del(s.loop, &s.sig_watch);
+    if (s.sig_fd >= 0)
+        close(s.sig_fd);
     agent_free(agent);
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);
     agent_host_free(host);
     loop_free(s.loop);
+    sigaction(SIGPIPE, &old_pipe, NULL);
     if (timed_out)
         *timed_out = s.timed_out;
     return r < 0 ? r : 0;

@@ -47,3 +47,9 @@ expect_match "repeated abuse fails the agent" 'too many malformed messages \(100
 expect_match "corral says why it stopped the sandbox" 'connection failed \(too many malformed messages\)' "$out"
 expect_nomatch "nothing past the limit was answered" '< id=null error=-32700.*\n.*too many.*\n< id' "$out"
 expect_status "the agent was killed (SIGKILL: 137)" 137 "$rc"
+
+# An agent that leaves without reading its answers: corral's write fails (EPIPE), corral carries on
+# and reports the agent's own status.
+talk "$INIT" "@nowait:{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"readFile\",\"arguments\":{\"path\":\"a.txt\"}}}" \
+    '@nowait:{"jsonrpc":"2.0","id":6,"method":"ping"}' >/dev/null
+expect_status "an agent that exits without reading: corral exits with its status" 0 "$?"
