@@ -32,7 +32,12 @@ hostile "tool arguments of the wrong types" '< id=1 isError=true sc=\{"error":"[
     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"readFile","arguments":{"path":["a"],"startLine":"x"}}}'
 hostile "a NUL byte" '< id=null error=-32700' "$(printf '{"jsonrpc":"2.0","id":1,"method":"ping"}\001')"
 
-out=$(talk "$PING" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+out=$(talk "$PING" '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' '{"jsonrpc":"2.0","id":3,"method":"server/discover"}' \
+    '{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+expect_match "server/discover before initialize gives versions, capabilities, serverInfo" \
+    '"id":3,"result":\{"supportedVersions":\["2026-07-28",.*"capabilities":\{"tools":.*"serverInfo":\{"name":"corral"' "$out"
+expect_match "a stateless (2026-07-28) tools/list needs no initialize, and has input schemas" \
+    '"id":4,"result":\{"tools":\[\{"name":"exploreFiles","description":"[^"]*","inputSchema":\{"type":"object"' "$out"
 expect_match "ping before initialize is answered" '< \{"jsonrpc":"2.0","id":99,"result":\{\}\}' "$out"
 expect_match "tools/list before initialize: -32002" '< id=2 error=-32002 not initialized' "$out"
 
