@@ -14,12 +14,16 @@
 
 #include "supervisor/agent.h"
 #include "supervisor/trail.h"
+#include "supervisor/trail_internal.h"
+
+#include <sqlite3.h>
 
 /* ---- a test surface ---- */
 
 struct test_tools {
     struct tool_ctx ctx; /* first: the surface gets &ctx */
     int release_rd;      /* "block" reads one byte from here */
+    int calls;           /* tool calls performed (atomic) */
 };
 
 static cJSON *t_list(const struct tool_ctx *ctx)
@@ -31,6 +35,7 @@ static cJSON *t_list(const struct tool_ctx *ctx)
 static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result, bool *is_error)
 {
     struct test_tools *t = (struct test_tools *)ctx;
+    __atomic_add_fetch(&t->calls, 1, __ATOMIC_SEQ_CST);
     *is_error = false;
     if (!strcmp(tool, "echo")) {
         *result = cJSON_CreateObject();
@@ -576,6 +581,77 @@ static void trail_records_messages(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static int deny_all(void *u, int action, const char *a, const char *b, const char *c, const char *d)
+{
+    (void)u, (void)action, (void)a, (void)b, (void)c, (void)d;
+    return SQLITE_DENY;
+}
+
+/* Write-ahead: when the trail cannot be written, a tool call is refused and never performed. */
+static void trail_failure_refuses_calls(void **state)
+{
+    char dir[] = "/tmp/test_rpc_trail.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/trail.db", dir);
+    struct trail *t;
+    struct cerr err;
+    assert_int_equal(trail_open(path, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    struct server s;
+    struct client c;
+    server_start_trail(&s, NULL, t);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    assert_non_null(cJSON_GetObjectItem(r, "result"));
+    cJSON_Delete(r);
+    assert_int_equal(s.tools.calls, 1);
+    /* From now on the database refuses every statement: the next append or commit fails. */
+    assert_int_equal(sqlite3_set_authorizer(trail_db_handle(t), deny_all, NULL), SQLITE_OK);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+                 RPC_INTERNAL_ERROR, false);
+    assert_true(trail_degraded(t));
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+                 RPC_INTERNAL_ERROR, false);
+    assert_int_equal(s.tools.calls, 1); /* neither refused call was performed */
+    client_close(&c);
+    server_stop(&s);
+    trail_close(t);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* One loop, many agents: each is served in full. */
+static void many_agents(void **state)
+{
+    enum { N = 48 };
+    static struct client cs[N];
+    struct server s;
+    server_start(&s, NULL);
+    for (int i = 0; i < N; i++)
+        client_connect(&s, &cs[i]);
+    for (int i = 0; i < N; i++) {
+        send_line(&cs[i], INIT);
+        char req[160];
+        snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"who\":%d}}}", 100 + i, i);
+        send_line(&cs[i], req);
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        cJSON *r = recv_msg(&s, &cs[i]);
+        assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, 0);
+        cJSON_Delete(r);
+        r = recv_msg(&s, &cs[i]);
+        assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, 100 + i);
+        cJSON *sc = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent");
+        assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sc, "echo"), "who")->valueint, i);
+        cJSON_Delete(r);
+    }
+    for (int i = 0; i < N; i++)
+        client_close(&cs[i]);
+    server_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -589,6 +665,8 @@ int main(void)
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
+        cmocka_unit_test(trail_failure_refuses_calls),
+        cmocka_unit_test(many_agents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
