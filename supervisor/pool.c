@@ -75,10 +75,12 @@ static void pool_on_event(void *data, uint32_t events)
 int pool_new(struct loop *l, unsigned workers, struct pool **out, struct cerr *err)
 {
     if (workers == 0) {
+        /* Most calls wait (a command sandbox, the disk) rather than compute, and one agent may
+         * hold 4 at once: enough threads that a few agents' slow calls leave room for others. */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = cpus > 0 ? (unsigned)cpus * 2 : 4;
-        if (workers < 4)
-            workers = 4;
+        workers = cpus > 0 ? (unsigned)cpus * 4 : 16;
+        if (workers < 16)
+            workers = 16;
     }
     if (workers > 256)
         workers = 256;

@@ -16,7 +16,7 @@ struct pool_job {
     struct pool_job *next;
 };
 
-/* WORKERS threads (0: 2 per CPU, at least 4), all signals blocked in them. */
+/* WORKERS threads (0: 4 per CPU, at least 16), all signals blocked in them. */
 int pool_new(struct loop *l, unsigned workers, struct pool **out, struct cerr *err);
 /* Waits for queued and running jobs to finish, runs their done callbacks (on the calling thread,
  * which must be the loop's), joins the workers. NULL is a no-op. */
