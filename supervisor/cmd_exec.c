@@ -3,7 +3,9 @@
  * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
 #include "sandbox/sandbox.h"
 #include "supervisor/commands.h"
+#include "supervisor/serve.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -265,9 +267,9 @@ int cmd_exec(int argc, char **argv)
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
         goto out;
     }
-    if (o.policy || o.role || o.workspace || o.trail) {
+    if (o.policy || o.role || o.trail) {
         fprintf(stderr, "corral exec: --%s is not available in this build yet\n",
-                o.policy ? "policy" : o.role ? "role" : o.workspace ? "workspace" : "trail");
+                o.policy ? "policy" : o.role ? "role" : "trail");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
@@ -293,7 +295,27 @@ int cmd_exec(int argc, char **argv)
     sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 
     struct cerr err = {0};
-    if (sandbox_spawn(&o.prof, program, pargv, NULL, &child, &err) < 0) {
+    /* --workspace: the program's stdin/stdout are the JSON-RPC channel served by serve_exec. */
+    int to_agent[2] = {-1, -1}, from_agent[2] = {-1, -1};
+    struct sandbox_stdio stdio = {-1, -1, -1};
+    if (o.workspace) {
+        if (pipe2(to_agent, O_CLOEXEC) < 0 || pipe2(from_agent, O_CLOEXEC) < 0) {
+            fprintf(stderr, "corral: pipe: %s\n", strerror(errno));
+            goto out_sig;
+        }
+        stdio.in = to_agent[0];
+        stdio.out = from_agent[1];
+    }
+    int sr = sandbox_spawn(&o.prof, program, pargv, o.workspace ? &stdio : NULL, &child, &err);
+    if (o.workspace) {
+        close(to_agent[0]);
+        close(from_agent[1]);
+    }
+    if (sr < 0) {
+        if (o.workspace) {
+            close(to_agent[1]);
+            close(from_agent[0]);
+        }
         fprintf(stderr, "corral: %s\n", err.msg);
         if (err.code == -ENOENT && strstr(err.msg, "cannot execute"))
             status = CORRAL_EXIT_NOTFOUND;
@@ -312,7 +334,24 @@ int cmd_exec(int argc, char **argv)
         }
     }
     bool timed_out = false;
-    for (;;) {
+    if (o.workspace) {
+        /* Commands run in sandboxes of their own, with corral's defaults (no network). */
+        struct sandbox_profile cmd_prof;
+        sandbox_profile_default(&cmd_prof);
+        struct serve_exec_opts so = {.workspace = o.workspace, .surface = "wap", .allow_commands = true,
+                                     .command_profile = &cmd_prof, .timeout_sec = o.timeout};
+        tool_limits_default(&so.limits);
+        int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
+        close(to_agent[1]);
+        close(from_agent[0]);
+        if (r < 0) {
+            fprintf(stderr, "corral: %s\n", err.msg);
+            sandbox_child_signal(child, SIGKILL);
+            sandbox_child_wait(child, &(struct sandbox_result){0}, &err);
+            goto out_sig;
+        }
+    }
+    while (!o.workspace) {
         struct pollfd pfd[3] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
         int n = poll(pfd, tfd >= 0 ? 3 : 2, -1);
         if (n < 0 && errno == EINTR)

@@ -1,0 +1,289 @@
+/* tests/unit/test_rpc.c: the wire layer: line framing with a cap, UTF-8 and depth checks,
+ * JSON-RPC 2.0 envelope validation, and the lines written back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "supervisor/rpc.h"
+
+static void expect_line(struct rpc_reader *r, const char *want)
+{
+    const char *line;
+    size_t len;
+    assert_int_equal(rpc_reader_next(r, &line, &len), RPC_FRAME_LINE);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(line, want, len);
+}
+
+static void expect_frame(struct rpc_reader *r, enum rpc_frame f)
+{
+    const char *line;
+    size_t len;
+    assert_int_equal(rpc_reader_next(r, &line, &len), f);
+}
+
+static void framing_lines(void **state)
+{
+    struct rpc_reader *r = rpc_reader_new(1024);
+    assert_non_null(r);
+    expect_frame(r, RPC_FRAME_NONE);
+    assert_int_equal(rpc_reader_feed(r, "one\ntwo\r\n\n   \nthr", 17), 0);
+    expect_line(r, "one");
+    expect_line(r, "two");          /* CRLF tolerated */
+    expect_frame(r, RPC_FRAME_NONE); /* blank lines skipped; "thr" is partial */
+    assert_int_equal(rpc_reader_pending(r), 3);
+    assert_int_equal(rpc_reader_feed(r, "ee\n", 3), 0);
+    expect_line(r, "three");
+    expect_frame(r, RPC_FRAME_NONE);
+    rpc_reader_free(r);
+}
+
+static void framing_too_long_streamed(void **state)
+{
+    struct rpc_reader *r = rpc_reader_new(16);
+    char big[40];
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(rpc_reader_feed(r, big, sizeof(big)), 0);
+    expect_frame(r, RPC_FRAME_TOO_LONG);  /* told as soon as the cap is passed */
+    assert_int_equal(rpc_reader_pending(r), 0); /* and nothing of it is kept */
+    assert_int_equal(rpc_reader_feed(r, big, sizeof(big)), 0);
+    expect_frame(r, RPC_FRAME_NONE);      /* still the same line: told once only */
+    assert_int_equal(rpc_reader_feed(r, "xx\nok\n", 6), 0);
+    expect_line(r, "ok");                 /* the line after it is intact */
+    expect_frame(r, RPC_FRAME_NONE);
+    rpc_reader_free(r);
+}
+
+static void framing_too_long_whole(void **state)
+{
+    struct rpc_reader *r = rpc_reader_new(8);
+    assert_int_equal(rpc_reader_feed(r, "123456789\nabc\n12345678\n", 23), 0);
+    expect_frame(r, RPC_FRAME_TOO_LONG);
+    expect_line(r, "abc");
+    expect_line(r, "12345678"); /* exactly the cap is allowed */
+    rpc_reader_free(r);
+}
+
+static void framing_sticky_failure(void **state)
+{
+    struct rpc_reader *r = rpc_reader_new(64);
+    assert_int_equal(rpc_reader_feed(r, "a\nb\n", 4), 0);
+    expect_line(r, "a");
+    rpc_reader_fail(r);
+    assert_true(rpc_reader_failed(r));
+    expect_frame(r, RPC_FRAME_FAILED); /* "b" is never returned */
+    expect_frame(r, RPC_FRAME_FAILED);
+    rpc_reader_free(r);
+}
+
+static void framing_space_commit(void **state)
+{
+    struct rpc_reader *r = rpc_reader_new(1 << 20);
+    size_t room;
+    char *p = rpc_reader_space(r, 10, &room);
+    assert_non_null(p);
+    assert_true(room >= 10);
+    memcpy(p, "{\"a\":1}\nxy", 10);
+    rpc_reader_commit(r, 10);
+    expect_line(r, "{\"a\":1}");
+    expect_frame(r, RPC_FRAME_NONE);
+    p = rpc_reader_space(r, 1, &room);
+    *p = '\n';
+    rpc_reader_commit(r, 1);
+    expect_line(r, "xy");
+    rpc_reader_free(r);
+}
+
+static void utf8_table(void **state)
+{
+    static const struct {
+        const char *s;
+        size_t len, bad;
+    } cases[] = {
+        {"plain ascii", 11, 11},
+        {"caf\xc3\xa9", 5, 5},
+        {"\xe2\x82\xac", 3, 3},          /* euro */
+        {"\xf0\x9f\x98\x80", 4, 4},      /* emoji */
+        {"\xf4\x8f\xbf\xbf", 4, 4},      /* U+10FFFF */
+        {"a\xc0\x80", 3, 1},             /* overlong NUL */
+        {"\xe0\x80\xaf", 3, 0},          /* overlong */
+        {"\xed\xa0\x80", 3, 0},          /* surrogate */
+        {"\xf4\x90\x80\x80", 4, 0},      /* past U+10FFFF */
+        {"ab\xe2\x82", 4, 2},            /* truncated */
+        {"\x80", 1, 0},                  /* lone continuation */
+        {"ok\xff", 3, 2},
+        {"\xc3\x28", 2, 0},              /* bad continuation */
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+        assert_int_equal(rpc_utf8_check(cases[i].s, cases[i].len), cases[i].bad);
+}
+
+static void depth_table(void **state)
+{
+    assert_int_equal(rpc_json_depth("{}", 2, 64), 1);
+    assert_int_equal(rpc_json_depth("[[[]]]", 6, 64), 3);
+    assert_int_equal(rpc_json_depth("{\"a\":\"[[[[\"}", 12, 64), 1);
+    assert_int_equal(rpc_json_depth("{\"a\\\"[[\":[]}", 12, 64), 2);
+    assert_int_equal(rpc_json_depth("[[[[[", 5, 3), 4); /* stops past the limit */
+    assert_int_equal(rpc_json_depth("42", 2, 64), 0);
+}
+
+static void decode_ok(const char *line, struct rpc_msg *m)
+{
+    struct rpc_error e;
+    int r = rpc_decode(line, strlen(line), RPC_DEFAULT_MAX_DEPTH, m, &e);
+    if (r != 0)
+        fail_msg("decode of %s failed: %d %s", line, e.code, e.message);
+}
+
+static void decode_valid(void **state)
+{
+    struct rpc_msg m;
+    decode_ok("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}", &m);
+    assert_string_equal(m.method, "tools/list");
+    assert_true(cJSON_IsNumber(m.id));
+    assert_null(m.params);
+    rpc_msg_clear(&m);
+    decode_ok("  {\"method\":\"x\",\"params\":{\"a\":[1]},\"jsonrpc\":\"2.0\",\"id\":\"s\"}  ", &m);
+    assert_string_equal(m.id->valuestring, "s");
+    assert_true(cJSON_IsObject(m.params));
+    rpc_msg_clear(&m);
+    decode_ok("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m);
+    assert_null(m.id); /* a notification */
+    rpc_msg_clear(&m);
+}
+
+/* Each bad line: the error code, whether the id survives into the error, and a word of the message. */
+static void decode_invalid(void **state)
+{
+    static const struct {
+        const char *line;
+        size_t len; /* 0: strlen */
+        int code;
+        bool has_id;
+        const char *says;
+    } cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"", 0, RPC_PARSE_ERROR, false, "invalid JSON"},
+        {"not json", 0, RPC_PARSE_ERROR, false, "invalid JSON"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", 0, RPC_PARSE_ERROR, false, "UTF-8"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\0", 38, RPC_PARSE_ERROR, false, "NUL"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} {}", 0, RPC_PARSE_ERROR, false, "more than one"},
+        {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}]", 0, RPC_INVALID_REQUEST, false, "batches"},
+        {"[]", 0, RPC_INVALID_REQUEST, false, "batches"},
+        {"42", 0, RPC_INVALID_REQUEST, false, "object"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, false, "id"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, false, "id"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, false, "id"},
+        {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, true, "2.0"},
+        {"{\"id\":1,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, true, "2.0"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1}", 0, RPC_INVALID_REQUEST, true, "missing"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 0, RPC_INVALID_REQUEST, true, "response"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", 0, RPC_INVALID_REQUEST, true, "method"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", 0, RPC_INVALID_REQUEST, true, "method"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"s\"}", 0, RPC_INVALID_REQUEST, true, "params"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"method\":\"y\"}", 0, RPC_INVALID_REQUEST, false, "twice"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct rpc_msg m;
+        struct rpc_error e;
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].line);
+        int r = rpc_decode(cases[i].line, len, RPC_DEFAULT_MAX_DEPTH, &m, &e);
+        if (r != -EINVAL || e.code != cases[i].code || (e.id != NULL) != cases[i].has_id ||
+            !strstr(e.message, cases[i].says))
+            fail_msg("case %zu (%s): r=%d code=%d id=%p message=%s", i, cases[i].line, r, e.code,
+                     (void *)e.id, e.message);
+        assert_null(m.root);
+        rpc_error_clear(&e);
+    }
+}
+
+static void decode_deep(void **state)
+{
+    /* Deep enough to overflow a recursive parser's stack if it ever got there. */
+    size_t n = 200000;
+    char *s = malloc(2 * n + 1);
+    memset(s, '[', n);
+    memset(s + n, ']', n);
+    s[2 * n] = '\0';
+    struct rpc_msg m;
+    struct rpc_error e;
+    assert_int_equal(rpc_decode(s, 2 * n, 64, &m, &e), -EINVAL);
+    assert_int_equal(e.code, RPC_INVALID_REQUEST);
+    assert_non_null(strstr(e.message, "nesting"));
+    free(s);
+    /* The top object and params count: 62 arrays inside are 64 levels, 63 are one too many. */
+    char line[400];
+    for (int arrays = 62; arrays <= 63; arrays++) {
+        int k = snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
+        for (int i = 0; i < arrays; i++)
+            line[k++] = '[';
+        for (int i = 0; i < arrays; i++)
+            line[k++] = ']';
+        line[k++] = '}';
+        line[k++] = '}';
+        line[k] = '\0';
+        int r = rpc_decode(line, (size_t)k, 64, &m, &e);
+        if (arrays == 62) {
+            assert_int_equal(r, 0);
+            rpc_msg_clear(&m);
+        } else {
+            assert_int_equal(r, -EINVAL);
+            assert_int_equal(e.code, RPC_INVALID_REQUEST);
+            assert_non_null(e.id == NULL ? "" : NULL);
+        }
+    }
+}
+
+static void encode_lines(void **state)
+{
+    cJSON *id = cJSON_CreateString("a\nb");
+    cJSON *res = cJSON_Parse("{\"text\":\"line1\\nline2\",\"n\":1}");
+    size_t len;
+    char *line = rpc_result_line(id, res, &len);
+    assert_non_null(line);
+    assert_int_equal(len, strlen(line));
+    assert_int_equal(line[len - 1], '\n');
+    assert_null(memchr(line, '\n', len - 1)); /* exactly one newline: the frame's own */
+    struct rpc_msg m;
+    struct rpc_error e;
+    cJSON *back = cJSON_ParseWithLength(line, len);
+    assert_non_null(back);
+    assert_string_equal(cJSON_GetObjectItem(back, "jsonrpc")->valuestring, "2.0");
+    assert_string_equal(cJSON_GetObjectItem(back, "id")->valuestring, "a\nb");
+    assert_true(cJSON_Compare(cJSON_GetObjectItem(back, "result"), res, true));
+    cJSON_Delete(back);
+    free(line);
+    line = rpc_error_line(NULL, RPC_PARSE_ERROR, "bad \"thing\"", NULL, &len);
+    back = cJSON_ParseWithLength(line, len);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(back, "id")));
+    cJSON *err = cJSON_GetObjectItem(back, "error");
+    assert_int_equal(cJSON_GetObjectItem(err, "code")->valueint, -32700);
+    assert_string_equal(cJSON_GetObjectItem(err, "message")->valuestring, "bad \"thing\"");
+    assert_null(cJSON_GetObjectItem(back, "result"));
+    cJSON_Delete(back);
+    free(line);
+    (void)m, (void)e;
+    cJSON_Delete(id);
+    cJSON_Delete(res);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(framing_lines),
+        cmocka_unit_test(framing_too_long_streamed),
+        cmocka_unit_test(framing_too_long_whole),
+        cmocka_unit_test(framing_sticky_failure),
+        cmocka_unit_test(framing_space_commit),
+        cmocka_unit_test(utf8_table),
+        cmocka_unit_test(depth_table),
+        cmocka_unit_test(decode_valid),
+        cmocka_unit_test(decode_invalid),
+        cmocka_unit_test(decode_deep),
+        cmocka_unit_test(encode_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

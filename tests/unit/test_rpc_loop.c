@@ -1,0 +1,672 @@
+/* tests/unit/test_rpc_loop.c: the event loop, agent connections and the method table, over real
+ * pipes, with a test tool surface whose "block" tool waits until the test releases it. No timing:
+ * every assertion is about what was answered and in which order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "supervisor/agent.h"
+#include "supervisor/trail.h"
+#include "supervisor/trail_internal.h"
+
+#include <sqlite3.h>
+
+/* ---- a test surface ---- */
+
+struct test_tools {
+    struct tool_ctx ctx; /* first: the surface gets &ctx */
+    int release_rd;      /* "block" reads one byte from here */
+    int calls;           /* tool calls performed (atomic) */
+};
+
+static cJSON *t_list(const struct tool_ctx *ctx)
+{
+    return cJSON_Parse("[{\"name\":\"echo\",\"inputSchema\":{\"type\":\"object\"}},"
+                       "{\"name\":\"block\",\"inputSchema\":{\"type\":\"object\"}}]");
+}
+
+static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result, bool *is_error)
+{
+    struct test_tools *t = (struct test_tools *)ctx;
+    __atomic_add_fetch(&t->calls, 1, __ATOMIC_SEQ_CST);
+    *is_error = false;
+    if (!strcmp(tool, "echo")) {
+        *result = cJSON_CreateObject();
+        cJSON_AddItemToObject(*result, "echo", cJSON_Duplicate(args, true));
+        return 0;
+    }
+    if (!strcmp(tool, "block")) {
+        char c;
+        (void)!read(t->release_rd, &c, 1);
+        *result = cJSON_Parse("{\"released\":true}");
+        return 0;
+    }
+    if (!strcmp(tool, "toolerr")) {
+        *is_error = true;
+        *result = cJSON_Parse("{\"error\":\"no such file\",\"code\":\"FILE_NOT_FOUND\"}");
+        return 0;
+    }
+    if (!strcmp(tool, "crash"))
+        return -EIO;
+    return -ENOENT;
+}
+
+static const struct tool_surface test_surface = {"test", t_list, t_call};
+
+/* ---- a client end and a server ---- */
+
+struct client {
+    int to_srv, from_srv;  /* the test's ends */
+    int srv_in, srv_out;   /* the server's ends */
+    char buf[1 << 16];
+    size_t len;
+    struct agent *agent;
+    int ended; /* enum agent_end, 0 while connected */
+};
+
+struct server {
+    struct loop *loop;
+    struct pool *pool;
+    struct agent_host *host;
+    struct test_tools tools;
+    int release_wr;
+};
+
+static void on_end(struct agent *a, enum agent_end why, void *data)
+{
+    ((struct client *)data)->ended = (int)why;
+}
+
+static void server_start_trail(struct server *s, const struct agent_host_opts *o, struct trail *t)
+{
+    memset(s, 0, sizeof(*s));
+    struct cerr err;
+    assert_int_equal(loop_new(&s->loop, &err), 0);
+    assert_int_equal(pool_new(s->loop, 4, &s->pool, &err), 0);
+    assert_int_equal(agent_host_new(s->loop, s->pool, t, o, &s->host, &err), 0);
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    s->tools.release_rd = p[0];
+    s->release_wr = p[1];
+    s->tools.ctx.root_fd = -1;
+}
+
+static void server_start(struct server *s, const struct agent_host_opts *o)
+{
+    server_start_trail(s, o, NULL);
+}
+
+static void client_connect(struct server *s, struct client *c)
+{
+    memset(c, 0, sizeof(*c));
+    int a[2], b[2];
+    assert_int_equal(pipe2(a, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(b, O_CLOEXEC), 0);
+    c->to_srv = a[1];
+    c->srv_in = a[0];
+    c->srv_out = b[1];
+    c->from_srv = b[0];
+    fcntl(c->from_srv, F_SETFL, O_NONBLOCK);
+    struct agent_config ac = {.name = "t", .in_fd = c->srv_in, .out_fd = c->srv_out,
+                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c};
+    struct cerr err;
+    assert_int_equal(agent_new(s->host, &ac, &c->agent, &err), 0);
+}
+
+static void client_close(struct client *c)
+{
+    agent_free(c->agent);
+    close(c->to_srv);
+    close(c->from_srv);
+    close(c->srv_in);
+    close(c->srv_out);
+}
+
+static void server_stop(struct server *s)
+{
+    /* Let blocked calls finish so the pool can be joined. */
+    for (int i = 0; i < 64; i++)
+        (void)!write(s->release_wr, "x", 1);
+    pool_free(s->pool);
+    agent_host_free(s->host);
+    loop_free(s->loop);
+    close(s->tools.release_rd);
+    close(s->release_wr);
+}
+
+static void send_line(struct client *c, const char *s)
+{
+    assert_int_equal(util_write_all(c->to_srv, s, strlen(s)), 0);
+    assert_int_equal(util_write_all(c->to_srv, "\n", 1), 0);
+}
+
+/* A complete line from the server if one has arrived (no loop turn), else NULL. Caller frees. */
+static char *try_line(struct client *c)
+{
+    for (;;) {
+        char *nl = memchr(c->buf, '\n', c->len);
+        if (nl) {
+            size_t n = (size_t)(nl - c->buf);
+            char *line = strndup(c->buf, n);
+            memmove(c->buf, nl + 1, c->len - n - 1);
+            c->len -= n + 1;
+            return line;
+        }
+        if (c->len == sizeof(c->buf))
+            fail_msg("response line too long for the test buffer");
+        ssize_t r = read(c->from_srv, c->buf + c->len, sizeof(c->buf) - c->len);
+        if (r <= 0)
+            return NULL;
+        c->len += (size_t)r;
+    }
+}
+
+/* Runs loop turns until C has a line; fails after many idle turns (a lost answer, not a slow one). */
+static cJSON *recv_msg(struct server *s, struct client *c)
+{
+    for (int turns = 0; turns < 2000; turns++) {
+        char *line = try_line(c);
+        if (line) {
+            cJSON *j = cJSON_Parse(line);
+            if (!j)
+                fail_msg("server sent invalid JSON: %s", line);
+            free(line);
+            return j;
+        }
+        struct cerr err;
+        assert_true(loop_run_once(s->loop, 10, &err) >= 0);
+    }
+    fail_msg("no answer from the server");
+    return NULL;
+}
+
+static cJSON *call(struct server *s, struct client *c, const char *req)
+{
+    send_line(c, req);
+    return recv_msg(s, c);
+}
+
+static int error_code(const cJSON *resp)
+{
+    const cJSON *e = cJSON_GetObjectItem(resp, "error");
+    return e ? cJSON_GetObjectItem(e, "code")->valueint : 0;
+}
+
+static void expect_error(struct server *s, struct client *c, const char *req, int code, bool id_null)
+{
+    cJSON *r = call(s, c, req);
+    if (error_code(r) != code) {
+        char *t = cJSON_PrintUnformatted(r);
+        fail_msg("%s: want error %d, got %s", req, code, t);
+    }
+    assert_int_equal(cJSON_IsNull(cJSON_GetObjectItem(r, "id")), id_null);
+    cJSON_Delete(r);
+}
+
+static void expect_pong(struct server *s, struct client *c, int id)
+{
+    char req[100];
+    snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}", id);
+    cJSON *r = call(s, c, req);
+    assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, id);
+    assert_true(cJSON_IsObject(cJSON_GetObjectItem(r, "result")));
+    cJSON_Delete(r);
+}
+
+#define INIT "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
+
+static void initialize(struct server *s, struct client *c)
+{
+    cJSON *r = call(s, c, INIT);
+    cJSON *res = cJSON_GetObjectItem(r, "result");
+    assert_non_null(res);
+    assert_string_equal(cJSON_GetObjectItem(res, "protocolVersion")->valuestring, "2025-06-18");
+    send_line(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    cJSON_Delete(r);
+}
+
+/* ---- tests ---- */
+
+static void lifecycle(void **state)
+{
+    struct server s;
+    struct client c;
+    server_start(&s, NULL);
+    client_connect(&s, &c);
+    /* Before initialize: discover and ping yes, tools no (the table says so). */
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}");
+    cJSON *res = cJSON_GetObjectItem(r, "result");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "serverInfo"), "name")->valuestring, "corral");
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(res, "supportedVersions")) >= 2);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "capabilities"), "tools"));
+    cJSON_Delete(r);
+    expect_pong(&s, &c, 2);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}", RPC_NOT_INITIALIZED, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+                 RPC_NOT_INITIALIZED, false);
+    /* The stateless revision carries its version per request instead. */
+    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                     "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "tools")), 2);
+    cJSON_Delete(r);
+    initialize(&s, &c);
+    expect_error(&s, &c, INIT, RPC_INVALID_REQUEST, false); /* once only */
+    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":\"L\",\"method\":\"tools/list\"}");
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "L");
+    cJSON *tools = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "tools");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(tools, 0), "name")->valuestring, "echo");
+    cJSON_Delete(r);
+    /* An unknown version is answered with ours. */
+    struct client c2;
+    client_connect(&s, &c2);
+    r = call(&s, &c2, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\"}}");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "protocolVersion")->valuestring,
+                        dispatch_protocol_versions[1]);
+    cJSON_Delete(r);
+    client_close(&c2);
+    client_close(&c);
+    server_stop(&s);
+}
+
+static void tool_calls(void **state)
+{
+    struct server s;
+    struct client c;
+    server_start(&s, NULL);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":[1,\"\\u00e9\\n\"]}}}");
+    cJSON *res = cJSON_GetObjectItem(r, "result");
+    cJSON *sc = cJSON_GetObjectItem(res, "structuredContent");
+    cJSON *want = cJSON_Parse("{\"echo\":{\"x\":[1,\"\\u00e9\\n\"]}}");
+    assert_true(cJSON_Compare(sc, want, true));
+    cJSON *content = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "content"), 0);
+    assert_string_equal(cJSON_GetObjectItem(content, "type")->valuestring, "text");
+    cJSON *text = cJSON_Parse(cJSON_GetObjectItem(content, "text")->valuestring);
+    assert_true(cJSON_Compare(text, want, true)); /* the text is the same object, as JSON */
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(res, "isError")));
+    cJSON_Delete(text), cJSON_Delete(want), cJSON_Delete(r);
+    /* No arguments at all is an empty object. */
+    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    assert_true(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "echo")));
+    cJSON_Delete(r);
+    /* A tool failure is a result with isError, not a JSON-RPC error. */
+    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"toolerr\",\"arguments\":{}}}");
+    res = cJSON_GetObjectItem(r, "result");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")));
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "structuredContent"), "code")->valuestring, "FILE_NOT_FOUND");
+    cJSON_Delete(r);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\",\"arguments\":{}}}", RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}", RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}", RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\",\"params\":[\"echo\"]}", RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\",\"params\":{\"name\":7}}", RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"name\":\"crash\"}}", RPC_INTERNAL_ERROR, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"resources/list\"}", RPC_METHOD_NOT_FOUND, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"notifications/initialized\"}", RPC_INVALID_REQUEST, false);
+    /* Notifications get no answer, known or not, even a tools/call: the next line is the pong. */
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such\"}");
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}");
+    expect_pong(&s, &c, 20);
+    struct agent_stats st;
+    agent_get_stats(c.agent, &st);
+    assert_int_equal(st.abuse, 0); /* method errors are not abuse */
+    assert_int_equal(st.notifications, 4);
+    client_close(&c);
+    server_stop(&s);
+}
+
+static void hostile_lines(void **state)
+{
+    struct server s;
+    struct client c;
+    struct agent_host_opts o = {.max_message = 4096};
+    server_start(&s, &o);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\"", RPC_PARSE_ERROR, true);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xc3\x28ng\"}", RPC_PARSE_ERROR, true);
+    expect_error(&s, &c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", RPC_INVALID_REQUEST, true);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", RPC_INVALID_REQUEST, true);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":7}", RPC_INVALID_REQUEST, false);
+    char deep[3000];
+    memset(deep, '[', 1000);
+    memset(deep + 1000, ']', 1000);
+    deep[2000] = '\0';
+    expect_error(&s, &c, deep, RPC_INVALID_REQUEST, true);
+    /* Over the cap: one error, the rest of the line dropped, the next line served. */
+    char *big = malloc(20000);
+    memset(big, 'a', 19999);
+    big[19999] = '\0';
+    send_line(&c, big);
+    free(big);
+    cJSON *r = recv_msg(&s, &c);
+    assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
+    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring, "longer than 4096"));
+    cJSON_Delete(r);
+    expect_pong(&s, &c, 77);
+    struct agent_stats st;
+    agent_get_stats(c.agent, &st);
+    assert_int_equal(st.abuse, 7);
+    assert_int_equal(c.ended, 0);
+    client_close(&c);
+    server_stop(&s);
+}
+
+static void abuse_limit_fails_only_that_agent(void **state)
+{
+    struct server s;
+    struct client bad, good;
+    struct agent_host_opts o = {.abuse_limit = 5};
+    server_start(&s, &o);
+    client_connect(&s, &bad);
+    client_connect(&s, &good);
+    initialize(&s, &good);
+    for (int i = 0; i < 10; i++)
+        send_line(&bad, "garbage");
+    for (int i = 0; i < 5; i++) {
+        cJSON *r = recv_msg(&s, &bad);
+        assert_int_equal(error_code(r), RPC_PARSE_ERROR);
+        cJSON_Delete(r);
+    }
+    cJSON *r = recv_msg(&s, &bad);
+    assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
+    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring, "too many"));
+    cJSON_Delete(r);
+    for (int i = 0; i < 100 && !bad.ended; i++)
+        loop_run_once(s.loop, 10, NULL);
+    assert_int_equal(bad.ended, AGENT_END_ABUSE);
+    /* Nothing more is read from it: the 6th..10th garbage lines got no answer. */
+    assert_null(try_line(&bad));
+    expect_pong(&s, &good, 1);
+    assert_int_equal(good.ended, 0);
+    client_close(&bad);
+    client_close(&good);
+    server_stop(&s);
+}
+
+static void slow_call_does_not_stall_others(void **state)
+{
+    struct server s;
+    struct client a, b;
+    server_start(&s, NULL);
+    client_connect(&s, &a);
+    client_connect(&s, &b);
+    initialize(&s, &a);
+    initialize(&s, &b);
+    send_line(&a, "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    /* A's call now holds a worker until released; B and A itself are still answered. */
+    for (int i = 0; i < 3; i++) {
+        char req[128];
+        snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"i\":%d}}}", i, i);
+        cJSON *r = call(&s, &b, req);
+        assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, i);
+        cJSON_Delete(r);
+    }
+    cJSON *r = call(&s, &a, "{\"jsonrpc\":\"2.0\",\"id\":\"fast\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "fast"); /* answered before "slow" */
+    cJSON_Delete(r);
+    struct agent_stats st;
+    agent_get_stats(a.agent, &st);
+    assert_int_equal(st.inflight, 1);
+    assert_int_equal(util_write_all(s.release_wr, "x", 1), 0);
+    r = recv_msg(&s, &a);
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "slow");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "released")));
+    cJSON_Delete(r);
+    client_close(&a);
+    client_close(&b);
+    server_stop(&s);
+}
+
+/* A flood from an agent that does not read its answers: the server stops reading it once its
+ * output queue is full (bounded memory), and resumes when the agent reads. */
+static void flood_back_pressure(void **state)
+{
+    struct server s;
+    struct client c;
+    struct agent_host_opts o = {.max_queued_bytes = 4096};
+    server_start(&s, &o);
+    client_connect(&s, &c);
+    fcntl(c.srv_out, F_SETPIPE_SZ, 4096);
+    enum { N = 20000 };
+    pid_t writer = fork();
+    if (writer == 0) {
+        for (int i = 0; i < N; i++) {
+            char req[100];
+            int n = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
+            if (util_write_all(c.to_srv, req, (size_t)n) < 0)
+                _exit(1);
+        }
+        _exit(0);
+    }
+    /* Run until the server has stopped reading it: its answers are not being read. */
+    struct agent_stats st;
+    size_t max_queued = 0;
+    int turns = 0;
+    do {
+        assert_true(loop_run_once(s.loop, 10, NULL) >= 0);
+        agent_get_stats(c.agent, &st);
+        if (st.queued_bytes > max_queued)
+            max_queued = st.queued_bytes;
+    } while (st.reading && ++turns < 100000);
+    assert_false(st.reading);
+    /* Now read everything, running the loop, and check every answer arrives in order. */
+    int next = 0;
+    for (turns = 0; next < N && turns < 1000000; turns++) {
+        char *line;
+        while (next < N && (line = try_line(&c))) {
+            cJSON *r = cJSON_Parse(line);
+            assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, next);
+            next++;
+            cJSON_Delete(r);
+            free(line);
+        }
+        assert_true(loop_run_once(s.loop, 10, NULL) >= 0);
+        agent_get_stats(c.agent, &st);
+        if (st.queued_bytes > max_queued)
+            max_queued = st.queued_bytes;
+    }
+    assert_int_equal(next, N);
+    /* Bounded: the cap plus one turn's worth of answers to lines already buffered is not needed. */
+    assert_true(max_queued <= 4096 + 128);
+    int status;
+    assert_int_equal(waitpid(writer, &status, 0), writer);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    client_close(&c);
+    server_stop(&s);
+}
+
+static void eof_after_answers(void **state)
+{
+    struct server s;
+    struct client c;
+    server_start(&s, NULL);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    close(c.to_srv);
+    c.to_srv = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    for (int i = 0; i < 20; i++)
+        loop_run_once(s.loop, 5, NULL);
+    assert_int_equal(c.ended, 0); /* a call is still running: its answer is owed */
+    assert_int_equal(util_write_all(s.release_wr, "x", 1), 0);
+    cJSON *r = recv_msg(&s, &c);
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "b");
+    cJSON_Delete(r);
+    for (int i = 0; i < 100 && !c.ended; i++)
+        loop_run_once(s.loop, 5, NULL);
+    assert_int_equal(c.ended, AGENT_END_EOF);
+    client_close(&c);
+    server_stop(&s);
+}
+
+static void free_while_call_runs(void **state)
+{
+    struct server s;
+    struct client c;
+    server_start(&s, NULL);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    for (int i = 0; i < 5; i++)
+        loop_run_once(s.loop, 5, NULL);
+    assert_int_equal(agent_host_inflight(s.host), 1);
+    client_close(&c); /* the agent object lives on until its call returns */
+    server_stop(&s);  /* releases and joins: the deferred free runs, ASan sees no leak */
+}
+
+struct seen {
+    int in, out, start, end;
+    char order[64];
+    size_t n;
+};
+
+static int count_entry(const struct trail_entry *e, void *ctx)
+{
+    struct seen *s = ctx;
+    char k = 0;
+    if (!strcmp(e->type, "protocol_message"))
+        k = strstr(e->body, "\"direction\":\"in\"") ? (s->in++, 'i') : (s->out++, 'o');
+    else if (!strcmp(e->type, "tool_call"))
+        k = strstr(e->body, "\"phase\":\"start\"") ? (s->start++, 's') : (s->end++, 'e');
+    if (k && s->n + 1 < sizeof(s->order))
+        s->order[s->n++] = k;
+    return 0;
+}
+
+/* Every message and call is in the trail, and each call's start entry precedes its answer. */
+static void trail_records_messages(void **state)
+{
+    char dir[] = "/tmp/test_rpc_trail.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/trail.db", dir);
+    struct trail *t;
+    struct cerr err;
+    assert_int_equal(trail_open(path, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    struct server s;
+    struct client c;
+    server_start_trail(&s, NULL, t);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}}");
+    cJSON_Delete(r);
+    expect_error(&s, &c, "bad \xff line", RPC_PARSE_ERROR, true);
+    client_close(&c);
+    server_stop(&s);
+    trail_close(t);
+    struct trail_reader *rd;
+    assert_int_equal(trail_reader_open(path, &rd, &err), 0);
+    struct seen seen = {0};
+    assert_int_equal(trail_query(rd, &(struct trail_filter){0}, count_entry, &seen, &err), 0);
+    trail_reader_close(rd);
+    /* initialize (in, out), initialized (in), call (in, start, end, out), bad line (in, out). */
+    assert_int_equal(seen.in, 4);
+    assert_int_equal(seen.out, 3);
+    assert_int_equal(seen.start, 1);
+    assert_int_equal(seen.end, 1);
+    seen.order[seen.n] = '\0';
+    assert_string_equal(seen.order, "ioiiseoio");
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static int deny_all(void *u, int action, const char *a, const char *b, const char *c, const char *d)
+{
+    (void)u, (void)action, (void)a, (void)b, (void)c, (void)d;
+    return SQLITE_DENY;
+}
+
+/* Write-ahead: when the trail cannot be written, a tool call is refused and never performed. */
+static void trail_failure_refuses_calls(void **state)
+{
+    char dir[] = "/tmp/test_rpc_trail.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof(path), "%s/trail.db", dir);
+    struct trail *t;
+    struct cerr err;
+    assert_int_equal(trail_open(path, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    struct server s;
+    struct client c;
+    server_start_trail(&s, NULL, t);
+    client_connect(&s, &c);
+    initialize(&s, &c);
+    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    assert_non_null(cJSON_GetObjectItem(r, "result"));
+    cJSON_Delete(r);
+    assert_int_equal(s.tools.calls, 1);
+    /* From now on the database refuses every statement: the next append or commit fails. */
+    assert_int_equal(sqlite3_set_authorizer(trail_db_handle(t), deny_all, NULL), SQLITE_OK);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+                 RPC_INTERNAL_ERROR, false);
+    assert_true(trail_degraded(t));
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+                 RPC_INTERNAL_ERROR, false);
+    assert_int_equal(s.tools.calls, 1); /* neither refused call was performed */
+    client_close(&c);
+    server_stop(&s);
+    trail_close(t);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* One loop, many agents: each is served in full. */
+static void many_agents(void **state)
+{
+    enum { N = 48 };
+    static struct client cs[N];
+    struct server s;
+    server_start(&s, NULL);
+    for (int i = 0; i < N; i++)
+        client_connect(&s, &cs[i]);
+    for (int i = 0; i < N; i++) {
+        send_line(&cs[i], INIT);
+        char req[160];
+        snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"who\":%d}}}", 100 + i, i);
+        send_line(&cs[i], req);
+    }
+    for (int i = N - 1; i >= 0; i--) {
+        cJSON *r = recv_msg(&s, &cs[i]);
+        assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, 0);
+        cJSON_Delete(r);
+        r = recv_msg(&s, &cs[i]);
+        assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, 100 + i);
+        cJSON *sc = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent");
+        assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sc, "echo"), "who")->valueint, i);
+        cJSON_Delete(r);
+    }
+    for (int i = 0; i < N; i++)
+        client_close(&cs[i]);
+    server_stop(&s);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lifecycle),
+        cmocka_unit_test(tool_calls),
+        cmocka_unit_test(hostile_lines),
+        cmocka_unit_test(abuse_limit_fails_only_that_agent),
+        cmocka_unit_test(slow_call_does_not_stall_others),
+        cmocka_unit_test(flood_back_pressure),
+        cmocka_unit_test(eof_after_answers),
+        cmocka_unit_test(free_while_call_runs),
+        cmocka_unit_test(trail_records_messages),
+        cmocka_unit_test(trail_failure_refuses_calls),
+        cmocka_unit_test(many_agents),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
