@@ -1,0 +1,195 @@
+# tests/e2e/exec_sandbox.sh: `corral exec` against hostile probes: every escape of issue 2 is
+# tried from INSIDE a real sandbox and the denial asserted, plus the ordinary cases.
+. "$TOP/tests/lib.sh"
+P="$HOSTILE/probe"
+
+# expect_result NAME OUTPUT KEY VALUE: the probe reported "RESULT KEY VALUE"
+expect_result() {
+    if printf '%s\n' "$2" | grep -qx "RESULT $3 $4"; then ok "$1"
+    else fail "$1" "want RESULT $3 $4, probe said:" "$(printf '%s' "$2" | head -c 1500)"; fi
+}
+
+# --- the ordinary cases: output and status pass through
+run_capture out err rc "$CORRAL" exec -- /bin/sh -c 'echo hello from sh; exit 7'
+expect_status "sh: status passes through" 7 "$rc" "$err"
+expect_match "sh: output passes through" '^hello from sh$' "$out"
+run_capture out err rc "$CORRAL" exec -- /bin/ls /
+expect_match "ls sees the minimal root" '^usr$' "$out"
+expect_nomatch "ls does not see the host's /root or /home" '^(root|home|var|boot)$' "$out"
+run_capture out err rc "$CORRAL" exec -- "$HOSTILE/hello" 3 a b
+expect_status "C binary: status" 3 "$rc" "$err"
+expect_match "C binary: output" '^3 a b$' "$out"
+cat >"$T_TMP/script.py" <<'PY'
+#!/usr/bin/python3
+import sys
+print("python", sys.argv[1:])
+sys.exit(5)
+PY
+chmod 755 "$T_TMP/script.py"
+run_capture out err rc "$CORRAL" exec -- "$T_TMP/script.py" x
+expect_status "python script via shebang: status" 5 "$rc" "$err"
+expect_match "python script via shebang: output" "^python \['x'\]$" "$out"
+echo "piped input" | "$CORRAL" exec -- /bin/cat >"$T_TMP/o" 2>&1
+expect_match "stdin passes through" '^piped input$' "$(cat "$T_TMP/o")"
+
+# --- exit statuses of design.md section 3
+run_capture out err rc "$CORRAL" exec -- no-such-program-xyz
+expect_status "not found: 127" 127 "$rc" "$err"
+expect_match "not found: one clear line" 'no-such-program-xyz: command not found' "$err"
+printf 'not executable\n' >"$T_TMP/noexec"
+chmod 644 "$T_TMP/noexec"
+run_capture out err rc "$CORRAL" exec -- "$T_TMP/noexec"
+expect_status "not executable: 126" 126 "$rc" "$err"
+run_capture out err rc "$CORRAL" exec -- /bin/sh -c 'kill -TERM $$'
+expect_status "killed by a signal: 128+N" 143 "$rc" "$err"
+run_capture out err rc "$CORRAL" exec --memory banana -- /bin/true
+expect_status "bad option value: usage error 2" 2 "$rc" "$err"
+expect_match "bad option value names the fix" "--memory: 'banana' is not a size" "$err"
+run_capture out err rc "$CORRAL" exec --ro /no/such/path -- /bin/true
+expect_status "missing bind source: usage error" 2 "$rc" "$err"
+run_capture out err rc "$CORRAL" exec --help
+expect_match "exec --help" 'usage: corral exec' "$out"
+
+# --- the file system
+run_capture out err rc "$CORRAL" exec -- "$P" read /etc/shadow
+expect_result "host secret /etc/shadow is not visible" "$out" read ENOENT
+run_capture out err rc "$CORRAL" exec -- "$P" read /root/.bashrc
+expect_result "host /root is not visible" "$out" read ENOENT
+run_capture out err rc "$CORRAL" exec -- "$P" create /usr/corral-probe
+expect_result "writing under /usr is refused" "$out" create EROFS
+if [ -e /usr/corral-probe ]; then fail "nothing written under host /usr"; else ok "nothing written under host /usr"; fi
+run_capture out err rc "$CORRAL" exec -- "$P" create /corral-probe
+expect_result "writing in / is refused" "$out" create EROFS
+run_capture out err rc "$CORRAL" exec -- "$P" create /tmp/ok
+expect_result "private /tmp is writable" "$out" create OK
+run_capture out err rc "$CORRAL" exec --tmp-size 1M -- /bin/sh -c 'head -c 3000000 /dev/zero > /tmp/big'
+if [ "$rc" -ne 0 ]; then ok "private /tmp is size-capped"; else fail "private /tmp is size-capped" "a 3 MB write into a 1M /tmp succeeded"; fi
+mkdir -p "$T_TMP/ro" && echo secret-ro >"$T_TMP/ro/f"
+run_capture out err rc "$CORRAL" exec --ro "$T_TMP/ro:/data" -- /bin/sh -c 'cat /data/f; echo x > /data/f'
+expect_match "--ro bind is readable" '^secret-ro$' "$out"
+expect_match "--ro bind is not writable" 'Read-only file system|Permission denied' "$err"
+mkdir -p "$T_TMP/rw"
+run_capture out err rc "$CORRAL" exec --rw "$T_TMP/rw:/work" -- /bin/sh -c 'echo made > /work/new'
+expect_status "--rw bind is writable" 0 "$rc" "$err"
+if [ "$(stat -c %u "$T_TMP/rw/new" 2>/dev/null)" = "$(stat -c %u "$T_TMP/rw")" ]; then ok "--rw writes are stored as the directory's owner (id-mapped)"
+else fail "--rw writes are stored as the directory's owner (id-mapped)" "$(ls -ln "$T_TMP/rw")"; fi
+
+# --- namespaces, mounts, kernel surface: denied by seccomp with EPERM, the program keeps running
+run_capture out err rc "$CORRAL" exec -- "$P" mount
+expect_result "mount is refused" "$out" mount EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" unshare
+expect_result "unshare(CLONE_NEWUSER) is refused" "$out" unshare-user EPERM
+expect_result "unshare(CLONE_NEWNET) is refused" "$out" unshare-net EPERM
+expect_result "unshare(CLONE_NEWNS) is refused" "$out" unshare-mount EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" setns
+expect_result "setns is refused" "$out" setns EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" clone-ns
+expect_result "clone with a namespace flag is refused" "$out" clone-newuser EPERM
+expect_result "clone3 answers ENOSYS (libc falls back to checkable clone)" "$out" clone3 ENOSYS
+run_capture out err rc "$CORRAL" exec -- "$P" ptrace
+expect_result "ptrace of another process is refused" "$out" ptrace-attach EPERM
+expect_result "ptrace of the sandbox's init is refused" "$out" ptrace-init EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" process_vm_readv
+expect_result "process_vm_readv is refused" "$out" process_vm_readv EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" kernel
+for k in bpf perf_event_open userfaultfd io_uring_setup keyctl add_key init_module kexec_load open_by_handle_at; do
+    expect_result "$k is refused" "$out" "$k" EPERM
+done
+expect_result "an x32 syscall is refused" "$out" x32-getpid EPERM
+run_capture out err rc "$CORRAL" exec -- "$P" tiocsti
+expect_result "ioctl TIOCSTI is refused" "$out" tiocsti EPERM
+expect_result "ioctl TIOCSTI with high bits set is refused (low 32 bits compared)" "$out" tiocsti-high-bits EPERM
+expect_result "ioctl TIOCLINUX is refused" "$out" tioclinux EPERM
+expect_result "other ioctls still reach the kernel" "$out" tiocgwinsz ENOTTY
+
+# --- network
+run_capture out err rc "$CORRAL" exec -- "$P" socket
+expect_result "network none: TCP socket refused" "$out" socket-inet EPERM
+expect_result "network none: IPv6 socket refused" "$out" socket-inet6 EPERM
+expect_result "netlink socket refused" "$out" socket-netlink EPERM
+expect_result "packet socket refused" "$out" socket-packet EPERM
+expect_result "AF_VSOCK refused" "$out" socket-vsock EPERM
+expect_result "AF_UNIX allowed" "$out" socket-unix OK
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+s.settimeout(20)
+try:
+    while True:
+        c, _ = s.accept(); c.close()
+except Exception:
+    pass
+' >"$T_TMP/port" &
+LISTENER=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T_TMP/port" ] && break; sleep 0.1; done
+PORT=$(cat "$T_TMP/port")
+run_capture out err rc "$CORRAL" exec --net loopback -- "$P" connect "$PORT"
+expect_result "--net loopback: the host's loopback service is unreachable" "$out" connect ECONNREFUSED
+run_capture out err rc "$CORRAL" exec --net loopback -- "$P" loopback
+expect_result "--net loopback: the sandbox's own lo is up" "$out" loopback OK
+run_capture out err rc "$CORRAL" exec --net loopback -- "$P" socket
+expect_result "--net loopback: AF_VSOCK still refused" "$out" socket-vsock EPERM
+kill "$LISTENER" 2>/dev/null; wait "$LISTENER" 2>/dev/null
+
+# --- privileges
+run_capture out err rc "$CORRAL" exec -- "$P" ids
+expect_result "runs as an unprivileged uid inside" "$out" uid 1000
+for c in CapInh CapPrm CapEff CapBnd CapAmb; do expect_result "$c is empty" "$out" "$c" 0000000000000000; done
+expect_result "no_new_privs is set" "$out" NoNewPrivs 1
+expect_result "seccomp filter mode" "$out" Seccomp 2
+cp "$HOSTILE/euid" "$T_TMP/suid" && chown 0:0 "$T_TMP/suid" && chmod 4755 "$T_TMP/suid"
+run_capture out err rc "$CORRAL" exec -- "$T_TMP/suid"
+expect_result "a setuid-root binary gains nothing" "$out" euid 1000
+run_capture out err rc "$CORRAL" exec -- "$P" fds
+expect_result "only fds 0-2 are open" "$out" open_fds 3
+exec 7>"$T_TMP/leak"
+run_capture out err rc "$CORRAL" exec -- "$P" fds
+expect_result "an fd corral inherited does not leak in" "$out" open_fds 3
+exec 7>&-
+run_capture out err rc "$CORRAL" exec -- "$P" pid
+expect_result "the program's pid is the sandbox's own" "$out" pid 2
+expect_result "its pid 1 is corral's init" "$out" init corral
+expect_result "it runs in a session of its own" "$out" sid 2
+expect_result "no controlling terminal" "$out" dev-tty ENOENT
+
+# --- budgets
+run_capture out err rc "$CORRAL" exec --pids 16 -- "$P" forkbomb
+expect_result "fork bomb stopped at the pids budget" "$out" fork-error EAGAIN
+n=$(printf '%s\n' "$out" | sed -n 's/^RESULT forked //p')
+if [ -n "$n" ] && [ "$n" -lt 16 ]; then ok "fork bomb: fewer than 16 processes"; else fail "fork bomb: fewer than 16 processes" "forked=$n"; fi
+expect_match "pids budget reported" 'budget_exceeded: pids' "$err"
+run_capture out err rc "$CORRAL" exec --memory 32M -- "$P" memhog
+expect_status "memory hog killed (SIGKILL: 137)" 137 "$rc" "$err"
+expect_match "memory budget reported" 'budget_exceeded: memory' "$err"
+expect_nomatch "memory hog did not get past 64 MiB" 'RESULT allocated (64|[1-9][0-9][0-9])' "$out"
+run_capture out err rc "$CORRAL" exec --cpus 0.2 -- "$P" spin 1.5
+pct=$(printf '%s\n' "$out" | sed -n 's/^RESULT cpu-share-pct //p')
+if [ -n "$pct" ] && [ "$pct" -le 40 ]; then ok "cpu spinner held to its share (0.2 CPU: ${pct}%)"; else fail "cpu spinner held to its share" "cpu share ${pct}% of wall time with --cpus 0.2"; fi
+run_capture out err rc "$CORRAL" exec --stats -- /bin/true
+expect_match "--stats reports usage" 'corral: stats: wall=[0-9.]+s cpu=[0-9.]+s memory_peak=' "$err"
+
+# --- time and teardown
+run_capture out err rc "$CORRAL" exec --timeout 0.5 -- /bin/sleep 30
+expect_status "sleeper ended by the timeout: 124" 124 "$rc" "$err"
+expect_match "timeout reported" 'timeout' "$err"
+marker="$(od -An -N4 -tu4 /dev/urandom | tr -d ' ').5"
+"$CORRAL" exec -- /bin/sleep "$marker" &
+CP=$!
+for i in $(seq 50); do pgrep -f "^/bin/sleep $marker\$" >/dev/null && break; sleep 0.1; done
+if pgrep -f "^/bin/sleep $marker\$" >/dev/null; then ok "sleeper started"; else fail "sleeper started"; fi
+kill -KILL "$CP"
+wait "$CP" 2>/dev/null
+gone=no
+for i in $(seq 50); do pgrep -f "^/bin/sleep $marker\$" >/dev/null || { gone=yes; break; }; sleep 0.1; done
+if [ $gone = yes ]; then ok "corral killed with SIGKILL leaves no sandboxed process alive"
+else fail "corral killed with SIGKILL leaves no sandboxed process alive" "$(pgrep -af "sleep $marker")"; fi
+"$CORRAL" exec -- /bin/true
+if ls -d /sys/fs/cgroup/*/corral-"$CP"-* /sys/fs/cgroup/*/*/*/corral-"$CP"-* /sys/fs/cgroup/unified/corral-"$CP"-* 2>/dev/null | grep -q .; then
+    fail "the killed corral's cgroups are swept by the next run" "$(ls -d /sys/fs/cgroup/*/corral-"$CP"-* /sys/fs/cgroup/*/*/*/corral-"$CP"-* 2>/dev/null)"
+else ok "the killed corral's cgroups are swept by the next run"; fi
+"$CORRAL" exec -- /bin/true &
+CP2=$!
+wait "$CP2"
+if ls -d /sys/fs/cgroup/*/corral-"$CP2"-* /sys/fs/cgroup/*/*/*/corral-"$CP2"-* 2>/dev/null | grep -q .; then
+    fail "a finished run leaves no cgroup behind"; else ok "a finished run leaves no cgroup behind"; fi
