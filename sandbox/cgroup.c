@@ -22,6 +22,7 @@ struct cgroup {
     char *rel;              /* our cgroup, relative to each hierarchy's root */
     char *dir[CG_NCTL];     /* absolute directory per controller (v2: all the same one) */
     int ndirs;              /* distinct directories to remove, in dir[] order */
+    char *leaf;             /* v2: DIR/main, where the processes live (see cgroup_create) */
 };
 
 static unsigned long cg_counter;
@@ -192,11 +193,48 @@ static void sweep_stale(const char *dir)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
-        char p[4096];
+        char p[4096 + 8];
+        snprintf(p, sizeof(p), "%s/%s/main", dir, e->d_name);
+        (void)rmdir(p); /* v2's process leaf, if any */
         snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
         (void)rmdir(p); /* fails (EBUSY) while anything still runs in it: then it stays */
     }
     closedir(d);
+}
+
+/* cgroup v2 lets a cgroup hand controllers to its children only while no process lives in it
+ * (the "no internal processes" rule). corral's own cgroup usually holds corral itself: when that
+ * is all it holds, corral moves into a leaf of its own (corral-PID-0, swept like any other once
+ * corral is gone) and enables memory, pids and cpu for its children. */
+static int v2_enable_children(const char *dir, bool may_move_self, struct cerr *err)
+{
+    char p[4096], have[256];
+    snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+    if (util_read_file(p, have, sizeof(have)) == 0 && strstr(have, "memory") && strstr(have, "pids") &&
+        strstr(have, "cpu"))
+        return 0;
+    int r = util_write_file(p, "+memory +pids +cpu");
+    if (r == -EBUSY && may_move_self) {
+        char procs[4096], self[32];
+        snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+        snprintf(self, sizeof(self), "%ld\n", (long)getpid());
+        if (util_read_file(p, procs, sizeof(procs)) == 0 && !strcmp(procs, self)) {
+            char leaf[4096 + 64];
+            snprintf(leaf, sizeof(leaf), "%s/corral-%ld-0", dir, (long)getpid());
+            if ((mkdir(leaf, 0755) == 0 || errno == EEXIST)) {
+                char lp[sizeof(leaf) + 16];
+                snprintf(lp, sizeof(lp), "%s/cgroup.procs", leaf);
+                if (util_write_file(lp, self) == 0) {
+                    snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
+                    r = util_write_file(p, "+memory +pids +cpu");
+                }
+            }
+        }
+    }
+    if (r < 0)
+        return cerr_set(err, r, "cgroup v2: cannot enable memory, pids and cpu for the children of %s: %s%s", dir, strerror(-r),
+                        r == -EBUSY ? " (other processes share corral's cgroup; start corral in a cgroup of its own, e.g. 'systemd-run --scope -p Delegate=yes corral ...')" : "");
+    return 0;
 }
 
 int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, struct cgroup **out,
@@ -222,14 +260,28 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
         for (int i = 0; i < CG_NCTL; i++)
             cg->dir[i] = d;
         cg->ndirs = 1;
-        if (!parent) {
-            char pd[4096];
-            snprintf(pd, sizeof(pd), "%s%s", root, own);
+        char pd[4096];
+        snprintf(pd, sizeof(pd), "%s%s", root, parent ? parent->rel : own);
+        if (!parent)
             sweep_stale(pd);
+        if ((r = v2_enable_children(pd, !parent, err)) < 0) {
+            cg->ndirs = 0;
+            free(d);
+            for (int i = 0; i < CG_NCTL; i++)
+                cg->dir[i] = NULL;
+            goto fail;
         }
         if (mkdir(d, 0755) < 0) {
             r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own cgroup; run as root or under a delegated subtree)", d, strerror(errno));
             cg->ndirs = 0;
+            goto fail;
+        }
+        /* Processes go in DIR/main; DIR itself hands controllers to main and to nested command
+         * sandboxes, and carries the budgets for all of them. */
+        cg->leaf = util_printf("%s/main", d);
+        if (!cg->leaf || (r = v2_enable_children(d, false, err)) < 0 || mkdir(cg->leaf, 0755) < 0) {
+            if (r == 0)
+                r = cerr_set(err, errno ? errno : ENOMEM, "cgroup: cannot create %s/main: %s", d, strerror(errno));
             goto fail;
         }
     } else {
@@ -298,6 +350,12 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err)
 {
     char v[32];
     snprintf(v, sizeof(v), "%ld", (long)pid);
+    if (cg->v2) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/cgroup.procs", cg->leaf);
+        int r = util_write_file(p, v);
+        return r < 0 ? cerr_set(err, r, "cgroup: cannot move the sandbox into %s: %s", cg->leaf, strerror(-r)) : 0;
+    }
     for (int i = 0; i < CG_NCTL; i++) {
         if (!cg->dir[i])
             continue;
@@ -419,6 +477,14 @@ void cgroup_destroy(struct cgroup *cg)
 {
     if (!cg)
         return;
+    if (cg->leaf) {
+        for (int tries = 0; tries < 200 && rmdir(cg->leaf) < 0 && errno == EBUSY; tries++) {
+            kill_listed(cg->leaf);
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        free(cg->leaf);
+    }
     for (int i = CG_NCTL - 1; i >= 0; i--) {
         char *d = cg->dir[i];
         if (!d)

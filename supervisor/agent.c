@@ -92,10 +92,11 @@ const char *agent_end_name(enum agent_end e)
  * for an entry body, or not valid UTF-8, go to a content-addressed blob. */
 #define TRAIL_INLINE_MAX 65536
 
-static int host_trail_append(struct agent_host *h, const char *type, cJSON *body)
+/* WS: the agent's workspace id (its name), so its entries join that workspace's local chain. */
+static int host_trail_append(struct agent_host *h, const char *ws, const char *type, cJSON *body)
 {
     struct cerr err = {0};
-    int r = body ? trail_append(h->trail, NULL, "protocol", type, body, NULL, &err) : -ENOMEM;
+    int r = body ? trail_append(h->trail, ws, "protocol", type, body, NULL, &err) : -ENOMEM;
     cJSON_Delete(body);
     if (r < 0 && !h->trail_warned) {
         h->trail_warned = true;
@@ -131,9 +132,9 @@ static int host_trail_message(struct agent_host *h, struct agent *a, bool inboun
         !cJSON_AddStringToObject(body, "direction", inbound ? "in" : "out") ||
         !cJSON_AddNumberToObject(body, "bytes", (double)len) || trail_put_text(h, body, "message", line, len) < 0) {
         cJSON_Delete(body);
-        return host_trail_append(h, "protocol_message", NULL);
+        return host_trail_append(h, a->name, "protocol_message", NULL);
     }
-    return host_trail_append(h, "protocol_message", body);
+    return host_trail_append(h, a->name, "protocol_message", body);
 }
 
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
@@ -159,7 +160,7 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
         cJSON_Delete(body);
         body = NULL;
     }
-    return host_trail_append(h, "tool_call", body);
+    return host_trail_append(h, a->name, "tool_call", body);
 }
 
 static int host_trail_commit(struct agent_host *h)

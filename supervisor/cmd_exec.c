@@ -1,7 +1,10 @@
 /* supervisor/cmd_exec.c: `corral exec [options] -- PROGRAM [ARG...]`: run one program in a fresh
  * sandbox, like bwrap or nsjail, with corral's defaults (no network, budgets, minimal root,
  * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
+#include "policy/policy.h"
 #include "sandbox/sandbox.h"
+#include "supervisor/exec_record.h"
+#include "supervisor/trail.h"
 #include "supervisor/commands.h"
 #include "supervisor/serve.h"
 
@@ -26,9 +29,9 @@ static void exec_usage(FILE *f)
           "\n"
           "options:\n"
           "  --net none|loopback   network: none (default) or only a private loopback\n"
-          "  --memory SIZE         memory budget, e.g. 256M (default 256M; 0: none)\n"
-          "  --pids N              process budget (default 256; 0: none)\n"
-          "  --cpus FRACTION       cpu budget in CPUs, e.g. 0.5 (default: none)\n"
+          "  --memory SIZE         memory budget, e.g. 256M (default: the role's; 256M)\n"
+          "  --pids N              process budget (default: the role's; 256)\n"
+          "  --cpus FRACTION       cpu budget in CPUs, e.g. 0.5 (default: the role's; 1)\n"
           "  --timeout SECONDS     wall-clock limit; exit status 124 when it runs out\n"
           "  --tmp-size SIZE       size of the private /tmp (default 64M)\n"
           "  --ro HOST[:INSIDE]    bind a host path read-only (repeatable)\n"
@@ -37,8 +40,10 @@ static void exec_usage(FILE *f)
           "  --env NAME=VALUE      add to the program's minimal environment (repeatable)\n"
           "  --no-landlock         do not add the landlock write restriction\n"
           "  --stats               print usage (wall, cpu, peak memory, budgets hit) on stderr\n"
-          "  --policy FILE         take the sandbox profile from a policy file's role\n"
-          "  --role ROLE           the role to use from --policy (default: the policy's default)\n"
+          "  --policy FILE         take the profile from a role of this policy file (without it:\n"
+          "                        the embedded default policy, role 'default'); the options\n"
+          "                        above override the role's values\n"
+          "  --role ROLE           the role of --policy to use (default: 'default')\n"
           "  --workspace DIR       serve the tool protocol on the program's stdin/stdout against DIR\n"
           "  --trail FILE          record the run in a trail database\n"
           "  -h, --help            this text\n"
@@ -50,6 +55,7 @@ static void exec_usage(FILE *f)
 }
 
 #define MAX_BINDS 64
+enum { SET_NET = 1, SET_MEMORY = 2, SET_PIDS = 4, SET_CPUS = 8, SET_TMP = 16, SET_LANDLOCK = 32, SET_CWD = 64 };
 #define MAX_ENV 128
 
 struct exec_opts {
@@ -57,9 +63,11 @@ struct exec_opts {
     struct sandbox_bind binds[MAX_BINDS];
     char *bind_store[MAX_BINDS * 2];
     size_t n_binds;
+    struct sandbox_bind *all_binds; /* the role's binds, then the command line's */
     char *env[MAX_ENV + 8];
     size_t n_env;
     double timeout;
+    unsigned set; /* SET_* bits: options given on the command line, which override the policy */
     bool stats;
     const char *policy, *role, *workspace, *trail;
 };
@@ -130,8 +138,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
                 return -1;
             }
-            /* Internet sockets only where there is a network to use them on. */
-            o->prof.seccomp.network = o->prof.net != SANDBOX_NET_NONE;
+            o->set |= SET_NET;
             break;
         case O_MEMORY:
         case O_TMP:
@@ -147,6 +154,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 o->prof.limits.memory = v;
             else
                 o->prof.limits.tmp_size = v ? v : 1;
+            o->set |= c == O_MEMORY ? SET_MEMORY : SET_TMP;
             break;
         case O_PIDS:
             if (util_parse_u64(optarg, &v) < 0 || v > 4194304) {
@@ -158,6 +166,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 return -1;
             }
             o->prof.limits.pids = v;
+            o->set |= SET_PIDS;
             break;
         case O_CPUS:
             if (util_parse_seconds(optarg, &d) < 0 || d < 0.01 || d > 4096) {
@@ -165,6 +174,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 return -1;
             }
             o->prof.limits.cpus = d;
+            o->set |= SET_CPUS;
             break;
         case O_TIMEOUT:
             if (util_parse_seconds(optarg, &d) < 0) {
@@ -184,6 +194,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 return -1;
             }
             o->prof.cwd = optarg;
+            o->set |= SET_CWD;
             break;
         case O_ENV:
             if (!strchr(optarg, '=') || optarg[0] == '=') {
@@ -196,7 +207,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             }
             o->env[o->n_env++] = optarg;
             break;
-        case O_NOLL: o->prof.landlock = false; break;
+        case O_NOLL: o->prof.landlock = false; o->set |= SET_LANDLOCK; break;
         case O_STATS: o->stats = true; break;
         case O_POLICY: o->policy = optarg; break;
         case O_ROLE: o->role = optarg; break;
@@ -251,6 +262,47 @@ static void print_stats(const struct sandbox_result *r, const struct sandbox_pro
     fprintf(stderr, " oom=%s pids_limited=%s\n", r->oom ? "yes" : "no", r->pids_limited ? "yes" : "no");
 }
 
+/* The role's profile, then the command line's options on top; the seccomp filter stays the
+ * role's (derived from its authority), save that --net loopback needs inet sockets. */
+static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
+{
+    struct sandbox_profile cli = o->prof;
+    o->prof = v->sandbox;
+    if (o->set & SET_NET) {
+        o->prof.net = cli.net;
+        o->prof.seccomp.network = cli.net != SANDBOX_NET_NONE;
+        /* With a policy file the admin decides; the embedded default lets the command line ask. */
+        if (cli.net != SANDBOX_NET_NONE && !v->authority.network && o->policy) {
+            fprintf(stderr, "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
+                    cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "?", v->name);
+            return -1;
+        }
+    }
+    if (o->set & SET_MEMORY) o->prof.limits.memory = cli.limits.memory;
+    if (o->set & SET_PIDS) o->prof.limits.pids = cli.limits.pids;
+    if (o->set & SET_CPUS) o->prof.limits.cpus = cli.limits.cpus;
+    if (o->set & SET_TMP) o->prof.limits.tmp_size = cli.limits.tmp_size;
+    if (o->set & SET_LANDLOCK) o->prof.landlock = cli.landlock;
+    if (o->set & SET_CWD) o->prof.cwd = cli.cwd;
+    if (o->timeout <= 0 && v->budgets.wall_time > 0)
+        o->timeout = v->budgets.wall_time;
+    size_t n = v->sandbox.n_binds + o->n_binds;
+    if (n) {
+        o->all_binds = calloc(n, sizeof(*o->all_binds));
+        if (!o->all_binds) {
+            fprintf(stderr, "corral: out of memory\n");
+            return -1;
+        }
+        for (size_t i = 0; i < v->sandbox.n_binds; i++)
+            o->all_binds[i] = v->sandbox.binds[i];
+        for (size_t i = 0; i < o->n_binds; i++)
+            o->all_binds[v->sandbox.n_binds + i] = o->binds[i];
+    }
+    o->prof.binds = o->all_binds;
+    o->prof.n_binds = n;
+    return 0;
+}
+
 int cmd_exec(int argc, char **argv)
 {
     struct exec_opts o;
@@ -262,20 +314,50 @@ int cmd_exec(int argc, char **argv)
     _cleanup_free_ char *program = NULL;
     _cleanup_close_ int sfd = -1;
     _cleanup_close_ int tfd = -1;
+    struct policy *pol = NULL;
+    struct policy_role_view view;
+    struct trail *trail = NULL;
+    struct exec_record rec = {0};
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
         goto out;
     }
-    if (o.policy || o.role || o.trail) {
-        fprintf(stderr, "corral exec: --%s is not available in this build yet\n",
-                o.policy ? "policy" : o.role ? "role" : "trail");
+    /* The profile comes from a policy's role (the embedded default policy without --policy);
+     * options given on the command line override it. */
+    if (o.role && !o.policy) {
+        fprintf(stderr, "corral exec: --role needs --policy FILE (without it the embedded default policy's role 'default' applies)\n");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
-    o.prof.binds = o.binds;
-    o.prof.n_binds = o.n_binds;
+    struct policy_diags diags = {0};
+    int lr = o.policy ? policy_load_file(o.policy, &pol, &diags) : policy_load_default(&pol);
+    if (lr < 0) {
+        policy_diags_print(&diags, stderr);
+        policy_diags_free(&diags);
+        fprintf(stderr, "corral: policy %s has problems (listed above); 'corral policy check %s' shows them too\n",
+                o.policy ? o.policy : "(embedded default)", o.policy ? o.policy : "");
+        goto out;
+    }
+    policy_diags_free(&diags);
+    struct cerr perr = {0};
+    if (policy_role_resolve(pol, o.role ? o.role : "default", &view, &perr) < 0) {
+        fprintf(stderr, "corral exec: %s\n", perr.msg);
+        status = CORRAL_EXIT_USAGE;
+        goto out;
+    }
+    if (apply_role(&o, &view) < 0) {
+        status = CORRAL_EXIT_USAGE;
+        goto out;
+    }
     build_env(&o);
+    if (o.trail) {
+        struct cerr terr = {0};
+        if (trail_open(o.trail, TRAIL_DURABILITY_FULL, &trail, &terr) < 0) {
+            fprintf(stderr, "corral: trail %s: %s\n", o.trail, terr.msg);
+            goto out;
+        }
+    }
 
     char **pargv = argv + optind;
     int fr = sandbox_find_program(pargv[0], &program);
@@ -295,6 +377,11 @@ int cmd_exec(int argc, char **argv)
     sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 
     struct cerr err = {0};
+    /* Write-ahead: the sandbox and what will run in it are recorded before it exists. */
+    if (trail && exec_record_start(&rec, trail, &o.prof, &view, program, pargv, o.timeout, &err) < 0) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        goto out_sig;
+    }
     /* --workspace: the program's stdin/stdout are the JSON-RPC channel served by serve_exec. */
     int to_agent[2] = {-1, -1}, from_agent[2] = {-1, -1};
     struct sandbox_stdio stdio = {-1, -1, -1};
@@ -317,12 +404,14 @@ int cmd_exec(int argc, char **argv)
             close(from_agent[0]);
         }
         fprintf(stderr, "corral: %s\n", err.msg);
+        exec_record_failed(&rec, err.msg);
         if (err.code == -ENOENT && strstr(err.msg, "cannot execute"))
             status = CORRAL_EXIT_NOTFOUND;
         else if (strstr(err.msg, "cannot execute"))
             status = CORRAL_EXIT_NOEXEC;
         goto out_sig;
     }
+    exec_record_spawned(&rec, sandbox_child_pid(child));
     if (o.timeout > 0) {
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         struct itimerspec its = {.it_value = {(time_t)o.timeout, (long)((o.timeout - (double)(time_t)o.timeout) * 1e9)}};
@@ -335,12 +424,16 @@ int cmd_exec(int argc, char **argv)
     }
     bool timed_out = false;
     if (o.workspace) {
-        /* Commands run in sandboxes of their own, with corral's defaults (no network). */
-        struct sandbox_profile cmd_prof;
-        sandbox_profile_default(&cmd_prof);
-        struct serve_exec_opts so = {.workspace = o.workspace, .surface = "wap", .allow_commands = true,
-                                     .command_profile = &cmd_prof, .timeout_sec = o.timeout};
+        /* Tools as the role allows; commands run in sandboxes of their own, with the role's
+         * command profile. */
+        struct serve_exec_opts so = {.workspace = o.workspace, .surface = view.surface,
+                                     .allow_commands = view.authority.commands,
+                                     .read_only = !view.authority.write,
+                                     .command_profile = &view.command_sandbox,
+                                     .timeout_sec = o.timeout, .trail = trail,
+                                     .workspace_id = rec.workspace[0] ? rec.workspace : NULL};
         tool_limits_default(&so.limits);
+        policy_tool_limits_apply(&view, &so.limits);
         int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
         close(from_agent[0]);
@@ -379,6 +472,7 @@ int cmd_exec(int argc, char **argv)
         fprintf(stderr, "corral: %s\n", err.msg);
         goto out_sig;
     }
+    exec_record_exited(&rec, &res, timed_out, &o.prof);
     if (o.stats)
         print_stats(&res, &o.prof);
     if (res.oom)
@@ -398,7 +492,14 @@ out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
     sandbox_child_free(child);
+    if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
+        fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);
+        status = CORRAL_EXIT_INTERNAL;
+    }
+    trail_close(trail);
     for (size_t i = 0; i < 2 * o.n_binds; i++)
         free(o.bind_store[i]);
+    free(o.all_binds);
+    policy_free(pol);
     return status;
 }

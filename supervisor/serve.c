@@ -158,7 +158,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (r < 0)
         goto out;
     struct agent_config ac = {
-        .name = "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
+        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
         .on_end = on_agent_end, .data = &s,
     };
     r = agent_new(host, &ac, &agent, err);

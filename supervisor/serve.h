@@ -19,6 +19,7 @@ struct serve_exec_opts {
     size_t max_message;           /* bytes of one JSON-RPC line (default 8 MiB) */
     double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
     struct trail *trail;          /* NULL: no trail */
+    const char *workspace_id;     /* the agent's workspace id in the trail (default "agent") */
 };
 
 /* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both
