@@ -11,8 +11,10 @@
 PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
-# Tools the tests and benchmarks use (peers for benchmarks; iproute2 for namespace checks).
-DEB_TOOLS := bubblewrap util-linux iproute2 procps
+# Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
+# libFuzzer), and the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server).
+DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
+             bubblewrap ripgrep hyperfine
 
 CC      ?= cc
 BUILD   ?= build
@@ -104,12 +106,15 @@ build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 	  seeds=tests/fuzz/seeds/$${n#fuzz_}; [ -d $$seeds ] || seeds=; \
-	  echo "== $$n for $(FUZZ_SECONDS)s"; $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus-$$n $$seeds 2>&1 | tail -3 || exit 1; done
+	  echo "== $$n for $(FUZZ_SECONDS)s"; \
+	  if ! $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build/fuzz/corpus-$$n $$seeds >build/fuzz/$$n.log 2>&1; then \
+	    tail -40 build/fuzz/$$n.log; echo "fuzz: $$n found a crash (log: build/fuzz/$$n.log)"; exit 1; fi; \
+	  tail -1 build/fuzz/$$n.log; done
 
 bench: test-build
 	@CORRAL=$(abspath $(CORRAL)) sh bench/run.sh
 
-demo: all
+demo: all $(HOSTILE_BIN) $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo.sh
 
 install: all

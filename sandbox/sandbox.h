@@ -42,7 +42,7 @@ enum sandbox_sc_group {
     SANDBOX_SC_IO_EVENT    = 1u << 9,  /* poll, select, epoll */
     SANDBOX_SC_NETWORK_IO  = 1u << 10, /* socket calls; families still filtered by `network` */
     SANDBOX_SC_SYSTEM_INFO = 1u << 11, /* uname, sysinfo, getrandom, getcpu, ... */
-    SANDBOX_SC_CREDENTIALS = 1u << 12, /* get*id, capget, prctl (restricted) */
+    SANDBOX_SC_CREDENTIALS = 1u << 12, /* get*id, set*id (no effect without capabilities), capget */
     SANDBOX_SC_RESOURCES   = 1u << 13, /* getrlimit, prlimit (own), sched_* */
 };
 #define SANDBOX_SC_DEFAULT_GROUPS                                                               \
@@ -77,7 +77,7 @@ struct sandbox_profile {
     size_t n_binds;
     struct sandbox_limits limits;
     struct sandbox_seccomp seccomp;
-    bool landlock;            /* writes only beneath writable binds and /tmp; reads beneath the root */
+    bool landlock;            /* writes only beneath writable binds, /tmp and /dev/{null,zero,full} */
     bool no_cgroup;           /* run without a cgroup of its own (budgets then refused) */
     uid_t uid, gid;           /* ids inside */
     uid_t host_uid;           /* the unprivileged host ids they map to */
