@@ -580,6 +580,11 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
     if (c->reaped)
         return cerr_set(err, ECHILD, "sandbox already waited for");
     siginfo_t si = {0};
+#ifdef SPAWN_TRACE
+    struct pollfd tp = {.fd = c->status_fd, .events = POLLIN};
+    poll(&tp, 1, -1);
+    CTT("status-ready");
+#endif
     while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0)
         if (errno != EINTR)
             return cerr_set(err, errno, "waitid: %s", strerror(errno));

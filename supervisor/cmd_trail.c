@@ -34,7 +34,7 @@ static const char query_usage[] =
     "  --follow         after the entries present, keep printing new ones as a writer commits\n"
     "                   them, until interrupted (SIGINT or SIGTERM)\n"
     "\n"
-    "Exit status: 0 ok, 2 usage error, 125 the trail could not be read.\n";
+    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be read.\n";
 
 static const char verify_usage[] =
     "usage: corral trail verify --db FILE [--anchor SEQ:HASH]\n"
@@ -55,7 +55,7 @@ static const char export_usage[] =
     "{\"format\":\"corral-trail-export\",...}, then every entry (the 'corral trail --json' form),\n"
     "then every blob as {\"blob\":HASH,\"size\":N,\"data\":BASE64}.\n"
     "\n"
-    "Exit status: 0 ok, 2 usage error, 125 the trail could not be read or the output written.\n";
+    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be read.or the output written.\n";
 
 /* A missing or foreign file is the caller's mistake (2); anything else is ours or the disk's. */
 static int open_status(const struct cerr *e)

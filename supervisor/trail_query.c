@@ -318,9 +318,13 @@ cJSON *trail_entry_to_json(const struct trail_entry *e)
     trail_format_time(e->ts_us, when, sizeof(when));
     /* The body goes out as stored (canonical JSON) so a reader can recompute the hash from it. */
     cJSON *body = cJSON_CreateRaw(e->body_len ? e->body : "{}");
+    /* Integers as integers: cJSON prints doubles with %g, and 16-digit microseconds came out in
+     * exponent form. */
+    char ts[24];
+    snprintf(ts, sizeof(ts), "%lld", (long long)e->ts_us);
     if (!o || !body || !cJSON_AddNumberToObject(o, "seq", (double)e->seq) ||
         !cJSON_AddStringToObject(o, "id", e->id) || !cJSON_AddStringToObject(o, "timestamp", when) ||
-        !cJSON_AddNumberToObject(o, "ts_us", (double)e->ts_us) ||
+        !cJSON_AddRawToObject(o, "ts_us", ts) ||
         !(e->workspace ? cJSON_AddStringToObject(o, "workspace", e->workspace) : cJSON_AddNullToObject(o, "workspace")) ||
         !cJSON_AddStringToObject(o, "actor", e->actor) || !cJSON_AddStringToObject(o, "type", e->type) ||
         !cJSON_AddItemToObject(o, "body", body)) {
