@@ -4,7 +4,8 @@
 # (bench/rt_driver.c) over stdio, sequentially, one call at a time:
 #   1. readFile of a 4 KiB file          vs  read_text_file      (p50, p99, ratio)
 #   2. exploreFiles recursive, 2,000 files in 40 directories  vs  directory_tree
-# corral runs with the trail off (corral exec --workspace has no --trail yet).
+# corral runs with the trail off for the comparison with the peer; a second section measures the
+# trail's cost: the same round trip with --trail in normal and in full durability.
 # Usage: sh bench/roundtrip.sh [N]   (N calls for the 4 KiB read, default 5000)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +48,16 @@ echo "corral:                      $c"
 echo "server-filesystem $peer_version: $p"
 echo "ratio (peer / corral): p50 $(ratio "$(field "$p" p50_us)" "$(field "$c" p50_us)")x, p99 $(ratio "$(field "$p" p99_us)" "$(field "$c" p99_us)")x"
 echo "peer start-up (spawn to initialize answer): $(field "$p" init_us) us"
+
+echo "== the trail's cost: the same readFile round trip, trail off / normal / full"
+off=$("$CORRAL" exec --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
+nor=$("$CORRAL" exec --trail "$ws/../rt-normal.db" --trail-durability normal --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
+ful=$("$CORRAL" exec --trail "$ws/../rt-full.db" --trail-durability full --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
+rm -f "$ws/../rt-normal.db"* "$ws/../rt-full.db"*
+echo "trail off:    $off"
+echo "trail normal: $nor"
+echo "trail full:   $ful"
+echo "(each call records its request, its tool_call start and end, and its answer, committed before the answer is sent)"
 
 echo "== listing: 2,000 files in 40 directories, 20 sequential calls"
 c=$("$CORRAL" exec --workspace "$ws" -- "$drv" 20 exploreFiles '{"path":"tree","recursive":true}' 2>&1 | result)

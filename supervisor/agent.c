@@ -137,6 +137,13 @@ static int host_trail_message(struct agent_host *h, struct agent *a, bool inboun
     return host_trail_append(h, a->name, "protocol_message", body);
 }
 
+static bool is_denial_code(const char *code)
+{
+    /* The surfaces' words for "the rules refuse this": WAP, File Tools. */
+    return !strcmp(code, "PERMISSION_DENIED") || !strcmp(code, "path_outside_workspace") ||
+           !strcmp(code, "permission_denied");
+}
+
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
                            const char *tool, const cJSON *args, const cJSON *result, bool is_error, int rc)
 {
@@ -160,7 +167,24 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
         cJSON_Delete(body);
         body = NULL;
     }
-    return host_trail_append(h, a->name, "tool_call", body);
+    int r = host_trail_append(h, a->name, "tool_call", body);
+    /* A refusal by the rules (not a missing file or a bad argument) is also a denial entry, so
+     * every denial can be found by its type. */
+    const cJSON *code = is_error && result ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
+    if (r == 0 && cJSON_IsString(code) && is_denial_code(code->valuestring)) {
+        cJSON *d = cJSON_CreateObject();
+        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
+        bool dok = d && cJSON_AddStringToObject(d, "kind", "path") && cJSON_AddStringToObject(d, "agent", a->name) &&
+                   cJSON_AddStringToObject(d, "subject", tool) &&
+                   cJSON_AddStringToObject(d, "rule", cJSON_IsString(reason) ? reason->valuestring : "workspace containment") &&
+                   cJSON_AddStringToObject(d, "reason", code->valuestring);
+        if (!dok) {
+            cJSON_Delete(d);
+            d = NULL;
+        }
+        r = host_trail_append(h, a->name, "denial", d);
+    }
+    return r;
 }
 
 static int host_trail_commit(struct agent_host *h)

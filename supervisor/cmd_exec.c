@@ -45,7 +45,9 @@ static void exec_usage(FILE *f)
           "                        above override the role's values\n"
           "  --role ROLE           the role of --policy to use (default: 'default')\n"
           "  --workspace DIR       serve the tool protocol on the program's stdin/stdout against DIR\n"
-          "  --trail FILE          record the run in a trail database\n"
+          "  --trail FILE          record the run in a trail database (write-ahead)\n"
+          "  --trail-durability full|normal  full (default): fsync per commit, survives power\n"
+          "                        loss; normal: survives a crash of corral, not of the machine\n"
           "  -h, --help            this text\n"
           "\n"
           "exit status: the program's own; 128+N if it died of signal N; 124 on timeout;\n"
@@ -70,6 +72,7 @@ struct exec_opts {
     unsigned set; /* SET_* bits: options given on the command line, which override the policy */
     bool stats;
     const char *policy, *role, *workspace, *trail;
+    enum trail_durability durability;
 };
 
 static int add_bind(struct exec_opts *o, const char *spec, bool writable)
@@ -107,7 +110,7 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
 static int parse(int argc, char **argv, struct exec_opts *o)
 {
     enum { O_NET = 256, O_MEMORY, O_PIDS, O_CPUS, O_TIMEOUT, O_TMP, O_RO, O_RW, O_CHDIR, O_ENV,
-           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL };
+           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL, O_DURABILITY };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},       {"memory", required_argument, 0, O_MEMORY},
         {"pids", required_argument, 0, O_PIDS},     {"cpus", required_argument, 0, O_CPUS},
@@ -117,6 +120,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         {"no-landlock", no_argument, 0, O_NOLL},    {"stats", no_argument, 0, O_STATS},
         {"policy", required_argument, 0, O_POLICY}, {"role", required_argument, 0, O_ROLE},
         {"workspace", required_argument, 0, O_WS},  {"trail", required_argument, 0, O_TRAIL},
+        {"trail-durability", required_argument, 0, O_DURABILITY},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
     };
     optind = 1;
@@ -213,6 +217,12 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_ROLE: o->role = optarg; break;
         case O_WS: o->workspace = optarg; break;
         case O_TRAIL: o->trail = optarg; break;
+        case O_DURABILITY:
+            if (trail_durability_parse(optarg, &o->durability) < 0) {
+                fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n", optarg);
+                return -1;
+            }
+            break;
         default:
             fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n", argv[optind - 1]);
             return -1;
@@ -307,6 +317,7 @@ int cmd_exec(int argc, char **argv)
 {
     struct exec_opts o;
     memset(&o, 0, sizeof(o));
+    o.durability = TRAIL_DURABILITY_FULL;
     sandbox_profile_default(&o.prof);
     int pr = parse(argc, argv, &o);
     int status = CORRAL_EXIT_INTERNAL;
@@ -353,7 +364,7 @@ int cmd_exec(int argc, char **argv)
     build_env(&o);
     if (o.trail) {
         struct cerr terr = {0};
-        if (trail_open(o.trail, TRAIL_DURABILITY_FULL, &trail, &terr) < 0) {
+        if (trail_open(o.trail, o.durability, &trail, &terr) < 0) {
             fprintf(stderr, "corral: trail %s: %s\n", o.trail, terr.msg);
             goto out;
         }

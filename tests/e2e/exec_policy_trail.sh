@@ -41,6 +41,8 @@ run_capture out err rc "$CORRAL" exec --timeout 60 --trail "$db" --workspace "$w
 expect_status "an agent served with --trail runs" 0 "$rc" "$err"
 run_capture out err rc "$CORRAL" trail --db "$db" --type tool_call --json
 expect_match "its tool calls are in the trail under its workspace" '"workspace":"exec-[0-9]+-[0-9]+".*"type":"tool_call"' "$out"
+run_capture out err rc "$CORRAL" trail --db "$db" --type denial --json
+expect_match "the agent's refused escape is a denial entry" '"kind":"path".*"reason":"PERMISSION_DENIED"' "$out"
 run_capture out err rc "$CORRAL" trail verify --db "$db"
 expect_status "the trail still verifies" 0 "$rc" "$err $out"
 chmod 0400 "$db"; cp "$db" "$T_TMP/ro.db"; chmod 0444 "$T_TMP/ro.db"; chattr +i "$T_TMP/ro.db" 2>/dev/null

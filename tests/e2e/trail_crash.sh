@@ -1,0 +1,28 @@
+# tests/e2e/trail_crash.sh: the real supervisor killed with SIGKILL at random points of a busy
+# run: afterwards the trail verifies, every write the agent saw acknowledged has its entry, and
+# no write happened without one (write-ahead).
+. "$TOP/tests/lib.sh"
+for round in 1 2 3 4 5 6; do
+    ws="$T_TMP/ws$round"; db="$T_TMP/trail$round.db"
+    mkdir -p "$ws"
+    "$CORRAL" exec --trail "$db" --trail-durability full --workspace "$ws" -- "$AGENTS/busy_writer" 1000000 \
+        2>"$T_TMP/acks$round" &
+    cp=$!
+    # a random point between 0.2 s and 1.2 s into the run
+    ms=$(( 200 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 1000 ))
+    sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+    kill -KILL "$cp"; wait "$cp" 2>/dev/null
+    sleep 0.2 # the sandbox dies with corral (parent-death signal); let it go
+    acks=$(grep -c '^ACK ' "$T_TMP/acks$round")
+    run_capture out err rc "$CORRAL" trail verify --db "$db"
+    expect_status "round $round (killed after ${ms} ms, $acks acknowledged writes): trail verifies" 0 "$rc" "$out" "$err"
+    "$CORRAL" trail --db "$db" --type tool_call --json | grep -o 'f[0-9]*\.txt' | sort -u >"$T_TMP/recorded"
+    sed -n 's/^ACK \([0-9]*\)$/f\1.txt/p' "$T_TMP/acks$round" | sort -u >"$T_TMP/acked"
+    missing=$(comm -23 "$T_TMP/acked" "$T_TMP/recorded" | head -5)
+    if [ "$acks" -gt 0 ] && [ -z "$missing" ]; then ok "round $round: every acknowledged write is in the trail"
+    else fail "round $round: every acknowledged write is in the trail" "acks=$acks missing: $missing"; fi
+    (cd "$ws" && ls) | grep '^f[0-9]*\.txt$' | sort -u >"$T_TMP/effects"
+    unrecorded=$(comm -23 "$T_TMP/effects" "$T_TMP/recorded" | head -5)
+    if [ -z "$unrecorded" ]; then ok "round $round: no write happened without its entry"
+    else fail "round $round: no write happened without its entry" "unrecorded: $unrecorded"; fi
+done
