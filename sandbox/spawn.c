@@ -450,6 +450,13 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         goto fail;
     }
     TT("start");
+    /* The cgroup is made (and its budgets set) before the clone: only the move into it has to
+     * wait for the child, and that overlaps with the child building its root. */
+    if (!p->no_cgroup) {
+        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
+        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
+            goto fail;
+    }
     if ((r = root_plan_build(&plan, p, program, err)) < 0)
         goto fail;
     TT("plan");
@@ -504,18 +511,14 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     TT("clone");
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
+    TT("idmaps");
     if (util_write_all(go[1], "g", 1) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
-    /* While init builds its root: the cgroup and the filter, then phase two. */
-    if (!p->no_cgroup) {
-        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
-        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
-            goto fail;
-        if ((r = cgroup_attach(c->cg, pid, err)) < 0)
-            goto fail;
-    }
+    /* While init builds its root: into the cgroup, the filter, then phase two. */
+    if (c->cg && (r = cgroup_attach(c->cg, pid, err)) < 0)
+        goto fail;
     TT("cgroup");
     if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
         goto fail;
