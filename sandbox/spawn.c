@@ -126,6 +126,8 @@ struct spawn_args {
     size_t n_ll;
     int in, out, err;        /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
+    char *arg_start;         /* corral's own argv strings, which init inherits: blanked so the */
+    size_t arg_len;          /* program reading /proc/1/cmdline learns no host path or option */
 };
 
 /* Child-side failure: one record on the error pipe, then exit. Only before execve. */
@@ -313,6 +315,13 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     if (pid == 0)
         program_main(a);
     init_prog_pid = pid;
+    /* vfork returned: the program has exec'd and no longer shares these strings (its argv came
+     * from them). */
+    if (a->arg_start && a->arg_len > 12) {
+        memset(a->arg_start, 0, a->arg_len);
+        memcpy(a->arg_start, "corral-init", 11);
+    }
+
     close(fd);
     close(a->alive_rd);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -340,6 +349,25 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
 }
 
 /* ---- parent side ---- */
+
+/* Where this process's argv strings live (fields 48 and 49 of /proc/self/stat). */
+static void own_args(char **start, size_t *len)
+{
+    char buf[2048];
+    *start = NULL;
+    *len = 0;
+    if (util_read_file("/proc/self/stat", buf, sizeof(buf)) < 0)
+        return;
+    char *p = strrchr(buf, ')');
+    unsigned long long v[50] = {0};
+    int field = 2;
+    for (char *tok = p ? strtok(p + 1, " ") : NULL; tok && field < 49; tok = strtok(NULL, " "))
+        v[++field] = strtoull(tok, NULL, 10);
+    if (field >= 49 && v[49] > v[48] && v[49] - v[48] < (1u << 20)) {
+        *start = (char *)(uintptr_t)v[48];
+        *len = (size_t)(v[49] - v[48]);
+    }
+}
 
 static void *map_exec_page(const char *program)
 {
@@ -478,6 +506,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
     };
+    own_args(&a.arg_start, &a.arg_len);
     int pidfd = -1;
     struct clone_args ca = {
         .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |

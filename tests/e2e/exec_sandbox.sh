@@ -193,3 +193,8 @@ CP2=$!
 wait "$CP2"
 if ls -d /sys/fs/cgroup/*/corral-"$CP2"-* /sys/fs/cgroup/*/*/*/corral-"$CP2"-* 2>/dev/null | grep -q .; then
     fail "a finished run leaves no cgroup behind"; else ok "a finished run leaves no cgroup behind"; fi
+
+# --- what pid 1 shows: not corral's command line with its host paths
+run_capture out err rc "$CORRAL" exec --ro "$T_TMP/ro:/data" -- /bin/sh -c 'tr "\0" " " </proc/1/cmdline'
+expect_match "/proc/1/cmdline names corral's init" '^corral-init' "$out"
+expect_nomatch "/proc/1/cmdline shows no host path" "$T_TMP" "$out"
