@@ -198,3 +198,11 @@ if ls -d /sys/fs/cgroup/*/corral-"$CP2"-* /sys/fs/cgroup/*/*/*/corral-"$CP2"-* 2
 run_capture out err rc "$CORRAL" exec --ro "$T_TMP/ro:/data" -- /bin/sh -c 'tr "\0" " " </proc/1/cmdline'
 expect_match "/proc/1/cmdline names corral's init" '^corral-init' "$out"
 expect_nomatch "/proc/1/cmdline shows no host path" "$T_TMP" "$out"
+
+# --- without the rights to set up a sandbox: one clear line, 125, and the program never runs
+nr=$(mktemp -d /tmp/corral-nr.XXXXXX); chmod 755 "$nr"; cp "$CORRAL" "$nr/corral"; chmod 755 "$nr/corral"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$nr/corral" exec -- /bin/echo RAN 2>"$nr/err"); rc=$?
+expect_status "unprivileged corral cannot set up the sandbox: 125" 125 "$rc" "$(cat "$nr/err")"
+expect_match "... and says what failed and the fix" '^corral: cgroup: cannot create .*(run as root|delegated)' "$(cat "$nr/err")"
+expect_nomatch "... and never runs the program with less isolation" 'RAN' "$out"
+rm -rf "$nr"
