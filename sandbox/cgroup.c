@@ -246,7 +246,8 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
     char root[256], own[2048];
     cg->v2 = v2_usable(root, sizeof(root), own, sizeof(own));
     char name[96];
-    snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(), ++cg_counter);
+    /* Command sandboxes are spawned from several worker threads at once. */
+    snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(), __atomic_add_fetch(&cg_counter, 1, __ATOMIC_RELAXED));
     int r = 0;
 
     if (cg->v2) {

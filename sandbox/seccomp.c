@@ -33,8 +33,8 @@ struct sc_group {
 
 #define CALLS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* clone, socket, ioctl and (without @file-write) open/openat carry argument conditions and are
- * handled in seccomp_build, not listed here. */
+/* clone, socket, ioctl, open/openat and the calls that set a file mode (chmod family, mkdir,
+ * mknod, creat) carry argument conditions and are handled in build_ctx, not listed here. */
 static const struct sc_group groups[] = {
     {SANDBOX_SC_BASIC_IO, "@basic-io",
      CALLS("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
@@ -48,10 +48,10 @@ static const struct sc_group groups[] = {
            "llistxattr", "flistxattr", "inotify_init", "inotify_init1", "inotify_add_watch",
            "inotify_rm_watch", "umask")},
     {SANDBOX_SC_FILE_WRITE, "@file-write",
-     CALLS("creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
-           "renameat2", "link", "linkat", "symlink", "symlinkat", "chmod", "fchmod", "fchmodat",
-           "fchmodat2", "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
-           "fallocate", "utime", "utimes", "utimensat", "futimesat", "mknod", "mknodat",
+     CALLS("rmdir", "unlink", "unlinkat", "rename", "renameat",
+           "renameat2", "link", "linkat", "symlink", "symlinkat",
+           "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
+           "fallocate", "utime", "utimes", "utimensat", "futimesat",
            "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
            "sync", "syncfs")},
     {SANDBOX_SC_PROCESS, "@process",
@@ -226,10 +226,29 @@ static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scm
         (r = add(ctx, SCMP_ACT_ALLOW, "execve", 0, NULL, err)) < 0)
         goto fail;
 
+    if (s->groups & SANDBOX_SC_FILE_WRITE) {
+        /* No setuid or setgid bit, ever: through an id-mapped writable bind a file the program
+         * creates belongs on the host to the directory's owner (root, say), and nosuid guards
+         * only the sandbox's own view of it. Each call is allowed with the mode argument free of
+         * those bits; anything else is denied. */
+        static const struct { const char *name; unsigned arg; } mode_calls[] = {
+            {"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"mkdir", 1},
+            {"mkdirat", 2}, {"mknod", 1}, {"mknodat", 2}, {"creat", 1},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++) {
+            struct scmp_arg_cmp c = {mode_calls[i].arg, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0};
+            if (allowed(s, mode_calls[i].name) && (r = add(ctx, SCMP_ACT_ALLOW, mode_calls[i].name, 1, &c, err)) < 0)
+                goto fail;
+        }
+    }
+
     if (s->groups & SANDBOX_SC_FILE_READ) {
         if (s->groups & SANDBOX_SC_FILE_WRITE) {
-            if ((r = add(ctx, SCMP_ACT_ALLOW, "open", 0, NULL, err)) < 0 ||
-                (r = add(ctx, SCMP_ACT_ALLOW, "openat", 0, NULL, err)) < 0)
+            /* The mode of a created file: no setuid or setgid bit (see above). */
+            struct scmp_arg_cmp m1 = SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0);
+            struct scmp_arg_cmp m2 = SCMP_A3(SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0);
+            if ((r = add(ctx, SCMP_ACT_ALLOW, "open", 1, &m1, err)) < 0 ||
+                (r = add(ctx, SCMP_ACT_ALLOW, "openat", 1, &m2, err)) < 0)
                 goto fail;
         } else {
             /* Read-only opens only: no write access mode, no O_CREAT, no O_TRUNC. */
@@ -290,7 +309,7 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
  * depends only on the seccomp profile, libseccomp's version and this file's rules, so it is
  * cached under a root-only directory, keyed by a BLAKE2b hash of exactly those inputs. */
 #define CACHE_DIR "/run/corral/seccomp"
-#define FILTER_FORMAT "corral-seccomp-4" /* bump when the rules above change */
+#define FILTER_FORMAT "corral-seccomp-5" /* bump when the rules above change */
 
 static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex[65])
 {

@@ -126,6 +126,7 @@ struct spawn_args {
     size_t n_ll;
     int in, out, err;        /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
+    cap_t no_caps;           /* an empty capability set, allocated by the parent (no malloc in the child) */
     char *arg_start;         /* corral's own argv strings, which init inherits: blanked so the */
     size_t arg_len;          /* program reading /proc/1/cmdline learns no host path or option */
 };
@@ -183,9 +184,7 @@ static void drop_privileges(const struct spawn_args *a)
     CHILD_CHECK(setgroups(0, NULL) == 0, fd, "ids: setgroups: %s", strerror(errno));
     CHILD_CHECK(setresgid(a->p->gid, a->p->gid, a->p->gid) == 0, fd, "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
     CHILD_CHECK(setresuid(a->p->uid, a->p->uid, a->p->uid) == 0, fd, "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
-    cap_t none = cap_init();
-    CHILD_CHECK(none && cap_set_proc(none) == 0, fd, "caps: cannot clear the capability sets: %s", strerror(errno));
-    cap_free(none);
+    CHILD_CHECK(a->no_caps && cap_set_proc(a->no_caps) == 0, fd, "caps: cannot clear the capability sets: %s", strerror(errno));
     CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, fd, "no_new_privs: %s", strerror(errno));
     /* Changing credentials cleared the parent-death signal: set it again, then make sure the
      * parent did not die in between (the liveness pipe hangs up when it does). */
@@ -247,7 +246,8 @@ static int receive_filter(struct spawn_args *a)
         hdr[0] > BPF_MAXINSNS || hdr[1] == 0 || hdr[1] > ARRAY_SIZE(a->prog.extra))
         return -EIO;
     size_t len = (size_t)hdr[0] * sizeof(struct sock_filter);
-    a->prog.insns = malloc(len);
+    /* The buffer was allocated by the parent before the clone: a child cloned from one thread
+     * of a threaded supervisor must not call malloc (another thread may have held its lock). */
     if (!a->prog.insns || util_read_all(a->go_rd, a->prog.insns, len) != (ssize_t)len ||
         util_read_all(a->go_rd, a->prog.extra, (size_t)hdr[1] * sizeof(struct sock_filter)) !=
             (ssize_t)((size_t)hdr[1] * sizeof(struct sock_filter)))
@@ -303,6 +303,9 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     if (a->p->limits.fsize)
         set_rlimit(RLIMIT_FSIZE, a->p->limits.fsize);
     drop_privileges(a);
+    /* The uid change already made init non-dumpable; say so rather than rely on it, so the
+     * program (same uid) can never open init's /proc files whatever fs.suid_dumpable is. */
+    CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0, fd, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
     CTT("privs");
 
     sigset_t all, old;
@@ -315,6 +318,11 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     if (pid == 0)
         program_main(a);
     init_prog_pid = pid;
+    /* init keeps nothing of corral's but its status pipe: corral's other fds (a trail, agent
+     * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. */
+    if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
+        a->status_wr = 3;
+    syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0);
     /* vfork returned: the program has exec'd and no longer shares these strings (its argv came
      * from them). */
     if (a->arg_start && a->arg_len > 12) {
@@ -322,11 +330,11 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
         memcpy(a->arg_start, "corral-init", 11);
     }
 
-    close(fd);
-    close(a->alive_rd);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int i = 0; i < 3 && devnull >= 0; i++)
         dup2(devnull, i); /* init must not hold the program's pipes open */
+    if (devnull > 2)
+        close(devnull);
     static const int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
     struct sigaction sa = {.sa_handler = init_forward};
     sigemptyset(&sa.sa_mask);
@@ -507,6 +515,14 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
     };
     own_args(&a.arg_start, &a.arg_len);
+    a.no_caps = cap_init();
+    a.prog.insns = malloc(BPF_MAXINSNS * sizeof(struct sock_filter));
+    if (!a.no_caps || !a.prog.insns) {
+        cap_free(a.no_caps);
+        free(a.prog.insns);
+        r = cerr_set(err, ENOMEM, "out of memory");
+        goto fail;
+    }
     int pidfd = -1;
     struct clone_args ca = {
         .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
@@ -520,6 +536,8 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     if (pid < 0) {
         r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
                      errno == EPERM || errno == ENOSPC ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)" : "");
+        cap_free(a.no_caps);
+        free(a.prog.insns);
         goto fail;
     }
     if (pid == 0) {
@@ -530,6 +548,10 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     }
     c->pid = pid;
     c->pidfd = pidfd;
+    cap_free(a.no_caps); /* the child has its own copy */
+    free(a.prog.insns);
+    a.no_caps = NULL;
+    a.prog.insns = NULL;
     close(go[0]);
     go[0] = -1;
     close(ep[1]);

@@ -206,3 +206,26 @@ expect_status "unprivileged corral cannot set up the sandbox: 125" 125 "$rc" "$(
 expect_match "... and says what failed and the fix" '^corral: cgroup: cannot create .*(run as root|delegated)' "$(cat "$nr/err")"
 expect_nomatch "... and never runs the program with less isolation" 'RAN' "$out"
 rm -rf "$nr"
+
+# --- a writable bind must never yield a setuid or setgid file on the host (it is stored as the
+# directory's owner, root here, through the id-mapped mount)
+sw=$(mktemp -d /tmp/corral-suid.XXXXXX)
+run_capture out err rc "$CORRAL" exec --rw "$sw:/w" -- /bin/sh -c \
+    'cp /bin/sh /w/rootsh; chmod 4755 /w/rootsh; mkdir /w/d; chmod 2777 /w/d; chmod u+s /w/rootsh; chmod 755 /w/rootsh && echo plain-chmod-ok
+     /usr/bin/python3 -c "import os; os.open(\"/w/x\", os.O_CREAT | os.O_WRONLY, 0o4755)" 2>/dev/null || echo open-suid-refused'
+if [ -n "$(find "$sw" -perm /6000)" ]; then fail "no setuid/setgid file appears on the host" "$(find "$sw" -perm /6000 -ls)"
+else ok "no setuid/setgid file appears on the host"; fi
+expect_match "an ordinary chmod still works" 'plain-chmod-ok' "$out"
+expect_match "open(O_CREAT) with a setuid mode is refused" 'open-suid-refused' "$out"
+rm -rf "$sw"
+
+# --- the sandbox's init holds none of corral's fds (a trail, agent pipes, an inherited file)
+exec 7>"$T_TMP/inherited"
+"$CORRAL" exec --trail "$T_TMP/fds.db" -- /bin/sleep 1 &
+cp=$!
+init=""
+for i in $(seq 30); do init=$(pgrep -P "$cp" | head -1); [ -n "$init" ] && [ -e "/proc/$init/fd/3" ] && break; sleep 0.05; done
+fds=$(ls "/proc/$init/fd" 2>/dev/null | sort -n | tr '\n' ' ')
+wait "$cp"
+exec 7>&-
+if [ "$fds" = "0 1 2 3 " ]; then ok "init keeps only 0-2 and its status pipe"; else fail "init keeps only 0-2 and its status pipe" "init's fds: $fds"; fi
