@@ -4,6 +4,8 @@
 #include "supervisor/agent.h"
 #include "supervisor/trail.h"
 
+#include <sodium.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -91,6 +93,7 @@ const char *agent_end_name(enum agent_end e)
  * that turn's responses are released and its tool calls started (write-ahead). Lines too large
  * for an entry body, or not valid UTF-8, go to a content-addressed blob. */
 #define TRAIL_INLINE_MAX 65536
+#define TRAIL_AGENT_BUDGET (256ull << 20) /* bytes of message content per agent */
 
 /* WS: the agent's workspace id (its name), so its entries join that workspace's local chain. */
 static int host_trail_append(struct agent_host *h, const char *ws, const char *type, cJSON *body)
@@ -128,9 +131,24 @@ static int host_trail_message(struct agent_host *h, struct agent *a, bool inboun
     if (!h->trail)
         return 0;
     cJSON *body = cJSON_CreateObject();
+    /* Every message gets its entry; its content only while the agent is within its trail
+     * budget, so a hostile agent cannot fill the disk through the trail. Past it: size and
+     * hash. */
+    bool keep = a->st.trail_bytes + len <= TRAIL_AGENT_BUDGET;
+    if (keep)
+        a->st.trail_bytes += len;
+    char hex[65];
+    if (!keep) {
+        unsigned char hsh[32];
+        crypto_generichash(hsh, sizeof(hsh), (const unsigned char *)line, len, NULL, 0);
+        sodium_bin2hex(hex, sizeof(hex), hsh, sizeof(hsh));
+    }
     if (!body || !cJSON_AddStringToObject(body, "agent", a->name) ||
         !cJSON_AddStringToObject(body, "direction", inbound ? "in" : "out") ||
-        !cJSON_AddNumberToObject(body, "bytes", (double)len) || trail_put_text(h, body, "message", line, len) < 0) {
+        !cJSON_AddNumberToObject(body, "bytes", (double)len) ||
+        (keep ? trail_put_text(h, body, "message", line, len) < 0
+              : !cJSON_AddStringToObject(body, "message_blake2b", hex) ||
+                    !cJSON_AddBoolToObject(body, "content_omitted", true))) {
         cJSON_Delete(body);
         return host_trail_append(h, a->name, "protocol_message", NULL);
     }
@@ -317,11 +335,9 @@ static void agent_end(struct agent *a, enum agent_end why)
         a->on_end(a, why, a->data);
 }
 
-static void agent_abuse(struct agent *a, const cJSON *id, int code, const char *message)
+static void agent_abuse_limit(struct agent *a)
 {
-    a->st.abuse++;
-    agent_reply_error(a, id, code, message);
-    if (a->st.abuse >= a->h->o.abuse_limit) {
+    if (a->st.abuse >= a->h->o.abuse_limit && !a->failing) {
         char msg[160];
         snprintf(msg, sizeof(msg), "too many malformed messages (%u): the connection is closed",
                  a->st.abuse);
@@ -329,6 +345,19 @@ static void agent_abuse(struct agent *a, const cJSON *id, int code, const char *
         a->failing = true;
         rpc_reader_fail(a->reader);
     }
+}
+
+static void agent_abuse(struct agent *a, const cJSON *id, int code, const char *message)
+{
+    a->st.abuse++;
+    agent_reply_error(a, id, code, message);
+    agent_abuse_limit(a);
+}
+
+void agent_count_abuse(struct agent *a)
+{
+    a->st.abuse++;
+    agent_abuse_limit(a);
 }
 
 static void agent_handle_line(struct agent *a, const char *line, size_t len)

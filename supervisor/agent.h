@@ -61,7 +61,8 @@ size_t agent_host_inflight(const struct agent_host *h);
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t bytes_in, bytes_out;
-    unsigned abuse;        /* malformed messages so far */
+    uint64_t trail_bytes;  /* message content this agent has put in the trail */
+    unsigned abuse;        /* malformed messages (and unknown notifications) so far */
     size_t queued_bytes;   /* output waiting */
     unsigned inflight;
     bool reading;          /* false while back-pressure holds its input */
@@ -75,6 +76,9 @@ const char *agent_name(const struct agent *a);
 /* Queues a response for the end of this turn (after the trail commit). RESULT is borrowed. */
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result);
 void agent_reply_error(struct agent *a, const cJSON *id, int code, const char *message);
+/* A notification nobody asked for (unknown method): never answered, but it counts toward the
+ * abuse limit like a malformed line, so a flood of them ends the agent alone. */
+void agent_count_abuse(struct agent *a);
 bool agent_initialized(const struct agent *a);
 void agent_set_initialized(struct agent *a, const char *protocol_version);
 const struct tool_surface *agent_surface(const struct agent *a);

@@ -211,6 +211,8 @@ void dispatch_message(struct agent *a, const struct rpc_msg *m)
         /* Notifications are never answered, not even with an error (JSON-RPC 2.0, 4.1). */
         if (md && (md->flags & M_NOTIFICATION) && ((md->flags & M_BEFORE_INIT) || agent_initialized(a)))
             md->fn(a, m);
+        else if (!md)
+            agent_count_abuse(a);
         return;
     }
     if (!md) {
