@@ -446,10 +446,21 @@ static const char *cap_parse(struct lctx *c, const cJSON *roles, const char *in,
     }
     size_t kl = (size_t)(colon - t);
     const char *what = colon + 1;
-    if (kl == 4 && !strncmp(t, "send", 4)) {
-        const char *arrow = strstr(what, "->");
+    /* send:TYPE->ROLE and receive:TYPE<-ROLE: one rule, two directions. */
+    static const struct {
+        const char *verb, *arrow, *shape, *no_role;
+    } dirs[] = {
+        {"send", "->", "a send capability names a type and a receiver: \"send:TYPE->ROLE\"",
+         "the receiving role is not defined"},
+        {"receive", "<-", "a receive capability names a type and a sender: \"receive:TYPE<-ROLE\"",
+         "the sending role is not defined"},
+    };
+    for (size_t d = 0; d < ARRAY_SIZE(dirs); d++) {
+        if (kl != strlen(dirs[d].verb) || strncmp(t, dirs[d].verb, kl))
+            continue;
+        const char *arrow = strstr(what, dirs[d].arrow);
         if (!arrow)
-            return "a send capability names a type and a receiver: \"send:TYPE->ROLE\"";
+            return dirs[d].shape;
         size_t tl = (size_t)(arrow - what);
         static const char *const base[] = {"directive", "feedback", "query"};
         if (!type_registered(base, 3, what, tl) &&
@@ -457,23 +468,8 @@ static const char *cap_parse(struct lctx *c, const cJSON *roles, const char *in,
             return "the envelope type is neither a base type (directive, feedback, query) nor "
                    "registered under envelope_types";
         if (!role_name_exists(roles, arrow + 2, strlen(arrow + 2)))
-            return "the receiving role is not defined";
-        snprintf(buf, cap, "send:%.*s->%s", (int)tl, what, arrow + 2);
-        return NULL;
-    }
-    if (kl == 7 && !strncmp(t, "receive", 7)) {
-        const char *arrow = strstr(what, "<-");
-        if (!arrow)
-            return "a receive capability names a type and a sender: \"receive:TYPE<-ROLE\"";
-        size_t tl = (size_t)(arrow - what);
-        static const char *const base[] = {"directive", "feedback", "query"};
-        if (!type_registered(base, 3, what, tl) &&
-            !type_registered(c->p->envelope_types, c->p->n_envelope_types, what, tl))
-            return "the envelope type is neither a base type (directive, feedback, query) nor "
-                   "registered under envelope_types";
-        if (!role_name_exists(roles, arrow + 2, strlen(arrow + 2)))
-            return "the sending role is not defined";
-        snprintf(buf, cap, "receive:%.*s<-%s", (int)tl, what, arrow + 2);
+            return dirs[d].no_role;
+        snprintf(buf, cap, "%s:%.*s%s%s", dirs[d].verb, (int)tl, what, dirs[d].arrow, arrow + 2);
         return NULL;
     }
     if (kl == 4 && !strncmp(t, "emit", 4)) {
