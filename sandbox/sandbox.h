@@ -88,6 +88,11 @@ struct sandbox_profile {
     const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
 };
 
+/* The minimal environment a sandboxed program gets when the caller gives none (NULL-ended):
+ * PATH, HOME=/tmp, LANG=C.UTF-8, USER/LOGNAME=agent, TMPDIR=/tmp. Callers that add variables
+ * start from this list. */
+extern const char *const sandbox_default_env[];
+
 /* The safe defaults of design.md section 7: no network, default groups, landlock on, uid/gid
  * 1000 inside mapped to 65534 (nobody) outside, 256 MiB memory, 256 pids, 64 MiB /tmp. */
 void sandbox_profile_default(struct sandbox_profile *p);

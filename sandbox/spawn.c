@@ -45,7 +45,7 @@ struct sandbox_child {
 /* Messages from the child to the parent on the error pipe: one record each. */
 enum { MSG_SETUP = 'S', MSG_EXEC = 'X' };
 
-static const char *const default_env[] = {
+const char *const sandbox_default_env[] = {
     "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "USER=agent",
     "LOGNAME=agent", "TMPDIR=/tmp", NULL,
 };
@@ -510,7 +510,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     }
     struct spawn_args a = {
         .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
-        .envp = p->envp ? p->envp : (char *const *)default_env, .ll_paths = ll_paths, .n_ll = n_ll,
+        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
     };

@@ -238,12 +238,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 /* The minimal environment plus --env, later entries replacing earlier ones of the same name. */
 static void build_env(struct exec_opts *o)
 {
-    static const char *const base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp",
-                                       "LANG=C.UTF-8", "USER=agent", "LOGNAME=agent", "TMPDIR=/tmp"};
     char *all[MAX_ENV + 8];
     size_t n = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(base); i++)
-        all[n++] = (char *)base[i];
+    for (size_t i = 0; sandbox_default_env[i] && n < 8; i++)
+        all[n++] = (char *)sandbox_default_env[i];
     for (size_t i = 0; i < o->n_env; i++) {
         size_t kl = (size_t)(strchr(o->env[i], '=') - o->env[i]);
         size_t j;

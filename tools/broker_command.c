@@ -15,11 +15,6 @@
 #define KILL_GRACE_SEC 2.0
 #define SANDBOX_SHELL "/bin/sh"
 
-static const char *const base_env[] = {
-    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME=/tmp",
-    "LANG=C.UTF-8",
-};
 
 void broker_command_result_clear(struct broker_command_result *r)
 {
@@ -30,11 +25,14 @@ void broker_command_result_clear(struct broker_command_result *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* The base environment with the request's KEY=VALUE entries on top (a request key replaces the
+/* The sandbox's minimal environment (sandbox_default_env) with the request's KEY=VALUE entries on top (a request key replaces the
  * base entry of the same name). NULL-terminated; the strings are borrowed. */
 static const char **build_env(const struct broker_command_opts *o)
 {
-    size_t nb = ARRAY_SIZE(base_env);
+    const char *const *base_env = sandbox_default_env;
+    size_t nb = 0;
+    while (base_env[nb])
+        nb++;
     const char **env = calloc(nb + o->n_env + 1, sizeof(char *));
     if (!env)
         return NULL;
