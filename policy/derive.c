@@ -107,6 +107,17 @@ void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limi
     }
 }
 
+size_t policy_tool_rules_fill(const struct policy_role_view *v, struct tool_rule *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->n_tools && n < cap; i++, n++)
+        out[n] = (struct tool_rule){.name = v->tools[i].name,
+                                    .enabled = v->tools[i].enabled,
+                                    .needs_approval = v->tools[i].needs_approval,
+                                    .read_before_write = v->tools[i].read_before_write};
+    return n;
+}
+
 bool policy_role_can(const struct policy_role_view *v, const char *cap)
 {
     for (size_t i = 0; i < v->n_caps; i++)

@@ -126,6 +126,13 @@ struct tool_limits;
  * with tool_limits_default() first. */
 void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limits *l);
 
+struct tool_rule;
+/* The role's per-tool rules (enabled, needs approval, read first) as the tool layer takes them:
+ * fills at most CAP of OUT (pointers into the policy), returns how many. */
+size_t policy_tool_rules_fill(const struct policy_role_view *v, struct tool_rule *out, size_t cap);
+/* The most tools any surface has, so a caller can size an array for policy_tool_rules_fill. */
+#define POLICY_MAX_SURFACE_TOOLS 32
+
 /* Fills OUT with the resolved profile of ROLE. -ENOENT with a message naming the roles there are
  * when the policy has no such role. */
 int policy_role_resolve(const struct policy *p, const char *role, struct policy_role_view *out,

@@ -162,6 +162,27 @@ static bool is_denial_code(const char *code)
            !strcmp(code, "permission_denied");
 }
 
+static int record_denial(struct agent_host *h, struct agent *a, const char *kind, const char *subject,
+                         const char *rule, const char *reason)
+{
+    if (!h->trail)
+        return 0;
+    cJSON *d = cJSON_CreateObject();
+    bool ok = d && cJSON_AddStringToObject(d, "kind", kind) && cJSON_AddStringToObject(d, "agent", a->name) &&
+              cJSON_AddStringToObject(d, "subject", subject) && cJSON_AddStringToObject(d, "rule", rule) &&
+              (!reason || cJSON_AddStringToObject(d, "reason", reason));
+    if (!ok) {
+        cJSON_Delete(d);
+        d = NULL;
+    }
+    return host_trail_append(h, a->name, "denial", d);
+}
+
+int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule)
+{
+    return record_denial(a->h, a, kind, subject, rule, NULL) < 0 ? -EIO : 0;
+}
+
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
                            const char *tool, const cJSON *args, const cJSON *result, bool is_error, int rc)
 {
@@ -188,19 +209,24 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     int r = host_trail_append(h, a->name, "tool_call", body);
     /* A refusal by the rules (not a missing file or a bad argument) is also a denial entry, so
      * every denial can be found by its type. */
-    const cJSON *code = is_error && result ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
-    if (r == 0 && cJSON_IsString(code) && is_denial_code(code->valuestring)) {
-        cJSON *d = cJSON_CreateObject();
-        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
-        bool dok = d && cJSON_AddStringToObject(d, "kind", "path") && cJSON_AddStringToObject(d, "agent", a->name) &&
-                   cJSON_AddStringToObject(d, "subject", tool) &&
-                   cJSON_AddStringToObject(d, "rule", cJSON_IsString(reason) ? reason->valuestring : "workspace containment") &&
-                   cJSON_AddStringToObject(d, "reason", code->valuestring);
-        if (!dok) {
-            cJSON_Delete(d);
-            d = NULL;
+    if (r == 0 && is_error && result) {
+        const char *rule = NULL, *reason = NULL;
+        if (a->surface->denial) {
+            rule = a->surface->denial(result);
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(result, "code");
+            if (!cJSON_IsString(c))
+                c = cJSON_GetObjectItemCaseSensitive(result, "error");
+            reason = cJSON_IsString(c) ? c->valuestring : NULL;
+        } else {
+            const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
+            if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
+                rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
+                reason = code->valuestring;
+            }
         }
-        r = host_trail_append(h, a->name, "denial", d);
+        if (rule)
+            r = record_denial(h, a, "path", tool, rule, reason);
     }
     return r;
 }

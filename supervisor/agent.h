@@ -76,6 +76,9 @@ const char *agent_name(const struct agent *a);
 /* Queues a response for the end of this turn (after the trail commit). RESULT is borrowed. */
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result);
 void agent_reply_error(struct agent *a, const cJSON *id, int code, const char *message);
+/* Records a `denial` entry for this agent (no-op without a trail): KIND ("path", "tool",
+ * "protocol", ...), SUBJECT (what was asked), RULE (what refused it). 0 or -EIO. */
+int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule);
 /* A notification nobody asked for (unknown method): never answered, but it counts toward the
  * abuse limit like a malformed line, so a flood of them ends the agent alone. */
 void agent_count_abuse(struct agent *a);

@@ -443,6 +443,9 @@ int cmd_exec(int argc, char **argv)
                                      .workspace_id = rec.workspace[0] ? rec.workspace : NULL};
         tool_limits_default(&so.limits);
         policy_tool_limits_apply(&view, &so.limits);
+        struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
+        so.rules = rules;
+        so.n_rules = policy_tool_rules_fill(&view, rules, ARRAY_SIZE(rules));
         int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
         close(from_agent[0]);

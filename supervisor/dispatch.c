@@ -143,6 +143,13 @@ static void m_discover(struct agent *a, const struct rpc_msg *m)
 static void m_tools_list(struct agent *a, const struct rpc_msg *m)
 {
     cJSON *tools = agent_surface(a)->list(agent_tools(a));
+    /* A tool the policy disables is not offered at all. */
+    for (cJSON *t = tools ? tools->child : NULL, *next; t; t = next) {
+        next = t->next;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "name");
+        if (cJSON_IsString(n) && !tool_enabled(agent_tools(a), n->valuestring))
+            cJSON_Delete(cJSON_DetachItemViaPointer(tools, t));
+    }
     cJSON *r = tools ? cJSON_CreateObject() : NULL;
     if (!r) {
         cJSON_Delete(tools);
@@ -169,6 +176,19 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
     }
     if (args && !cJSON_IsObject(args)) {
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: \"arguments\" must be an object");
+        return;
+    }
+    if (!tool_enabled(agent_tools(a), name->valuestring)) {
+        if (agent_record_denial(a, "tool", name->valuestring, "tool disabled by policy") < 0) {
+            agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
+                              "internal error: the trail cannot be written, so the call was not made");
+            return;
+        }
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "tool \"%.64s\" is disabled for this agent's role by the policy; "
+                 "tools/list shows the tools it may call", name->valuestring);
+        agent_reply_error(a, m->id, RPC_INVALID_PARAMS, msg);
         return;
     }
     int r = agent_call_tool(a, m->id, name->valuestring, args);

@@ -5,6 +5,7 @@
 #include "supervisor/agent.h"
 #include "supervisor/loop.h"
 #include "supervisor/pool.h"
+#include "tools/session.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -134,9 +135,17 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         .allow_commands = o->allow_commands,
         .command_profile = o->command_profile,
         .cgroup_parent = child,
+        .rules = o->rules,
+        .n_rules = o->n_rules,
     };
     if (ctx.limits.max_file_size == 0)
         tool_limits_default(&ctx.limits);
+
+    _cleanup_(tool_session_freep) struct tool_session *session = NULL;
+    int sr = tool_session_new(&session);
+    if (sr < 0)
+        return cerr_set(err, sr, "out of memory for the tool session");
+    ctx.session = session;
 
     struct serve_state s = {.child = child, .sig_fd = -1};
     /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */

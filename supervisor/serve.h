@@ -16,6 +16,8 @@ struct serve_exec_opts {
     bool read_only;
     bool allow_commands;
     const struct sandbox_profile *command_profile;
+    const struct tool_rule *rules;   /* per-tool policy (enabled, approval, read first) */
+    size_t n_rules;
     size_t max_message;           /* bytes of one JSON-RPC line (default 8 MiB) */
     double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
     struct trail *trail;          /* NULL: no trail */

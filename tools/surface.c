@@ -17,6 +17,20 @@ void tool_limits_default(struct tool_limits *l)
     l->n_exclude = 0;
 }
 
+const struct tool_rule *tool_rule_find(const struct tool_ctx *ctx, const char *tool)
+{
+    for (size_t i = 0; ctx && tool && i < ctx->n_rules; i++)
+        if (!strcmp(ctx->rules[i].name, tool))
+            return &ctx->rules[i];
+    return NULL;
+}
+
+bool tool_enabled(const struct tool_ctx *ctx, const char *tool)
+{
+    const struct tool_rule *r = tool_rule_find(ctx, tool);
+    return !r || r->enabled;
+}
+
 static const struct tool_surface *const surfaces[] = {
     &tool_surface_wap,
 };

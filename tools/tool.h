@@ -24,6 +24,17 @@ struct tool_limits {
     size_t n_exclude;
 };
 
+/* The policy's word on one tool (policy/ fills it; tools/ never reads a policy). A tool with
+ * no rule is enabled, needs no approval and has no read-first rule. */
+struct tool_rule {
+    const char *name;        /* the seed's tool name */
+    bool enabled;            /* false: not listed, and a call is refused */
+    bool needs_approval;     /* held for an admin (refused while no highway can approve it) */
+    bool read_before_write;  /* a write to an existing file needs a fresh read first */
+};
+
+struct tool_session;
+
 struct tool_ctx {
     int root_fd;                  /* O_PATH | O_DIRECTORY fd of the workspace root; caller owns it */
     const char *root_host_path;   /* used only to bind the workspace into a command sandbox */
@@ -32,7 +43,15 @@ struct tool_ctx {
     bool allow_commands;          /* executeCommand permitted by the role */
     const struct sandbox_profile *command_profile; /* base profile of command sandboxes */
     const struct sandbox_child *cgroup_parent; /* the agent's sandbox: command sandboxes nest in its cgroup */
+    const struct tool_rule *rules; /* per-tool policy; NULL: every tool enabled, no rules */
+    size_t n_rules;
+    struct tool_session *session;  /* this connection's memory (tools/session.h); NULL: none */
 };
+
+/* The rule for TOOL, or NULL when the policy sets none. */
+const struct tool_rule *tool_rule_find(const struct tool_ctx *ctx, const char *tool);
+/* Whether TOOL may be listed and called (no rule: yes). */
+bool tool_enabled(const struct tool_ctx *ctx, const char *tool);
 
 void tool_limits_default(struct tool_limits *l);
 
@@ -46,6 +65,10 @@ struct tool_surface {
      * Returns -ENOENT when TOOL is not a tool of this surface (JSON-RPC -32602). */
     int (*call)(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                 bool *is_error);
+    /* When an error RESULT of call is a refusal by the rules (containment, read-only, read
+     * first, approval), the rule in a few words, for the trail's denial entry; NULL when it is
+     * an ordinary failure (missing file, bad argument). NULL function: the WAP/File Tools codes. */
+    const char *(*denial)(const cJSON *result);
 };
 
 /* The surface of that name, or NULL. */

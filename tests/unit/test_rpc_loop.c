@@ -58,7 +58,7 @@ static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJS
     return -ENOENT;
 }
 
-static const struct tool_surface test_surface = {"test", t_list, t_call};
+static const struct tool_surface test_surface = {.name = "test", .list = t_list, .call = t_call};
 
 /* ---- a client end and a server ---- */
 
