@@ -198,6 +198,9 @@ struct broker_walk_opts {
     size_t n_exclude;
     bool want_meta;              /* fill size and mtime */
     size_t max_entries;          /* entries returned; the count goes on (total) */
+    const char *include_glob;    /* only entries whose path below the start matches it are
+                                  * listed and counted (file.list); NULL: all */
+    bool files_only;             /* directories are walked, not listed */
 };
 struct broker_list {
     struct broker_meta *v;
