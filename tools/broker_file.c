@@ -603,6 +603,7 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
         return broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", rel);
     if (unlinkat(dirfd, leaf, directory ? AT_REMOVEDIR : 0) < 0) {
         int err = errno;
+        e->sys_errno = err; /* a refusal by the file system, not by containment */
         if (err == ENOTEMPTY || err == EEXIST)
             return broker_fail(e, BROKER_E_INVALID, field, "/%s is not empty", rel);
         return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED

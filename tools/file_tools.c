@@ -684,7 +684,8 @@ static cJSON *param_schema(const struct param *p)
     case P_INT:
         cJSON_AddStringToObject(s, "type", "integer");
         cJSON_AddNumberToObject(s, "minimum", p->min);
-        cJSON_AddNumberToObject(s, "maximum", p->max);
+        if (p->max < MAX_LINE) /* past 2^53 cJSON would print it inexactly; JSON's own bound */
+            cJSON_AddNumberToObject(s, "maximum", p->max);
         break;
     case P_PATCHES:
         cJSON_AddStringToObject(s, "type", "array");
