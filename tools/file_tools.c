@@ -642,9 +642,14 @@ static const char *ft_code(const struct call *c)
 
 static cJSON *error_json(const struct call *c)
 {
+    /* The broker's messages open with the path as "/src/app.py"; this seed's paths are
+     * relative, so the message says "src/app.py". */
+    const char *msg = c->e.msg[0] ? c->e.msg : "the tool failed";
+    if (msg[0] == '/' && msg[1] && msg[1] != ' ')
+        msg++;
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "error", ft_code(c)) ||
-        !cJSON_AddStringToObject(o, "message", c->e.msg[0] ? c->e.msg : "the tool failed")) {
+        !cJSON_AddStringToObject(o, "message", msg)) {
         cJSON_Delete(o);
         return NULL;
     }
