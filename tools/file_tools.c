@@ -242,6 +242,14 @@ static void respell(struct broker_err *e, const char *from, const char *to)
     e->msg[n] = '\0';
 }
 
+/* A glob as written relative to a directory: "./" in front says nothing more. */
+static const char *glob_plain(const char *g)
+{
+    while (g && g[0] == '.' && g[1] == '/')
+        g += 2;
+    return g;
+}
+
 /* A workspace path as the seed shows it: relative, without the broker's leading '/'. */
 static const char *shown(const char *display)
 {
@@ -442,7 +450,7 @@ static cJSON *ft_list(struct call *c)
     _cleanup_free_ char *rel = NULL;
     if (path_rel(c, arg_str(c, 0, ""), &rel) < 0)
         return NULL;
-    const char *pattern = arg_str(c, 1, NULL);
+    const char *pattern = glob_plain(arg_str(c, 1, NULL));
     /* A pattern reaches as deep as it names: "*.py" the directory itself, "a/x*.py" one level
      * more, any `**` every level. */
     unsigned depth = 1;
@@ -543,6 +551,16 @@ static cJSON *ft_search(struct call *c)
     const char *const *ex;
     size_t n_ex;
     broker_default_excludes(c->ctx, &ex, &n_ex);
+    /* A glob with a '/' reads from the directory searched, as file.list's pattern does; the
+     * broker matches such globs from the workspace root, so the directory goes in front. A glob
+     * only matches names: it opens nothing, so no prefix can lead anywhere. */
+    const char *glob = glob_plain(arg_str(c, 2, NULL));
+    _cleanup_free_ char *glob_full = NULL;
+    if (glob && strchr(glob, '/') && rel && *rel) {
+        if (!(glob_full = util_printf("%s/%s", rel, glob)))
+            return oom(c);
+        glob = glob_full;
+    }
     size_t cap = c->ctx->limits.max_search_results;
     uint64_t want = arg_u64(c, 5, SEARCH_DEFAULT);
     unsigned context = (unsigned)arg_u64(c, 4, 0);
@@ -554,7 +572,7 @@ static cJSON *ft_search(struct call *c)
         .recursive = true,
         .exclude = ex,
         .n_exclude = n_ex,
-        .include_glob = arg_str(c, 2, NULL),
+        .include_glob = glob,
         .context = context,
         .max_results = cap && want > cap ? cap : (size_t)want,
     };

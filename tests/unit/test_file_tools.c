@@ -460,6 +460,12 @@ static void list_globs(void **state)
     assert_true(list_has(files, "src/lib/util.py"));
     cJSON_Delete(r);
 
+    r = fx_ok(f, "file.list", "{\"path\":\"src\",\"pattern\":\"./lib/*.py\"}");
+    files = fx_item(r, "files");
+    assert_int_equal(cJSON_GetArraySize(files), 1);
+    assert_true(list_has(files, "src/lib/util.py"));
+    cJSON_Delete(r);
+
     r = fx_ok(f, "file.list", "{\"path\":\"src/lib\"}");
     assert_int_equal(cJSON_GetArraySize(fx_item(r, "files")), 2);
     cJSON_Delete(r);
@@ -544,6 +550,20 @@ static void search_options(void **state)
     r = fx_ok(f, "file.search", "{\"pattern\":\"hello\",\"path\":\"sub\"}");
     assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 1);
     cJSON_Delete(r);
+    /* a glob with '/' reads from the directory searched, like file.list's pattern */
+    fx_put(f, "sub/deep/d.txt", "hello\n");
+    r = fx_ok(f, "file.search", "{\"pattern\":\"hello\",\"path\":\"sub\",\"glob\":\"deep/*.txt\"}");
+    ms = fx_item(r, "matches");
+    assert_int_equal(cJSON_GetArraySize(ms), 1);
+    assert_string_equal(fx_str(cJSON_GetArrayItem(ms, 0), "path"), "sub/deep/d.txt");
+    cJSON_Delete(r);
+    r = fx_ok(f, "file.search", "{\"pattern\":\"hello\",\"glob\":\"./sub/*.txt\"}");
+    assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 1);
+    cJSON_Delete(r);
+    r = fx_ok(f, "file.search", "{\"pattern\":\"hello\",\"path\":\"sub\",\"glob\":\"../**\"}");
+    assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 0);
+    cJSON_Delete(r);
+    fx_put(f, "sub/deep/d.txt", "bye\n");
     r = fx_ok(f, "file.search", "{\"pattern\":\"hello\",\"path\":\"sub/b.txt\"}");
     assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 1);
     cJSON_Delete(r);
