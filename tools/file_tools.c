@@ -242,6 +242,22 @@ static void respell(struct broker_err *e, const char *from, const char *to)
     e->msg[n] = '\0';
 }
 
+/* The exclusions of a walk from REL: the workspace's, unless REL itself lies in an excluded
+ * directory (node_modules/left-pad): then the agent named it on purpose and sees all of it. */
+static int walk_excludes(struct call *c, const char *rel, const char *const **ex, size_t *n)
+{
+    broker_default_excludes(c->ctx, ex, n);
+    if (!rel || !*rel || !*n)
+        return 0;
+    struct broker_filter *f = NULL;
+    if (broker_filter_new(*ex, *n, "exclude", &f, &c->e) < 0)
+        return -1;
+    if (broker_filter_prunes(f, rel, "", true))
+        *n = 0;
+    broker_filter_free(f);
+    return 0;
+}
+
 /* A glob as written relative to a directory: "./" in front says nothing more. */
 static const char *glob_plain(const char *g)
 {
@@ -462,7 +478,8 @@ static cJSON *ft_list(struct call *c)
         depth = LIST_MAX_DEPTH;
     const char *const *ex;
     size_t n_ex;
-    broker_default_excludes(c->ctx, &ex, &n_ex);
+    if (walk_excludes(c, rel, &ex, &n_ex) < 0)
+        return NULL;
     struct broker_walk_opts o = {
         .recursive = depth > 1,
         .max_depth = depth,
@@ -550,7 +567,8 @@ static cJSON *ft_search(struct call *c)
     const char *paths[1] = {rel};
     const char *const *ex;
     size_t n_ex;
-    broker_default_excludes(c->ctx, &ex, &n_ex);
+    if (walk_excludes(c, rel, &ex, &n_ex) < 0)
+        return NULL;
     /* A glob with a '/' reads from the directory searched, as file.list's pattern does; the
      * broker matches such globs from the workspace root, so the directory goes in front. A glob
      * only matches names: it opens nothing, so no prefix can lead anywhere. */

@@ -469,6 +469,21 @@ static void list_globs(void **state)
     r = fx_ok(f, "file.list", "{\"path\":\"src/lib\"}");
     assert_int_equal(cJSON_GetArraySize(fx_item(r, "files")), 2);
     cJSON_Delete(r);
+    /* named on purpose, an excluded directory is listed whole, by any pattern */
+    r = fx_ok(f, "file.list", "{\"path\":\"node_modules\",\"pattern\":\"**/*.ts\"}");
+    files = fx_item(r, "files");
+    assert_int_equal(cJSON_GetArraySize(files), 1);
+    assert_true(list_has(files, "node_modules/x/index.ts"));
+    cJSON_Delete(r);
+    r = fx_ok(f, "file.list", "{\"path\":\"node_modules/x\"}");
+    assert_int_equal(cJSON_GetArraySize(fx_item(r, "files")), 1);
+    cJSON_Delete(r);
+    r = fx_ok(f, "file.search", "{\"pattern\":\"i\",\"path\":\"node_modules/x\"}");
+    assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 1);
+    cJSON_Delete(r);
+    r = fx_ok(f, "file.search", "{\"pattern\":\"i\",\"glob\":\"*.ts\"}");
+    assert_int_equal(cJSON_GetArraySize(fx_item(r, "matches")), 0);
+    cJSON_Delete(r);
     r = fx_ok(f, "file.list", "{\"pattern\":\"*.rs\"}");
     assert_int_equal(cJSON_GetArraySize(fx_item(r, "files")), 0);
     cJSON_Delete(r);
