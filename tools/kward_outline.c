@@ -60,7 +60,7 @@ static const struct pattern js[] = {
     {"^(?:export\\s+)?(?:const|let|var)\\s+[\\w$]+\\s*(?::[^=]+)?=\\s*(?:async\\s+)?(?:function\\b|(?:\\([^)]*\\)|[\\w$]+)\\s*(?::\\s*[^=]+)?=>)", "function", false},
     {"^(?!(?:if|for|while|switch|catch|return|function|else|do|new|typeof|await|yield|super|this)\\b)"
      "(?:(?:public|private|protected|static|readonly|abstract|override|async|get|set|declare)\\s+)*\\*?"
-     "(?:constructor|[A-Za-z_$][\\w$]*)\\s*(?:<[^>]*>)?\\s*\\([^;]*\\)\\s*(?::\\s*[^{};=]+)?\\s*\\{\\s*$", "method", false},
+     "(?:constructor|[A-Za-z_$][\\w$]*)\\s*(?:<[^>]*>)?\\s*\\([^;]*\\)\\s*(?::\\s*[^{};=]+)?\\s*\\{\\s*\\}?\\s*$", "method", false},
     {NULL, NULL, false},
 };
 
@@ -87,7 +87,7 @@ static const struct pattern java[] = {
     {"^" JMOD "*(class|interface|enum|record|@interface)\\s+\\w+", KIND_CAPTURE, false},
     {"^" JMOD "+\\w+\\s*\\([^;]*\\)\\s*(?:throws\\s+[\\w.,\\s]+)?\\s*\\{?\\s*$", "constructor", false},
     {"^(?!(?:return|new|throw|if|else|for|while|switch|case|catch|do|try|var|yield|assert)\\b)" JMOD
-     "*(?:<[^>]+>\\s+)?[\\w.<>\\[\\]?,]+\\s+\\w+\\s*\\([^;]*\\)\\s*(?:throws\\s+[\\w.,\\s]+)?\\s*\\{?\\s*$", "method", false},
+     "*(?:<(?:[^<>]|<[^<>]*>)+>\\s+)?[\\w.<>\\[\\]?,]+\\s+\\w+\\s*\\([^;]*\\)\\s*(?:throws\\s+[\\w.,\\s]+)?\\s*\\{?\\s*$", "method", false},
     {NULL, NULL, false},
 };
 
@@ -217,16 +217,26 @@ struct cand {
     size_t sig_off, sig_len;
 };
 
-static bool trimmed_line(const struct language *lang, const char *s, size_t len)
+/* Whether a line at the end of a range belongs to what follows or encloses it rather than to
+ * the declaration: blank lines, comments and attributes leading into the next declaration, and
+ * lines indented less than the declaration (the enclosing block's "}" or "end"). */
+static bool trimmed_line(const struct language *lang, const char *s, size_t len, unsigned indent)
 {
     size_t i = 0;
-    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+    unsigned col = 0;
+    while (i < len && (s[i] == ' ' || s[i] == '\t')) {
+        col += s[i] == '\t' ? 4 : 1;
+        i++;
+    }
+    while (i < len && (s[i] == '\r' || s[i] == '\n'))
         i++;
     if (i == len)
         return true; /* blank */
+    if (col < indent)
+        return true;
     if (s[i] == '}' || s[i] == ')' || s[i] == ']')
         return false; /* a closing brace ends the declaration before */
-    if (strchr(lang->trim, s[i]))
+    if (s[i] && strchr(lang->trim, s[i]))
         return true;
     return s[i] == '/' && i + 1 < len && s[i + 1] == '/';
 }
@@ -329,9 +339,13 @@ int kward_outline_build(const char *language, const char *text, size_t len, size
                 break;
             }
         size_t end = next - 1;
+        /* A declaration that closes on its own line ("enum E { A, B };", "fn f();") is one line. */
+        char last = text[cd->sig_off + cd->sig_len - 1];
+        if (last == ';' || (last == '}' && memchr(text + cd->sig_off, '{', cd->sig_len)))
+            end = cd->line;
         while (end > cd->line) {
             size_t a = starts[end - 1], b = starts[end];
-            if (!trimmed_line(lang, text + a, b - a))
+            if (!trimmed_line(lang, text + a, b - a, cd->indent))
                 break;
             end--;
         }
