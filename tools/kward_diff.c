@@ -183,8 +183,9 @@ static void put_line(struct buf *b, char mark, const struct line *l)
 {
     put(b, &mark, 1);
     put(b, l->s, l->len);
+    static const char no_nl[] = "\n\\ No newline at end of file\n";
     if (!l->len || l->s[l->len - 1] != '\n')
-        put(b, "\n\\ No newline at end of file\n", 30);
+        put(b, no_nl, sizeof(no_nl) - 1);
 }
 
 int kward_diff(const char *label, const char *a, size_t alen, const char *b, size_t blen,
