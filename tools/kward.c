@@ -595,6 +595,7 @@ static cJSON *k_read(struct call *c)
     cJSON *res = NULL;
     const char *shown_mode = mode ? mode : "default";
     struct slice s = {0};
+    char *rel = NULL;
     if (lines_split(&l, r.content, r.len) < 0) {
         oom(c);
         goto done;
@@ -676,7 +677,6 @@ static cJSON *k_read(struct call *c)
         goto done;
     }
     /* A successful read marks the file read for the session: later writes may change it. */
-    _cleanup_free_ char *rel = NULL;
     if (broker_path_clean(path, "path", &rel, &c->e) == 0)
         tool_session_note_read(c->ctx->session, c->ctx, rel);
     c->raw_bytes = r.len;
@@ -692,6 +692,7 @@ static cJSON *k_read(struct call *c)
         res = oom(c);
     }
 done:
+    free(rel);
     free(out.s);
     free(l.start);
     kward_outline_clear(&ol);
