@@ -1307,6 +1307,16 @@ static cJSON *k_write(struct call *c)
         return NULL;
     if (!*rel)
         return fail(c, "not_a_file", BROKER_E_IS_DIR, "path", "not a file: %s", shown);
+    /* Containment before the read-first rule: a link leading out is refused as such, not as
+     * an unread file. A missing target is a new file. */
+    struct broker_meta m;
+    struct broker_err pe;
+    if (broker_info(c->ctx, path, "path", &m, &pe) == 0)
+        broker_meta_clear(&m);
+    else if (pe.kind != BROKER_E_NOT_FOUND) {
+        c->e = pe;
+        return NULL;
+    }
     if (change_allowed(c, rel, shown, "writing") < 0)
         return NULL;
     /* The old content, for the diff: none for a new file; unknown (no diff) when it is not text
