@@ -272,6 +272,7 @@ struct broker_command_opts {
     double timeout_sec;        /* 0: ctx default; capped at ctx->limits.command_timeout_max */
     const char *const *env;    /* "KEY=VALUE" on top of the base environment */
     size_t n_env;
+    double kill_grace_sec;     /* SIGTERM to SIGKILL on timeout; 0: 2 s */
 };
 struct broker_command_result {
     char *out, *err;           /* valid UTF-8, NUL-terminated; owned */

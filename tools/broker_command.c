@@ -212,7 +212,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         if (!ended && !termed && now >= deadline) {
             r->timed_out = true;
             termed = true;
-            kill_at = now + KILL_GRACE_SEC;
+            kill_at = now + (o->kill_grace_sec > 0 ? o->kill_grace_sec : KILL_GRACE_SEC);
             sandbox_child_signal(child, SIGTERM);
         } else if (!ended && termed && !killed && now >= kill_at) {
             killed = true;
