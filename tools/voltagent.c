@@ -37,13 +37,9 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error)
 {
     char text[256];
     *error = NULL;
-    if (!path || path[0] != '/') {
-        snprintf(text, sizeof(text), "Error: %s must be a workspace path starting with '/'", field);
-        *error = voltagent_error_text(broker_kind_name(BROKER_E_INVALID), text);
-        return -1;
-    }
-    bool tilde = strchr(path, '~') != NULL, dots = false;
-    for (const char *p = path; *p && !dots; p++)
+    /* The traversal test comes first: "~/x" and "../x" are escapes, not typos. */
+    bool tilde = path && strchr(path, '~') != NULL, dots = false;
+    for (const char *p = path; p && *p && !dots; p++)
         dots = p[0] == '.' && p[1] == '.' && (p == path || p[-1] == '/' || p[-1] == '\\') &&
                (p[2] == '\0' || p[2] == '/' || p[2] == '\\');
     if (tilde || dots) {
@@ -51,6 +47,11 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error)
                  "Error: Path traversal is not allowed: %s may not contain %s; use a path from the workspace root, like '/src/app.ts'",
                  field, tilde ? "'~'" : "'..'");
         *error = voltagent_error_text(VOLTAGENT_E_TRAVERSAL, text);
+        return -1;
+    }
+    if (!path || path[0] != '/') {
+        snprintf(text, sizeof(text), "Error: %s must be a workspace path starting with '/'", field);
+        *error = voltagent_error_text(broker_kind_name(BROKER_E_INVALID), text);
         return -1;
     }
     return 0;
