@@ -6,5 +6,6 @@
 #include "tools/tool.h"
 
 extern const struct tool_surface tool_surface_wap;
+extern const struct tool_surface tool_surface_voltagent;
 
 #endif
