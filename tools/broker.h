@@ -269,6 +269,8 @@ struct broker_command_opts {
     double timeout_sec;        /* 0: ctx default; capped at ctx->limits.command_timeout_max */
     const char *const *env;    /* "KEY=VALUE" on top of the base environment */
     size_t n_env;
+    const char *input;         /* the command's stdin (NULL: /dev/null) */
+    size_t input_len;
 };
 struct broker_command_result {
     char *out, *err;           /* valid UTF-8, NUL-terminated; owned */

@@ -1489,6 +1489,7 @@ static const char *volt_denial(const cJSON *result)
         {VOLTAGENT_E_STALE, "read before write (changed since read)"},
         {VOLTAGENT_E_APPROVAL, "needs approval"},
         {VOLTAGENT_E_COMMANDS, "commands not allowed for the role"},
+        {VOLTAGENT_E_SKILL_FILE, "skill files: only those its SKILL.md lists"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
         if (!strcmp(c->valuestring, rules[i].code))
