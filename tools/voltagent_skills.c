@@ -116,11 +116,9 @@ static char *scalar_string(const yaml_node_t *n)
         return NULL;
     const char *v = (const char *)n->data.scalar.value;
     size_t len = n->data.scalar.length;
-    bool tagged_str = n->tag && !strcmp((const char *)n->tag, YAML_STR_TAG);
-    bool plain = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-    /* libyaml gives every scalar the default tag; only an explicit !!str or quoting makes a
-     * plain-looking number a string. */
-    if (plain && !tagged_str && plain_is_typed(v, len))
+    /* libyaml's loader tags every untagged scalar !!str, so the tag cannot tell an explicit
+     * "!!str 1.0" from a plain 1.0: quoting is what makes a number-looking value a string. */
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && plain_is_typed(v, len))
         return NULL;
     if (memchr(v, '\0', len))
         return NULL;
