@@ -105,6 +105,8 @@ void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limi
         l->exclude = p->exclude;
         l->n_exclude = p->n_exclude;
     }
+    if (p->embedding_command)
+        l->embedding_command = p->embedding_command;
 }
 
 size_t policy_tool_rules_fill(const struct policy_role_view *v, struct tool_rule *out, size_t cap)

@@ -438,6 +438,47 @@ static void index_content_over_the_session_cap(void **state)
     cJSON_Delete(a);
 }
 
+/* ---- the external embedding command (policy tools.embedding_command) ------------------------ */
+
+/* A toy embedder in awk: per text, [count of "red", count of "blue", 1]. It reads the texts
+ * from stdin, so a right answer proves the texts went in and the vectors came back. */
+static const char TOY_EMBEDDER[] =
+    "awk -v RS='\",\"' '{ r = gsub(/red/, \"&\"); b = gsub(/blue/, \"&\"); "
+    "printf \"%s[%d,%d,1]\", (NR > 1 ? \",\" : \"[\"), r, b } END { print \"]\" }'";
+
+static void external_embedding_command(void **state)
+{
+    struct fx *f = *state;
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    f->ctx.command_profile = &p;
+    chmod(f->ws, 0777);
+    /* The role may not run commands; the policy's embedder runs all the same. */
+    f->ctx.allow_commands = false;
+    f->ctx.limits.embedding_command = TOY_EMBEDDER;
+    add(f, "/r", "red red red");
+    add(f, "/b", "blue blue");
+    add(f, "/rb", "red blue");
+    expect_top(f, "{\"query\":\"red\",\"mode\":\"vector\"}", "/r");
+    expect_top(f, "{\"query\":\"blue\",\"mode\":\"vector\"}", "/b");
+    expect_top(f, "{\"query\":\"blue red\",\"mode\":\"vector\"}", "/rb");
+    /* a failing or babbling embedder: a clear error, the index unchanged */
+    f->ctx.limits.embedding_command = "echo broken >&2; exit 3";
+    expect_err(f, "workspace_index_content", "{\"path\":\"/x\",\"content\":\"red\",\"metadata\":null}",
+               "execution_failed", "exited with status 3: broken");
+    f->ctx.limits.embedding_command = "echo '[[1,2],[3]]'";
+    expect_err(f, "workspace_search", "{\"query\":\"red\",\"mode\":\"vector\"}", "execution_failed",
+               "JSON array of 1 vectors");
+    f->ctx.limits.embedding_command = "echo '[[1,\"x\"]]'";
+    expect_err(f, "workspace_search", "{\"query\":\"red\",\"mode\":\"vector\"}", "execution_failed",
+               "non-number");
+    /* bm25 needs no embedding */
+    cJSON *r = search(f, "{\"query\":\"red\",\"mode\":\"bm25\"}");
+    assert_int_equal(fx_num(r, "total"), 2);
+    cJSON_Delete(r);
+    f->ctx.command_profile = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +494,7 @@ int main(void)
         VT(local_embedding_is_deterministic_and_normalised),
         VT(index_caps_refuse_clearly),
         VT(index_content_over_the_session_cap),
+        VT(external_embedding_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
