@@ -284,15 +284,6 @@ static cJSON *output_result(struct text *t)
     return o;
 }
 
-static cJSON *output_of(const char *s)
-{
-    struct text t = {0};
-    text_str(&t, s);
-    cJSON *o = output_result(&t);
-    free(t.s);
-    return o;
-}
-
 /* Short echo of agent text in a message (upstream echoes it whole; corral caps it so a huge
  * old_string cannot double the size of every error). */
 static void echo(char *buf, size_t size, const char *s)
@@ -592,10 +583,9 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
         return fail_path(err, is_error);
     uint64_t offset = arg_u64(a, 1, 0), limit = arg_u64(a, 2, 2000);
     struct broker_err e = {0};
-    if (limit == 0)
-        return output_of("");
+    /* limit 0 still checks the file (upstream reads it, then slices nothing). */
     struct broker_read_opts o = {.start_line = offset + 1,
-                                 .end_line = offset > UINT64_MAX - limit ? 0 : offset + limit};
+                                 .end_line = offset > UINT64_MAX - limit ? 0 : offset + (limit ? limit : 1)};
     struct broker_read_result r;
     if (broker_read(ctx, path, &o, &r, &e) < 0) {
         if (e.kind == BROKER_E_NOT_FOUND || e.kind == BROKER_E_IS_DIR || e.kind == BROKER_E_NOT_REGULAR)
@@ -626,7 +616,9 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
             blank = r.content[i] == ' ' || (r.content[i] >= '\t' && r.content[i] <= '\r');
     }
     struct text out = {0};
-    if (blank) {
+    if (limit == 0) {
+        text_str(&out, "");
+    } else if (blank) {
         text_str(&out, "System reminder: File exists but has empty contents");
     } else {
         const char *p = r.content, *end = r.content + r.len;

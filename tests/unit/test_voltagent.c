@@ -247,6 +247,8 @@ static void read_file_formats_as_upstream(void **state)
     fx_put(f, "zero.txt", "");
     expect_out(f, "read_file", "{\"file_path\":\"/zero.txt\"}", "System reminder: File exists but has empty contents");
     expect_err(f, "read_file", "{\"file_path\":\"/missing\"}", "not_found", "Error: File '/missing' not found");
+    expect_err(f, "read_file", "{\"file_path\":\"/missing\",\"limit\":0}", "not_found", NULL);
+    expect_out(f, "read_file", "{\"file_path\":\"/a.txt\",\"limit\":0}", "");
     fx_put(f, "d/x", "x");
     expect_err(f, "read_file", "{\"file_path\":\"/d\"}", "is_directory", "Error: File '/d' not found");
     fx_put_bytes(f, "bin", "a\0b", 3);
