@@ -1106,7 +1106,8 @@ static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const stru
             return fail_text(is_error, broker_kind_name(e.kind), "Invalid regex pattern: %s", e.msg);
         return fail_broker(&e, is_error);
     }
-    qsort(r.v, r.n, sizeof(*r.v), cmp_match);
+    if (r.n > 1)
+        qsort(r.v, r.n, sizeof(*r.v), cmp_match);
     struct text out = {0};
     cJSON *res = cJSON_CreateObject(), *matches = cJSON_CreateArray();
     for (size_t i = 0; i < r.n; i++) {
