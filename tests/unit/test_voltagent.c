@@ -390,6 +390,11 @@ static void glob_and_grep(void **state)
                "/src/b.ts:\n  2: const z = 3;\n/src/c.js:\n  1: const w;");
     expect_out(f, "grep", "{\"pattern\":\"nothing here\"}", "No matches found for pattern 'nothing here'");
     expect_err(f, "grep", "{\"pattern\":\"(\"}", "invalid_pattern", "Invalid regex pattern: ");
+    /* upstream's unsafe patterns (nested or overlapping quantifiers) are searched literally */
+    fx_put(f, "re.txt", "aaaa\nthe text (a+)+ itself\nx.*+y\n");
+    expect_out(f, "grep", "{\"pattern\":\"(a+)+\",\"path\":\"/re.txt\"}", "/re.txt:\n  2: the text (a+)+ itself");
+    expect_out(f, "grep", "{\"pattern\":\".*+\",\"path\":\"/re.txt\"}", "/re.txt:\n  3: x.*+y");
+    expect_out(f, "grep", "{\"pattern\":\"a+\",\"path\":\"/re.txt\"}", "/re.txt:\n  1: aaaa\n  2: the text (a+)+ itself");
     cJSON *r = fx_ok(f, "grep", "{\"pattern\":\"let\"}");
     const cJSON *m = cJSON_GetArrayItem(fx_item(r, "matches"), 0);
     assert_string_equal(fx_str(m, "path"), "/src/b.ts");
