@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <math.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,15 +283,6 @@ static cJSON *output_result(struct text *t)
         cJSON_Delete(o);
         return NULL;
     }
-    return o;
-}
-
-static cJSON *output_of(const char *s)
-{
-    struct text t = {0};
-    text_str(&t, s);
-    cJSON *o = output_result(&t);
-    free(t.s);
     return o;
 }
 
@@ -592,10 +585,9 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
         return fail_path(err, is_error);
     uint64_t offset = arg_u64(a, 1, 0), limit = arg_u64(a, 2, 2000);
     struct broker_err e = {0};
-    if (limit == 0)
-        return output_of("");
+    /* limit 0 still checks the file (upstream reads it, then slices nothing). */
     struct broker_read_opts o = {.start_line = offset + 1,
-                                 .end_line = offset > UINT64_MAX - limit ? 0 : offset + limit};
+                                 .end_line = offset > UINT64_MAX - limit ? 0 : offset + (limit ? limit : 1)};
     struct broker_read_result r;
     if (broker_read(ctx, path, &o, &r, &e) < 0) {
         if (e.kind == BROKER_E_NOT_FOUND || e.kind == BROKER_E_IS_DIR || e.kind == BROKER_E_NOT_REGULAR)
@@ -626,7 +618,9 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
             blank = r.content[i] == ' ' || (r.content[i] >= '\t' && r.content[i] <= '\r');
     }
     struct text out = {0};
-    if (blank) {
+    if (limit == 0) {
+        text_str(&out, "");
+    } else if (blank) {
         text_str(&out, "System reminder: File exists but has empty contents");
     } else {
         const char *p = r.content, *end = r.content + r.len;
@@ -1084,6 +1078,38 @@ static const struct param grep_params[] = {
     {"glob", P_STR_NULL, false, "Optional glob pattern to filter files (e.g., '*.ts')", 0},
 };
 
+/* Upstream's assessRegexPattern: a pattern over 500 characters, or one with a nested or an
+ * overlapping quantifier ("(a+)+", ".*+"), is searched for as literal text instead. Its two
+ * detectors run here under a match limit, on at most 500 bytes. */
+#define MAX_REGEX_PATTERN 500
+static bool regex_unsafe(const char *pattern)
+{
+    static const char *const detectors[] = {
+        "\\((?:[^()\\\\]|\\\\.)*[*+{](?:[^()\\\\]|\\\\.)*\\)\\s*[*+{]",
+        "(\\.\\*|\\.\\+|\\.\\{[^}]+\\})\\s*[*+{]",
+    };
+    size_t len = strlen(pattern);
+    if (len > MAX_REGEX_PATTERN)
+        return true;
+    bool unsafe = false;
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (mc)
+        pcre2_set_match_limit(mc, 100000);
+    for (size_t i = 0; mc && i < ARRAY_SIZE(detectors) && !unsafe; i++) {
+        int err;
+        PCRE2_SIZE off;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)detectors[i], PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
+        pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+        /* A detector that cannot run (no memory, its limit hit) counts as unsafe: literal is
+         * the cautious reading. */
+        unsafe = !md || pcre2_match(re, (PCRE2_SPTR)pattern, len, 0, 0, md, mc) != PCRE2_ERROR_NOMATCH;
+        pcre2_match_data_free(md);
+        pcre2_code_free(re);
+    }
+    pcre2_match_context_free(mc);
+    return unsafe || !mc;
+}
+
 static int cmp_match(const void *x, const void *y)
 {
     const struct broker_match *a = x, *b = y;
@@ -1092,8 +1118,8 @@ static int cmp_match(const void *x, const void *y)
 }
 
 /* Upstream: ripgrep (or a fallback walk), at most 5000 matches, printed per file: "/path:" then
- * "  LINE: text". Here: broker_search with the workspace's exclusions and the policy's
- * max_search_results. */
+ * "  LINE: text", an unsafe pattern taken literally. Here: broker_search with the workspace's
+ * exclusions and the policy's max_search_results. */
 static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
 {
     (void)t;
@@ -1103,6 +1129,7 @@ static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const stru
         return fail_path(err, is_error);
     const char *const paths[] = {path};
     struct broker_search_opts o = {.paths = paths, .n_paths = 1, .query = pattern, .recursive = true,
+                                   .literal = regex_unsafe(pattern),
                                    .include_glob = glob && *glob ? glob : NULL,
                                    .max_results = ctx->limits.max_search_results,
                                    .max_line_bytes = MAX_LINE_LENGTH};
@@ -1114,7 +1141,8 @@ static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const stru
             return fail_text(is_error, broker_kind_name(e.kind), "Invalid regex pattern: %s", e.msg);
         return fail_broker(&e, is_error);
     }
-    qsort(r.v, r.n, sizeof(*r.v), cmp_match);
+    if (r.n > 1)
+        qsort(r.v, r.n, sizeof(*r.v), cmp_match);
     struct text out = {0};
     cJSON *res = cJSON_CreateObject(), *matches = cJSON_CreateArray();
     for (size_t i = 0; i < r.n; i++) {

@@ -247,6 +247,8 @@ static void read_file_formats_as_upstream(void **state)
     fx_put(f, "zero.txt", "");
     expect_out(f, "read_file", "{\"file_path\":\"/zero.txt\"}", "System reminder: File exists but has empty contents");
     expect_err(f, "read_file", "{\"file_path\":\"/missing\"}", "not_found", "Error: File '/missing' not found");
+    expect_err(f, "read_file", "{\"file_path\":\"/missing\",\"limit\":0}", "not_found", NULL);
+    expect_out(f, "read_file", "{\"file_path\":\"/a.txt\",\"limit\":0}", "");
     fx_put(f, "d/x", "x");
     expect_err(f, "read_file", "{\"file_path\":\"/d\"}", "is_directory", "Error: File '/d' not found");
     fx_put_bytes(f, "bin", "a\0b", 3);
@@ -388,6 +390,11 @@ static void glob_and_grep(void **state)
                "/src/b.ts:\n  2: const z = 3;\n/src/c.js:\n  1: const w;");
     expect_out(f, "grep", "{\"pattern\":\"nothing here\"}", "No matches found for pattern 'nothing here'");
     expect_err(f, "grep", "{\"pattern\":\"(\"}", "invalid_pattern", "Invalid regex pattern: ");
+    /* upstream's unsafe patterns (nested or overlapping quantifiers) are searched literally */
+    fx_put(f, "re.txt", "aaaa\nthe text (a+)+ itself\nx.*+y\n");
+    expect_out(f, "grep", "{\"pattern\":\"(a+)+\",\"path\":\"/re.txt\"}", "/re.txt:\n  2: the text (a+)+ itself");
+    expect_out(f, "grep", "{\"pattern\":\".*+\",\"path\":\"/re.txt\"}", "/re.txt:\n  3: x.*+y");
+    expect_out(f, "grep", "{\"pattern\":\"a+\",\"path\":\"/re.txt\"}", "/re.txt:\n  1: aaaa\n  2: the text (a+)+ itself");
     cJSON *r = fx_ok(f, "grep", "{\"pattern\":\"let\"}");
     const cJSON *m = cJSON_GetArrayItem(fx_item(r, "matches"), 0);
     assert_string_equal(fx_str(m, "path"), "/src/b.ts");
