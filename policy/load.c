@@ -773,8 +773,9 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
         if (strcmp(r->surface, "voltagent"))
             ERR_VAL(c, v, "%s.embedding_command is for the voltagent surface's search, and this "
                     "role's surface is '%s'", path, r->surface);
-        else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd))
-            r->limits.embedding_command = cmd;
+        else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd) &&
+                 !(r->limits.embedding_command = policy_strdup(c->p, cmd)))
+            c->oom = true;
     }
     if ((v = get(n, "exclude"))) {
         const char **list;

@@ -136,8 +136,12 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     if (!input)
         return broker_fail(e, BROKER_E_IO, NULL, "out of memory for the embedding request");
     /* The command is the policy's, not the agent's: it runs whatever the role's own command
-     * authority, still in a command sandbox with the role's command profile. */
+     * authority, in a command sandbox: the role's command profile when the role may run
+     * commands, else the sandbox module's default one (a role without command authority has a
+     * profile that lets nothing be executed). */
     struct tool_ctx c = *ctx;
+    if (!ctx->allow_commands)
+        c.command_profile = NULL;
     c.allow_commands = true;
     struct broker_command_opts o = {.command = ctx->limits.embedding_command,
                                     .input = input,
