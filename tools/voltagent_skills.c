@@ -988,11 +988,12 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     struct text t = {0};
     cJSON *results = cJSON_CreateArray(), *o = NULL;
     tool_session_lock(ctx->session);
+    /* NULL only when a refresh in another call dropped the index meanwhile: no results. */
     struct vs_index *ix = sk->index;
-    int r = ix ? 0 : -ENOMEM;
-    if (r == 0 && want_bm25)
+    int r = 0;
+    if (ix && want_bm25)
         r = vs_index_bm25(ix, query, NULL, NULL, top_k * 5, &bm, &n_bm);
-    if (r == 0 && want_vec && any && dim == vs_index_dim(ix))
+    if (ix && r == 0 && want_vec && any && dim == vs_index_dim(ix))
         r = vs_index_vector(ix, qvec, dim, NULL, NULL, top_k * 5, &vec, &n_vec);
     h = calloc(n_bm + n_vec + 1, sizeof(*h));
     if (r < 0 || !h || !results)
@@ -1138,6 +1139,8 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
         tprintf(&t, "%s%s", i ? ", " : "\nTags: ", m.tags[i]);
     tprintf(&t, "\nPath: %s\n\nInstructions:\n%s", path, body && *body ? body : "(empty)");
     struct skill s = {.m = m, .path = path, .root = NULL};
+    free(s.m.id);
+    free(s.m.name);
     s.m.id = id;
     s.m.name = name;
     cJSON *o = text_result(&t);

@@ -217,7 +217,7 @@ static void result_shape_as_upstream(void **state)
     assert_true(strlen(sn) <= 20 && strstr(sn, "stick"));
     cJSON_Delete(r);
     /* metadata given with index_content comes back */
-    fx_ok(f, "workspace_index_content", "{\"path\":\"notes/m.txt\",\"content\":\"zebra stripes\",\"metadata\":{\"k\":\"v\"}}");
+    cJSON_Delete(fx_ok(f, "workspace_index_content", "{\"path\":\"notes/m.txt\",\"content\":\"zebra stripes\",\"metadata\":{\"k\":\"v\"}}"));
     r = search(f, "{\"query\":\"zebra\",\"mode\":\"bm25\"}");
     assert_string_equal(fx_str(result(r, 0), "path"), "/notes/m.txt");
     assert_string_equal(fx_str(fx_item(result(r, 0), "metadata"), "k"), "v");

@@ -260,7 +260,7 @@ static void reads_only_listed_files(void **state)
                VOLTAGENT_E_SKILL_FILE, NULL);
     /* a listed file that is missing */
     fx_put(f, "skills/gone/SKILL.md", "---\nname: gone\nreferences: [references/missing.md]\n---\n");
-    fx_ok(f, "workspace_list_skills", "{\"refresh\":true}");
+    cJSON_Delete(fx_ok(f, "workspace_list_skills", "{\"refresh\":true}"));
     expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"gone\",\"reference\":\"missing.md\"}", "not_found",
                "Error reading skill file: ");
     expect_err(f, "workspace_read_skill_script", "{\"skill_id\":\"nope\",\"script\":\"a\"}", "not_found",
@@ -273,7 +273,7 @@ static void allowlist_follows_the_file_and_containment_holds(void **state)
 {
     struct fx *f = *state;
     skills_tree(f);
-    fx_ok(f, "workspace_list_skills", NULL);
+    cJSON_Delete(fx_ok(f, "workspace_list_skills", NULL));
     fx_put(f, "skills/pdf/SKILL.md", "---\nname: PDF Tools\nreferences: [secret.txt, link.md, /skills/web/deep/assets/logo.svg]\n---\n");
     expect_out(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"secret.txt\"}",
                "not listed anywhere\n");
