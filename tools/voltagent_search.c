@@ -252,6 +252,7 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
     cJSON *errors = cJSON_CreateArray();
     struct pending p = {0};
     size_t skipped = 0, held = 0;
+    bool stopped = false; /* reading stopped: the batch alone passes a cap */
     int rc = errors ? 0 : -ENOMEM;
     if (l.truncated) {
         char msg[200];
@@ -299,8 +300,10 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
         size_t len = rr.len;
         broker_read_result_clear(&rr);
         rc = pending_push(&p, vs_doc_new(m->path, content, len, meta, NULL, NULL, 0));
-        if (rc == 0 && (held > VS_MAX_BYTES || p.n > VS_MAX_DOCS))
+        if (rc == 0 && (held > VS_MAX_BYTES || p.n > VS_MAX_DOCS)) {
+            stopped = true;
             break;
+        }
     }
     glob_free(g);
     broker_list_clear(&l);
@@ -311,9 +314,17 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
     }
     size_t vector_indexed = 0, indexed = p.n;
     struct voltagent_state *st = voltagent_state(ctx);
-    tool_session_lock(ctx->session);
-    int fits = vs_index_fits(st->search, p.v, p.n, &e);
-    tool_session_unlock(ctx->session);
+    int fits;
+    if (stopped) {
+        fits = broker_fail(&e, BROKER_E_TOO_LARGE, NULL,
+                           "more than %d files or %zu MiB match under %.200s; the search index of "
+                           "this session holds at most that. Index a narrower path or glob",
+                           VS_MAX_DOCS, VS_MAX_BYTES >> 20, path);
+    } else {
+        tool_session_lock(ctx->session);
+        fits = vs_index_fits(st->search, p.v, p.n, &e);
+        tool_session_unlock(ctx->session);
+    }
     if (fits < 0 || commit_docs(ctx, &p, &vector_indexed, &e) < 0) {
         pending_clear(&p);
         cJSON_Delete(errors);

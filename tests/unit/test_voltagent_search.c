@@ -438,6 +438,30 @@ static void index_content_over_the_session_cap(void **state)
     cJSON_Delete(a);
 }
 
+/* Past the document cap through the tool: refused as a whole, with the cap in the message, and
+ * what was indexed before stays searchable. */
+static void workspace_index_past_the_document_cap(void **state)
+{
+    struct fx *f = *state;
+    add(f, "/kept", "still here");
+    char name[64];
+    for (int i = 0; i <= VS_MAX_DOCS; i++) {
+        snprintf(name, sizeof(name), "many/f%05d.txt", i);
+        fx_put(f, name, "word");
+    }
+    expect_err(f, "workspace_index", "{\"path\":\"/many\"}", "too_large", "more than 5000 files");
+    cJSON *r = search(f, "{\"query\":\"still\",\"mode\":\"bm25\"}");
+    assert_int_equal(fx_num(r, "total"), 1);
+    cJSON_Delete(r);
+    r = search(f, "{\"query\":\"word\",\"mode\":\"bm25\"}");
+    assert_int_equal(fx_num(r, "total"), 0);
+    cJSON_Delete(r);
+    /* a narrower glob fits */
+    r = fx_ok(f, "workspace_index", "{\"path\":\"/many\",\"glob\":\"f0000*.txt\"}");
+    assert_int_equal(fx_num(r, "indexed"), 10);
+    cJSON_Delete(r);
+}
+
 /* ---- the external embedding command (policy tools.embedding_command) ------------------------ */
 
 /* A toy embedder in awk: per text, [count of "red", count of "blue", 1]. It reads the texts
@@ -494,6 +518,7 @@ int main(void)
         VT(local_embedding_is_deterministic_and_normalised),
         VT(index_caps_refuse_clearly),
         VT(index_content_over_the_session_cap),
+        VT(workspace_index_past_the_document_cap),
         VT(external_embedding_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
