@@ -8,6 +8,7 @@
 #include "tools/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the error shape ------------------------------------------------------------------------ */
 
@@ -343,6 +346,38 @@ static int pattern_check(const char *pat, const char *field, cJSON **error)
     return voltagent_path_check(probe, field, error);
 }
 
+struct link_text {
+    const char *pre, *post; /* upstream's message: PRE + path + POST */
+};
+static const struct link_text SYMLINK_TEXT = {"Error: Symlinks are not allowed: ", ""};
+
+/* Upstream refuses a path whose last component is a symlink (lstat, then "Symlinks are not
+ * allowed"). One leading out of the workspace is the broker's to refuse (a containment denial,
+ * recorded as such); one that stays inside gets upstream's message, in TEXT (two parts around
+ * the path). NULL to go on. */
+
+static cJSON *no_symlink(struct tool_ctx *ctx, const char *path, const char *field,
+                         const struct link_text *text, bool *is_error)
+{
+    struct broker_err e = {0};
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(path, field, &rel, &e) < 0 || !*rel)
+        return NULL; /* the operation reports it */
+    const char *leaf;
+    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, false, field, &leaf, &e);
+    struct stat st;
+    if (dirfd < 0 || fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+        return NULL;
+    struct broker_meta m;
+    if (broker_info(ctx, path, field, &m, &e) < 0 && e.kind == BROKER_E_DENIED)
+        return fail_broker(&e, is_error);
+    broker_meta_clear(&m);
+    char buf[1100];
+    snprintf(buf, sizeof(buf), "%s%s%s", text->pre, path, text->post);
+    *is_error = true;
+    return voltagent_error_text(VOLTAGENT_E_SYMLINK, buf);
+}
+
 /* requireReadBeforeWrite, where the policy sets it for TOOL: an existing file must have been
  * read in this session and be byte for byte what was read (upstream compares mtimes; corral
  * the content hash of tools/session.h, which a touch cannot fool). Directories and missing
@@ -380,13 +415,16 @@ static cJSON *read_first(struct tool_ctx *ctx, const char *tool, const char *pat
 
 /* The common head of every write tool: the path rule, read-only mode, read-first. */
 static cJSON *write_guard(struct tool_ctx *ctx, const struct volt_tool *t, const char *path,
-                          const char *field, bool *is_error)
+                          const char *field, const struct link_text *symlink_text, bool *is_error)
 {
     cJSON *err;
     if (voltagent_path_check(path, field, &err) < 0)
         return fail_path(err, is_error);
     if (ctx->read_only)
         return fail_text(is_error, VOLTAGENT_E_READ_ONLY, "%s", READ_ONLY_TEXT);
+    cJSON *link = no_symlink(ctx, path, field, symlink_text, is_error);
+    if (link || *is_error)
+        return link;
     return read_first(ctx, t->name, path, is_error);
 }
 
@@ -584,6 +622,9 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     if (voltagent_path_check(path, "file_path", &err) < 0)
         return fail_path(err, is_error);
     uint64_t offset = arg_u64(a, 1, 0), limit = arg_u64(a, 2, 2000);
+    cJSON *link = no_symlink(ctx, path, "file_path", &SYMLINK_TEXT, is_error);
+    if (link || *is_error)
+        return link;
     struct broker_err e = {0};
     /* limit 0 still checks the file (upstream reads it, then slices nothing). */
     struct broker_read_opts o = {.start_line = offset + 1,
@@ -659,7 +700,9 @@ static const struct param write_params[] = {
 static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
 {
     const char *path = arg_str(a, 0, ""), *content = arg_str(a, 1, "");
-    cJSON *guard = write_guard(ctx, t, path, "file_path", is_error);
+    cJSON *guard = write_guard(ctx, t, path, "file_path",
+                                &(struct link_text){"Cannot write to ", " because it is a symlink. Symlinks are not allowed."},
+                                is_error);
     if (guard || *is_error)
         return guard;
     struct broker_write_opts o = {
@@ -704,7 +747,7 @@ static cJSON *t_edit(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 {
     const char *path = arg_str(a, 0, ""), *old = arg_str(a, 1, ""), *new = arg_str(a, 2, "");
     bool all = arg_bool(a, 3, false);
-    cJSON *guard = write_guard(ctx, t, path, "file_path", is_error);
+    cJSON *guard = write_guard(ctx, t, path, "file_path", &SYMLINK_TEXT, is_error);
     if (guard || *is_error)
         return guard;
     if (!*old)
@@ -803,7 +846,7 @@ static const struct param delete_params[] = {
 static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
-    cJSON *guard = write_guard(ctx, t, path, "file_path", is_error);
+    cJSON *guard = write_guard(ctx, t, path, "file_path", &SYMLINK_TEXT, is_error);
     if (guard || *is_error)
         return guard;
     struct broker_err e = {0};
@@ -838,7 +881,9 @@ static const struct param mkdir_params[] = {
 static cJSON *t_mkdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
-    cJSON *guard = write_guard(ctx, t, path, "path", is_error);
+    cJSON *guard = write_guard(ctx, t, path, "path", 
+                               &(struct link_text){"Cannot create directory '", "' because it is a symlink."},
+                               is_error);
     if (guard || *is_error)
         return guard;
     struct broker_err e = {0};
@@ -872,7 +917,7 @@ static const struct param rmdir_params[] = {
 static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
-    cJSON *guard = write_guard(ctx, t, path, "path", is_error);
+    cJSON *guard = write_guard(ctx, t, path, "path", &SYMLINK_TEXT, is_error);
     if (guard || *is_error)
         return guard;
     struct broker_err e = {0};
@@ -1518,6 +1563,7 @@ static const char *volt_denial(const cJSON *result)
         {VOLTAGENT_E_APPROVAL, "needs approval"},
         {VOLTAGENT_E_COMMANDS, "commands not allowed for the role"},
         {VOLTAGENT_E_SKILL_FILE, "skill files: only those its SKILL.md lists"},
+        {VOLTAGENT_E_SYMLINK, "no symlinks"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
         if (!strcmp(c->valuestring, rules[i].code))

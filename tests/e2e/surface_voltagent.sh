@@ -42,6 +42,7 @@ ln -s "$out_dir/not-yet.txt" "$ws/dangling"
 ln -s /proc/self/root/etc/passwd "$ws/magic"
 ln -s ../../outside/secret.txt "$ws/sub/rel_link"
 ln "$out_dir/secret.txt" "$ws/hard" 2>/dev/null || true
+ln -s src/app.ts "$ws/inlink"                           # a symlink that stays inside
 chown -R 65534:65534 "$ws"
 db=$T_TMP/trail.db
 call() { printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}' "$1" "$2" "$3"; }
@@ -89,6 +90,7 @@ out=$(talk worker \
   "$(call 35 rmdir '{"path":"/src/lib"}')" \
   "$(call 36 execute_command '{"command":"printf abcdefgh","max_output_bytes":4}')" \
   "$(call 37 execute_command '{"command":"exit 3"}')" \
+  "$(call 38 write_file '{"file_path":"/inlink","content":"x","overwrite":true}')" \
 )
 line() { printf '%s\n' "$out" | grep -F "< id=$1 " | head -1; }
 # tools/list spans lines (descriptions hold newlines): from its answer to the next one
@@ -116,6 +118,7 @@ expect_match "execute_command: cwd and env" '"stdout":"bar\\n/workspace/src\\n"'
 expect_match "execute_command: timeout_ms capped by the policy's command_timeout_max" 'isError=false sc=\{"success":false,.*"timed_out":true' "$(line 19)"
 expect_match "execute_command: max_output_kb" '"stdout_truncated":true,.*STDOUT: captured inline \(5000 bytes, truncated\)' "$(line 20)"
 expect_match "execute_command: max_output_bytes" '"stdout":"abcd","stderr":"","stdout_truncated":true' "$(line 36)"
+expect_match "write_file through a symlink inside: upstream's refusal" '"error":"Cannot write to /inlink because it is a symlink. Symlinks are not allowed.","code":"symlink_not_allowed"' "$(line 38)"
 expect_match "execute_command: a failing command is a result, not an error" 'isError=false sc=\{"success":false,"exit_code":3,' "$(line 37)"
 expect_match "delete_file needs a read first" 'isError=true sc=\{"error":"Error: Please read '"'"'/keep.txt'"'"' with read_file before modifying it.","code":"read_before_write"' "$(line 21)"
 expect_match "delete_file after a read" '"output":"Successfully deleted '"'"'/keep.txt'"'"'"' "$(line 23)"
@@ -235,6 +238,7 @@ expect_match "trail: a changed-since-read denial" '"rule":"read before write \(c
 expect_match "trail: an approval denial" '"rule":"needs approval"' "$tout"
 expect_match "trail: a traversal denial" "\"rule\":\"workspace paths: no '..' or '~'\"" "$tout"
 expect_match "trail: a containment denial" '"rule":"workspace containment"' "$tout"
+expect_match "trail: a symlink denial" '"rule":"no symlinks"' "$tout"
 expect_match "trail: a disabled-tool denial in read-only mode" '"rule":"tool disabled by policy"' "$tout"
 expect_nomatch "trail: a missing file is no denial" '"reason":"not_found"' "$tout"
 run_capture tout terr rc "$CORRAL" trail verify --db "$db"

@@ -151,7 +151,7 @@ static void error_shape_and_denials(void **state)
     cJSON_Delete(r);
     const char *refusals[] = {"denied", VOLTAGENT_E_TRAVERSAL, VOLTAGENT_E_READ_ONLY,
                               VOLTAGENT_E_READ_FIRST, VOLTAGENT_E_STALE, VOLTAGENT_E_APPROVAL,
-                              VOLTAGENT_E_COMMANDS};
+                              VOLTAGENT_E_COMMANDS, VOLTAGENT_E_SYMLINK};
     for (size_t i = 0; i < ARRAY_SIZE(refusals); i++) {
         r = voltagent_error_text(refusals[i], "x");
         assert_non_null(f->s->denial(r));
@@ -195,6 +195,46 @@ static void path_rule(void **state)
     snprintf(link, sizeof(link), "%s/out", f->ws);
     assert_int_equal(symlink(f->out, link), 0);
     expect_err(f, "read_file", "{\"file_path\":\"/out/secret\"}", "denied", "Error: ");
+    /* a final symlink out: still the broker's containment denial, not the symlink rule */
+    snprintf(link, sizeof(link), "%s/secret_link", f->ws);
+    char target[256];
+    snprintf(target, sizeof(target), "%s/secret", f->out);
+    assert_int_equal(symlink(target, link), 0);
+    expect_err(f, "read_file", "{\"file_path\":\"/secret_link\"}", "denied", "Error: ");
+    expect_err(f, "write_file", "{\"file_path\":\"/secret_link\",\"content\":\"x\",\"overwrite\":true}", "denied", NULL);
+    expect_err(f, "delete_file", "{\"file_path\":\"/secret_link\"}", "denied", NULL);
+}
+
+/* Upstream refuses symlinks that stay inside too, each tool with its own message. */
+static void symlinks_inside_are_refused(void **state)
+{
+    struct fx *f = *state;
+    fx_put(f, "real.txt", "real\n");
+    fx_put(f, "dir/x", "x");
+    char link[256];
+    snprintf(link, sizeof(link), "%s/l.txt", f->ws);
+    assert_int_equal(symlink("real.txt", link), 0);
+    snprintf(link, sizeof(link), "%s/ldir", f->ws);
+    assert_int_equal(symlink("dir", link), 0);
+    expect_err(f, "read_file", "{\"file_path\":\"/l.txt\"}", VOLTAGENT_E_SYMLINK,
+               "Error: Symlinks are not allowed: /l.txt");
+    expect_err(f, "write_file", "{\"file_path\":\"/l.txt\",\"content\":\"x\",\"overwrite\":true}",
+               VOLTAGENT_E_SYMLINK, "Cannot write to /l.txt because it is a symlink. Symlinks are not allowed.");
+    expect_err(f, "edit_file", "{\"file_path\":\"/l.txt\",\"old_string\":\"real\",\"new_string\":\"x\"}",
+               VOLTAGENT_E_SYMLINK, "Error: Symlinks are not allowed: /l.txt");
+    expect_err(f, "delete_file", "{\"file_path\":\"/ldir\",\"recursive\":true}", VOLTAGENT_E_SYMLINK, NULL);
+    expect_err(f, "rmdir", "{\"path\":\"/ldir\",\"recursive\":true}", VOLTAGENT_E_SYMLINK, NULL);
+    expect_err(f, "mkdir", "{\"path\":\"/ldir\"}", VOLTAGENT_E_SYMLINK,
+               "Cannot create directory '/ldir' because it is a symlink.");
+    /* nothing behind the links was touched */
+    char *c = fx_get(f, "real.txt");
+    assert_string_equal(c, "real\n");
+    free(c);
+    c = fx_get(f, "dir/x");
+    assert_string_equal(c, "x");
+    free(c);
+    /* a directory symlink in the middle of a path is followed (it stays inside) */
+    expect_out(f, "read_file", "{\"file_path\":\"/ldir/x\"}", "     1\tx");
 }
 
 /* ---- the tools ------------------------------------------------------------------------------ */
@@ -520,6 +560,7 @@ int main(void)
         VT(unknown_tool_and_bad_arguments),
         VT(error_shape_and_denials),
         VT(path_rule),
+        VT(symlinks_inside_are_refused),
         VT(ls_and_stat),
         VT(read_file_formats_as_upstream),
         VT(write_file),
