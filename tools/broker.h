@@ -273,6 +273,8 @@ struct broker_command_opts {
     const char *const *env;    /* "KEY=VALUE" on top of the base environment */
     size_t n_env;
     double kill_grace_sec;     /* SIGTERM to SIGKILL on timeout; 0: 2 s */
+    const char *input;         /* the command's stdin (NULL: /dev/null) */
+    size_t input_len;
 };
 struct broker_command_result {
     char *out, *err;           /* valid UTF-8, NUL-terminated; owned */

@@ -10,11 +10,34 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define KILL_GRACE_SEC 2.0
 #define SANDBOX_SHELL "/bin/sh"
 
+
+static int stdin_memfd(const char *data, size_t len)
+{
+    int fd = memfd_create("corral-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 void broker_command_result_clear(struct broker_command_result *r)
 {
@@ -150,7 +173,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         timeout = 30.0;
 
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* stdin: the caller's bytes from a sealed-size memfd (no pipe to keep fed while the output
+     * is drained), or /dev/null. */
+    _cleanup_close_ int devnull = o->input ? stdin_memfd(o->input, o->input_len)
+                                           : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         int err = errno;
         for (int i = 0; i < 2; i++) {
