@@ -1,0 +1,90 @@
+/* tests/hostile/denials.c: calls syscalls the sandbox always denies, and says what it got back,
+ * so tests/e2e/trail_denials.sh can compare with the trail's denial entries.
+ *   denials few        mount, unshare, bpf, keyctl three times each; one line per call
+ *   denials loop N     keyctl N times in a tight loop; "loop keyctl N eperm=K other=J"
+ *   denials child      a forked child calls mount once; "child pid=P mount=ERRNO"
+ *   denials fds        every open fd and what it is; "fd N -> TARGET"
+ * Every mode starts with "pid P" (its pid inside the sandbox). */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *ename(int e)
+{
+    switch (e) {
+    case 0: return "OK";
+    case EPERM: return "EPERM";
+    case ENOSYS: return "ENOSYS";
+    case EACCES: return "EACCES";
+    case EINVAL: return "EINVAL";
+    default: return "OTHER";
+    }
+}
+
+static int call(const char *what)
+{
+    long r;
+    if (!strcmp(what, "mount"))
+        r = mount("none", "/tmp", "tmpfs", 0, NULL);
+    else if (!strcmp(what, "unshare"))
+        r = unshare(CLONE_NEWUSER);
+    else if (!strcmp(what, "bpf"))
+        r = syscall(SYS_bpf, 0, NULL, 0);
+    else
+        r = syscall(SYS_keyctl, 0, 0, 0, 0, 0); /* KEYCTL_GET_KEYRING_ID */
+    return r < 0 ? errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2)
+        return 2;
+    printf("pid %ld\n", (long)getpid());
+    if (!strcmp(argv[1], "few")) {
+        static const char *const calls[] = {"mount", "unshare", "bpf", "keyctl"};
+        for (int round = 0; round < 3; round++)
+            for (size_t i = 0; i < 4; i++)
+                printf("call %s %s\n", calls[i], ename(call(calls[i])));
+    } else if (!strcmp(argv[1], "loop") && argc > 2) {
+        long n = strtol(argv[2], NULL, 10), eperm = 0, other = 0;
+        for (long i = 0; i < n; i++) {
+            if (call("keyctl") == EPERM)
+                eperm++;
+            else
+                other++;
+        }
+        printf("loop keyctl %ld eperm=%ld other=%ld\n", n, eperm, other);
+    } else if (!strcmp(argv[1], "child")) {
+        pid_t p = fork();
+        if (p == 0) {
+            printf("child pid=%ld mount=%s\n", (long)getpid(), ename(call("mount")));
+            _exit(0);
+        }
+        waitpid(p, NULL, 0);
+    } else if (!strcmp(argv[1], "fds")) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[300], target[256];
+            snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+            ssize_t n = readlink(path, target, sizeof(target) - 1);
+            target[n > 0 ? n : 0] = '\0';
+            printf("fd %s -> %s\n", e->d_name, target);
+        }
+        if (d)
+            closedir(d);
+    } else {
+        return 2;
+    }
+    return 0;
+}
