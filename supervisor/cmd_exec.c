@@ -351,6 +351,7 @@ int cmd_exec(int argc, char **argv)
     struct exec_record rec = {0};
     struct scnotify *notify = NULL;
     _cleanup_close_ int sample_fd = -1;
+    _cleanup_close_ int warn_fd = -1;
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
@@ -504,12 +505,23 @@ int cmd_exec(int argc, char **argv)
             goto out_sig;
         }
     }
+    if (!o.workspace && trail && o.timeout > 0) {
+        /* The wall-time budget's warning point, on time rather than at the next sample. */
+        double at = o.timeout * 0.8;
+        warn_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = {.it_value = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9) + 1}};
+        if (warn_fd < 0 || timerfd_settime(warn_fd, 0, &its, NULL) < 0) {
+            fprintf(stderr, "corral: cannot arm the budget warning timer: %s\n", strerror(errno));
+            goto out_sig;
+        }
+    }
     bool notify_failed = false, notify_watch = notify != NULL;
     while (!o.workspace) {
         /* Every slot is always there; poll skips a negative fd. */
-        struct pollfd pfd[5] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
-                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0}};
-        int n = poll(pfd, 5, -1);
+        struct pollfd pfd[6] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
+                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
+                                {warn_fd, POLLIN, 0}};
+        int n = poll(pfd, 6, -1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -526,9 +538,13 @@ int cmd_exec(int argc, char **argv)
             if (hup || (pfd[3].revents & (POLLHUP | POLLERR | POLLNVAL)))
                 notify_watch = false; /* no filtered process left (the counts stay) */
         }
-        if (sample_fd >= 0 && pfd[4].revents) {
+        if ((sample_fd >= 0 && pfd[4].revents) || (warn_fd >= 0 && pfd[5].revents)) {
             uint64_t ticks;
             (void)!read(sample_fd, &ticks, sizeof(ticks));
+            if (warn_fd >= 0 && pfd[5].revents) {
+                close(warn_fd);
+                warn_fd = -1;
+            }
             if (sample_budgets_staged(&sampler) > 0)
                 (void)exec_record_finish(&rec); /* a failure leaves rec failed: status 125 at the end */
         }

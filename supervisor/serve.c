@@ -18,7 +18,7 @@
 struct serve_state {
     struct loop *loop;
     struct sandbox_child *child;
-    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch;
+    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch, warn_watch;
     const struct serve_exec_opts *o;
     bool notify_failed;
     int sig_fd;
@@ -74,6 +74,15 @@ static void on_sample(void *data, uint32_t events)
     s->o->sample(s->o->sample_data);
     if (loop_timer_add(s->loop, &s->sample_watch, s->o->sample_sec, on_sample, s) < 0)
         fprintf(stderr, "corral: cannot re-arm the budget sampling timer\n");
+}
+
+/* The wall-time budget's warning point (80% of the timeout), sampled on time. */
+static void on_warn_time(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->warn_watch);
+    if (!s->child_ended)
+        s->o->sample(s->o->sample_data);
 }
 
 static void on_signal(void *data, uint32_t events)
@@ -226,6 +235,13 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
             goto out;
         }
     }
+    if (o->sample && o->sample_sec > 0 && o->timeout_sec > 0) {
+        r = loop_timer_add(s.loop, &s.warn_watch, o->timeout_sec * 0.8, on_warn_time, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the budget warning timer: %s", strerror(-r));
+            goto out;
+        }
+    }
     if (o->timeout_sec > 0) {
         r = loop_timer_add(s.loop, &s.timer_watch, o->timeout_sec, on_timeout, &s);
         if (r < 0) {
@@ -251,6 +267,7 @@ out:
     loop_watch_del(s.loop, &s.sig_watch);
     loop_watch_del(s.loop, &s.notify_watch);
     loop_watch_del(s.loop, &s.sample_watch);
+    loop_watch_del(s.loop, &s.warn_watch);
     if (s.sig_fd >= 0)
         close(s.sig_fd);
     agent_free(agent);

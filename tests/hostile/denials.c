@@ -4,6 +4,7 @@
  *   denials loop N     keyctl N times in a tight loop; "loop keyctl N eperm=K other=J"
  *   denials child      a forked child calls mount once; "child pid=P mount=ERRNO"
  *   denials fds        every open fd and what it is; "fd N -> TARGET"
+ *   denials x86        mount through the i386 entry (int 0x80); "x86 mount ERRNO"
  * Every mode starts with "pid P" (its pid inside the sandbox). */
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +70,10 @@ int main(int argc, char **argv)
             _exit(0);
         }
         waitpid(p, NULL, 0);
+    } else if (!strcmp(argv[1], "x86")) {
+        long r = 21; /* mount on i386 */
+        __asm__ volatile("int $0x80" : "+a"(r) : "b"(0), "c"(0), "d"(0) : "memory");
+        printf("x86 mount %s\n", r < 0 ? ename((int)-r) : "OK");
     } else if (!strcmp(argv[1], "fds")) {
         DIR *d = opendir("/proc/self/fd");
         struct dirent *e;
