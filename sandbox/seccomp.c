@@ -215,6 +215,11 @@ const char *sandbox_seccomp_denial_rule(const struct sandbox_seccomp *s, uint32_
         return "always denied";
     if (listed(name, s->deny, s->n_deny))
         return "denied by the profile's deny list";
+    /* The second filter's rules (build_extra), merged into the notifying filter. */
+    if (!strcmp(name, "ioctl") && (s->groups & SANDBOX_SC_BASIC_IO))
+        return "argument not allowed (ioctl TIOCSTI or TIOCLINUX)";
+    if ((!strcmp(name, "execve") || !strcmp(name, "execveat")) && !(s->groups & SANDBOX_SC_EXEC))
+        return "no exec authority (execve after the program's start)";
     for (size_t i = 0; i < ARRAY_SIZE(conditional); i++)
         if (!strcmp(conditional[i].name, name) && (s->groups & conditional[i].group))
             return conditional[i].what;
@@ -484,6 +489,35 @@ static void build_extra(struct seccomp_prog *out, bool exec_restricted, const vo
     out->extra_len = (unsigned short)n;
 }
 
+/* With a listener there is one filter, not two: a filter without the listener could only
+ * answer its denials silently (a USER_NOTIF from it fails with ENOSYS). So the second filter's
+ * checks go in front of the main program: its allows become jumps into the main program (which
+ * starts by loading the arch itself), its denials notifications. The answer is the same as the
+ * two filters' most restrictive one. */
+static int merge_extra(struct seccomp_prog *p, struct cerr *err)
+{
+    unsigned n = p->extra_len;
+    if ((size_t)p->len + n > BPF_MAXINSNS)
+        return cerr_set(err, E2BIG, "seccomp: the filter is too long to take the second filter's rules");
+    struct sock_filter *all = malloc(((size_t)p->len + n) * sizeof(*all));
+    if (!all)
+        return cerr_set(err, ENOMEM, "out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        struct sock_filter f = p->extra[i];
+        if (f.code == (BPF_RET | BPF_K) && f.k == SECCOMP_RET_ALLOW)
+            f = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, n - 1 - i, 0, 0);
+        else if (f.code == (BPF_RET | BPF_K))
+            f.k = SECCOMP_RET_USER_NOTIF;
+        all[i] = f;
+    }
+    memcpy(all + n, p->insns, (size_t)p->len * sizeof(*all));
+    free(p->insns);
+    p->insns = all;
+    p->len = (unsigned short)(p->len + n);
+    p->extra_len = 0;
+    return 0;
+}
+
 int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
                   struct cerr *err)
 {
@@ -492,7 +526,7 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
     char key[65];
     cache_key(s, true, key);
     if (cache_load(key, out) == 0)
-        return 0;
+        return s->notify ? merge_extra(out, err) : 0;
 
     scmp_filter_ctx ctx;
     int r = build_ctx(s, true, &ctx, err);
@@ -512,7 +546,7 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
     }
     close(fd);
     cache_store(key, out);
-    return 0;
+    return s->notify ? merge_extra(out, err) : 0;
 }
 
 void seccomp_prog_release(struct seccomp_prog *p)

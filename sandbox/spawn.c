@@ -221,7 +221,8 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
     CTT("landlock");
     struct sock_fprog fp = {.len = a->prog.len, .filter = a->prog.insns};
     struct sock_fprog fx = {.len = a->prog.extra_len, .filter = (struct sock_filter *)a->prog.extra};
-    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
+    /* No second filter when it was merged into the main one (a notifying filter: seccomp.c). */
+    CHILD_CHECK(fx.len == 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
     if (a->notify_wr >= 0) {
         /* The listener lands in the fd table this process shares with init (CLONE_FILES), close-
          * on-exec: execve gives the program a private copy without it, and init, still holding
@@ -280,7 +281,7 @@ static int receive_filter(struct spawn_args *a)
 {
     uint16_t hdr[2];
     if (util_read_all(a->go_rd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || hdr[0] == 0 ||
-        hdr[0] > BPF_MAXINSNS || hdr[1] == 0 || hdr[1] > ARRAY_SIZE(a->prog.extra))
+        hdr[0] > BPF_MAXINSNS || hdr[1] > ARRAY_SIZE(a->prog.extra))
         return -EIO;
     size_t len = (size_t)hdr[0] * sizeof(struct sock_filter);
     /* The buffer was allocated by the parent before the clone: a child cloned from one thread

@@ -57,6 +57,25 @@ run_capture out err rc "$CORRAL" exec --trail "$db" -- "$P" socket
 run_capture tr err rc "$CORRAL" trail --db "$db" --type denial --json
 expect_match "an argument-conditioned refusal names its rule (socket family)" '"rule":"argument not allowed \(socket address family\)".*"syscall":"socket"' "$tr"
 
+# the second filter's rules (ioctl TIOCSTI, exec after start) are in the notifying filter too
+run_capture out err rc "$CORRAL" exec --trail "$db" -- "$P" tiocsti
+expect_match "TIOCSTI still refused under --trail" '^RESULT tiocsti EPERM$' "$out"
+run_capture out err rc "$CORRAL" exec --trail "$db" --policy "$TOP/examples/policies/reviewer.json" --role reviewer -- "$P" exec /bin/true
+expect_match "exec after start still refused for a role without exec authority" '^RESULT exec EPERM$' "$out"
+run_capture out err rc "$CORRAL" exec --trail "$db" --policy "$TOP/examples/policies/reviewer.json" --role reviewer -- "$HOSTILE/hello"
+expect_status "... while its own start is allowed" 0 "$rc" "$err"
+run_capture tr err rc "$CORRAL" trail --db "$db" --type denial --json
+expect_match "a TIOCSTI ioctl is a denial entry" '"rule":"argument not allowed \(ioctl TIOCSTI or TIOCLINUX\)".*"syscall":"ioctl"' "$tr"
+expect_match "an execve after start is a denial entry" '"rule":"no exec authority[^"]*".*"syscall":"execve"' "$tr"
+
+# the program sees exactly what it sees without a trail
+for w in mount unshare setns clone-ns ptrace process_vm_readv kernel tiocsti socket; do
+    a=$("$CORRAL" exec -- "$P" $w 2>&1)
+    b=$("$CORRAL" exec --trail "$db" -- "$P" $w 2>&1)
+    if [ "$a" = "$b" ] && printf '%s' "$a" | grep -q RESULT; then ok "probe $w: same answers with and without --trail"
+    else fail "probe $w: same answers with and without --trail" "without: $a" "with: $b"; fi
+done
+
 # ---- a flood: bounded in the trail, not stalling the run ----
 fdb="$T_TMP/flood.db"
 run_capture out err rc "$CORRAL" exec --trail "$fdb" -- "$D" loop 20000
