@@ -1,7 +1,8 @@
 /* tests/hostile/denials.c: calls syscalls the sandbox always denies, and says what it got back,
  * so tests/e2e/trail_denials.sh can compare with the trail's denial entries.
  *   denials few        mount, unshare, bpf, keyctl three times each; one line per call
- *   denials loop N     keyctl N times in a tight loop; "loop keyctl N eperm=K other=J"
+ *   denials loop N     keyctl N times in a tight loop; "loop keyctl N eperm=K other=J", then
+ *                      "loop-steady-ns X": the mean cost of one call past the first 100 (bench/)
  *   denials child      a forked child calls mount once; "child pid=P mount=ERRNO"
  *   denials fds        every open fd and what it is; "fd N -> TARGET"
  *   denials x86        mount through the i386 entry (int 0x80); "x86 mount ERRNO"
@@ -15,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *ename(int e)
@@ -56,13 +58,19 @@ int main(int argc, char **argv)
                 printf("call %s %s\n", calls[i], ename(call(calls[i])));
     } else if (!strcmp(argv[1], "loop") && argc > 2) {
         long n = strtol(argv[2], NULL, 10), eperm = 0, other = 0;
+        struct timespec t0 = {0}, t1;
         for (long i = 0; i < n; i++) {
+            if (i == 100)
+                clock_gettime(CLOCK_MONOTONIC, &t0);
             if (call("keyctl") == EPERM)
                 eperm++;
             else
                 other++;
         }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         printf("loop keyctl %ld eperm=%ld other=%ld\n", n, eperm, other);
+        if (n > 100)
+            printf("loop-steady-ns %.0f\n", ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)(n - 100));
     } else if (!strcmp(argv[1], "child")) {
         pid_t p = fork();
         if (p == 0) {
