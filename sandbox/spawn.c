@@ -351,16 +351,15 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     sigprocmask(SIG_SETMASK, &all, &old);
     /* vfork semantics (CLONE_VM | CLONE_VFORK): the program shares init's memory only until its
      * execve, and init waits for that; it saves copying the address space (a measurable part of
-     * a sandbox's start). On a stack of its own, as posix_spawn does. With a seccomp listener,
-     * the fd table is shared too (CLONE_FILES) until that execve: see program_main. */
-    size_t stack_size = 256u << 10;
-    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    CHILD_CHECK(stack != MAP_FAILED, fd, "mmap (program stack): %s", strerror(errno));
+     * a sandbox's start). With a seccomp listener, the fd table is shared too (CLONE_FILES)
+     * until that execve: see program_main. The program runs on a stack of its own, as with
+     * posix_spawn: a buffer in this frame, which stays put while init is suspended (and lies
+     * within this thread's stack, which AddressSanitizer expects of a stack). */
+    char stack[64u << 10] __attribute__((aligned(16)));
     a->listener = -1;
     int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | (a->notify_wr >= 0 ? CLONE_FILES : 0);
-    pid_t pid = clone(program_start, (char *)stack + stack_size, flags, a);
+    pid_t pid = clone(program_start, stack + sizeof(stack), flags, a);
     CHILD_CHECK(pid >= 0, fd, "fork: %s", strerror(errno));
-    munmap(stack, stack_size);
     init_prog_pid = pid;
     if (a->notify_wr >= 0) {
         /* Before anything below reuses fd numbers; the close_range below closes both. */
