@@ -28,7 +28,8 @@ struct counter {
     uint32_t arch;
     int nr;
     bool used;
-    uint64_t count;
+    unsigned recorded; /* entries written one by one */
+    uint64_t count;    /* denials in all */
 };
 
 struct scnotify {
@@ -37,6 +38,7 @@ struct scnotify {
     char *workspace;
     const struct sandbox_seccomp *profile;
     unsigned per_syscall;
+    unsigned max_recorded, recorded; /* one-by-one entries: the run's cap, and so far */
     size_t req_size, resp_size; /* the kernel's struct sizes (SECCOMP_GET_NOTIF_SIZES) */
     struct seccomp_notif *req;
     struct seccomp_notif_resp *resp;
@@ -63,6 +65,9 @@ int scnotify_new(int listener, const struct scnotify_opts *o, struct scnotify **
     n->trail = o->trail;
     n->profile = o->profile;
     n->per_syscall = o->per_syscall ? o->per_syscall : SCNOTIFY_PER_SYSCALL;
+    /* Many distinct syscalls (numbers with no syscall behind them cost nothing to call) must not
+     * multiply the per-syscall bound: the run's total is capped too. */
+    n->max_recorded = o->max_recorded ? o->max_recorded : SCNOTIFY_MAX_RECORDED;
     /* The kernel's structs may be larger than the ones this was compiled with. */
     n->req_size = sz.seccomp_notif > sizeof(*n->req) ? sz.seccomp_notif : sizeof(*n->req);
     n->resp_size = sz.seccomp_notif_resp > sizeof(*n->resp) ? sz.seccomp_notif_resp : sizeof(*n->resp);
@@ -189,11 +194,16 @@ int scnotify_handle(struct scnotify *n, unsigned max, bool *hup, struct cerr *er
         uint32_t arch = n->req->data.arch;
         int nr = n->req->data.nr;
         struct counter *c = counter_of(n, arch, nr);
-        uint64_t seen = c ? ++c->count : ++n->overflow;
-        if (!n->trail || !c || seen > n->per_syscall || rc < 0) {
+        if (c)
+            c->count++;
+        else
+            n->overflow++;
+        if (!n->trail || !c || c->recorded >= n->per_syscall || n->recorded >= n->max_recorded || rc < 0) {
             answer(n, n->req->id);
             continue;
         }
+        c->recorded++;
+        n->recorded++;
         cJSON *b = denial_body(n, arch, nr);
         long pid = pid_inside(n->req->pid);
         /* The pid was read from /proc: it is the caller's only if the notification is still
@@ -226,12 +236,12 @@ void scnotify_finish(struct scnotify *n)
         return;
     for (size_t i = 0; i < TABLE_SLOTS; i++) {
         const struct counter *c = &n->table[i];
-        if (!c->used || c->count <= n->per_syscall)
+        if (!c->used || c->count <= c->recorded)
             continue;
         cJSON *b = denial_body(n, c->arch, c->nr);
         if (b && (!cJSON_AddBoolToObject(b, "aggregate", true) ||
                   !cJSON_AddNumberToObject(b, "count", (double)c->count) ||
-                  !cJSON_AddNumberToObject(b, "recorded", n->per_syscall))) {
+                  !cJSON_AddNumberToObject(b, "recorded", c->recorded))) {
             cJSON_Delete(b);
             b = NULL;
         }

@@ -11,13 +11,15 @@
 struct trail;
 struct scnotify;
 
-#define SCNOTIFY_PER_SYSCALL 16 /* denials of one syscall recorded one by one */
+#define SCNOTIFY_PER_SYSCALL 16   /* denials of one syscall recorded one by one */
+#define SCNOTIFY_MAX_RECORDED 1024 /* denials of a run recorded one by one, all syscalls together */
 
 struct scnotify_opts {
     struct trail *trail;                   /* NULL: answer only */
     const char *workspace;                 /* the run's workspace id in the trail */
     const struct sandbox_seccomp *profile; /* to name the rule that refused (borrowed) */
     unsigned per_syscall;                  /* 0: SCNOTIFY_PER_SYSCALL */
+    unsigned max_recorded;                 /* 0: SCNOTIFY_MAX_RECORDED */
 };
 
 /* Takes LISTENER (closed on failure too). *out is owned by the caller (scnotify_free). */
@@ -32,8 +34,8 @@ int scnotify_fd(const struct scnotify *n);
  * filtered process is left: stop watching then. */
 int scnotify_handle(struct scnotify *n, unsigned max, bool *hup, struct cerr *err);
 
-/* Stages one aggregate `denial` entry for each syscall denied more than per_syscall times (the
- * caller commits). Call once, after the sandbox has ended. */
+/* Stages one aggregate `denial` entry for each syscall denied more often than it was recorded
+ * one by one (the caller commits). Call once, after the sandbox has ended. */
 void scnotify_finish(struct scnotify *n);
 
 /* Denials seen in all (recorded or counted). */

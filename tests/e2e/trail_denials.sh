@@ -90,6 +90,17 @@ expect_match "flood: the aggregate is the last denial" '"aggregate":true' "$last
 run_capture out err rc "$CORRAL" trail verify --db "$fdb"
 expect_status "flood: the trail verifies" 0 "$rc" "$out $err"
 
+# many distinct syscalls: the run's one-by-one entries are capped (1024), the rest counted
+sdb="$T_TMP/spread.db"
+run_capture out err rc "$CORRAL" exec --trail "$sdb" -- "$D" spread 2000 20
+expect_match "spread: 40000 calls over 2000 numbers, all EPERM" '^spread 2000 20 eperm=40000$' "$out"
+run_capture tr err rc "$CORRAL" trail --db "$sdb" --type denial --json
+n=$(printf '%s\n' "$tr" | grep -vc '"aggregate":true')
+expect_status "spread: 1024 denials recorded one by one, no more" 1024 "$n"
+sum=$(printf '%s\n' "$tr" | grep '"aggregate":true' | grep -o '"count":[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+expect_status "spread: the aggregates count all 40000" 40000 "$sum"
+expect_match "spread: pairs past the counting table share one aggregate" '"count":19520,.*"subject":"\(other syscalls\)"' "$tr"
+
 # ---- the listener never reaches the program ----
 run_capture out err rc "$CORRAL" exec --trail "$db" -- "$D" fds
 expect_status "--trail: the fd lister runs" 0 "$rc" "$err"

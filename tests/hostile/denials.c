@@ -3,6 +3,8 @@
  *   denials few        mount, unshare, bpf, keyctl three times each; one line per call
  *   denials loop N     keyctl N times in a tight loop; "loop keyctl N eperm=K other=J", then
  *                      "loop-steady-ns X": the mean cost of one call past the first 100 (bench/)
+ *   denials spread N R  syscall numbers 1000 .. 1000+N-1 (none exists), R times each;
+ *                      "spread N R eperm=K": numbers with no syscall, refused by the filter
  *   denials child      a forked child calls mount once; "child pid=P mount=ERRNO"
  *   denials fds        every open fd and what it is; "fd N -> TARGET"
  *   denials x86        mount through the i386 entry (int 0x80); "x86 mount ERRNO"
@@ -71,6 +73,13 @@ int main(int argc, char **argv)
         printf("loop keyctl %ld eperm=%ld other=%ld\n", n, eperm, other);
         if (n > 100)
             printf("loop-steady-ns %.0f\n", ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)(n - 100));
+    } else if (!strcmp(argv[1], "spread") && argc > 3) {
+        long n = strtol(argv[2], NULL, 10), rounds = strtol(argv[3], NULL, 10), eperm = 0;
+        for (long r = 0; r < rounds; r++)
+            for (long i = 0; i < n; i++)
+                if (syscall(1000 + i) < 0 && errno == EPERM)
+                    eperm++;
+        printf("spread %ld %ld eperm=%ld\n", n, rounds, eperm);
     } else if (!strcmp(argv[1], "child")) {
         pid_t p = fork();
         if (p == 0) {
