@@ -1,6 +1,7 @@
 /* tools/broker_command.c: executeCommand's engine. The command runs as `sh -c COMMAND` in a
- * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound
- * writable at /workspace, cwd inside it, no network, landlock, nested in the agent's cgroup.
+ * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound at
+ * /workspace (writable only when the role may write), cwd inside it, no network, landlock,
+ * nested in the agent's cgroup.
  * Output comes back through pipes, capped; time is enforced with SIGTERM then SIGKILL. */
 #include "tools/broker.h"
 
@@ -155,7 +156,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     char root_fd_path[64];
     snprintf(root_fd_path, sizeof(root_fd_path), "/proc/self/fd/%d", ctx->root_fd);
     binds[base->n_binds] = (struct sandbox_bind){
-        .host = root_fd_path, .inside = "/workspace", .writable = true};
+        .host = root_fd_path, .inside = "/workspace", .writable = !ctx->read_only};
     struct sandbox_profile p = *base;
     p.binds = binds;
     p.n_binds = base->n_binds + 1;
