@@ -108,7 +108,7 @@ int cmd_run(int argc, char **argv)
     const char *trail = NULL, *durability = NULL;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'w': o.workspace = optarg; break;
         case 't': trail = optarg; break;
