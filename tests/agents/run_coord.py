@@ -1,4 +1,4 @@
-# tests/agents/run_coord.py: a minimal coordinator for tests/e2e/run_session.sh, speaking raw
+# tests/agents/run_coord.py: a minimal coordinator for tests/e2e/run_process.sh, speaking raw
 # JSON-RPC lines (no SDK), so the run's process side is tested on its own.
 #   run_coord.py complete SECONDS   initialize, ask who it is, read a file, log a marker on
 #                                   stderr, sleep, emit `complete`, then wait to be stopped

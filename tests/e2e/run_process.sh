@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/e2e/run_session.sh: the process side of `corral run`: the coordinator's sandbox, its
+# tests/e2e/run_process.sh: the process side of `corral run`: the coordinator's sandbox, its
 # tools and wacp requests on one pipe, `corral ps` from another process, the agent's log, the
 # end of a run (complete, the agent's exit, SIGTERM, --timeout) with nothing left behind.
 . "$TOP/tests/lib.sh"
