@@ -504,7 +504,9 @@ int ws_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         if (strncmp(t, "send:", 5))
             continue;
         const char *arrow = strstr(t, "->");
-        if (arrow && (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base))))
+        /* A delegate answers queries as a local coordinator (PROTOCOL 5.4). */
+        if (arrow && (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
+                      (c->delegate && !strcmp(arrow + 2, "coordinator"))))
             back = true;
     }
     if (back && env_right_add(w, RIGHT_SEND, ws->id, c->id, c->role, rid) < 0)
