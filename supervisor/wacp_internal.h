@@ -12,7 +12,7 @@
 #define WACP_MAX_CHECKPOINTS 1024   /* per workspace */
 #define WACP_MAX_TASKS 4096         /* per run */
 #define WACP_MAX_RIGHTS 65536       /* per run */
-#define WACP_MAX_ENVELOPES_TOTAL 262144
+#define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
 
 enum ws_state {
@@ -75,6 +75,7 @@ struct wacp_ws {
     char final_cp[WACP_ID_LEN]; /* the most recent final checkpoint, "" when none */
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
     size_t inbox;               /* envelopes addressed to it not yet acknowledged */
+    size_t queued;              /* of those, not yet notified (it was frozen) */
     char end_reason[64];
 };
 
