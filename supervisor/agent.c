@@ -59,6 +59,7 @@ struct agent {
     struct tool_ctx *tools;
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
+    void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -321,6 +322,46 @@ void agent_reply_error(struct agent *a, const cJSON *id, int code, const char *m
     char *line = rpc_error_line(id, code, message, NULL, &len);
     a->st.errors_sent++;
     stage_line(a, line, len);
+}
+
+void agent_reply_error_data(struct agent *a, const cJSON *id, int code, const char *message,
+                            const cJSON *data)
+{
+    size_t len = 0;
+    char *line = rpc_error_line(id, code, message, data, &len);
+    a->st.errors_sent++;
+    stage_line(a, line, len);
+}
+
+void agent_notify(struct agent *a, const char *method, const cJSON *params)
+{
+    cJSON *n = cJSON_CreateObject();
+    char *text = NULL;
+    if (n && cJSON_AddStringToObject(n, "jsonrpc", "2.0") && cJSON_AddStringToObject(n, "method", method) &&
+        (!params || cJSON_AddItemToObject(n, "params", cJSON_Duplicate(params, true))))
+        text = cJSON_PrintUnformatted(n);
+    cJSON_Delete(n);
+    char *line = NULL;
+    size_t len = 0;
+    if (text) {
+        len = strlen(text);
+        line = realloc(text, len + 2);
+        if (line) {
+            line[len] = '\n';
+            line[len + 1] = '\0';
+            len += 1;
+        } else {
+            free(text);
+        }
+    }
+    stage_line(a, line, len);
+}
+
+bool agent_serves_wacp(const struct agent *a) { return a->wacp != NULL; }
+
+void agent_call_wacp(struct agent *a, const struct rpc_msg *m)
+{
+    a->wacp(a, m, a->data);
 }
 
 /* ---- reading ---- */
@@ -677,6 +718,10 @@ static void host_turn_end(void *data)
             agent_maybe_end(a);
         }
     }
+    /* Entries staged by others on this loop (the WACP runtime's, on a timer turn) are
+     * committed at the end of the turn too. */
+    if (h->trail && trail_pending(h->trail) > 0)
+        host_trail_commit(h);
 }
 
 int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
@@ -738,6 +783,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->dup_out_fd = -1;
     a->win.fd = a->wout.fd = -1;
     a->surface = c->surface;
+    a->wacp = c->wacp;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;

@@ -47,6 +47,9 @@ struct agent_config {
     /* Called once on the loop thread when the connection ends; the agent stays allocated. */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
+    /* Requests whose method starts with "wacp/" (corral run): answered by this handler on the
+     * loop thread (agent_reply / agent_reply_error_data); NULL: they are unknown methods. */
+    void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */
@@ -76,6 +79,15 @@ const char *agent_name(const struct agent *a);
 /* Queues a response for the end of this turn (after the trail commit). RESULT is borrowed. */
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result);
 void agent_reply_error(struct agent *a, const cJSON *id, int code, const char *message);
+/* The same with error.data (borrowed; may be NULL). */
+void agent_reply_error_data(struct agent *a, const cJSON *id, int code, const char *message,
+                            const cJSON *data);
+/* Queues a notification (no id) to the agent for the end of this turn, after the trail
+ * commit, like a response. PARAMS borrowed (may be NULL). */
+void agent_notify(struct agent *a, const char *method, const cJSON *params);
+/* The "wacp/" handler of the agent's config, or NULL. */
+bool agent_serves_wacp(const struct agent *a);
+void agent_call_wacp(struct agent *a, const struct rpc_msg *m);
 /* Records a `denial` entry for this agent (no-op without a trail): KIND ("path", "tool",
  * "protocol", ...), SUBJECT (what was asked), RULE (what refused it). 0 or -EIO. */
 int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule);

@@ -235,6 +235,15 @@ void dispatch_message(struct agent *a, const struct rpc_msg *m)
             agent_count_abuse(a);
         return;
     }
+    if (!md && !strncmp(m->method, "wacp/", 5) && agent_serves_wacp(a)) {
+        if (!agent_initialized(a) && !stateless_request(m)) {
+            snprintf(msg, sizeof(msg), "not initialized: send initialize before %.64s", m->method);
+            agent_reply_error(a, m->id, RPC_NOT_INITIALIZED, msg);
+            return;
+        }
+        agent_call_wacp(a, m);
+        return;
+    }
     if (!md) {
         snprintf(msg, sizeof(msg), "method not found: \"%.100s\"", m->method);
         agent_reply_error(a, m->id, RPC_METHOD_NOT_FOUND, msg);

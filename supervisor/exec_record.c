@@ -75,6 +75,11 @@ static cJSON *profile_json(const struct sandbox_profile *p, double timeout)
     return o;
 }
 
+cJSON *exec_record_profile_json(const struct sandbox_profile *p, double timeout)
+{
+    return profile_json(p, timeout);
+}
+
 int exec_record_start(struct exec_record *r, struct trail *t, const struct sandbox_profile *p,
                       const struct policy_role_view *v, const char *program, char *const argv[],
                       double timeout, struct cerr *err)

@@ -18,6 +18,10 @@ struct exec_record {
     struct cerr err;
 };
 
+/* The full derived profile as the sandbox_created body shows it (new object). */
+#include <cjson/cJSON.h>
+cJSON *exec_record_profile_json(const struct sandbox_profile *p, double timeout);
+
 /* Records and commits sandbox_created; only if this returns 0 may the sandbox be created. */
 int exec_record_start(struct exec_record *r, struct trail *t, const struct sandbox_profile *p,
                       const struct policy_role_view *v, const char *program, char *const argv[],
