@@ -37,8 +37,9 @@ struct wacp_ws_info {
 
 struct wacp_hooks {
     void *data;
-    /* Stages one trail entry (write-ahead: called before the state changes). BODY borrowed,
-     * may be NULL ({}). ACTOR: a role name, "protocol", "system" or a user id. 0, or < 0 when
+    /* Stages one trail entry (write-ahead: called before the state changes). WS may be NULL (a
+     * run-level entry: task approval). BODY borrowed, may be NULL ({}). ACTOR: a role name,
+     * "protocol", "system" or a user id. 0, or < 0 when
      * the trail cannot take it: the engine then abandons the operation with nothing changed
      * and the call fails with "the trail cannot be written". */
     int (*record)(void *data, const char *ws, const char *actor, const char *type,

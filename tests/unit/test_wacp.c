@@ -691,6 +691,28 @@ static void test_hostile_checkpoint_stale_parent_and_paths(void **state)
     assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "files"), 0), "path"), "ok.txt");
 }
 
+/* Integration never writes through a link of the parent's tree: the child made a real
+ * directory where the parent has a link to /etc. */
+static void test_hostile_integration_through_parent_link(void **state)
+{
+    FX;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    char p[512];
+    snprintf(p, sizeof(p), "%s/escape", fx_dir(f, a));
+    assert_int_equal(mkdir(p, 0700), 0);
+    fx_write(fx_dir(f, a), "escape/corral-test-owned", "x\n");
+    fx_write(fx_dir(f, a), "a.txt", "changed\n");
+    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    assert_string_equal(fx_str(r, "state"), "failed");
+    assert_non_null(fx_str(r, "error"));
+    assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "integration_error");
+    struct stat st;
+    assert_int_not_equal(stat("/etc/corral-test-owned", &st), 0);
+    assert_string_equal(fx_read(f->root, "a.txt"), "alpha\n"); /* nothing half-applied */
+}
+
 static void test_hostile_task_cycles(void **state)
 {
     FX;
@@ -790,6 +812,7 @@ int main(void)
         T(test_hostile_emit_coordinator_signals),
         T(test_hostile_wrong_types),
         T(test_hostile_checkpoint_stale_parent_and_paths),
+        T(test_hostile_integration_through_parent_link),
         T(test_hostile_task_cycles),
         T(test_hostile_flood_workspaces),
         T(test_hostile_flood_envelopes),

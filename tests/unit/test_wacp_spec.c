@@ -484,6 +484,37 @@ static void test_task_schema_and_draft_gate(void **state)
             fail_msg("task without %s", fields[i]);
 }
 
+/* C-3: draft -> pending only through the gate: with the autonomous preset (30 s, approve) the
+ * task waits in draft, cannot be bound, and the timeout approves it. */
+static void test_task_draft_gate_timeout_approves(void **state)
+{
+    FX;
+    cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"n\"}");
+    assert_string_equal(fx_str(t, "status"), "draft");
+    assert_int_equal(fx_count(f, "task_approved"), 0);
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"%s\"}", fx_str(t, "task_id")));
+    EXPECT_ERR("invalid_state");
+    uint64_t now = wacp_now_ms(), dl = wacp_next_deadline(f->w);
+    assert_true(dl > now + 25000 && dl <= now + 30000);
+    wacp_tick(f->w, dl);
+    assert_string_equal(fx_str(fx_last(f, "task_approved"), "approval"), "timeout_auto_approve");
+    cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"), "pending");
+}
+
+static void test_task_draft_gate_timeout_rejects(void **state)
+{
+    FX;
+    cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"n\"}");
+    assert_string_equal(fx_str(t, "status"), "draft");
+    uint64_t dl = wacp_next_deadline(f->w);
+    assert_true(dl <= wacp_now_ms() + 5000);
+    wacp_tick(f->w, dl);
+    cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"), "cancelled");
+    assert_int_equal(fx_count(f, "task_approved"), 0);
+}
+
 static void test_task_acyclic_and_same_graph(void **state)
 {
     FX;
@@ -700,6 +731,8 @@ int main(void)
         T(test_cp_auto_signal_emission),
         T(test_cp_final_checkpoint_for_integration),
         T(test_task_schema_and_draft_gate),
+        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_approves, fx_setup_gate_default, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_rejects, fx_setup_gate_reject, fx_teardown),
         T(test_task_acyclic_and_same_graph),
         T(test_task_binding_and_history_across_retries),
         T(test_task_assign_existing_workspace),
