@@ -349,10 +349,11 @@ int ws_create_root(struct wacp *w, const char *agent, struct cerr *err)
     ws->budgets = v.budgets;
     ws->timeout_ms = v.budgets.wall_time > 0 ? (uint64_t)(v.budgets.wall_time * 1000.0) : 0;
     ws->deadline_ms = ws->timeout_ms ? ws->created_ms + ws->timeout_ms : 0;
-    if (!ws->dir || !ws->owner || !ws->originator ||
-        wacpf_scan(ws->dir, &ws->base, err) < 0) {
+    /* The root's base stays empty: the coordinator creates no checkpoints, and the project
+     * directory is never walked as a whole. */
+    if (!ws->dir || !ws->owner || !ws->originator) {
         ws_free(ws);
-        return err->code ? err->code : cerr_set(err, ENOMEM, "out of memory");
+        return cerr_set(err, ENOMEM, "out of memory");
     }
     cJSON *b = created_body(ws);
     r = wacp_rec(w, ws->id, "system", "workspace_created", b);
