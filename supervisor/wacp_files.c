@@ -312,7 +312,7 @@ static int object_put(const char *objects, const char *hex, const char *data, si
     if (fd < 0)
         return cerr_set(err, errno, "cannot write object %s: %s", tmp, strerror(errno));
     int r = util_write_all(fd, data, len);
-    if (r < 0 || fsync(fd) < 0) {
+    if (r < 0) {
         unlink(tmp);
         return cerr_set(err, r < 0 ? -r : errno, "cannot write object %s", tmp);
     }
@@ -384,6 +384,13 @@ int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
     if (r < 0) {
         wacpf_manifest_clear(out);
         return r;
+    }
+    /* One sync for the objects (not one fsync each): they are durable before the checkpoint's
+     * entry that names them is recorded. */
+    _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ofd < 0 || syncfs(ofd) < 0) {
+        wacpf_manifest_clear(out);
+        return cerr_set(err, errno, "cannot sync the objects in %s: %s", objects, strerror(errno));
     }
     if (out->n)
         qsort(out->v, out->n, sizeof(*out->v), file_cmp);
