@@ -35,6 +35,8 @@ struct wacp_ws_info {
     struct policy_budgets budgets; /* never above the parent's */
 };
 
+/* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
+ * and must not call back into it. */
 struct wacp_hooks {
     void *data;
     /* Stages one trail entry (write-ahead: called before the state changes). WS may be NULL (a
@@ -91,7 +93,7 @@ struct wacp_err {
 
 /* One request of the agent of workspace CALLER: METHOD is a "wacp/..." name (docs/protocol-wacp.md
  * lists them: signal.emit, envelope.send, envelope.ack, workspace.create, workspace.self,
- * workspace.list, workspace.abort, workspace.suspend, workspace.resume, rights.list,
+ * workspace.list, workspace.abort, workspace.suspend, workspace.resume, workspace.transfer, rights.list,
  * rights.grant, rights.revoke, checkpoint.create, checkpoint.list, task.create, task.assign,
  * task.cancel, task.list, integrate, conflict.resolve). wacp/trail.query is the run's (it holds
  * the trail): here it is -ENOENT like any unknown method. PARAMS may be NULL ({}). 0 with *result

@@ -191,6 +191,7 @@ int ws_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
 int ws_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+int ws_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_create_root(struct wacp *w, const char *agent, struct cerr *err);

@@ -640,6 +640,45 @@ int ws_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     return 0;
 }
 
+/* Ownership transfer (PROTOCOL 4.8 rule 5): one workspace, no cascade, history untouched. */
+int ws_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+                       struct wacp_err *e)
+{
+    static const char M[] = "wacp/workspace.transfer";
+    if (!wacp_is_coordinator(c))
+        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+                         "ownership is transferred by the coordinator only");
+    struct wacp_ws *t = target_of(w, c, p, M, NULL, e);
+    if (!t)
+        return -1;
+    const char *owner = cJSON_GetObjectItemCaseSensitive(p, "owner")->valuestring;
+    if (!user_id_ok(owner))
+        return wacp_fail(e, -32602, "invalid_params",
+                         "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
+    if (terminal(t->state))
+        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
+                         "workspace %s is %s: terminal workspaces never change", t->id,
+                         ws_state_name(t->state));
+    char *o = strdup(owner);
+    if (!o)
+        return wacp_fail(e, -32603, "internal", "out of memory");
+    cJSON *b = wacp_obj();
+    wacp_add_str(b, "workspace_id", t->id);
+    wacp_add_str(b, "from_owner", t->owner);
+    wacp_add_str(b, "to_owner", owner);
+    int r = wacp_rec(w, t->id, c->role, "workspace_ownership_transferred", b);
+    cJSON_Delete(b);
+    if (r < 0) {
+        free(o);
+        return wacp_trail_err(e);
+    }
+    free(t->owner);
+    t->owner = o;
+    *res = state_result(t);
+    wacp_add_str(*res, "owner", t->owner);
+    return 0;
+}
+
 /* ---- integration (PROTOCOL 7.4-7.8, integration spec) */
 
 static cJSON *paths_json(const struct wacp_manifest *m, bool conflicts)

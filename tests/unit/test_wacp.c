@@ -787,6 +787,31 @@ static void test_hostile_terminal_workspace_does_nothing(void **state)
     assert_string_equal(fx_state(f, a), "failed");
 }
 
+/* Every method of docs/protocol-wacp.md dispatches (the table is sorted for bsearch). */
+static void test_every_method_dispatches(void **state)
+{
+    FX;
+    static const char *const names[] = {
+        "wacp/checkpoint.create", "wacp/checkpoint.list", "wacp/conflict.resolve",
+        "wacp/envelope.ack", "wacp/envelope.send", "wacp/integrate", "wacp/rights.grant",
+        "wacp/rights.list", "wacp/rights.revoke", "wacp/signal.emit", "wacp/task.assign",
+        "wacp/task.cancel", "wacp/task.create", "wacp/task.list", "wacp/workspace.abort",
+        "wacp/workspace.create", "wacp/workspace.list", "wacp/workspace.resume",
+        "wacp/workspace.self", "wacp/workspace.suspend", "wacp/workspace.transfer"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        cJSON *r = NULL;
+        struct wacp_err e;
+        int rc = wacp_call(f->w, f->rootid, names[i], NULL, &r, &e);
+        if (rc == -ENOENT)
+            fail_msg("%s does not dispatch", names[i]);
+        cJSON_Delete(r);
+    }
+    cJSON *r = NULL;
+    struct wacp_err e;
+    assert_int_equal(wacp_call(f->w, f->rootid, "wacp/trail.query", NULL, &r, &e), -ENOENT);
+    assert_int_equal(e.rpc_code, -32601);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -805,6 +830,7 @@ int main(void)
         T(test_l1_trail_recording_all_events),
         T(test_l1_write_ahead_trail),
         T(test_l1_identity_rules),
+        T(test_every_method_dispatches),
         T(test_hostile_worker_creates_workspace),
         T(test_hostile_worker_sends_directive),
         T(test_hostile_address_without_right),

@@ -219,6 +219,34 @@ static void test_user_owner_set_and_inherited(void **state)
     assert_string_equal(fx_str(fx_last(f, "workspace_created"), "owner"), "bob");
 }
 
+/* User spec 9.1 #13: transfer records workspace_ownership_transferred, one workspace only,
+ * and rewrites nothing before it; the originator stays. */
+static void test_user_ownership_transfer(void **state)
+{
+    FX;
+    const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true");
+    const char *g = fx_child(f, d, "coder", NULL);
+    size_t before = f->n_ents;
+    cJSON *r = fx_call(f, f->rootid, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"dave\"}", d);
+    assert_string_equal(fx_str(r, "owner"), "dave");
+    const cJSON *x = fx_last(f, "workspace_ownership_transferred");
+    assert_string_equal(fx_str(x, "from_owner"), "alice");
+    assert_string_equal(fx_str(x, "to_owner"), "dave");
+    assert_int_equal(f->n_ents, before + 1);
+    assert_string_equal(fx_str(fx_call(f, g, "wacp/workspace.self", "{}"), "owner"), "alice");
+    assert_string_equal(fx_str(fx_call(f, d, "wacp/workspace.self", "{}"), "originator"), "system");
+    /* Earlier entries keep the first owner. */
+    bool kept = false;
+    for (size_t i = 0; i < before; i++)
+        kept |= !strcmp(f->ents[i].type, "workspace_created") && !strcmp(f->ents[i].ws, d) &&
+                !strcmp(fx_str(f->ents[i].body, "owner"), "alice");
+    assert_true(kept);
+    assert_null(fx_call(f, d, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"eve\"}", g));
+    EXPECT_ERR("permission_denied");
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"system\"}", g));
+    EXPECT_ERR("invalid_params");
+}
+
 static void test_user_originator_propagates_and_is_immutable(void **state)
 {
     FX;
@@ -316,6 +344,46 @@ static void test_env_channel_ordering(void **state)
     assert_int_equal(k, 3);
 }
 
+static void test_env_undeliverable_when_target_ends(void **state)
+{
+    FX;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    assert_non_null(fx_call(f, f->rootid, "wacp/workspace.suspend", "{\"workspace\": \"%s\"}", a));
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
+    assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
+    const cJSON *u = fx_last(f, "envelope_undeliverable");
+    assert_non_null(u);
+    assert_string_equal(fx_str(u, "envelope_id"), fx_str(r, "envelope_id"));
+    assert_string_equal(fx_str(u, "reason"), "target_terminal");
+    const cJSON *sig = cJSON_GetObjectItem(fx_note_to(f, f->rootid, "wacp/signal"), "signal");
+    assert_string_equal(fx_str(sig, "ref"), fx_str(r, "envelope_id"));
+}
+
+/* A send-once right handed over in an envelope: the receiver spends it, once. */
+static void test_env_send_once_transferred_then_consumed(void **state)
+{
+    FX;
+    const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true");
+    const char *g = fx_child(f, d, "coder", NULL);
+    cJSON *gr = fx_call(f, f->rootid, "wacp/rights.grant", "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send_once\"}", f->rootid, g);
+    const char *once = fx_str(gr, "right_id");
+    const char *other = fx_child(f, f->rootid, "coder", "\"delegate\": true");
+    /* The coordinator passes its one-time right to g over to another delegate. */
+    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"reply to g once\", \"rights\": [\"%s\"]}", other, once));
+    assert_string_equal(fx_str(fx_last(f, "port_right_transferred"), "to_holder"), other);
+    /* other is a delegate, but g is not in its subtree: the matrix still says no. */
+    assert_null(fx_call(f, other, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", g));
+    EXPECT_ERR("permission_denied");
+    /* The right was not spent by a refused send. */
+    cJSON *l = fx_call(f, other, "wacp/rights.list", "{}");
+    bool held = false;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(l, "rights"))
+        held |= !strcmp(fx_str(x, "right_id"), once);
+    assert_true(held);
+    assert_int_equal(fx_count(f, "port_right_consumed"), 0);
+}
+
 /* ---- signal spec 9 */
 
 static void test_sig_schema_reason_required(void **state)
@@ -331,6 +399,9 @@ static void test_sig_schema_reason_required(void **state)
     assert_true(strlen(fx_str(r, "signal_id")) > 8);
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"ready\", \"signal_id\": \"mine\"}"));
     EXPECT_ERR("invalid_params");
+    /* Signals are never acknowledged: an ack names envelopes only. */
+    assert_null(fx_call(f, a, "wacp/envelope.ack", "{\"envelope_id\": \"%s\"}", fx_str(r, "signal_id")));
+    EXPECT_ERR("not_found");
 }
 
 static void test_sig_upward_propagation(void **state)
@@ -716,12 +787,15 @@ int main(void)
         T(test_ws_suspension_queues_and_pauses),
         T(test_ws_creation_error_fails_workspace),
         T(test_user_owner_set_and_inherited),
+        T(test_user_ownership_transfer),
         T(test_user_originator_propagates_and_is_immutable),
         T(test_env_three_base_types_and_registered_types),
         T(test_env_schema_runtime_assigned_fields),
         T(test_env_structure_validation_and_replies),
         T(test_env_durability_recorded_before_delivery),
         T(test_env_channel_ordering),
+        T(test_env_undeliverable_when_target_ends),
+        T(test_env_send_once_transferred_then_consumed),
         T(test_sig_schema_reason_required),
         T(test_sig_upward_propagation),
         T(test_sig_duplicate_recorded_without_state_change),
