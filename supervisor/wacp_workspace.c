@@ -369,7 +369,7 @@ int ws_create_root(struct wacp *w, const char *agent, struct cerr *err)
     }
     /* The human who started the run gives the coordinator its first envelope (idle -> active). */
     cJSON *p = wacp_obj();
-    wacp_add_str(p, "workspace", ws->dir);
+    wacp_add_str(p, "run", "start"); /* no host path: the agent sees its files through its tools */
     wacp_add_str(p, "owner", ws->owner);
     r = env_send_directive(w, "system", ws, p, "human", ws->directive_env);
     ws->directive = p;
