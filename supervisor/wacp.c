@@ -153,6 +153,7 @@ static const struct pspec p_create[] = {{"agent", P_STR, true}, {"directive", P_
                                         {"delegate", P_BOOL, false}, {"timeout", P_NUM, false}, END};
 static const struct pspec p_ws_reason[] = {{"workspace", P_STR, true}, {"reason", P_STR, false}, END};
 static const struct pspec p_ws[] = {{"workspace", P_STR, true}, END};
+static const struct pspec p_transfer[] = {{"workspace", P_STR, true}, {"owner", P_STR, true}, END};
 static const struct pspec p_grant[] = {{"holder", P_STR, true}, {"target", P_STR, true},
                                        {"kind", P_STR, true}, END};
 static const struct pspec p_revoke[] = {{"right_id", P_STR, true}, {"reason", P_STR, false}, END};
@@ -199,6 +200,7 @@ static const struct method methods[] = {
     {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws},
     {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none},
     {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws},
+    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer},
 };
 
 static int method_cmp(const void *k, const void *m)

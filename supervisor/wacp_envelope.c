@@ -151,20 +151,26 @@ static bool takes_delivery(enum ws_state s)
            s == WS_CONFLICTED;
 }
 
+static void first_attempt(struct wacp *w, struct wacp_env *v, uint64_t now)
+{
+    v->sent = true;
+    v->attempt = 1;
+    v->due_ms = now + w->redelivery_base_ms;
+    env_notify(w, v);
+}
+
 void env_flush(struct wacp *w, struct wacp_ws *ws)
 {
-    if (!takes_delivery(ws->state))
+    if (!takes_delivery(ws->state) || !ws->queued)
         return;
     uint64_t now = wacp_now_ms();
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
         if (v->state != ENV_VALIDATED || v->sent || v->undeliverable || strcmp(v->to, ws->id))
             continue;
-        v->sent = true;
-        v->attempt = 1;
-        v->due_ms = now + w->redelivery_base_ms;
-        env_notify(w, v);
+        first_attempt(w, v, now);
     }
+    ws->queued = 0;
 }
 
 static int undeliverable(struct wacp *w, struct wacp_env *v, const char *reason)
@@ -200,6 +206,7 @@ void env_drop_for(struct wacp *w, struct wacp_ws *ws)
             undeliverable(w, v, "target_terminal");
     }
     ws->inbox = 0;
+    ws->queued = 0;
 }
 
 static struct wacp_env *env_alloc(const char *from, const char *to, const char *type,
@@ -247,7 +254,11 @@ static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
     w->env[w->n_env++] = v;
     to->inbox++;
     w->sum.envelopes++;
-    env_flush(w, to);
+    /* Channel order: nothing queued before it, so it goes now; else it waits its turn. */
+    if (takes_delivery(to->state) && !to->queued)
+        first_attempt(w, v, wacp_now_ms());
+    else
+        to->queued++;
     return 0;
 }
 

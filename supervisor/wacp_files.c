@@ -312,7 +312,7 @@ static int object_put(const char *objects, const char *hex, const char *data, si
     if (fd < 0)
         return cerr_set(err, errno, "cannot write object %s: %s", tmp, strerror(errno));
     int r = util_write_all(fd, data, len);
-    if (r < 0 || fsync(fd) < 0) {
+    if (r < 0) {
         unlink(tmp);
         return cerr_set(err, r < 0 ? -r : errno, "cannot write object %s", tmp);
     }
@@ -384,6 +384,13 @@ int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
     if (r < 0) {
         wacpf_manifest_clear(out);
         return r;
+    }
+    /* One sync for the objects (not one fsync each): they are durable before the checkpoint's
+     * entry that names them is recorded. */
+    _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ofd < 0 || syncfs(ofd) < 0) {
+        wacpf_manifest_clear(out);
+        return cerr_set(err, errno, "cannot sync the objects in %s: %s", objects, strerror(errno));
     }
     if (out->n)
         qsort(out->v, out->n, sizeof(*out->v), file_cmp);
@@ -462,12 +469,52 @@ static int open_parent_mk(int dfd, const char *rel, const char **leaf)
     return cur;
 }
 
+/* Whether REL can be written under DFD without a link or a non-directory on the way, and
+ * without replacing a directory: checked for every file before the first is written, so a
+ * refused integration leaves the parent's files as they were. */
+static int check_target(int dfd, const char *rel, struct cerr *err)
+{
+    _cleanup_free_ char *p = strdup(rel);
+    if (!p)
+        return cerr_set(err, ENOMEM, "out of memory");
+    _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return cerr_set(err, errno, "dup: %s", strerror(errno));
+    char *save = NULL;
+    char *part = strtok_r(p, "/", &save);
+    while (part) {
+        char *next = strtok_r(NULL, "/", &save);
+        struct stat st;
+        if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0; /* missing: made fresh */
+        if (!next)
+            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel) : 0;
+        if (!S_ISDIR(st.st_mode))
+            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one", rel);
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
+        close(cur);
+        cur = fd;
+        part = next;
+    }
+    return 0;
+}
+
 int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
                 const char *objects, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
+    for (size_t i = 0; i < m->n; i++) {
+        if (!wacpf_path_ok(m->v[i].path))
+            return cerr_set(err, EINVAL, "bad path in a manifest");
+        int r = wacpf_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
+        if (r < 0)
+            return r;
+    }
     for (size_t i = 0; i < m->n; i++) {
         const struct wacp_file *f = &m->v[i];
         if (!wacpf_path_ok(f->path))

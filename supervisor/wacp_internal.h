@@ -12,7 +12,7 @@
 #define WACP_MAX_CHECKPOINTS 1024   /* per workspace */
 #define WACP_MAX_TASKS 4096         /* per run */
 #define WACP_MAX_RIGHTS 65536       /* per run */
-#define WACP_MAX_ENVELOPES_TOTAL 262144
+#define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
 
 enum ws_state {
@@ -75,6 +75,7 @@ struct wacp_ws {
     char final_cp[WACP_ID_LEN]; /* the most recent final checkpoint, "" when none */
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
     size_t inbox;               /* envelopes addressed to it not yet acknowledged */
+    size_t queued;              /* of those, not yet notified (it was frozen) */
     char end_reason[64];
 };
 
@@ -190,6 +191,7 @@ int ws_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
 int ws_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+int ws_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int ws_create_root(struct wacp *w, const char *agent, struct cerr *err);

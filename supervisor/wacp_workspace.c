@@ -349,10 +349,11 @@ int ws_create_root(struct wacp *w, const char *agent, struct cerr *err)
     ws->budgets = v.budgets;
     ws->timeout_ms = v.budgets.wall_time > 0 ? (uint64_t)(v.budgets.wall_time * 1000.0) : 0;
     ws->deadline_ms = ws->timeout_ms ? ws->created_ms + ws->timeout_ms : 0;
-    if (!ws->dir || !ws->owner || !ws->originator ||
-        wacpf_scan(ws->dir, &ws->base, err) < 0) {
+    /* The root's base stays empty: the coordinator creates no checkpoints, and the project
+     * directory is never walked as a whole. */
+    if (!ws->dir || !ws->owner || !ws->originator) {
         ws_free(ws);
-        return err->code ? err->code : cerr_set(err, ENOMEM, "out of memory");
+        return cerr_set(err, ENOMEM, "out of memory");
     }
     cJSON *b = created_body(ws);
     r = wacp_rec(w, ws->id, "system", "workspace_created", b);
@@ -368,7 +369,7 @@ int ws_create_root(struct wacp *w, const char *agent, struct cerr *err)
     }
     /* The human who started the run gives the coordinator its first envelope (idle -> active). */
     cJSON *p = wacp_obj();
-    wacp_add_str(p, "workspace", ws->dir);
+    wacp_add_str(p, "run", "start"); /* no host path: the agent sees its files through its tools */
     wacp_add_str(p, "owner", ws->owner);
     r = env_send_directive(w, "system", ws, p, "human", ws->directive_env);
     ws->directive = p;
@@ -504,7 +505,9 @@ int ws_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         if (strncmp(t, "send:", 5))
             continue;
         const char *arrow = strstr(t, "->");
-        if (arrow && (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base))))
+        /* A delegate answers queries as a local coordinator (PROTOCOL 5.4). */
+        if (arrow && (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
+                      (c->delegate && !strcmp(arrow + 2, "coordinator"))))
             back = true;
     }
     if (back && env_right_add(w, RIGHT_SEND, ws->id, c->id, c->role, rid) < 0)
@@ -634,6 +637,45 @@ int ws_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         return wacp_trail_err(e);
     env_flush(w, t); /* what queued while it was suspended, in creation order */
     *res = state_result(t);
+    return 0;
+}
+
+/* Ownership transfer (PROTOCOL 4.8 rule 5): one workspace, no cascade, history untouched. */
+int ws_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+                       struct wacp_err *e)
+{
+    static const char M[] = "wacp/workspace.transfer";
+    if (!wacp_is_coordinator(c))
+        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+                         "ownership is transferred by the coordinator only");
+    struct wacp_ws *t = target_of(w, c, p, M, NULL, e);
+    if (!t)
+        return -1;
+    const char *owner = cJSON_GetObjectItemCaseSensitive(p, "owner")->valuestring;
+    if (!user_id_ok(owner))
+        return wacp_fail(e, -32602, "invalid_params",
+                         "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
+    if (terminal(t->state))
+        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
+                         "workspace %s is %s: terminal workspaces never change", t->id,
+                         ws_state_name(t->state));
+    char *o = strdup(owner);
+    if (!o)
+        return wacp_fail(e, -32603, "internal", "out of memory");
+    cJSON *b = wacp_obj();
+    wacp_add_str(b, "workspace_id", t->id);
+    wacp_add_str(b, "from_owner", t->owner);
+    wacp_add_str(b, "to_owner", owner);
+    int r = wacp_rec(w, t->id, c->role, "workspace_ownership_transferred", b);
+    cJSON_Delete(b);
+    if (r < 0) {
+        free(o);
+        return wacp_trail_err(e);
+    }
+    free(t->owner);
+    t->owner = o;
+    *res = state_result(t);
+    wacp_add_str(*res, "owner", t->owner);
     return 0;
 }
 

@@ -691,6 +691,28 @@ static void test_hostile_checkpoint_stale_parent_and_paths(void **state)
     assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "files"), 0), "path"), "ok.txt");
 }
 
+/* Integration never writes through a link of the parent's tree: the child made a real
+ * directory where the parent has a link to /etc. */
+static void test_hostile_integration_through_parent_link(void **state)
+{
+    FX;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    char p[512];
+    snprintf(p, sizeof(p), "%s/escape", fx_dir(f, a));
+    assert_int_equal(mkdir(p, 0700), 0);
+    fx_write(fx_dir(f, a), "escape/corral-test-owned", "x\n");
+    fx_write(fx_dir(f, a), "a.txt", "changed\n");
+    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    assert_string_equal(fx_str(r, "state"), "failed");
+    assert_non_null(fx_str(r, "error"));
+    assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "integration_error");
+    struct stat st;
+    assert_int_not_equal(stat("/etc/corral-test-owned", &st), 0);
+    assert_string_equal(fx_read(f->root, "a.txt"), "alpha\n"); /* nothing half-applied */
+}
+
 static void test_hostile_task_cycles(void **state)
 {
     FX;
@@ -765,6 +787,31 @@ static void test_hostile_terminal_workspace_does_nothing(void **state)
     assert_string_equal(fx_state(f, a), "failed");
 }
 
+/* Every method of docs/protocol-wacp.md dispatches (the table is sorted for bsearch). */
+static void test_every_method_dispatches(void **state)
+{
+    FX;
+    static const char *const names[] = {
+        "wacp/checkpoint.create", "wacp/checkpoint.list", "wacp/conflict.resolve",
+        "wacp/envelope.ack", "wacp/envelope.send", "wacp/integrate", "wacp/rights.grant",
+        "wacp/rights.list", "wacp/rights.revoke", "wacp/signal.emit", "wacp/task.assign",
+        "wacp/task.cancel", "wacp/task.create", "wacp/task.list", "wacp/workspace.abort",
+        "wacp/workspace.create", "wacp/workspace.list", "wacp/workspace.resume",
+        "wacp/workspace.self", "wacp/workspace.suspend", "wacp/workspace.transfer"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        cJSON *r = NULL;
+        struct wacp_err e;
+        int rc = wacp_call(f->w, f->rootid, names[i], NULL, &r, &e);
+        if (rc == -ENOENT)
+            fail_msg("%s does not dispatch", names[i]);
+        cJSON_Delete(r);
+    }
+    cJSON *r = NULL;
+    struct wacp_err e;
+    assert_int_equal(wacp_call(f->w, f->rootid, "wacp/trail.query", NULL, &r, &e), -ENOENT);
+    assert_int_equal(e.rpc_code, -32601);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -783,6 +830,7 @@ int main(void)
         T(test_l1_trail_recording_all_events),
         T(test_l1_write_ahead_trail),
         T(test_l1_identity_rules),
+        T(test_every_method_dispatches),
         T(test_hostile_worker_creates_workspace),
         T(test_hostile_worker_sends_directive),
         T(test_hostile_address_without_right),
@@ -790,6 +838,7 @@ int main(void)
         T(test_hostile_emit_coordinator_signals),
         T(test_hostile_wrong_types),
         T(test_hostile_checkpoint_stale_parent_and_paths),
+        T(test_hostile_integration_through_parent_link),
         T(test_hostile_task_cycles),
         T(test_hostile_flood_workspaces),
         T(test_hostile_flood_envelopes),

@@ -268,7 +268,7 @@ static const char *fx_dir(struct fx *f, const char *ws)
     return p;
 }
 
-static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env)
+static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const char *policy)
 {
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
@@ -285,7 +285,7 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env)
     snprintf(sub, sizeof(sub), "%s/escape", f->root);
     assert_int_equal(symlink("/etc", sub), 0);
     struct policy_diags d = {0};
-    int r = policy_load_buffer("test.json", fx_policy, strlen(fx_policy), &f->p, &d);
+    int r = policy_load_buffer("test.json", policy, strlen(policy), &f->p, &d);
     if (r < 0)
         policy_diags_print(&d, stderr);
     assert_int_equal(r, 0);
@@ -307,7 +307,34 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env)
 
 static int fx_setup(void **state)
 {
-    return fx_setup_opts(state, 8, 4);
+    return fx_setup_opts(state, 8, 4, fx_policy);
+}
+
+/* The same policy with the highway's task_approval gate as the autonomous preset has it (on,
+ * 30 s, approve), or with FALLBACK instead. */
+static int fx_setup_gate(void **state, const char *fallback)
+{
+    static char text[sizeof(fx_policy) + 256];
+    const char *from = "\"gates\": {\"task_approval\": false}";
+    const char *at = strstr(fx_policy, from);
+    assert_non_null(at);
+    char repl[160] = "\"gates\": {\"task_approval\": true}";
+    if (fallback)
+        snprintf(repl, sizeof(repl),
+                 "\"gate_overrides\": {\"task_approval\": {\"timeout\": \"5s\", \"fallback\": \"%s\"}}",
+                 fallback);
+    snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - fx_policy), fx_policy, repl, at + strlen(from));
+    return fx_setup_opts(state, 8, 4, text);
+}
+
+static int fx_setup_gate_default(void **state)
+{
+    return fx_setup_gate(state, NULL);
+}
+
+static int fx_setup_gate_reject(void **state)
+{
+    return fx_setup_gate(state, "reject");
 }
 
 static int fx_teardown(void **state)
