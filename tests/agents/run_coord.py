@@ -9,6 +9,9 @@ import sys
 import time
 
 
+envelopes = []
+
+
 def call(i, method, params):
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
     sys.stdout.flush()
@@ -19,6 +22,8 @@ def call(i, method, params):
         msg = json.loads(line)
         if msg.get("id") == i:
             return msg
+        if msg.get("method") == "wacp/envelope":  # the run's start: acked below
+            envelopes.append(msg["params"]["envelope"]["envelope_id"])
 
 
 mode = sys.argv[1]
@@ -32,6 +37,16 @@ print("self:", json.dumps(me), file=sys.stderr)
 got = call(2, "tools/call", {"name": "readFile", "arguments": {"path": "a.txt"}})
 print("read:", json.dumps(got), file=sys.stderr)
 print("coord-log-marker", file=sys.stderr, flush=True)
+# The run's first envelope makes the workspace active once acknowledged (idle -> active).
+n = 10
+while not envelopes:
+    call(n, "ping", {})
+    n += 1
+for e in set(envelopes):
+    print("ack:", json.dumps(call(n, "wacp/envelope.ack", {"envelope_id": e})), file=sys.stderr)
+    n += 1
+q = call(n, "wacp/trail.query", {"type": "workspace_created", "limit": 5})
+print("query:", json.dumps(q), file=sys.stderr)
 time.sleep(float(sys.argv[2]))
 done = call(3, "wacp/signal.emit", {"type": "complete"})
 print("complete:", json.dumps(done), file=sys.stderr, flush=True)

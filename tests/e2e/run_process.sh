@@ -54,6 +54,8 @@ log=$(cat "$T_TMP"/run/logs/*.log 2>/dev/null)
 expect_match "the coordinator's stderr is its log" 'coord-log-marker' "$log"
 expect_match "it was told its runtime-assigned workspace id" '"workspace_id": "[^"]+"' "$log"
 expect_match "its tools act on the root workspace" '"content": "hello\\n"' "$log"
+expect_match "acking the run's first envelope makes it active" 'ack: .*"state": "acknowledged"' "$log"
+expect_match "wacp/trail.query answers from the committed trail" 'query: .*"type": "workspace_created"' "$log"
 tr=$("$CORRAL" trail --db "$db" --json)
 expect_match "the sandbox is recorded with its profile" '"type":"sandbox_created".*"profile"' "$tr"
 expect_match "the process start is recorded" '"type":"process_started"' "$tr"
