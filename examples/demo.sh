@@ -34,7 +34,7 @@ done
 echo "== summary"
 echo "   corral run:   exit status $rc"
 echo "   workspaces:   $(count workspace_created) ($("$CORRAL" trail --db "$db" --type workspace_state_changed --json | grep -c '"to":"closed"' || true) closed)"
-echo "   tasks:        $(count task_created) ($("$CORRAL" trail --db "$db" --type task_status_changed --json | grep -c '"to":"completed"' || true) completed)"
+echo "   tasks:        $(count task_created) ($("$CORRAL" trail --db "$db" --type task_status_changed --json | grep -c '"to":"integrated"' || true) integrated)"
 echo "   envelopes:    $(count envelope_created)"
 echo "   checkpoints:  $(count checkpoint_created)"
 echo "   integrations: $(count integration_completed) ($(count conflict_detected) overlap detected, $(count conflict_resolved) resolved)"

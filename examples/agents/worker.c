@@ -1,7 +1,7 @@
 /* examples/agents/worker.c: a WACP worker in C (sdk/corral_agent.c) for `corral run`: takes an
  * add_function directive, asks the coordinator what it leaves open (query -> feedback), adds the
  * function to the module and a line to README.md through its tools, records a checkpoint chain
- * (an observation, then the artifact) and signals complete. docs/sdk.md walks through it. */
+ * (a provisional artifact, then the final one) and signals complete. docs/sdk.md walks through it. */
 #include "corral_agent.h"
 
 #include <stdarg.h>
@@ -155,14 +155,6 @@ static int add_function(struct corral_agent *a, const cJSON *d, const cJSON *job
         snprintf(summary, cap, "%s is not in the workspace", module);
         return -1;
     }
-    /* The chain's first link: what it found, before changing anything. */
-    char seen[256];
-    snprintf(seen, sizeof(seen), "%s: %zu bytes, %s", module, strlen(src),
-             strstr(src, "def median(") ? "median() already there" : "no median() yet");
-    cJSON *obs = corral_agent_checkpoint(a, "observation", seen, "provisional", "medium", cJSON_CreateArray(), NULL);
-    logf_("checkpoint %s (observation)", obs ? str(obs, "checkpoint_id", "?") : corral_agent_error(a));
-    cJSON_Delete(obs);
-
     int rc = 0;
     if (!strstr(src, "def median(")) {
         char q[128];
@@ -182,6 +174,15 @@ static int add_function(struct corral_agent *a, const cJSON *d, const cJSON *job
         rc = out ? write_file(a, module, out) : -1;
         free(out);
         free(code);
+        if (rc == 0) {
+            /* The chain's first link: the code, before the README; the final one follows. */
+            cJSON *list = cJSON_CreateArray();
+            cJSON_AddItemToArray(list, cJSON_CreateString(module));
+            cJSON *cp = corral_agent_checkpoint(a, "artifact", "median() written, README.md still to do",
+                                                "provisional", "medium", list, NULL);
+            logf_("checkpoint %s (provisional)", cp ? str(cp, "checkpoint_id", "?") : corral_agent_error(a));
+            cJSON_Delete(cp);
+        }
     }
     free(src);
     if (rc == 0)

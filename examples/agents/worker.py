@@ -3,8 +3,8 @@
 
 It waits for its directive, asks the coordinator what the directive leaves open (a query,
 answered by feedback), does the work in its own workspace through its tools, records a
-checkpoint chain (an observation of what it found, then the artifact with the files it
-changed) and signals complete; the coordinator integrates the work into its own files.
+checkpoint chain (a provisional artifact of the work so far, then the final one with every
+file it changed) and signals complete; the coordinator integrates the work into its own files.
 
 Directives it understands (the payload's "kind"): add_function, write_test, write_docs.
 In a policy (docs/sdk.md): the script and the SDK are named in args, so corral binds both
@@ -87,14 +87,11 @@ def ask(a, directive, question, content):
         log("meanwhile:", env.get("type"), "from", env.get("from"))
 
 
-def observe(a, what):
-    """A provisional observation checkpoint (the chain's first link); optional."""
-    try:
-        cp = a.checkpoint(intent=what, type="observation", status="provisional", confidence="medium",
-                          files=[], payload={"observed": what})
-        log("checkpoint", cp["checkpoint_id"], "(observation)")
-    except WacpError as e:
-        log("observation not recorded:", e)
+def draft(a, what, files):
+    """A provisional checkpoint of the work so far: the chain's first link (the final one
+    follows, with this one as its parent)."""
+    cp = a.checkpoint(intent=what, status="provisional", confidence="medium", files=files)
+    log("checkpoint", cp["checkpoint_id"], "(provisional)", " ".join(f["path"] for f in cp.get("files", [])))
 
 
 def add_readme_line(files, heading, line):
@@ -133,14 +130,13 @@ def add_function(a, d, job, files):
     src = files.read(module)
     if src is None:
         raise RuntimeError(f"{module} is not in the workspace")
-    defined = ", ".join(re.findall(r"^def (\w+)", src, re.M)) or "nothing"
-    observe(a, f"{module} defines {defined}")
     if fn != "median":
         raise RuntimeError(f"this worker only knows how to write median(), not {fn}()")
     if f"def {fn}(" not in src:
         ans = ask(a, d, "even_length", f"{fn}() of an even-length list: which value?") or {}
         even, expr = EVEN.get(ans.get("answer"), EVEN["mean_of_middle"])
         files.write(module, src.rstrip("\n") + "\n" + MEDIAN.format(even=even, expr=expr))
+        draft(a, f"{fn}() in {module}, README.md still to do", [module])
     add_readme_line(files, "## Functions", f"- `{fn}(xs)`: the middle value.")
     return [module, "README.md"], f"{fn}() added to {module}"
 
@@ -171,10 +167,10 @@ if __name__ == "__main__":
 
 def write_test(a, d, job, files):
     fn = job.get("function", "median")
-    observe(a, f"test_stats.py {'exists' if files.read('test_stats.py') is not None else 'is to be written'}")
     ans = ask(a, d, "cases", f"which cases must the test of {fn}() cover?") or {}
     cases = [c for c in ans.get("cases", []) if isinstance(c, list) and len(c) == 2] or [[[3, 1, 2], 2]]
     files.write("test_stats.py", TEST.format(fn=fn, cases=cases, cls=fn.capitalize()))
+    draft(a, f"test_stats.py: {len(cases)} cases, README.md still to do", ["test_stats.py"])
     add_readme_line(files, "## Tests", "Run `python3 -m unittest -v test_stats`.")
     return ["test_stats.py", "README.md"], f"test_stats.py: {len(cases)} cases for {fn}()"
 
@@ -182,7 +178,6 @@ def write_test(a, d, job, files):
 def write_docs(a, d, job, files):
     src = files.read(job.get("module", "stats.py")) or ""
     funcs = re.findall(r'^def (\w+)\((.*?)\):\n\s+"""(.*?)(?:"""|\n)', src, re.M)
-    observe(a, f"{len(funcs)} functions to document")
     readme = files.read("README.md") or "# stats\n"
     head = readme.split("\n## ", 1)[0].rstrip("\n")
     out = [head, "", "## Functions", ""]
