@@ -8,6 +8,7 @@
  *   [VAR=]@envelope       waits for the next envelope (acked by the SDK), prints "< envelope JSON"
  *   [VAR=]@signal         waits for the next signal, prints "< signal JSON"
  *   @wait:N               waits for N events, envelopes or signals, printing each
+ *   [VAR=]@until:TYPE     waits (printing every event) for a signal of TYPE, kept as VAR
  *   @drop:N               the next N envelopes are dropped without an ack (redelivery tests)
  *   @directive            waits for the first envelope (kept as VAR directive) and, when its
  *                         payload has "steps" (an array of strings), runs them next
@@ -218,6 +219,25 @@ static void step(const char *arg)
     } else if (!strncmp(arg, "@wait:", 6)) {
         for (long i = strtol(arg + 6, NULL, 10); i > 0; i--)
             cJSON_Delete(wait_event(CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, NULL));
+    } else if (!strncmp(arg, "@until:", 7)) {
+        for (;;) {
+            int kind;
+            cJSON *v = corral_agent_next_event(A, CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, Timeout, &kind);
+            if (!v) {
+                if (*corral_agent_error(A))
+                    ended();
+                fprintf(stderr, "< timeout\n");
+                break;
+            }
+            print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope " : "< signal ", v);
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
+            bool hit = kind == CORRAL_EV_SIGNAL && cJSON_IsString(t) && !strcmp(t->valuestring, arg + 7);
+            if (hit)
+                keep(var, v);
+            cJSON_Delete(v);
+            if (hit)
+                break;
+        }
     } else if (!strncmp(arg, "@drop:", 6)) {
         corral_agent_drop_envelopes(A, (unsigned)strtoul(arg + 6, NULL, 10));
     } else if (!strcmp(arg, "@directive")) {
