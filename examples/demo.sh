@@ -12,7 +12,8 @@ if ! "$CORRAL" run --help >/dev/null 2>&1; then
     echo "demo: this corral has no 'corral run' yet; 'make demo-exec' shows 'corral exec'" >&2
     exit 1
 fi
-work=$(mktemp -d /tmp/corral-demo.XXXXXX)
+# DEMO_DIR: where the copy, the run's state and the trail go (default: a new /tmp/corral-demo.*)
+if [ -n "${DEMO_DIR:-}" ]; then work=$DEMO_DIR; mkdir -p "$work"; else work=$(mktemp -d /tmp/corral-demo.XXXXXX); fi
 ws=$work/workspace
 db=$work/trail.db
 rundir=$work/run

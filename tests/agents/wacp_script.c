@@ -9,7 +9,8 @@
  *   [VAR=]@signal         waits for the next signal, prints "< signal JSON"
  *   @wait:N               waits for N events, envelopes or signals, printing each
  *   [VAR=]@until:TYPE     waits (printing every event) for a signal of TYPE, kept as VAR
- *   @drop:N               the next N envelopes are dropped without an ack (redelivery tests)
+ *   @drop:N               the next N envelopes are dropped without an ack (redelivery tests);
+ *                         first in the script, it applies before initialize
  *   @directive            waits for the first envelope (kept as VAR directive) and, when its
  *                         payload has "steps" (an array of strings), runs them next
  *   @timeout:MS           how long waits last from now on (default 30000); a wait that runs out
@@ -21,7 +22,9 @@
  *   @hold                 prints every event until the channel ends (the run stopped it)
  *   @exit:CODE            exits at once with CODE
  * In PARAMS and LINE, {{VAR.a.b}} is replaced by that field of a kept value (a string as it is,
- * anything else as JSON; {{VAR}} alone: the whole value as JSON).
+ * anything else as JSON; {{VAR}} alone: the whole value as JSON); in an array, a number picks
+ * by index and K=V the first object whose field K is V ({{r.rights.kind=send.right_id}}). A
+ * VAR not kept stays as it is (steps carried in a directive are expanded by their receiver).
  * Exit: 0 after the last step, 3 when the channel ended before. */
 #include "corral_agent.h"
 
@@ -49,6 +52,22 @@ static void keep(const char *var, const cJSON *v)
     cJSON_AddItemToObject(Vars, var, cJSON_Duplicate(v, true));
 }
 
+/* An element of array A: by index ("0"), or the first object whose field K is V ("K=V"). */
+static const cJSON *pick(const cJSON *a, const char *p)
+{
+    const char *eq = strchr(p, '=');
+    if (!eq)
+        return cJSON_GetArrayItem(a, atoi(p));
+    char key[64];
+    snprintf(key, sizeof(key), "%.*s", (int)(eq - p), p);
+    for (const cJSON *c = a->child; c; c = c->next) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, key);
+        if (cJSON_IsString(f) && !strcmp(f->valuestring, eq + 1))
+            return c;
+    }
+    return NULL;
+}
+
 /* {{VAR.path}} -> value. Returns a malloc'd string. */
 static char *expand(const char *s)
 {
@@ -64,10 +83,17 @@ static char *expand(const char *s)
         if (open && close) {
             char path[256];
             snprintf(path, sizeof(path), "%.*s", (int)(close - open - 2), open + 2);
+            char name[256];
+            snprintf(name, sizeof(name), "%.*s", (int)strcspn(path, "."), path);
             const cJSON *v = Vars;
             for (char *save = NULL, *p = strtok_r(path, ".", &save); p && v; p = strtok_r(NULL, ".", &save))
-                v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, atoi(p)) : cJSON_GetObjectItemCaseSensitive(v, p);
-            val = cJSON_IsString(v) ? strdup(v->valuestring) : v ? cJSON_PrintUnformatted(v) : strdup("");
+                v = cJSON_IsArray(v) ? pick(v, p) : cJSON_GetObjectItemCaseSensitive(v, p);
+            /* A name not kept here stays as it is: steps carried to another agent (in a
+             * directive) are expanded there. */
+            if (!cJSON_GetObjectItemCaseSensitive(Vars, name))
+                val = strndup(open, (size_t)(close + 2 - open));
+            else
+                val = cJSON_IsString(v) ? strdup(v->valuestring) : v ? cJSON_PrintUnformatted(v) : strdup("");
         }
         size_t vlen = val ? strlen(val) : 0;
         if (len + lit + vlen + 1 > cap) {
@@ -305,8 +331,12 @@ int main(int argc, char **argv)
     if (!A || !Vars)
         return 2;
     int first = 1;
-    if (argc > 1 && !strcmp(argv[1], "@noinit")) {
-        first = 2;
+    /* Drops at the head of the script apply from the start: the directive may arrive while
+     * initialize waits for its answer. */
+    for (; first < argc && !strncmp(argv[first], "@drop:", 6); first++)
+        step(argv[first]);
+    if (first < argc && !strcmp(argv[first], "@noinit")) {
+        first++;
     } else if (corral_agent_initialize(A, "wacp_script", "1", NULL) < 0) {
         fprintf(stderr, "< initialize error=%d %s\n", corral_agent_error_code(A), corral_agent_error(A));
         if (!corral_agent_error_code(A))
