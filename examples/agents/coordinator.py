@@ -32,6 +32,7 @@ _load_sdk()
 from corral_agent import Agent, WacpError  # noqa: E402
 
 WAIT = 600  # seconds without any event before the coordinator gives up
+POLL = 5    # seconds between looks at the children's states when nothing arrives
 
 # What the directives leave open, and the answers it gives (feedback to a query).
 ANSWERS = {
@@ -136,13 +137,27 @@ class Coordinator:
     def docs_started(self):
         return "document" in self.done or "document" in self.running.values()
 
+    def check_running(self):
+        """A child whose agent died is failed by the runtime; look, in case no signal said so."""
+        states = {w["workspace_id"]: w["state"] for w in self.a.workspaces()}
+        for ws, name in list(self.running.items()):
+            if states.get(ws) == "failed":
+                self.running.pop(ws)
+                self.failed.append((name, "its workspace failed"))
+                log(f"task {name}: workspace {ws} FAILED")
+
     def run(self):
         self.plan()
+        quiet = 0.0
         while self.running and not self.failed:
-            ev = self.a.next_event(timeout=WAIT)
+            ev = self.a.next_event(timeout=POLL)
             if ev is None:
-                self.failed.append(("-", f"nothing happened for {WAIT} s"))
-                break
+                quiet += POLL
+                self.check_running()
+                if quiet >= WAIT:
+                    self.failed.append(("-", f"nothing happened for {WAIT} s"))
+                continue
+            quiet = 0.0
             kind, obj = ev
             if kind == "envelope" and obj.get("type") == "query":
                 self.on_query(obj)

@@ -17,7 +17,7 @@
  *                         prints "< timeout" and the script goes on
  *   @flood:N:METHOD PARAMS  N requests pipelined, then "< flood N ok=K WORD=COUNT..."
  *   @raw:LINE             LINE as it is, then one line read and printed
- *   @log:TEXT             prints "# TEXT"
+ *   @log:TEXT             prints "# TEXT" ({{VAR}} expanded)
  *   @sleep:MS             sleeps
  *   @hold                 prints every event until the channel ends (the run stopped it)
  *   @exit:CODE            exits at once with CODE
@@ -292,7 +292,9 @@ static void step(const char *arg)
         fprintf(stderr, "< raw %.16000s\n", line);
         free(line);
     } else if (!strncmp(arg, "@log:", 5)) {
-        fprintf(stderr, "# %s\n", arg + 5);
+        char *s = expand(arg + 5);
+        fprintf(stderr, "# %s\n", s);
+        free(s);
     } else if (!strncmp(arg, "@sleep:", 7)) {
         long ms = strtol(arg + 7, NULL, 10);
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};

@@ -173,3 +173,39 @@ expect_match "D: the well-behaved worker was integrated" '^good$' "$(cat "$ws/go
 expect_match "D: the hostile one was aborted" 'workspace.abort ok .*"state":"failed"' "$logs"
 n=$(trail --type workspace_created | wc -l)
 expect_status "D: no workspace was created by the flood" 3 "$n" "$(trail --type workspace_created | cut -c1-200)"
+
+# ---- E: containment and lifecycle: a child's budget stays within its parent's; a delegate
+# creates a grandchild, which inherits the owner; suspend and resume; aborting the delegate
+# fails its subtree; an agent that exits fails its workspace and its parent is told
+DELEGATE=$(python3 - <<'PY'
+import json
+grand = {"steps": ["wacp/workspace.self {}", "@hold"]}
+create = "k=wacp/workspace.create " + json.dumps({"agent": "w", "directive": grand})
+send = 'wacp/envelope.send {"to":"{{directive.from}}","type":"query","payload":{"child":"{{k.workspace_id}}"}}'
+print(json.dumps({"steps": [create, send, "@hold"]}))
+PY
+)
+session e -- @envelope \
+    'wacp/workspace.create {"agent":"w","directive":{},"budgets":{"memory":1099511627776}}' \
+    "d=wacp/workspace.create {\"agent\":\"w\",\"delegate\":true,\"directive\":$DELEGATE}" \
+    'q=@envelope' \
+    '@sleep:300' \
+    'wacp/workspace.suspend {"workspace":"{{q.payload.child}}"}' \
+    'wacp/workspace.resume {"workspace":"{{q.payload.child}}"}' \
+    'wacp/workspace.abort {"workspace":"{{d.workspace_id}}","reason":"the subtree goes"}' \
+    'wacp/workspace.list {}' \
+    '@log:child {{q.payload.child}}' \
+    'x=wacp/workspace.create {"agent":"w","directive":{"steps":["@exit:0"]}}' \
+    '@timeout:10000' 'f=@until:failed' \
+    '@log:failed {{f.from}} {{f.reason}}' \
+    'wacp/signal.emit {"type":"complete"}' @hold
+expect_status "E: the run ends well" 0 "$rc" "$err" "$logs"
+expect_match "E: a child's budget above its parent's is refused" 'workspace.create error=-32004 budget_exceeds_parent' "$logs"
+expect_match "E: a delegate creates a child" '< wacp/workspace.create ok .*"state":"idle"' "$(printf '%s\n' "$logs" | grep -v '^< envelope')"
+expect_match "E: the grandchild inherits the owner" 'workspace.self ok .*"owner":"uid:0"' "$logs"
+expect_match "E: the coordinator suspends the grandchild" 'workspace.suspend ok .*"state":"suspended"' "$logs"
+expect_match "E: and resumes it" 'workspace.resume ok .*"state":"active"' "$logs"
+expect_match "E: aborting the delegate fails it" 'workspace.abort ok .*"state":"failed"' "$logs"
+child=$(printf '%s\n' "$logs" | sed -n 's/^# child //p')
+expect_match "E: and its child with it" "\"workspace\":\"$child\".*\"to\":\"failed\"" "$(trail --type workspace_state_changed)"
+expect_match "E: an agent that exits fails its workspace, and the parent is told" '# failed ws-[0-9a-f]+ agent_exited' "$logs"
