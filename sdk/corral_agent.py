@@ -70,7 +70,7 @@ class Agent:
         self._next_id = 1
         self._events = collections.deque()  # ("envelope", env) / ("signal", sig), arrival order
         self._seen = collections.OrderedDict()  # envelope ids handed to the program
-        self._acks = set()  # ids of ack requests still unanswered (their answers are dropped)
+        self._acks = {}  # request id -> envelope id of acks still unanswered (answers dropped)
         self.ack_errors = []  # (envelope_id, WacpError) of acks the runtime refused
         self.drop_envelopes = 0  # tests: this many next envelopes are dropped, not acked
         self.chain_head = None  # the last checkpoint this agent created (the next one's parent)
@@ -133,11 +133,13 @@ class Agent:
         if not isinstance(msg, dict):
             return True
         rid = msg.get("id")
-        if rid in self._acks and "method" not in msg:
-            self._acks.discard(rid)
+        if isinstance(rid, int) and rid in self._acks and "method" not in msg:
+            eid = self._acks.pop(rid)
             if "error" in msg:
-                e = msg["error"] or {}
-                self.ack_errors.append((rid, WacpError(e.get("code"), e.get("message"), e.get("data"))))
+                e = msg["error"] if isinstance(msg["error"], dict) else {}
+                err = WacpError(e.get("code"), e.get("message"), e.get("data"))
+                self.ack_errors.append((eid, err))
+                print(f"corral_agent: the ack of {eid} was refused: {err}", file=sys.stderr, flush=True)
             return True
         method = msg.get("method")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
@@ -163,7 +165,7 @@ class Agent:
         # Acked on arrival, pipelined: the answer is dropped when it comes. A redelivery of an
         # envelope already handed over is acked again (our first ack may have been too late)
         # but not handed over twice.
-        self._acks.add(self._request_nowait("wacp/envelope.ack", {"envelope_id": eid}))
+        self._acks[self._request_nowait("wacp/envelope.ack", {"envelope_id": eid})] = eid
         if eid in self._seen:
             return
         self._seen[eid] = True
