@@ -27,3 +27,30 @@ expect_match "the README documents both functions" '`median\(xs\)`: The middle v
 run_capture tout terr trc sh -c "cd '$ws' && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest test_stats"
 expect_status "the project's tests pass on the result" 0 "$trc" "$terr"
 expect_match "both tests ran" 'Ran 2 tests' "$terr"
+
+# The same session with the reviewer of session.json (a derived role: no writes, a `review`
+# checkpoint, a `report` envelope): it approves the integrated work before the document task.
+python3 - "$TOP/examples/policies/demo.json" "$T_TMP/review.json" <<'PY'
+import json, re, sys
+p = json.loads(re.sub(r"^\s*//.*$", "", open(sys.argv[1]).read(), flags=re.M))
+p.pop("$schema", None)
+p["envelope_types"] = {"report": {"permissions": [{"sender": "reviewer", "receiver": "coordinator"}]}}
+p["checkpoint_types"] = {"review": {"permitted_roles": ["reviewer"]}}
+p["roles"]["reviewer"] = {"extends": "worker", "remove": ["send:query->coordinator", "create:artifact"],
+                          "add": ["send:report->coordinator"], "checkpoint_types": ["review"],
+                          "authority": {"write": False, "commands": False}}
+p["agents"]["critic"] = {"binary": "/usr/bin/python3", "role": "reviewer",
+                         "args": ["-u", "examples/agents/reviewer.py", "sdk/corral_agent.py"]}
+p["agents"]["coordinator"]["args"] += ["--review", "critic"]
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PY
+rv=$T_TMP/review
+mkdir -p "$rv"
+cp -r "$TOP/examples/workspace-demo" "$rv/ws"
+run_capture out err rc sh -c "cd '$TOP' && '$CORRAL' run '$T_TMP/review.json' --workspace '$rv/ws' --run-dir '$rv/run' --trail '$rv/t.db' --timeout 120"
+logs=$(cat "$rv"/run/logs/*.log 2>/dev/null)
+expect_status "with a reviewer: the run ends well" 0 "$rc" "$err" "$logs"
+expect_match "with a reviewer: five workspaces, all closed" 'workspaces 5 \(5 closed, 0 failed\)' "$err$out"
+expect_match "the reviewer approves both files" "reviewer.py: verdict approve \\{'stats.py': 'ok', 'test_stats.py': 'ok'\\}" "$logs"
+expect_match "its report reaches the coordinator" "coordinator: report from ws-[0-9a-f]+: .*'verdict': 'approve'" "$logs"
+expect_match "its review checkpoint is recorded" '"type":"review"' "$("$CORRAL" trail --db "$rv/t.db" --type checkpoint_created --json)"
