@@ -105,6 +105,8 @@ void policy_tool_limits_apply(const struct policy_role_view *v, struct tool_limi
         l->exclude = p->exclude;
         l->n_exclude = p->n_exclude;
     }
+    if (p->embedding_command)
+        l->embedding_command = p->embedding_command;
 }
 
 size_t policy_tool_rules_fill(const struct policy_role_view *v, struct tool_rule *out, size_t cap)
@@ -286,6 +288,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         fprintf(f, "%s%s", i ? ", " : "", l->exclude[i]);
     if (l->exclude)
         fprintf(f, "%s\n", l->n_exclude ? "" : "none");
+    if (l->embedding_command)
+        fprintf(f, "  embedding_command          %s\n", l->embedding_command);
 
     fprintf(f, "\nbudgets\n");
     fprintf(f, "  memory         %s\n", size_str(v.budgets.memory, a, sizeof(a)));

@@ -735,7 +735,8 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
                        struct tool_intent *ti, const char *path)
 {
     static const char *const keys[] = {"enabled", "disabled", "needs_approval",
-                                       "read_before_write", "limits", "exclude"};
+                                       "read_before_write", "limits", "exclude",
+                                       "embedding_command"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     char p[256];
@@ -766,6 +767,15 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
         for (size_t i = 0; i < r->n_tools; i++)
             r->tools[i].read_before_write = false;
         tool_list(c, r, v, join(p, sizeof(p), path, "read_before_write"), t_rbw, ti);
+    }
+    if ((v = get(n, "embedding_command"))) {
+        const char *cmd;
+        if (strcmp(r->surface, "voltagent"))
+            ERR_VAL(c, v, "%s.embedding_command is for the voltagent surface's search, and this "
+                    "role's surface is '%s'", path, r->surface);
+        else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd) &&
+                 !(r->limits.embedding_command = policy_strdup(c->p, cmd)))
+            c->oom = true;
     }
     if ((v = get(n, "exclude"))) {
         const char **list;

@@ -95,6 +95,7 @@ struct policy_tool_limits {
     double command_timeout_max;
     const char *const *exclude; /* NULL: the seed's default exclusions */
     size_t n_exclude;
+    const char *embedding_command; /* voltagent: external embedding for search; NULL: local */
 };
 
 /* The fully resolved profile of a role. Every pointer points into the policy and stays valid

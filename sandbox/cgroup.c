@@ -403,6 +403,7 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
 {
     if (!cg)
         return;
+    r->pids_current = read_u64(cg, CG_PIDS, "pids.current"); /* same file in v1 and v2 */
     if (cg->v2) {
         r->memory_peak = read_u64(cg, CG_MEMORY, "memory.peak");
         r->cpu_usec = read_keyed(cg, CG_CPU, "cpu.stat", "usage_usec");

@@ -58,6 +58,9 @@ struct sandbox_seccomp {
     const char *const *deny;      /* syscall names to deny although a group allows them */
     size_t n_deny;
     bool network;                 /* AF_INET/AF_INET6 sockets; otherwise AF_UNIX only */
+    bool notify;                  /* denials go to a listener (SECCOMP_RET_USER_NOTIF) that the
+                                   * caller answers, so each can be recorded; otherwise the filter
+                                   * answers EPERM itself. See sandbox_child_take_notify_fd. */
 };
 
 struct sandbox_limits {
@@ -110,6 +113,7 @@ struct sandbox_result {
     bool oom;           /* the memory budget was hit and the kernel killed in the group */
     bool pids_limited;  /* a fork was refused by the pids budget */
     uint64_t memory_peak; /* bytes */
+    uint64_t pids_current; /* processes in the group now (sandbox_child_usage) */
     uint64_t cpu_usec;    /* user + system of the whole group */
     double wall_sec;
 };
@@ -127,6 +131,13 @@ pid_t sandbox_child_pid(const struct sandbox_child *c);
 /* The cgroup path (v2 relative path, or v1 relative path common to all controllers). */
 const char *sandbox_child_cgroup(const struct sandbox_child *c);
 
+/* With profile->seccomp.notify: the seccomp listener (user notifications of every denied
+ * syscall of the program and its descendants), handed over to the caller, who must answer each
+ * (SECCOMP_IOCTL_NOTIF_SEND) and close it. -1 if there is none or it was taken already. The
+ * program itself never holds it: it is made in the program just before its execve, carried out
+ * by init (see spawn.c) and closed in the sandbox. */
+int sandbox_child_take_notify_fd(struct sandbox_child *c);
+
 /* SIGKILL: the whole sandbox at once. Any other signal: forwarded by init to every process. */
 int sandbox_child_signal(struct sandbox_child *c, int sig);
 
@@ -134,7 +145,7 @@ int sandbox_child_signal(struct sandbox_child *c, int sig);
  * the cgroup's usage, and removes the cgroup. Call once. */
 int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err);
 
-/* Reads current usage without waiting (memory now and peak, cpu). */
+/* Reads current usage without waiting (memory peak, pids now, cpu, wall). */
 int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r);
 
 /* Kills what is left, removes the cgroup, frees. NULL is a no-op. */
@@ -145,6 +156,14 @@ int sandbox_seccomp_group_by_name(const char *name, uint32_t *bit);    /* "@file
 const char *sandbox_seccomp_group_name(uint32_t bit);
 bool sandbox_seccomp_syscall_known(const char *name);                 /* on this architecture */
 bool sandbox_seccomp_always_denied(const char *name);
+/* What refused a syscall that reached a notify filter's default action, in a few words, for a
+ * denial record: "always denied", "denied by the profile's deny list", "a foreign system call
+ * ABI", "argument not allowed (...)", "not in the profile's groups". */
+const char *sandbox_seccomp_denial_rule(const struct sandbox_seccomp *s, uint32_t arch, int nr);
+/* The syscall's name for ARCH (an AUDIT_ARCH_* value, as struct seccomp_data carries) into buf;
+ * "unknown" when there is none. And the architecture's name ("x86_64", "x86", "x32", "arch-0x..."). */
+void sandbox_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t size);
+const char *sandbox_seccomp_arch_name(uint32_t arch, int nr, char *buf, size_t size);
 /* Builds the filter (libseccomp context) for a profile and writes its BPF to fd: for tests/debug. */
 int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr *err);
 

@@ -1,8 +1,10 @@
 /* sandbox/seccomp.c: the syscall filter, built with libseccomp from a set of groups (in the
  * spirit of systemd's @system-service) plus the always-denied list no profile can lift.
  * Default deny: anything not allowed answers EPERM and the program keeps running, so it can
- * report the denial. The filter is exported to raw BPF in the parent and loaded by the child
- * right before execve. */
+ * report the denial. With a trail (sandbox_seccomp.notify) the default action is a user
+ * notification instead: the supervisor records the denial, then answers EPERM (the program sees
+ * the same thing). The filter is exported to raw BPF in the parent and loaded by the child right
+ * before execve. */
 #include "sandbox/internal.h"
 
 #include <fcntl.h>
@@ -159,6 +161,71 @@ static bool listed(const char *name, const char *const *list, size_t n)
     return false;
 }
 
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000
+#endif
+
+const char *sandbox_seccomp_arch_name(uint32_t arch, int nr, char *buf, size_t size)
+{
+    if (arch == AUDIT_ARCH_X86_64)
+        return (nr & __X32_SYSCALL_BIT) ? "x32" : "x86_64";
+    if (arch == AUDIT_ARCH_I386)
+        return "x86";
+    snprintf(buf, size, "arch-0x%08x", (unsigned)arch);
+    return buf;
+}
+
+void sandbox_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t size)
+{
+    uint32_t token = arch;
+    if (arch == AUDIT_ARCH_X86_64 && (nr & __X32_SYSCALL_BIT))
+        token = SCMP_ARCH_X32;
+    char *name = seccomp_syscall_resolve_num_arch(token, nr);
+    snprintf(buf, size, "%s", name ? name : "unknown");
+    free(name);
+}
+
+/* Calls whose allow rule carries an argument condition (see build_ctx), with the group that
+ * allows them and what the condition refuses. */
+static const struct { const char *name; uint32_t group; const char *what; } conditional[] = {
+    {"clone", SANDBOX_SC_PROCESS, "argument not allowed (namespace flags)"},
+    {"socket", SANDBOX_SC_NETWORK_IO, "argument not allowed (socket address family)"},
+    {"open", SANDBOX_SC_FILE_READ, "argument not allowed (open flags or a setuid/setgid mode)"},
+    {"openat", SANDBOX_SC_FILE_READ, "argument not allowed (open flags or a setuid/setgid mode)"},
+    {"chmod", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"fchmod", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"fchmodat", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"fchmodat2", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"mkdir", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"mkdirat", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"mknod", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"mknodat", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+    {"creat", SANDBOX_SC_FILE_WRITE, "argument not allowed (setuid/setgid mode)"},
+};
+
+const char *sandbox_seccomp_denial_rule(const struct sandbox_seccomp *s, uint32_t arch, int nr)
+{
+    if (arch != AUDIT_ARCH_X86_64 || (nr & __X32_SYSCALL_BIT))
+        return "a foreign system call ABI";
+    char name[64];
+    sandbox_seccomp_syscall_name(arch, nr, name, sizeof(name));
+    if (!strcmp(name, "unknown"))
+        return "unknown system call number";
+    if (sandbox_seccomp_always_denied(name))
+        return "always denied";
+    if (listed(name, s->deny, s->n_deny))
+        return "denied by the profile's deny list";
+    /* The second filter's rules (build_extra), merged into the notifying filter. */
+    if (!strcmp(name, "ioctl") && (s->groups & SANDBOX_SC_BASIC_IO))
+        return "argument not allowed (ioctl TIOCSTI or TIOCLINUX)";
+    if ((!strcmp(name, "execve") || !strcmp(name, "execveat")) && !(s->groups & SANDBOX_SC_EXEC))
+        return "no exec authority (execve after the program's start)";
+    for (size_t i = 0; i < ARRAY_SIZE(conditional); i++)
+        if (!strcmp(conditional[i].name, name) && (s->groups & conditional[i].group))
+            return conditional[i].what;
+    return "not in the profile's groups";
+}
+
 /* Adds one rule; a syscall this architecture lacks is skipped (libseccomp says -EDOM/-EFAULT). */
 static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n,
                const struct scmp_arg_cmp *cmp, struct cerr *err)
@@ -183,7 +250,7 @@ static bool allowed(const struct sandbox_seccomp *s, const char *name)
 static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scmp_filter_ctx *out,
                      struct cerr *err)
 {
-    const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
+    const uint32_t deny = s->notify ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
     scmp_filter_ctx ctx = seccomp_init(deny);
     if (!ctx)
         return cerr_set(err, ENOMEM, "seccomp: cannot create a filter context");
@@ -309,7 +376,7 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
  * depends only on the seccomp profile, libseccomp's version and this file's rules, so it is
  * cached under a root-only directory, keyed by a BLAKE2b hash of exactly those inputs. */
 #define CACHE_DIR "/run/corral/seccomp"
-#define FILTER_FORMAT "corral-seccomp-5" /* bump when the rules above change */
+#define FILTER_FORMAT "corral-seccomp-6" /* bump when the rules above change */
 
 static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex[65])
 {
@@ -317,8 +384,9 @@ static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex
     unsigned char h[32];
     const struct scmp_version *v = seccomp_version();
     char buf[128];
-    int n = snprintf(buf, sizeof(buf), "%s|%u.%u.%u|%u|%d|%d|", FILTER_FORMAT, v->major, v->minor,
-                     v->micro, s->groups, s->network, first_exec);
+    /* The default action (errno or notify) is part of the program, so of the key. */
+    int n = snprintf(buf, sizeof(buf), "%s|%u.%u.%u|%u|%d|%d|%s|", FILTER_FORMAT, v->major, v->minor,
+                     v->micro, s->groups, s->network, first_exec, s->notify ? "notify" : "errno");
     crypto_generichash_init(&st, NULL, 0, sizeof(h));
     crypto_generichash_update(&st, (const unsigned char *)buf, (unsigned long long)n);
     for (size_t i = 0; i < s->n_allow; i++)
@@ -421,6 +489,35 @@ static void build_extra(struct seccomp_prog *out, bool exec_restricted, const vo
     out->extra_len = (unsigned short)n;
 }
 
+/* With a listener there is one filter, not two: a filter without the listener could only
+ * answer its denials silently (a USER_NOTIF from it fails with ENOSYS). So the second filter's
+ * checks go in front of the main program: its allows become jumps into the main program (which
+ * starts by loading the arch itself), its denials notifications. The answer is the same as the
+ * two filters' most restrictive one. */
+static int merge_extra(struct seccomp_prog *p, struct cerr *err)
+{
+    unsigned n = p->extra_len;
+    if ((size_t)p->len + n > BPF_MAXINSNS)
+        return cerr_set(err, E2BIG, "seccomp: the filter is too long to take the second filter's rules");
+    struct sock_filter *all = malloc(((size_t)p->len + n) * sizeof(*all));
+    if (!all)
+        return cerr_set(err, ENOMEM, "out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        struct sock_filter f = p->extra[i];
+        if (f.code == (BPF_RET | BPF_K) && f.k == SECCOMP_RET_ALLOW)
+            f = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, n - 1 - i, 0, 0);
+        else if (f.code == (BPF_RET | BPF_K))
+            f.k = SECCOMP_RET_USER_NOTIF;
+        all[i] = f;
+    }
+    memcpy(all + n, p->insns, (size_t)p->len * sizeof(*all));
+    free(p->insns);
+    p->insns = all;
+    p->len = (unsigned short)(p->len + n);
+    p->extra_len = 0;
+    return 0;
+}
+
 int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
                   struct cerr *err)
 {
@@ -429,7 +526,7 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
     char key[65];
     cache_key(s, true, key);
     if (cache_load(key, out) == 0)
-        return 0;
+        return s->notify ? merge_extra(out, err) : 0;
 
     scmp_filter_ctx ctx;
     int r = build_ctx(s, true, &ctx, err);
@@ -449,7 +546,7 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
     }
     close(fd);
     cache_store(key, out);
-    return 0;
+    return s->notify ? merge_extra(out, err) : 0;
 }
 
 void seccomp_prog_release(struct seccomp_prog *p)

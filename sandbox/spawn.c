@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +38,7 @@ struct sandbox_child {
     int pidfd;
     int status_fd;      /* init writes the program's wait status here */
     int alive_fd;       /* our end of a pipe init watches: closes when we die */
+    int notify_fd;      /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
     double started;
     bool reaped;
@@ -126,6 +128,8 @@ struct spawn_args {
     size_t n_ll;
     int in, out, err;        /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
+    int notify_wr;           /* seccomp.notify: init passes the listener to the parent here */
+    int listener;            /* set by the program (memory shared until its execve), or -1 */
     cap_t no_caps;           /* an empty capability set, allocated by the parent (no malloc in the child) */
     char *arg_start;         /* corral's own argv strings, which init inherits: blanked so the */
     size_t arg_len;          /* program reading /proc/1/cmdline learns no host path or option */
@@ -217,8 +221,19 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
     CTT("landlock");
     struct sock_fprog fp = {.len = a->prog.len, .filter = a->prog.insns};
     struct sock_fprog fx = {.len = a->prog.extra_len, .filter = (struct sock_filter *)a->prog.extra};
-    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
-    CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd, "seccomp: cannot load the filter: %s", strerror(errno));
+    /* No second filter when it was merged into the main one (a notifying filter: seccomp.c). */
+    CHILD_CHECK(fx.len == 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
+    if (a->notify_wr >= 0) {
+        /* The listener lands in the fd table this process shares with init (CLONE_FILES), close-
+         * on-exec: execve gives the program a private copy without it, and init, still holding
+         * it, passes it to the parent. So the program never holds its own listener, and nothing
+         * runs between this load and execve that the filter could hold up. */
+        long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
+        CHILD_CHECK(lfd >= 0, fd, "seccomp: cannot load the filter with a listener: %s", strerror(errno));
+        a->listener = (int)lfd;
+    } else {
+        CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd, "seccomp: cannot load the filter: %s", strerror(errno));
+    }
     CTT("prog-setup");
     execve(a->exec_path, a->argv, a->envp);
     int e = errno;
@@ -230,6 +245,29 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
 }
 
 static volatile sig_atomic_t init_prog_pid;
+
+static int program_start(void *arg)
+{
+    program_main(arg);
+}
+
+/* One fd as SCM_RIGHTS: the message holds a reference, so the sender may close its copy at once
+ * (no round trip, unlike pidfd_getfd, where init would have to keep it until the parent took
+ * it, and the parent would need ptrace access to init). */
+static int send_fd(int sock, int fd)
+{
+    char byte = 'L';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
 
 static void init_forward(int sig)
 {
@@ -243,7 +281,7 @@ static int receive_filter(struct spawn_args *a)
 {
     uint16_t hdr[2];
     if (util_read_all(a->go_rd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) || hdr[0] == 0 ||
-        hdr[0] > BPF_MAXINSNS || hdr[1] == 0 || hdr[1] > ARRAY_SIZE(a->prog.extra))
+        hdr[0] > BPF_MAXINSNS || hdr[1] > ARRAY_SIZE(a->prog.extra))
         return -EIO;
     size_t len = (size_t)hdr[0] * sizeof(struct sock_filter);
     /* The buffer was allocated by the parent before the clone: a child cloned from one thread
@@ -311,13 +349,26 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    /* vfork: the program shares init's memory only until its execve, and init waits for that;
-     * it saves copying the address space (a measurable part of a sandbox's start). */
-    pid_t pid = vfork();
+    /* vfork semantics (CLONE_VM | CLONE_VFORK): the program shares init's memory only until its
+     * execve, and init waits for that; it saves copying the address space (a measurable part of
+     * a sandbox's start). With a seccomp listener, the fd table is shared too (CLONE_FILES)
+     * until that execve: see program_main. The program runs on a stack of its own, as with
+     * posix_spawn: a buffer in this frame, which stays put while init is suspended (and lies
+     * within this thread's stack, which AddressSanitizer expects of a stack). */
+    char stack[64u << 10] __attribute__((aligned(16)));
+    a->listener = -1;
+    int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | (a->notify_wr >= 0 ? CLONE_FILES : 0);
+    pid_t pid = clone(program_start, stack + sizeof(stack), flags, a);
     CHILD_CHECK(pid >= 0, fd, "fork: %s", strerror(errno));
-    if (pid == 0)
-        program_main(a);
     init_prog_pid = pid;
+    if (a->notify_wr >= 0) {
+        /* Before anything below reuses fd numbers; the close_range below closes both. */
+        if (a->listener < 0 || send_fd(a->notify_wr, a->listener) < 0) {
+            kill(pid, SIGKILL);
+            CHILD_CHECK(0, fd, "seccomp: cannot pass the listener to the supervisor: %s", strerror(errno));
+        }
+        close(a->listener);
+    }
     /* init keeps nothing of corral's but its status pipe: corral's other fds (a trail, agent
      * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. */
     if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
@@ -416,6 +467,32 @@ static int write_id_maps(pid_t pid, const struct sandbox_profile *p, struct cerr
     return 0;
 }
 
+/* The listener init sent (see init_main), checked to be one: it arrived before the error pipe
+ * closed, so it is waiting. */
+static int recv_listener(int sock)
+{
+    char byte;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    if (recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+        return -EPROTO;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
+        (m.msg_flags & MSG_CTRUNC))
+        return -EPROTO;
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    char path[64], link[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0 || (link[n] = '\0', strcmp(link, "anon_inode:seccomp notify") != 0)) {
+        close(fd);
+        return -EPROTO;
+    }
+    return fd;
+}
+
 /* Reads the child's error records until the pipe closes (the program was exec'd, or set-up
  * failed). Returns 0, or the failure with err set. */
 static int read_setup_outcome(int fd, const char *program, struct cerr *err)
@@ -469,12 +546,12 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     struct sandbox_child *c = calloc(1, sizeof(*c));
     if (!c)
         return cerr_set(err, ENOMEM, "out of memory");
-    c->pidfd = c->status_fd = c->alive_fd = -1;
+    c->pidfd = c->status_fd = c->alive_fd = c->notify_fd = -1;
     c->pid = -1;
     struct seccomp_prog prog = {0};
     struct root_plan plan = {0};
     void *exec_page = NULL;
-    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1};
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1};
     const char *ll_paths[64];
     size_t n_ll = 0;
 
@@ -504,7 +581,8 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         if (p->binds[i].writable)
             ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
 
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0) {
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+        (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
@@ -513,6 +591,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
+        .notify_wr = np[1], .listener = -1,
     };
     own_args(&a.arg_start, &a.arg_len);
     a.no_caps = cap_init();
@@ -544,6 +623,8 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         close(go[1]);
         close(ep[0]);
         close(sp[0]);
+        if (np[0] >= 0)
+            close(np[0]);
         init_main(&a);
     }
     c->pid = pid;
@@ -558,6 +639,9 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     ep[1] = -1;
     close(sp[1]);
     sp[1] = -1;
+    if (np[1] >= 0)
+        close(np[1]);
+    np[1] = -1;
 
     TT("clone");
     if ((r = write_id_maps(pid, p, err)) < 0)
@@ -584,8 +668,15 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     if ((r = read_setup_outcome(ep[0], program, err)) < 0)
         goto fail;
     TT("execd");
+    if (np[0] >= 0 && (c->notify_fd = recv_listener(np[0])) < 0) {
+        r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
+        goto fail;
+    }
     close(ep[0]);
+    ep[0] = -1;
     c->status_fd = steal_fd(&sp[0]);
+    if (np[0] >= 0)
+        close(np[0]);
     root_plan_free(&plan);
     seccomp_prog_release(&prog);
     munmap(exec_page, 4096);
@@ -597,6 +688,7 @@ fail:
         if (go[i] >= 0) close(go[i]);
         if (ep[i] >= 0) close(ep[i]);
         if (sp[i] >= 0) close(sp[i]);
+        if (np[i] >= 0) close(np[i]);
     }
     root_plan_free(&plan);
     seccomp_prog_release(&prog);
@@ -609,6 +701,11 @@ fail:
 int sandbox_child_pidfd(const struct sandbox_child *c) { return c->pidfd; }
 pid_t sandbox_child_pid(const struct sandbox_child *c) { return c->pid; }
 const char *sandbox_child_cgroup(const struct sandbox_child *c) { return cgroup_path(c->cg); }
+
+int sandbox_child_take_notify_fd(struct sandbox_child *c)
+{
+    return steal_fd(&c->notify_fd);
+}
 
 int sandbox_child_signal(struct sandbox_child *c, int sig)
 {
@@ -680,5 +777,6 @@ void sandbox_child_free(struct sandbox_child *c)
     if (c->pidfd >= 0) close(c->pidfd);
     if (c->status_fd >= 0) close(c->status_fd);
     if (c->alive_fd >= 0) close(c->alive_fd);
+    if (c->notify_fd >= 0) close(c->notify_fd);
     free(c);
 }

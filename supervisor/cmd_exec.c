@@ -7,6 +7,7 @@
 #include "supervisor/trail.h"
 #include "supervisor/commands.h"
 #include "supervisor/serve.h"
+#include "supervisor/seccomp_notify.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -311,6 +312,27 @@ static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
     return 0;
 }
 
+/* Budget usage is sampled this often while a recorded run goes on (budget_warning). */
+#define SAMPLE_SEC 0.25
+
+struct sampler {
+    struct exec_record *rec;
+    struct sandbox_child *child;
+    const struct sandbox_profile *prof;
+};
+
+static int sample_budgets_staged(struct sampler *s)
+{
+    struct sandbox_result u = {0};
+    sandbox_child_usage(s->child, &u);
+    return exec_record_sample(s->rec, &u, s->prof);
+}
+
+static void sample_budgets(void *data)
+{
+    (void)sample_budgets_staged(data);
+}
+
 int cmd_exec(int argc, char **argv)
 {
     struct exec_opts o;
@@ -327,6 +349,9 @@ int cmd_exec(int argc, char **argv)
     struct policy_role_view view;
     struct trail *trail = NULL;
     struct exec_record rec = {0};
+    struct scnotify *notify = NULL;
+    _cleanup_close_ int sample_fd = -1;
+    _cleanup_close_ int warn_fd = -1;
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
@@ -360,6 +385,9 @@ int cmd_exec(int argc, char **argv)
         goto out;
     }
     build_env(&o);
+    /* With a trail, every denied syscall is a notification the supervisor records, then
+     * refuses; without one the filter refuses on its own. */
+    o.prof.seccomp.notify = o.trail != NULL;
     if (o.trail) {
         struct cerr terr = {0};
         if (trail_open(o.trail, o.durability, &trail, &terr) < 0) {
@@ -421,6 +449,15 @@ int cmd_exec(int argc, char **argv)
         goto out_sig;
     }
     exec_record_spawned(&rec, sandbox_child_pid(child));
+    int lfd = sandbox_child_take_notify_fd(child);
+    if (lfd >= 0) {
+        struct scnotify_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
+        if (scnotify_new(lfd, &no, &notify, &err) < 0) {
+            fprintf(stderr, "corral: %s\n", err.msg);
+            goto out_sig;
+        }
+    }
+    struct sampler sampler = {.rec = &rec, .child = child, .prof = &o.prof};
     if (o.timeout > 0) {
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
         struct itimerspec its = {.it_value = {(time_t)o.timeout, (long)((o.timeout - (double)(time_t)o.timeout) * 1e9)}};
@@ -440,7 +477,10 @@ int cmd_exec(int argc, char **argv)
                                      .read_only = !view.authority.write,
                                      .command_profile = &view.command_sandbox,
                                      .timeout_sec = o.timeout, .trail = trail,
-                                     .workspace_id = rec.workspace[0] ? rec.workspace : NULL};
+                                     .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
+                                     .notify = notify,
+                                     .sample_sec = trail ? SAMPLE_SEC : 0,
+                                     .sample = sample_budgets, .sample_data = &sampler};
         tool_limits_default(&so.limits);
         policy_tool_limits_apply(&view, &so.limits);
         struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
@@ -456,14 +496,57 @@ int cmd_exec(int argc, char **argv)
             goto out_sig;
         }
     }
+    if (!o.workspace && trail) {
+        sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        long ns = (long)(SAMPLE_SEC * 1e9);
+        struct itimerspec its = {.it_interval = {0, ns}, .it_value = {0, ns}};
+        if (sample_fd < 0 || timerfd_settime(sample_fd, 0, &its, NULL) < 0) {
+            fprintf(stderr, "corral: cannot arm the budget sampling timer: %s\n", strerror(errno));
+            goto out_sig;
+        }
+    }
+    if (!o.workspace && trail && o.timeout > 0) {
+        /* The wall-time budget's warning point, on time rather than at the next sample. */
+        double at = o.timeout * 0.8;
+        warn_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = {.it_value = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9) + 1}};
+        if (warn_fd < 0 || timerfd_settime(warn_fd, 0, &its, NULL) < 0) {
+            fprintf(stderr, "corral: cannot arm the budget warning timer: %s\n", strerror(errno));
+            goto out_sig;
+        }
+    }
+    bool notify_failed = false, notify_watch = notify != NULL;
     while (!o.workspace) {
-        struct pollfd pfd[3] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
-        int n = poll(pfd, tfd >= 0 ? 3 : 2, -1);
+        /* Every slot is always there; poll skips a negative fd. */
+        struct pollfd pfd[6] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
+                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
+                                {warn_fd, POLLIN, 0}};
+        int n = poll(pfd, 6, -1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
             fprintf(stderr, "corral: poll: %s\n", strerror(errno));
             goto out_sig;
+        }
+        if (pfd[3].revents) {
+            bool hup = false;
+            struct cerr e = {0};
+            if (scnotify_handle(notify, 64, &hup, &e) < 0 && !notify_failed) {
+                notify_failed = true;
+                fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
+            }
+            if (hup || (pfd[3].revents & (POLLHUP | POLLERR | POLLNVAL)))
+                notify_watch = false; /* no filtered process left (the counts stay) */
+        }
+        if ((sample_fd >= 0 && pfd[4].revents) || (warn_fd >= 0 && pfd[5].revents)) {
+            uint64_t ticks;
+            (void)!read(sample_fd, &ticks, sizeof(ticks));
+            if (warn_fd >= 0 && pfd[5].revents) {
+                close(warn_fd);
+                warn_fd = -1;
+            }
+            if (sample_budgets_staged(&sampler) > 0)
+                (void)exec_record_finish(&rec); /* a failure leaves rec failed: status 125 at the end */
         }
         if (pfd[0].revents)
             break;
@@ -484,6 +567,13 @@ int cmd_exec(int argc, char **argv)
         fprintf(stderr, "corral: %s\n", err.msg);
         goto out_sig;
     }
+    if (notify) {
+        /* What was still waiting when the sandbox ended (its callers are gone), then one
+         * aggregate entry per syscall denied past the per-syscall records. */
+        struct cerr e = {0};
+        (void)scnotify_handle(notify, 64, NULL, &e);
+        scnotify_finish(notify);
+    }
     exec_record_exited(&rec, &res, timed_out, &o.prof);
     if (o.stats)
         print_stats(&res, &o.prof);
@@ -503,6 +593,7 @@ int cmd_exec(int argc, char **argv)
 out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+    scnotify_free(notify);
     sandbox_child_free(child);
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
         fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);

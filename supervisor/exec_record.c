@@ -54,7 +54,7 @@ static cJSON *profile_json(const struct sandbox_profile *p, double timeout)
         cJSON_AddItemToArray(m, b);
     }
     cJSON *sc = cJSON_AddObjectToObject(o, "seccomp");
-    cJSON_AddStringToObject(sc, "default_action", "errno(EPERM)");
+    cJSON_AddStringToObject(sc, "default_action", p->seccomp.notify ? "user_notif(recorded, then errno(EPERM))" : "errno(EPERM)");
     cJSON *g = cJSON_AddArrayToObject(sc, "groups");
     for (uint32_t bit = 1; bit; bit <<= 1)
         if (p->seccomp.groups & bit && sandbox_seccomp_group_name(bit))
@@ -86,6 +86,7 @@ int exec_record_start(struct exec_record *r, struct trail *t, const struct sandb
 {
     memset(r, 0, sizeof(*r));
     r->trail = t;
+    r->timeout = timeout;
     r->role = v->name;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -136,15 +137,54 @@ static void budget(struct exec_record *r, const char *dim, double consumed, doub
     append(r, "budget_exceeded", b);
 }
 
+static bool crossed(double used, double limit)
+{
+    return limit > 0 && used * 100.0 >= limit * EXEC_RECORD_WARN_PERCENT;
+}
+
+static int warn(struct exec_record *r, int i, const char *dim, double consumed, double limit)
+{
+    if (r->warned[i])
+        return 0;
+    r->warned[i] = true;
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "workspace_id", r->workspace);
+    cJSON_AddStringToObject(b, "budget_dimension", dim);
+    cJSON_AddNumberToObject(b, "consumed", consumed);
+    cJSON_AddNumberToObject(b, "limit", limit);
+    cJSON_AddNumberToObject(b, "threshold_percent", EXEC_RECORD_WARN_PERCENT);
+    append(r, "budget_warning", b);
+    return 1;
+}
+
+int exec_record_sample(struct exec_record *r, const struct sandbox_result *u, const struct sandbox_profile *p)
+{
+    if (!r->trail)
+        return 0;
+    int n = 0;
+    /* The peak, not the usage of the moment: a spike between two samples still counts. */
+    if (crossed((double)u->memory_peak, (double)p->limits.memory))
+        n += warn(r, 0, "memory", (double)u->memory_peak, (double)p->limits.memory);
+    if (crossed((double)u->pids_current, (double)p->limits.pids))
+        n += warn(r, 1, "pids", (double)u->pids_current, (double)p->limits.pids);
+    if (crossed(u->wall_sec, r->timeout))
+        n += warn(r, 2, "time", u->wall_sec, r->timeout);
+    return n;
+}
+
 void exec_record_exited(struct exec_record *r, const struct sandbox_result *res, bool timed_out,
                         const struct sandbox_profile *p)
 {
+    struct sandbox_result fin = *res;
+    if (res->pids_limited)
+        fin.pids_current = p->limits.pids; /* a fork was refused: usage reached the limit */
+    exec_record_sample(r, &fin, p);
     if (res->oom)
         budget(r, "memory", (double)res->memory_peak, (double)p->limits.memory);
     if (res->pids_limited)
         budget(r, "pids", (double)p->limits.pids, (double)p->limits.pids);
     if (timed_out)
-        budget(r, "time", res->wall_sec, res->wall_sec);
+        budget(r, "time", res->wall_sec, r->timeout);
     cJSON *b = cJSON_CreateObject();
     cJSON_AddNumberToObject(b, "pid", r->pid);
     if (res->exited)

@@ -15,6 +15,8 @@ struct exec_record {
     const char *role;
     pid_t pid;
     bool failed;           /* a commit failed: the trail is degraded */
+    double timeout;        /* the run's wall-time budget (seconds; 0: none) */
+    bool warned[3];        /* budget_warning recorded: memory, pids, time */
     struct cerr err;
 };
 
@@ -28,6 +30,13 @@ int exec_record_start(struct exec_record *r, struct trail *t, const struct sandb
                       double timeout, struct cerr *err);
 void exec_record_spawned(struct exec_record *r, pid_t pid);
 void exec_record_failed(struct exec_record *r, const char *why);
+/* Records `budget_warning` once per budget (memory, pids, time) whose usage in U (from
+ * sandbox_child_usage) has reached EXEC_RECORD_WARN_PERCENT of its limit. Staged, not committed.
+ * Returns how many it staged. */
+#define EXEC_RECORD_WARN_PERCENT 80
+int exec_record_sample(struct exec_record *r, const struct sandbox_result *u, const struct sandbox_profile *p);
+/* Also records, first, the warnings a run too short for any sample never got (before each
+ * budget_exceeded). */
 void exec_record_exited(struct exec_record *r, const struct sandbox_result *res, bool timed_out,
                         const struct sandbox_profile *p);
 /* Commits what is pending; -EIO (message in r->err) if the trail could not record it. */

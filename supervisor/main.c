@@ -13,10 +13,10 @@ struct command {
 
 static const struct command commands[] = {
     {"exec", cmd_exec, "run one program in a fresh sandbox (like bwrap / nsjail)", NULL},
-    {"run", NULL, "run a WACP session from a policy", "the WACP runtime is not built yet"},
+    {"run", cmd_run, "run a WACP session from a policy", NULL},
     {"policy", cmd_policy, "check policy files; show a role's resolved profile", NULL},
     {"trail", cmd_trail, "print, follow, verify and export the trail", NULL},
-    {"ps", NULL, "show the live workspace tree of a run", "the WACP runtime is not built yet"},
+    {"ps", cmd_ps, "show the live workspace tree of a run", NULL},
     {"gate", NULL, "answer human gates of a running session", "the human highway is not built yet"},
     {"inject", NULL, "inject a message into a running session", "the human highway is not built yet"},
     {"escalations", NULL, "list escalations of a running session", "the human highway is not built yet"},

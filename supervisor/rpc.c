@@ -228,6 +228,22 @@ static bool valid_id(const cJSON *id)
     return cJSON_IsString(id) || cJSON_IsNumber(id);
 }
 
+/* Offset of the first \u0000 escape, or LEN. cJSON would decode it into a C string that ends
+ * there, so `"ab\u0000cd"` would reach a tool as "ab" and be written as if complete. Outside
+ * strings a backslash is invalid JSON anyway, so every backslash pair can be walked over. */
+static size_t escaped_nul(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < len && s[i + 2] == '0' && s[i + 3] == '0' && s[i + 4] == '0' &&
+            s[i + 5] == '0')
+            return i;
+        i++; /* skip the escaped character, so "\\\\u0000" in JSON (a backslash, then text) passes */
+    }
+    return len;
+}
+
 int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg *msg,
                struct rpc_error *err)
 {
@@ -239,6 +255,11 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
     if (memchr(line, '\0', len))
         return decode_fail(err, RPC_PARSE_ERROR, NULL, "parse error: NUL byte at byte %zu",
                            (size_t)((const char *)memchr(line, '\0', len) - line));
+    size_t esc = escaped_nul(line, len);
+    if (esc < len)
+        return decode_fail(err, RPC_PARSE_ERROR, NULL,
+                           "parse error: \\u0000 in a string at byte %zu (a NUL would silently cut the "
+                           "string short: send the text without it)", esc);
     if (rpc_json_depth(line, len, max_depth) > max_depth)
         return decode_fail(err, RPC_INVALID_REQUEST, NULL,
                            "invalid request: nesting deeper than %u levels", max_depth);

@@ -5,6 +5,7 @@
 #include "supervisor/agent.h"
 #include "supervisor/loop.h"
 #include "supervisor/pool.h"
+#include "supervisor/seccomp_notify.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 struct serve_state {
     struct loop *loop;
     struct sandbox_child *child;
-    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch;
+    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch, warn_watch;
+    const struct serve_exec_opts *o;
+    bool notify_failed;
     int sig_fd;
     bool child_ended;
     bool timed_out;
@@ -45,6 +48,41 @@ static void on_timeout(void *data, uint32_t events)
     loop_watch_del(s->loop, &s->timer_watch);
     s->timed_out = true;
     kill_sandbox(s);
+}
+
+/* A denied syscall waits: recorded (committed here, before the answer) and answered at once,
+ * a bounded batch per turn so a flood cannot starve the agent's pipes. */
+static void on_notify(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    bool hup = false;
+    struct cerr e = {0};
+    if (scnotify_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
+        s->notify_failed = true;
+        fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
+    }
+    if (hup || (events & (EPOLLHUP | EPOLLERR)))
+        loop_watch_del(s->loop, &s->notify_watch); /* no filtered process left */
+}
+
+static void on_sample(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->sample_watch);
+    if (s->child_ended)
+        return;
+    s->o->sample(s->o->sample_data);
+    if (loop_timer_add(s->loop, &s->sample_watch, s->o->sample_sec, on_sample, s) < 0)
+        fprintf(stderr, "corral: cannot re-arm the budget sampling timer\n");
+}
+
+/* The wall-time budget's warning point (80% of the timeout), sampled on time. */
+static void on_warn_time(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->warn_watch);
+    if (!s->child_ended)
+        s->o->sample(s->o->sample_data);
 }
 
 static void on_signal(void *data, uint32_t events)
@@ -147,7 +185,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         return cerr_set(err, sr, "out of memory for the tool session");
     ctx.session = session;
 
-    struct serve_state s = {.child = child, .sig_fd = -1};
+    struct serve_state s = {.child = child, .sig_fd = -1, .o = o};
     /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ign, &old_pipe);
@@ -183,6 +221,27 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         r = cerr_set(err, r, "forwarding signals to the agent's sandbox: %s", strerror(-r));
         goto out;
     }
+    if (o->notify) {
+        r = loop_watch_add(s.loop, &s.notify_watch, scnotify_fd(o->notify), EPOLLIN, on_notify, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "watching the sandbox's seccomp listener: %s", strerror(-r));
+            goto out;
+        }
+    }
+    if (o->sample && o->sample_sec > 0) {
+        r = loop_timer_add(s.loop, &s.sample_watch, o->sample_sec, on_sample, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the budget sampling timer: %s", strerror(-r));
+            goto out;
+        }
+    }
+    if (o->sample && o->sample_sec > 0 && o->timeout_sec > 0) {
+        r = loop_timer_add(s.loop, &s.warn_watch, o->timeout_sec * 0.8, on_warn_time, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the budget warning timer: %s", strerror(-r));
+            goto out;
+        }
+    }
     if (o->timeout_sec > 0) {
         r = loop_timer_add(s.loop, &s.timer_watch, o->timeout_sec, on_timeout, &s);
         if (r < 0) {
@@ -206,6 +265,9 @@ out:
     loop_watch_del(s.loop, &s.timer_watch);
     loop_watch_del(s.loop, &s.grace_watch);
     loop_watch_del(s.loop, &s.sig_watch);
+    loop_watch_del(s.loop, &s.notify_watch);
+    loop_watch_del(s.loop, &s.sample_watch);
+    loop_watch_del(s.loop, &s.warn_watch);
     if (s.sig_fd >= 0)
         close(s.sig_fd);
     agent_free(agent);

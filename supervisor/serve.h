@@ -8,6 +8,7 @@
 #include "tools/tool.h"
 
 struct trail;
+struct scnotify;
 
 struct serve_exec_opts {
     const char *workspace;        /* host directory served as the workspace root */
@@ -22,6 +23,11 @@ struct serve_exec_opts {
     double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
     struct trail *trail;          /* NULL: no trail */
     const char *workspace_id;     /* the agent's workspace id in the trail (default "agent") */
+    struct scnotify *notify;      /* the sandbox's seccomp listener, answered on the loop; NULL: none */
+    double sample_sec;            /* > 0: sample(sample_data) every this many seconds while the
+                                   * sandbox runs; what it stages commits at the turn's end */
+    void (*sample)(void *data);
+    void *sample_data;
 };
 
 /* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both

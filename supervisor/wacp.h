@@ -35,10 +35,13 @@ struct wacp_ws_info {
     struct policy_budgets budgets; /* never above the parent's */
 };
 
+/* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
+ * and must not call back into it. */
 struct wacp_hooks {
     void *data;
-    /* Stages one trail entry (write-ahead: called before the state changes). BODY borrowed,
-     * may be NULL ({}). ACTOR: a role name, "protocol", "system" or a user id. 0, or < 0 when
+    /* Stages one trail entry (write-ahead: called before the state changes). WS may be NULL (a
+     * run-level entry: task approval). BODY borrowed, may be NULL ({}). ACTOR: a role name,
+     * "protocol", "system" or a user id. 0, or < 0 when
      * the trail cannot take it: the engine then abandons the operation with nothing changed
      * and the call fails with "the trail cannot be written". */
     int (*record)(void *data, const char *ws, const char *actor, const char *type,
@@ -88,12 +91,13 @@ struct wacp_err {
 #define WACP_E_STATE -32003
 #define WACP_E_LIMIT -32004
 
-/* One request of the agent of workspace CALLER: METHOD is a "wacp/..." name (docs/protocol.md
+/* One request of the agent of workspace CALLER: METHOD is a "wacp/..." name (docs/protocol-wacp.md
  * lists them: signal.emit, envelope.send, envelope.ack, workspace.create, workspace.self,
- * workspace.list, workspace.abort, workspace.suspend, workspace.resume, rights.list,
+ * workspace.list, workspace.abort, workspace.suspend, workspace.resume, workspace.transfer, rights.list,
  * rights.grant, rights.revoke, checkpoint.create, checkpoint.list, task.create, task.assign,
- * task.list, integrate, conflict.resolve, trail.query). 0 with *result (owned by the
- * caller), or < 0 with e filled (-ENOENT: no such method). */
+ * task.cancel, task.list, integrate, conflict.resolve). wacp/trail.query is the run's (it holds
+ * the trail): here it is -ENOENT like any unknown method. PARAMS may be NULL ({}). 0 with *result
+ * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e);
 

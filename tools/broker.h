@@ -198,6 +198,9 @@ struct broker_walk_opts {
     size_t n_exclude;
     bool want_meta;              /* fill size and mtime */
     size_t max_entries;          /* entries returned; the count goes on (total) */
+    const char *include_glob;    /* only entries whose path below the start matches it are
+                                  * listed and counted (file.list); NULL: all */
+    bool files_only;             /* directories are walked, not listed */
 };
 struct broker_list {
     struct broker_meta *v;
@@ -269,6 +272,9 @@ struct broker_command_opts {
     double timeout_sec;        /* 0: ctx default; capped at ctx->limits.command_timeout_max */
     const char *const *env;    /* "KEY=VALUE" on top of the base environment */
     size_t n_env;
+    double kill_grace_sec;     /* SIGTERM to SIGKILL on timeout; 0: 2 s */
+    const char *input;         /* the command's stdin (NULL: /dev/null) */
+    size_t input_len;
 };
 struct broker_command_result {
     char *out, *err;           /* valid UTF-8, NUL-terminated; owned */

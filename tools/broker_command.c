@@ -1,6 +1,7 @@
 /* tools/broker_command.c: executeCommand's engine. The command runs as `sh -c COMMAND` in a
- * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound
- * writable at /workspace, cwd inside it, no network, landlock, nested in the agent's cgroup.
+ * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound at
+ * /workspace (writable only when the role may write), cwd inside it, no network, landlock,
+ * nested in the agent's cgroup.
  * Output comes back through pipes, capped; time is enforced with SIGTERM then SIGKILL. */
 #include "tools/broker.h"
 
@@ -10,11 +11,34 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define KILL_GRACE_SEC 2.0
 #define SANDBOX_SHELL "/bin/sh"
 
+
+static int stdin_memfd(const char *data, size_t len)
+{
+    int fd = memfd_create("corral-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 void broker_command_result_clear(struct broker_command_result *r)
 {
@@ -132,7 +156,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     char root_fd_path[64];
     snprintf(root_fd_path, sizeof(root_fd_path), "/proc/self/fd/%d", ctx->root_fd);
     binds[base->n_binds] = (struct sandbox_bind){
-        .host = root_fd_path, .inside = "/workspace", .writable = true};
+        .host = root_fd_path, .inside = "/workspace", .writable = !ctx->read_only};
     struct sandbox_profile p = *base;
     p.binds = binds;
     p.n_binds = base->n_binds + 1;
@@ -150,7 +174,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         timeout = 30.0;
 
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    /* stdin: the caller's bytes from a sealed-size memfd (no pipe to keep fed while the output
+     * is drained), or /dev/null. */
+    _cleanup_close_ int devnull = o->input ? stdin_memfd(o->input, o->input_len)
+                                           : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         int err = errno;
         for (int i = 0; i < 2; i++) {
@@ -212,7 +239,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         if (!ended && !termed && now >= deadline) {
             r->timed_out = true;
             termed = true;
-            kill_at = now + KILL_GRACE_SEC;
+            kill_at = now + (o->kill_grace_sec > 0 ? o->kill_grace_sec : KILL_GRACE_SEC);
             sandbox_child_signal(child, SIGTERM);
         } else if (!ended && termed && !killed && now >= kill_at) {
             killed = true;

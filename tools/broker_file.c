@@ -2,6 +2,7 @@
  * workspace root fd. Reads refuse binary files and files with other hard links; writes go to a
  * temp file beside the target and are renamed over it, so readers see all or nothing. */
 #include "tools/broker.h"
+#include "tools/glob.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -129,7 +130,7 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
         if (nul) {
             free(out);
             return broker_fail(e, BROKER_E_BINARY, field,
-                               "/%s is a binary file (NUL byte at offset %ju); readFile returns text only",
+                               "/%s is a binary file (NUL byte at offset %ju); only text files are read",
                                rel, (uintmax_t)(offset + (uint64_t)(nul - buf)));
         }
         offset += (uint64_t)n;
@@ -205,7 +206,7 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
     if (!broker_utf8_valid(out, out_len)) {
         free(out);
         return broker_fail(e, BROKER_E_BINARY, field,
-                           "/%s is not valid UTF-8 text; readFile returns text only", rel);
+                           "/%s is not valid UTF-8 text; only text files are read", rel);
     }
     r->content = out;
     r->len = out_len;
@@ -300,6 +301,7 @@ static int target_replace(const struct target *t, const char *rel, const char *c
         openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int err = errno;
+        e->sys_errno = err;
         if (err == EACCES || err == EPERM || err == EROFS)
             return broker_fail(e, BROKER_E_DENIED, field, "/%s: cannot create a file there: %s",
                                rel, strerror(err));
@@ -325,6 +327,7 @@ static int target_replace(const struct target *t, const char *rel, const char *c
         err = errno;
     if (err) {
         unlinkat(t->dirfd, tmp, 0);
+        e->sys_errno = err; /* so a surface can tell a full disk from a size limit */
         if (err == EEXIST)
             return broker_fail(e, BROKER_E_EXISTS, field, "/%s already exists (mode \"create\")", rel);
         if (err == ENOSPC || err == EDQUOT || err == EFBIG)
@@ -600,6 +603,7 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
         return broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", rel);
     if (unlinkat(dirfd, leaf, directory ? AT_REMOVEDIR : 0) < 0) {
         int err = errno;
+        e->sys_errno = err; /* a refusal by the file system, not by containment */
         if (err == ENOTEMPTY || err == EEXIST)
             return broker_fail(e, BROKER_E_INVALID, field, "/%s is not empty", rel);
         return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
@@ -658,6 +662,8 @@ void broker_list_clear(struct broker_list *l)
 struct walk {
     const struct broker_walk_opts *o;
     const struct broker_filter *filter;
+    const struct glob *include; /* matched against the path below the start */
+    size_t start_len;           /* of the start's rel, and its '/' when not the root */
     struct broker_list *out;
     struct broker_err *e;
 };
@@ -736,7 +742,10 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         bool is_dir = type == DT_DIR;
         if (broker_filter_excludes(w->filter, child, name))
             continue;
-        r = list_push(w, dirfd, child, name, is_dir, type == DT_LNK);
+        bool listed = !(w->o->files_only && is_dir) &&
+                      (!w->include || glob_matches(w->include, child + w->start_len));
+        if (listed)
+            r = list_push(w, dirfd, child, name, is_dir, type == DT_LNK);
         if (r < 0 || !is_dir || !w->o->recursive || depth >= w->o->max_depth)
             continue;
         if (broker_filter_prunes(w->filter, child, name, false))
@@ -769,11 +778,18 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
         return broker_fail(e, BROKER_E_IO, "path", "/%s: %s", rel, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return broker_fail(e, BROKER_E_NOT_DIR, "path",
-                           "/%s is not a directory (use readFile for a file)", rel);
+                           "/%s is a file, not a directory", rel);
+    struct glob *inc = NULL;
+    if (o->include_glob && glob_new(o->include_glob, &inc) < 0)
+        return broker_fail(e, BROKER_E_PATTERN, "pattern", "pattern \"%.200s\" is not a valid glob",
+                           o->include_glob);
     struct broker_filter *f = NULL;
-    if (broker_filter_new(o->exclude, o->n_exclude, "excludePatterns", &f, e) < 0)
+    if (broker_filter_new(o->exclude, o->n_exclude, "excludePatterns", &f, e) < 0) {
+        glob_free(inc);
         return -1;
-    struct walk w = {.o = o, .filter = f, .out = out, .e = e};
+    }
+    struct walk w = {.o = o, .filter = f, .include = inc, .start_len = *rel ? strlen(rel) + 1 : 0,
+                     .out = out, .e = e};
     int r = 0;
     if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true))) {
         int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -786,6 +802,7 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
         }
     }
     broker_filter_free(f);
+    glob_free(inc);
     if (r < 0)
         broker_list_clear(out);
     return r;

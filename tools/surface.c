@@ -33,6 +33,9 @@ bool tool_enabled(const struct tool_ctx *ctx, const char *tool)
 
 static const struct tool_surface *const surfaces[] = {
     &tool_surface_wap,
+    &tool_surface_file,
+    &tool_surface_kward,
+    &tool_surface_voltagent,
 };
 
 const struct tool_surface *tool_surface_find(const char *name)

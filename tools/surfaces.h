@@ -6,5 +6,8 @@
 #include "tools/tool.h"
 
 extern const struct tool_surface tool_surface_wap;
+extern const struct tool_surface tool_surface_file;
+extern const struct tool_surface tool_surface_kward;
+extern const struct tool_surface tool_surface_voltagent;
 
 #endif

@@ -22,6 +22,7 @@ struct tool_limits {
     double command_timeout_max;  /* hard ceiling whatever the request says */
     const char *const *exclude;  /* default exclusion patterns (NULL: the seed's) */
     size_t n_exclude;
+    const char *embedding_command; /* voltagent search: external embedding (NULL: the local one) */
 };
 
 /* The policy's word on one tool (policy/ fills it; tools/ never reads a policy). A tool with

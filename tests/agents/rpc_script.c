@@ -60,6 +60,16 @@ static void print_answer(const char *line, size_t n)
                 cJSON_GetObjectItem(err, "message")->valuestring);
     } else
         fprintf(stderr, "< %.3000s%s\n", line, n > 3000 ? " [...]" : "");
+    /* A tools/list answer outgrows the cut above: its tool names on a line of their own. */
+    const cJSON *tools = cJSON_GetObjectItem(res, "tools");
+    if (cJSON_IsArray(tools)) {
+        fprintf(stderr, "< id=%s tools=", id);
+        for (const cJSON *t = tools->child; t; t = t->next) {
+            const cJSON *nm = cJSON_GetObjectItem(t, "name");
+            fprintf(stderr, "%s%s", t == tools->child ? "" : ",", cJSON_IsString(nm) ? nm->valuestring : "?");
+        }
+        fprintf(stderr, "\n");
+    }
     free(id);
     cJSON_Delete(j);
 }

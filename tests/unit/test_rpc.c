@@ -154,6 +154,10 @@ static void decode_valid(void **state)
     decode_ok("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m);
     assert_null(m.id); /* a notification */
     rpc_msg_clear(&m);
+    /* An escaped backslash, then the text "u0000": no NUL, so it passes whole. */
+    decode_ok("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"a\\\\u0000b\"}}", &m);
+    assert_string_equal(cJSON_GetObjectItem(m.params, "c")->valuestring, "a\\u0000b");
+    rpc_msg_clear(&m);
 }
 
 /* Each bad line: the error code, whether the id survives into the error, and a word of the message. */
@@ -171,6 +175,7 @@ static void decode_invalid(void **state)
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", 0, RPC_PARSE_ERROR, false, "UTF-8"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\0", 38, RPC_PARSE_ERROR, false, "NUL"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} {}", 0, RPC_PARSE_ERROR, false, "more than one"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"ab\\u0000cd\"}}", 0, RPC_PARSE_ERROR, false, "u0000"},
         {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"[]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"42", 0, RPC_INVALID_REQUEST, false, "object"},

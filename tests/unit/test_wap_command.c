@@ -70,6 +70,22 @@ static void writes_land_in_the_workspace_only(void **state)
     assert_false(fx_exists_host("/usr/corral-x"));
 }
 
+/* A role that may run commands but not write (read_only) gets the workspace read-only there too:
+ * a command is no way around the missing write authority. */
+static void read_only_role_commands_cannot_write(void **state)
+{
+    struct fx *f = *state;
+    f->ctx.read_only = true;
+    cJSON *r = fx_ok(f, "executeCommand",
+                     "{\"command\":\"echo x > sneaky.txt 2>/dev/null; echo $?; cat README* >/dev/null 2>&1; ls / >/dev/null; echo read\"}");
+    f->ctx.read_only = false;
+    const char *out = fx_str(r, "stdout");
+    assert_true(out[0] != '0'); /* the redirection failed */
+    assert_non_null(strstr(out, "read"));
+    cJSON_Delete(r);
+    assert_null(fx_get(f, "sneaky.txt"));
+}
+
 static void binds_the_root_fd_not_the_path(void **state)
 {
     struct fx *f = *state;
@@ -180,6 +196,7 @@ int main(void)
         CMD_TEST(output_and_status),
         CMD_TEST(working_directory_and_environment),
         CMD_TEST(writes_land_in_the_workspace_only),
+        CMD_TEST(read_only_role_commands_cannot_write),
         CMD_TEST(binds_the_root_fd_not_the_path),
         CMD_TEST(timeout_terminates),
         CMD_TEST(timeout_sends_sigterm_first),
