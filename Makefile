@@ -5,7 +5,8 @@
 #   make deps       apt-get the Debian packages that are missing
 #   make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30)
 #   make bench      the side-by-side benchmarks in bench/
-#   make demo       the README's main job
+#   make demo       the README's main job: a WACP session (examples/demo.sh)
+#   make demo-exec  the corral exec demo (examples/demo_exec.sh)
 #   make install    PREFIX=/usr/local
 
 PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
@@ -60,7 +61,7 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all test test-asan test-build deps fuzz bench demo install clean check-deps
+.PHONY: all test test-asan test-build deps fuzz bench demo demo-exec install clean check-deps
 all: check-deps $(CORRAL)
 
 check-deps:
@@ -119,8 +120,11 @@ fuzz: $(FUZZ_BIN)
 bench: test-build
 	@CORRAL=$(abspath $(CORRAL)) sh bench/run.sh
 
-demo: all $(HOSTILE_BIN) $(AGENT_BIN)
+demo: all $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo.sh
+
+demo-exec: all $(HOSTILE_BIN) $(AGENT_BIN)
+	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_exec.sh
 
 install: all
 	install -D -m 0755 $(CORRAL) $(DESTDIR)$(PREFIX)/bin/corral

@@ -1,35 +1,53 @@
 #!/bin/sh
-# examples/demo.sh: the README's main job (`make demo`). Copies the demo workspace, serves it to
-# the two example agents (C, then Python through the SDK) with `corral exec --workspace`, each in
-# its own sandbox, records everything in a trail, verifies it, and prints a short summary.
+# examples/demo.sh: the README's main job (`make demo`). Copies the demo project
+# (examples/workspace-demo/) and runs a WACP session on it with `corral run`: a coordinator
+# (Python) splits one change into a task graph, a C worker and a Python worker each do their part
+# in a workspace and sandbox of their own, and the coordinator integrates their checkpoints into
+# the copy. Ends with a short summary: workspaces, tasks, checkpoints, trail entries, the result
+# (the integrated files, and the project's own tests run with python3).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${CORRAL:=$top/build/corral}"
-work=$(mktemp -d /tmp/corral-demo.XXXXXX)
-ws="$work/workspace"
-db="$work/trail.db"
-cp -r "$top/examples/workspace" "$ws"
-echo "== demo workspace: $ws"
+if ! "$CORRAL" run --help >/dev/null 2>&1; then
+    echo "demo: this corral has no 'corral run' yet; 'make demo-exec' shows 'corral exec'" >&2
+    exit 1
+fi
+# DEMO_DIR: where the copy, the run's state and the trail go (default: a new /tmp/corral-demo.*)
+if [ -n "${DEMO_DIR:-}" ]; then work=$DEMO_DIR; mkdir -p "$work"; else work=$(mktemp -d /tmp/corral-demo.XXXXXX); fi
+ws=$work/workspace
+db=$work/trail.db
+rundir=$work/run
+cp -r "$top/examples/workspace-demo" "$ws"
+# The policy names the agents' files relative to the top of the tree (bound read-only into
+# each agent's sandbox), so corral runs from there.
+cd "$top"
+echo "== corral run examples/policies/demo.json --workspace $ws"
+rc=0
+"$CORRAL" run examples/policies/demo.json --workspace "$ws" --run-dir "$rundir" --trail "$db" \
+    --timeout 300 || rc=$?
 
-echo "== agent 1: examples/agents/explore_edit_run (C, sdk/corral_agent.c)"
-"$CORRAL" exec --timeout 60 --trail "$db" --workspace "$ws" -- "$top/build/examples/agents/explore_edit_run"
-
-echo "== agent 2: examples/agents/explore_edit_run.py (Python, sdk/corral_agent.py)"
-"$CORRAL" exec --timeout 60 --trail "$db" --workspace "$ws" --ro "$top/sdk" --ro "$top/examples/agents" \
-    -- /usr/bin/python3 "$top/examples/agents/explore_edit_run.py"
-
-echo "== one hostile program, for contrast: every escape it tries is denied"
-"$CORRAL" exec --trail "$db" -- "$top/build/tests/hostile/probe" kernel | sed 's/^/   /'
-
+count() { "$CORRAL" trail --db "$db" --type "$1" --json | wc -l; }
+echo "== the coordinator's log"
+for log in "$rundir"/logs/*.log; do
+    [ -f "$log" ] || continue
+    grep -q '^coordinator:' "$log" && sed 's/^/   /' "$log"
+done
 echo "== summary"
-entries=$("$CORRAL" trail --db "$db" --json | wc -l)
-runs=$("$CORRAL" trail --db "$db" --type sandbox_created --json | wc -l)
-calls=$("$CORRAL" trail --db "$db" --type tool_call --json | grep -c '"phase":"end"' || true)
-errors=$("$CORRAL" trail --db "$db" --type tool_call --json | grep -c '"outcome":"error"' || true)
-echo "   sandboxes:    $runs"
-echo "   tool calls:   $calls ($errors refused or failed, as the agents intended)"
-echo "   trail:        $entries entries in $db"
+echo "   corral run:   exit status $rc"
+echo "   workspaces:   $(count workspace_created) ($("$CORRAL" trail --db "$db" --type workspace_state_changed --json | grep -c '"to":"closed"' || true) closed)"
+echo "   tasks:        $(count task_created) ($("$CORRAL" trail --db "$db" --type task_status_changed --json | grep -c '"to":"integrated"' || true) integrated)"
+echo "   envelopes:    $(count envelope_created)"
+echo "   checkpoints:  $(count checkpoint_created)"
+echo "   integrations: $(count integration_completed) ($(count conflict_detected) overlap detected, $(count conflict_resolved) resolved)"
+echo "   trail:        $("$CORRAL" trail --db "$db" --json | wc -l) entries in $db"
 "$CORRAL" trail verify --db "$db" | sed 's/^/   /'
-echo "   workspace now:"
-(cd "$ws" && find . -type f | sort | sed 's/^/     /')
-echo "== see the whole record: $CORRAL trail --db $db"
+echo "   result: the project's files now"
+(cd "$ws" && find . -type f -not -path '*/__pycache__/*' | sort | sed 's/^/     /')
+echo "   README.md:"
+sed 's/^/     | /' "$ws/README.md"
+echo "   its tests (python3 -m unittest -v test_stats):"
+trc=0
+(cd "$ws" && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_stats 2>&1) | sed 's/^/     /' || trc=$?
+[ -f "$ws/test_stats.py" ] || trc=1
+echo "== see the whole record: $CORRAL trail --db $db ; the agents' logs: $rundir/logs/"
+[ "$rc" -eq 0 ] && [ "$trc" -eq 0 ]
