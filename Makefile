@@ -13,9 +13,10 @@ PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsod
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
-# libFuzzer), and the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server).
+# libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
+# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine
+             bubblewrap ripgrep hyperfine universal-ctags diffutils
 
 CC      ?= cc
 BUILD   ?= build

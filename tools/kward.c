@@ -495,22 +495,29 @@ static const struct param read_params[] = {
     {"max_bytes", P_INT, false, "Per-call byte budget, capped by the 50 KB read limit.", NULL},
 };
 
-/* The outline text of a file, the seed's summarize_file_structure answer. *has: any entry. */
-static char *structure_text(const char *shown, const char *text, size_t len, size_t n_lines,
-                            struct kward_outline *ol, bool *has)
+/* The outline text of a file, the seed's summarize_file_structure answer. *has: any entry.
+ * NULL with the call's error set when ctags could not run (or out of memory). */
+static char *structure_text(struct call *c, const char *shown, const char *text, size_t len,
+                            size_t n_lines, struct kward_outline *ol, bool *has)
 {
     *has = false;
-    if (kward_outline_build(kward_language(shown), text, len, KWARD_OUTLINE_ENTRIES, ol) < 0)
+    if (kward_outline_build(c->ctx, kward_language(shown), text, len, KWARD_OUTLINE_ENTRIES, ol,
+                            &c->e) < 0)
         return NULL;
-    if (ol->n == 0)
-        return util_printf("No recognizable source structure found in %s.", shown);
-    *has = true;
-    _cleanup_free_ char *body = kward_outline_render(ol);
-    if (!body)
-        return NULL;
-    return util_printf("# File structure: %s\n- Lines: %zu\n- Bytes: %zu\n\n## Outline\n%s%s", shown,
-                       n_lines, len, body,
-                       ol->total > ol->n ? "\n[Outline capped at 80 entries.]" : "");
+    char *t;
+    if (ol->n == 0) {
+        t = util_printf("No recognizable source structure found in %s.", shown);
+    } else {
+        *has = true;
+        _cleanup_free_ char *body = kward_outline_render(ol);
+        t = body ? util_printf("# File structure: %s\n- Lines: %zu\n- Bytes: %zu\n\n## Outline\n%s%s",
+                               shown, n_lines, len, body,
+                               ol->total > ol->n ? "\n[Outline capped at 80 entries.]" : "")
+                 : NULL;
+    }
+    if (!t)
+        oom(c);
+    return t;
 }
 
 struct slice {
@@ -604,11 +611,9 @@ static cJSON *k_read(struct call *c)
     size_t first = has_offset ? (size_t)offset - 1 : 0;
     if (mode && !strcmp(mode, "outline")) {
         bool has;
-        _cleanup_free_ char *t = structure_text(shown, r.content, r.len, l.n, &ol, &has);
-        if (!t) {
-            oom(c);
+        _cleanup_free_ char *t = structure_text(c, shown, r.content, r.len, l.n, &ol, &has);
+        if (!t)
             goto done;
-        }
         sb_str(&out, t);
     } else {
         if (has_offset && first >= l.n && !(first == 0 && l.n == 0)) {
@@ -621,11 +626,9 @@ static cJSON *k_read(struct call *c)
         if (large) {
             /* The seed's answer for a large file read without a range: an outline and the
              * first 120 lines, unless the file has no recognizable structure. */
-            if (kward_outline_build(kward_language(shown), r.content, r.len, KWARD_OUTLINE_ENTRIES,
-                                    &ol) < 0) {
-                oom(c);
+            if (kward_outline_build(c->ctx, kward_language(shown), r.content, r.len,
+                                    KWARD_OUTLINE_ENTRIES, &ol, &c->e) < 0)
                 goto done;
-            }
             large = ol.n > 0;
         }
         if (large) {
@@ -740,10 +743,12 @@ static cJSON *k_summarize(struct call *c)
     cJSON *res = NULL;
     bool has;
     char *text = lines_split(&l, r.content, r.len) == 0
-                     ? structure_text(shown, r.content, r.len, l.n, &ol, &has)
-                     : NULL;
+                     ? structure_text(c, shown, r.content, r.len, l.n, &ol, &has)
+                     : (oom(c), (char *)NULL);
     const char *lang = kward_language(shown);
-    if (!text || !(res = result_new(c, text)) || !cJSON_AddStringToObject(res, "path", shown) ||
+    if (!text) {
+        res = NULL;
+    } else if (!(res = result_new(c, text)) || !cJSON_AddStringToObject(res, "path", shown) ||
         !(lang ? cJSON_AddStringToObject(res, "language", lang) : cJSON_AddNullToObject(res, "language")) ||
         !cJSON_AddItemToObject(res, "entries", outline_entries(&ol)) ||
         !cJSON_AddBoolToObject(res, "truncated", ol.total > ol.n)) {
@@ -1067,7 +1072,9 @@ static cJSON *k_context(struct call *c)
         bool has = false;
         char *st = NULL;
         if (lower && lines_split(&l, r.content, r.len) == 0)
-            st = structure_text(v[i].rel, r.content, r.len, l.n, &ol, &has);
+            st = structure_text(c, v[i].rel, r.content, r.len, l.n, &ol, &has);
+        /* ctags missing or failing fails the call, as it does summarize_file_structure. */
+        bool outline_failed = lower && l.start && !st;
         sb_printf(&sec, "\n## %s\n- Score: %ld", v[i].rel, v[i].score);
         if (st && has) {
             sb_str(&sec, "\n");
@@ -1081,6 +1088,11 @@ static cJSON *k_context(struct call *c)
         free(l.start);
         kward_outline_clear(&ol);
         broker_read_result_clear(&r);
+        if (outline_failed) {
+            free(sec.s);
+            cJSON_Delete(files);
+            goto done;
+        }
         if (sec.oom) {
             free(sec.s);
             break;
@@ -1241,13 +1253,25 @@ static int change_allowed(struct call *c, const char *rel, const char *shown, co
     return -1;
 }
 
-/* Writes NEW over REL, records it as read, and renders the answer: HEAD + diff from OLD. */
+/* Diffs the workspace file REL against DATA (GNU diff in a command sandbox), then writes DATA
+ * over REL (atomically, as broker_write does), records it as read, and renders the answer: HEAD
+ * + the diff. The diff comes first: it reads the old file where it lies, so a write that cannot
+ * be diffed is refused before anything changes. OLD_EXISTS: the file is there; OLD_KNOWN: it is
+ * text within the read cap (else no diff is shown). */
 static cJSON *commit_change(struct call *c, const char *path, const char *rel, const char *shown,
-                            const char *old, size_t old_len, bool old_known, const char *data,
+                            bool old_exists, bool old_known, bool changed, const char *data,
                             size_t len, char *head)
 {
+    char *diff = NULL;
+    size_t dl = 0;
+    struct kward_diff_stats st = {0};
+    if (old_known && changed && kward_diff(c->ctx, rel, old_exists, data, len, &diff, &dl, &st, &c->e) < 0) {
+        free(head);
+        return NULL;
+    }
     struct broker_write_opts wo = {.mode = BROKER_WRITE_OVERWRITE};
     if (broker_write(c->ctx, path, data, len, &wo, NULL, NULL, &c->e) < 0) {
+        free(diff);
         free(head);
         return NULL;
     }
@@ -1255,14 +1279,9 @@ static cJSON *commit_change(struct call *c, const char *path, const char *rel, c
     struct sbuf out = {0};
     sb_str(&out, head);
     free(head);
-    char *diff = NULL;
-    size_t dl = 0;
-    struct kward_diff_stats st = {0};
     bool cut = false;
     size_t raw = out.len;
-    if (old_known && (old_len != len || memcmp(old, data, len))) {
-        if (kward_diff(shown, old, old_len, data, len, &diff, &dl, &st) < 0)
-            return oom(c);
+    if (diff) {
         char *capped = kward_diff_cap(diff, dl, KWARD_DIFF_BYTES, &st, &cut);
         raw += 1 + dl;
         if (capped) {
@@ -1271,6 +1290,10 @@ static cJSON *commit_change(struct call *c, const char *path, const char *rel, c
         }
         free(capped);
         free(diff);
+        if (!capped) {
+            free(out.s);
+            return oom(c);
+        }
     } else if (!old_known) {
         sb_str(&out, "\n(no diff: the previous content was not text or over the read limit)");
     }
@@ -1332,8 +1355,9 @@ static cJSON *k_write(struct call *c)
         known = ignore.kind == BROKER_E_NOT_FOUND;
     }
     char *head = util_printf("Wrote %zu bytes to %s", strlen(content), shown);
-    cJSON *res = head ? commit_change(c, path, rel, shown, had ? old.content : "", had ? old.len : 0,
-                                      known, content, strlen(content), head)
+    size_t clen = strlen(content);
+    bool changed = !had || old.len != clen || memcmp(old.content, content, clen);
+    cJSON *res = head ? commit_change(c, path, rel, shown, had, known, changed, content, clen, head)
                       : oom(c);
     broker_read_result_clear(&old);
     return res;
@@ -1456,7 +1480,9 @@ static cJSON *k_edit(struct call *c)
         goto done;
     }
     char *head = util_printf("Edited %s: replaced %zu block(s)", shown, n);
-    res = head ? commit_change(c, path, rel, shown, r.content, r.len, true, data, dst, head) : oom(c);
+    res = head ? commit_change(c, path, rel, shown, true, true,
+                               r.len != dst || memcmp(r.content, data, dst), data, dst, head)
+               : oom(c);
 done:
     free(data);
     free(v);

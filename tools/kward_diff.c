@@ -1,307 +1,145 @@
-/* tools/kward_diff.c: the unified diff in write_file's and edit_file's results: Myers' O((N+M)D)
- * shortest edit script over lines, 3 lines of context.
- * Why in-process and not `diff -u` in a command sandbox: both texts are already in the
- * supervisor's memory (one was just written), a sandbox costs ~13 ms and two temp files per
- * edit, and the algorithm here is bounded: common prefix and suffix are trimmed first, the
- * search stops past KWARD_DIFF_MAX_D differences or KWARD_DIFF_MAX_WORK steps (memory
- * O(D^2) ints, at most ~4 MiB), and then the changed middle is shown as one hunk. Files are at
- * most 256 KB (the seed's cap), so line indexes fit an int. */
+/* tools/kward_diff.c: the unified diff in write_file's and edit_file's results: GNU diff -u in a
+ * command sandbox, and the counting of its output.
+ * Why GNU diff and not a diff of our own: a maintained tool (design.md section 8), no second
+ * diff algorithm to keep correct. Why in a sandbox: it reads untrusted workspace bytes. The new
+ * text goes to its stdin and is written to the sandbox's private /tmp; the old file is read
+ * where it lies, /workspace/REL, bound read-only; so the diff exists before the write is
+ * committed. The cost is one sandbox start per write or edit (figures in docs/protocol-kward.md). */
 #include "tools/kward.h"
+
+#include "tools/broker.h"
+#include "tools/tool.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CONTEXT 3
+/* The labels and the old file come through the environment, so no path is ever spliced into
+ * the shell text. --text: the files are text already; never "Binary files differ". */
+#define DIFF_COMMAND                                                                               \
+    "command -v diff >/dev/null 2>&1 || exit 127; "                                                \
+    "cat > /tmp/new && exec diff -u --text --label \"$KWARD_LABEL_A\" --label \"$KWARD_LABEL_B\" " \
+    "-- \"$KWARD_OLD\" /tmp/new"
 
-struct line {
-    const char *s;
-    size_t len; /* with its '\n', if it has one */
-    uint64_t hash;
-};
-
-enum op { OP_EQ, OP_DEL, OP_INS };
-
-static uint64_t fnv1a(const char *s, size_t n)
+/* A decimal number at *p (advanced past it); false when there is none or it overflows. */
+static bool number(const char **p, const char *end, size_t *v)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static int split(const char *t, size_t len, struct line **out, size_t *n)
-{
-    size_t cnt = 0;
-    for (size_t i = 0; i < len; i++)
-        if (t[i] == '\n')
-            cnt++;
-    if (len && t[len - 1] != '\n')
-        cnt++;
-    *n = cnt;
-    *out = calloc(cnt ? cnt : 1, sizeof(**out));
-    if (!*out)
-        return -ENOMEM;
-    size_t pos = 0;
-    for (size_t k = 0; k < cnt; k++) {
-        const char *nl = memchr(t + pos, '\n', len - pos);
-        size_t end = nl ? (size_t)(nl - t) + 1 : len;
-        (*out)[k] = (struct line){t + pos, end - pos, fnv1a(t + pos, end - pos)};
-        pos = end;
+    const char *s = *p;
+    size_t n = 0;
+    if (s >= end || *s < '0' || *s > '9')
+        return false;
+    while (s < end && *s >= '0' && *s <= '9') {
+        if (n > (SIZE_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (size_t)(*s - '0');
+        s++;
     }
-    return 0;
+    *p = s;
+    *v = n;
+    return true;
 }
 
-static bool same(const struct line *a, const struct line *b)
+/* "-A[,B] +C[,D]" of a hunk header: the old and new line counts (1 when the count is left out). */
+static bool hunk_counts(const char *s, const char *end, size_t *old_n, size_t *new_n)
 {
-    return a->hash == b->hash && a->len == b->len && !memcmp(a->s, b->s, a->len);
+    size_t v;
+    if (end - s < 4 || memcmp(s, "@@ -", 4))
+        return false;
+    s += 4;
+    if (!number(&s, end, &v))
+        return false;
+    *old_n = 1;
+    if (s < end && *s == ',' && (++s, !number(&s, end, old_n)))
+        return false;
+    if (end - s < 2 || memcmp(s, " +", 2))
+        return false;
+    s += 2;
+    if (!number(&s, end, &v))
+        return false;
+    *new_n = 1;
+    if (s < end && *s == ',' && (++s, !number(&s, end, new_n)))
+        return false;
+    return end - s >= 3 && !memcmp(s, " @@", 3);
 }
 
-/* Myers' greedy forward search over a[0..n) and b[0..m), keeping each round's V so the path can
- * be walked back (memory grows with D^2, never past KWARD_DIFF_MAX_D^2 ints). Ops are written
- * in order into ops (room for n + m). Returns their number, -1 when the bounds were passed (the
- * caller falls back), -2 when out of memory. */
-static long myers(const struct line *a, size_t n, const struct line *b, size_t m, enum op *ops)
+int kward_diff_count(const char *diff, size_t len, struct kward_diff_stats *st)
 {
-    long max_d = (long)(n + m) < KWARD_DIFF_MAX_D ? (long)(n + m) : KWARD_DIFF_MAX_D;
-    /* trace[d] holds V[k] for k in [-d, d] after round d: offset d*d (sum of 2i+1 for i < d). */
-    size_t trace_cap = 256;
-    int *trace = malloc(trace_cap * sizeof(int));
-    long *v = malloc((size_t)(2 * max_d + 3) * sizeof(long));
-    if (!trace || !v) {
-        free(trace);
-        free(v);
-        return -2;
-    }
-    long off = max_d + 1; /* v[k + off] */
-    v[1 + off] = 0;
-    uint64_t work = 0;
-    long found = -1;
-    for (long d = 0; d <= max_d && found < 0; d++) {
-        for (long k = -d; k <= d; k += 2) {
-            long x;
-            if (k == -d || (k != d && v[k - 1 + off] < v[k + 1 + off]))
-                x = v[k + 1 + off]; /* down: an insertion */
-            else
-                x = v[k - 1 + off] + 1; /* right: a deletion */
-            long y = x - k;
-            while (x < (long)n && y < (long)m && same(&a[x], &b[y])) {
-                x++;
-                y++;
-                work++;
-            }
-            v[k + off] = x;
-            if (x >= (long)n && y >= (long)m)
-                found = d;
+    memset(st, 0, sizeof(*st));
+    if (!len)
+        return 0;
+    size_t line = 0, old_left = 0, new_left = 0;
+    bool in_hunk = false;
+    for (size_t i = 0; i < len; line++) {
+        const char *nl = memchr(diff + i, '\n', len - i);
+        size_t e = nl ? (size_t)(nl - diff) : len;
+        const char *s = diff + i, *end = diff + e;
+        i = nl ? e + 1 : len;
+        if (line < 2) { /* the two file headers */
+            if (end - s < 4 || memcmp(s, line ? "+++ " : "--- ", 4))
+                return -EINVAL;
+            continue;
         }
-        size_t need = (size_t)(d + 1) * (size_t)(d + 1);
-        if (need > trace_cap) {
-            size_t nc = trace_cap * 2 > need ? trace_cap * 2 : need;
-            int *t = realloc(trace, nc * sizeof(int));
-            if (!t) {
-                free(trace);
-                free(v);
-                return -2;
-            }
-            trace = t;
-            trace_cap = nc;
+        if (!old_left && !new_left) {
+            if (s < end && *s == '\\' && in_hunk)
+                continue; /* "\ No newline at end of file" */
+            if (!hunk_counts(s, end, &old_left, &new_left))
+                return -EINVAL;
+            in_hunk = true;
+            continue;
         }
-        int *row = trace + (size_t)d * (size_t)d;
-        for (long k = -d; k <= d; k++)
-            row[k + d] = (int)v[k + off];
-        work += (uint64_t)(2 * d + 1);
-        if (work > KWARD_DIFF_MAX_WORK)
-            break;
-    }
-    free(v);
-    if (found < 0) {
-        free(trace);
-        return -1;
-    }
-    /* Walk back from (n, m), writing ops from the end. */
-    size_t w = n + m;
-    long x = (long)n, y = (long)m;
-    size_t pos = n + m; /* ops are written at [pos-1] downward, then moved to the front */
-    for (long d = found; d > 0; d--) {
-        const int *prev = trace + (size_t)(d - 1) * (size_t)(d - 1);
-        long k = x - y;
-        long pk;
-        if (k == -d || (k != d && prev[k - 1 + (d - 1)] < prev[k + 1 + (d - 1)]))
-            pk = k + 1;
-        else
-            pk = k - 1;
-        long px = prev[pk + (d - 1)], py = px - pk;
-        long mx = pk == k + 1 ? px : px + 1; /* where the snake of round d began */
-        while (x > mx) {
-            ops[--pos] = OP_EQ;
-            x--;
-            y--;
+        char m = s < end ? *s : '\0';
+        if (m == ' ' && old_left && new_left) {
+            old_left--;
+            new_left--;
+        } else if (m == '-' && old_left) {
+            old_left--;
+            st->deletions++;
+        } else if (m == '+' && new_left) {
+            new_left--;
+            st->additions++;
+        } else if (m != '\\') {
+            return -EINVAL;
         }
-        ops[--pos] = pk == k + 1 ? OP_INS : OP_DEL;
-        x = px;
-        y = py;
     }
-    while (x > 0) {
-        ops[--pos] = OP_EQ;
-        x--;
-    }
-    free(trace);
-    size_t cnt = w - pos;
-    memmove(ops, ops + pos, cnt * sizeof(*ops));
-    return (long)cnt;
+    return old_left || new_left || !in_hunk ? -EINVAL : 0;
 }
 
-struct buf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-};
-
-static void put(struct buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *t = realloc(b->s, nc);
-        if (!t) {
-            b->oom = true;
-            return;
-        }
-        b->s = t;
-        b->cap = nc;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void put_line(struct buf *b, char mark, const struct line *l)
-{
-    put(b, &mark, 1);
-    put(b, l->s, l->len);
-    static const char no_nl[] = "\n\\ No newline at end of file\n";
-    if (!l->len || l->s[l->len - 1] != '\n')
-        put(b, no_nl, sizeof(no_nl) - 1);
-}
-
-int kward_diff(const char *label, const char *a, size_t alen, const char *b, size_t blen,
-               char **out, size_t *out_len, struct kward_diff_stats *st)
+int kward_diff(const struct tool_ctx *ctx, const char *rel, bool old_exists, const char *new_text,
+               size_t len, char **out, size_t *out_len, struct kward_diff_stats *st,
+               struct broker_err *e)
 {
     *out = NULL;
     *out_len = 0;
     memset(st, 0, sizeof(*st));
-    st->minimal = true;
-    struct line *la = NULL, *lb = NULL;
-    size_t n, m;
-    enum op *ops = NULL;
-    int r = -ENOMEM;
-    if (split(a, alen, &la, &n) < 0 || split(b, blen, &lb, &m) < 0)
-        goto done;
-    if (!(ops = malloc((n + m + 1) * sizeof(*ops))))
-        goto done;
-    size_t pre = 0;
-    while (pre < n && pre < m && same(&la[pre], &lb[pre]))
-        pre++;
-    size_t suf = 0;
-    while (suf < n - pre && suf < m - pre && same(&la[n - 1 - suf], &lb[m - 1 - suf]))
-        suf++;
-    size_t n_ops = 0;
-    for (size_t i = 0; i < pre; i++)
-        ops[n_ops++] = OP_EQ;
-    long mid = myers(la + pre, n - pre - suf, lb + pre, m - pre - suf, ops + n_ops);
-    if (mid == -2)
-        goto done;
-    if (mid < 0) { /* past the bounds: the whole middle as one change */
-        st->minimal = false;
-        for (size_t i = 0; i < n - pre - suf; i++)
-            ops[n_ops++] = OP_DEL;
-        for (size_t i = 0; i < m - pre - suf; i++)
-            ops[n_ops++] = OP_INS;
-    } else {
-        n_ops += (size_t)mid;
+    _cleanup_free_ char *la = old_exists ? util_printf("KWARD_LABEL_A=a/%s", rel)
+                                         : strdup("KWARD_LABEL_A=/dev/null");
+    _cleanup_free_ char *lb = util_printf("KWARD_LABEL_B=b/%s", rel);
+    _cleanup_free_ char *old = old_exists ? util_printf("KWARD_OLD=/workspace/%s", rel)
+                                          : strdup("KWARD_OLD=/dev/null");
+    if (!la || !lb || !old)
+        return broker_fail(e, BROKER_E_IO, NULL, "out of memory for the diff");
+    const char *const env[] = {la, lb, old};
+    struct broker_command_result r = {0};
+    if (kward_tool_run(ctx, "GNU diff", "diffutils", DIFF_COMMAND, env, 3, new_text, len, &r, e) < 0)
+        return -1;
+    int rc = 0;
+    /* diff: 0 the same, 1 different, 2 trouble. */
+    if (r.exit_code != 0 && r.exit_code != 1)
+        rc = broker_fail(e, BROKER_E_EXEC, NULL, "diff exited with status %d: %.200s", r.exit_code,
+                         r.err);
+    else if (r.truncated)
+        rc = broker_fail(e, BROKER_E_TOO_LARGE, NULL, "the diff is larger than %u bytes",
+                         KWARD_TOOL_OUTPUT_BYTES);
+    else if ((r.exit_code == 0) != (r.out_len == 0) || kward_diff_count(r.out, r.out_len, st) < 0)
+        rc = broker_fail(e, BROKER_E_EXEC, NULL, "diff printed something other than a unified diff");
+    if (rc == 0) {
+        *out = r.out;
+        *out_len = r.out_len;
+        r.out = NULL;
     }
-    for (size_t i = 0; i < suf; i++)
-        ops[n_ops++] = OP_EQ;
-
-    struct buf o = {0};
-    put(&o, "", 0);
-    size_t i = 0, ai = 0, bi = 0; /* ops index and the lines of a and b before it */
-    bool header = false;
-    while (i < n_ops) {
-        if (ops[i] == OP_EQ) {
-            i++, ai++, bi++;
-            continue;
-        }
-        /* A hunk: up to CONTEXT equal lines before, changes joined while the equal run between
-         * them is at most 2 * CONTEXT, up to CONTEXT after. */
-        size_t back = 0;
-        while (back < CONTEXT && back < i && ops[i - back - 1] == OP_EQ)
-            back++;
-        size_t h0 = i - back, ha = ai - back, hb = bi - back;
-        size_t j = i, last_change = i;
-        while (j < n_ops) {
-            if (ops[j] != OP_EQ) {
-                last_change = j++;
-                continue;
-            }
-            size_t run = 0;
-            while (j + run < n_ops && ops[j + run] == OP_EQ)
-                run++;
-            if (j + run == n_ops || run > 2 * CONTEXT)
-                break;
-            j += run;
-        }
-        size_t h1 = last_change + 1;
-        for (size_t c = 0; c < CONTEXT && h1 < n_ops && ops[h1] == OP_EQ; c++)
-            h1++;
-        size_t ca = 0, cb = 0;
-        for (size_t k = h0; k < h1; k++) {
-            ca += ops[k] != OP_INS;
-            cb += ops[k] != OP_DEL;
-        }
-        if (!header) {
-            char hd[640];
-            int hl = snprintf(hd, sizeof(hd), "--- %.300s\n+++ %.300s\n", label, label);
-            put(&o, hd, (size_t)hl);
-            header = true;
-        }
-        char hh[96];
-        int hl = snprintf(hh, sizeof(hh), "@@ -%zu,%zu +%zu,%zu @@\n", ca ? ha + 1 : ha, ca,
-                          cb ? hb + 1 : hb, cb);
-        put(&o, hh, (size_t)hl);
-        size_t xa = ha, xb = hb;
-        for (size_t k = h0; k < h1; k++) {
-            if (ops[k] == OP_EQ) {
-                put_line(&o, ' ', &la[xa]);
-                xa++, xb++;
-            } else if (ops[k] == OP_DEL) {
-                put_line(&o, '-', &la[xa++]);
-                st->deletions++;
-            } else {
-                put_line(&o, '+', &lb[xb++]);
-                st->additions++;
-            }
-        }
-        i = h1;
-        ai = xa;
-        bi = xb;
-    }
-    if (o.oom) {
-        free(o.s);
-        goto done;
-    }
-    *out = o.s;
-    *out_len = o.len;
-    r = 0;
-done:
-    free(la);
-    free(lb);
-    free(ops);
-    return r;
+    broker_command_result_clear(&r);
+    return rc;
 }
 
 char *kward_diff_cap(const char *diff, size_t len, size_t cap, const struct kward_diff_stats *st,

@@ -1,133 +1,24 @@
-/* tools/kward_outline.c: summarize_file_structure's outliner. One table of PCRE2 line patterns
- * per language, tried on each line without its indentation; a declaration's range runs to the
- * line before the next declaration at the same or a lesser indentation.
- * Why patterns in the supervisor and not universal-ctags: the seed asks for exactly this
- * ("lightweight pattern matching rather than a full parser"), and a pattern set whose regexes are
- * ours, run on at most 256 KB with PCRE2 match, depth and heap limits per line, cannot be driven
- * into unbounded work by workspace content; ctags would be a full parser of untrusted bytes and
- * so a command sandbox (~13 ms to start) per outline, up to eight per context_for_task call. */
+/* tools/kward_outline.c: summarize_file_structure's outliner: universal-ctags, run on the file's
+ * text in a command sandbox, its JSON lines parsed here as untrusted and mapped onto the seed's
+ * declaration kinds.
+ * Why ctags and not patterns of our own: a maintained parser per language knows declarations a
+ * line pattern misses or invents (design.md section 8: well-kept tools over hand-written code).
+ * Why in a sandbox: ctags is a full parser of untrusted workspace bytes, so it runs where a bug
+ * in it can reach nothing (no network, the workspace read-only, the policy's limits); the cost
+ * is one sandbox start per outline, up to eight per context_for_task call (figures in
+ * docs/protocol-kward.md). */
 #include "tools/kward.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tools/broker.h"
+#include "tools/tool.h"
+
+#include <cjson/cJSON.h>
 #include <errno.h>
-#include <pcre2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MATCH_LIMIT 100000u
-#define DEPTH_LIMIT 1000u
-#define HEAP_LIMIT_KIB 1024u
 #define MAX_SIGNATURE 200u
-
-/* KIND_BY_INDENT: "function" at the top level, "method" when indented (def in Ruby, Python,
- * fn in Rust). KIND_CAPTURE: the text of the pattern's first group ("class", "enum", ...). */
-#define KIND_BY_INDENT "function|method"
-#define KIND_CAPTURE "$1"
-
-struct pattern {
-    const char *re;
-    const char *kind;
-    bool top_only; /* only at indentation 0 (C function definitions) */
-};
-
-/* Java and C# modifiers, in front of a type or member declaration. */
-#define JMOD "(?:(?:public|private|protected|internal|static|final|abstract|sealed|partial|readonly|async|override|virtual|new|unsafe|extern|strictfp|synchronized|native|default|transient|volatile|file|required)\\s+)"
-#define RUST_VIS "(?:pub(?:\\s*\\([^)]*\\))?\\s+)?"
-
-static const struct pattern ruby[] = {
-    {"^module\\s+[A-Z]\\w*(?:::\\w+)*", "module", false},
-    {"^class\\s+(?:<<\\s*\\w+|[A-Z]\\w*(?:::\\w+)*)", "class", false},
-    {"^(?:(?:private|protected|public|module_function)\\s+)?def\\s+(?:self\\.)?[\\w.]+[?!=]?", KIND_BY_INDENT, false},
-    {NULL, NULL, false},
-};
-
-static const struct pattern python[] = {
-    {"^class\\s+\\w+", "class", false},
-    {"^(?:async\\s+)?def\\s+\\w+\\s*\\(", KIND_BY_INDENT, false},
-    {NULL, NULL, false},
-};
-
-/* JavaScript and TypeScript share one table: TypeScript's extra forms never match JavaScript. */
-static const struct pattern js[] = {
-    {"^(?:export\\s+)?(?:default\\s+)?(?:declare\\s+)?(?:abstract\\s+)?class\\s+[\\w$]+", "class", false},
-    {"^(?:export\\s+)?(?:default\\s+)?(?:declare\\s+)?(?:async\\s+)?function\\s*\\*?\\s*[\\w$]+\\s*[<(]", "function", false},
-    {"^(?:export\\s+)?(?:declare\\s+)?interface\\s+[\\w$]+", "interface", false},
-    {"^(?:export\\s+)?(?:declare\\s+)?type\\s+[\\w$]+\\s*(?:<[^>]*>)?\\s*=", "type", false},
-    {"^(?:export\\s+)?(?:declare\\s+)?(?:const\\s+)?enum\\s+[\\w$]+", "enum", false},
-    {"^(?:export\\s+)?(?:declare\\s+)?(?:namespace|module)\\s+[\\w$.]+\\s*\\{", "namespace", false},
-    {"^(?:export\\s+)?(?:const|let|var)\\s+[\\w$]+\\s*(?::[^=]+)?=\\s*(?:async\\s+)?(?:function\\b|(?:\\([^)]*\\)|[\\w$]+)\\s*(?::\\s*[^=]+)?=>)", "function", false},
-    {"^(?!(?:if|for|while|switch|catch|return|function|else|do|new|typeof|await|yield|super|this)\\b)"
-     "(?:(?:public|private|protected|static|readonly|abstract|override|async|get|set|declare)\\s+)*\\*?"
-     "(?:constructor|[A-Za-z_$][\\w$]*)\\s*(?:<[^>]*>)?\\s*\\([^;]*\\)\\s*(?::\\s*[^{};=]+)?\\s*\\{\\s*\\}?\\s*$", "method", false},
-    {NULL, NULL, false},
-};
-
-static const struct pattern go[] = {
-    {"^func\\s+\\([^)]*\\)\\s*\\w+", "method", false},
-    {"^func\\s+\\w+", "function", false},
-    {"^type\\s+\\w+(?:\\[[^\\]]*\\])?\\s+(struct|interface)\\b", KIND_CAPTURE, false},
-    {"^type\\s+\\w+(?:\\[[^\\]]*\\])?\\s+\\S", "type", false},
-    {NULL, NULL, false},
-};
-
-static const struct pattern rust[] = {
-    {"^" RUST_VIS "(?:default\\s+)?(?:const\\s+)?(?:async\\s+)?(?:unsafe\\s+)?(?:extern\\s+(?:\"[^\"]*\"\\s+)?)?fn\\s+\\w+", KIND_BY_INDENT, false},
-    {"^" RUST_VIS "(?:unsafe\\s+)?(struct|enum|trait|union|type)\\s+\\w+", KIND_CAPTURE, false},
-    {"^" RUST_VIS "mod\\s+\\w+", "module", false},
-    {"^(?:unsafe\\s+)?impl\\b", "impl", false},
-    {"^macro_rules!\\s*\\w+", "macro", false},
-    {NULL, NULL, false},
-};
-
-/* Java and C#: types, then constructors (a modifier required, so a call never reads as one),
- * then methods (a type and a name before the parameters; never a statement keyword). */
-static const struct pattern java[] = {
-    {"^" JMOD "*(class|interface|enum|record|@interface)\\s+\\w+", KIND_CAPTURE, false},
-    {"^" JMOD "+\\w+\\s*\\([^;]*\\)\\s*(?:throws\\s+[\\w.,\\s]+)?\\s*\\{?\\s*$", "constructor", false},
-    {"^(?!(?:return|new|throw|if|else|for|while|switch|case|catch|do|try|var|yield|assert)\\b)" JMOD
-     "*(?:<(?:[^<>]|<[^<>]*>)+>\\s+)?[\\w.<>\\[\\]?,]+\\s+\\w+\\s*\\([^;]*\\)\\s*(?:throws\\s+[\\w.,\\s]+)?\\s*\\{?\\s*$", "method", false},
-    {NULL, NULL, false},
-};
-
-static const struct pattern csharp[] = {
-    {"^(?:file\\s+)?namespace\\s+[\\w.]+", "namespace", false},
-    {"^" JMOD "*(?:record\\s+)?(class|interface|enum|struct|record)\\s+\\w+", KIND_CAPTURE, false},
-    {"^" JMOD "+\\w+\\s*\\([^;]*\\)\\s*(?::\\s*(?:base|this)\\s*\\([^;]*\\))?\\s*(?:\\{|=>.*)?\\s*$", "constructor", false},
-    {"^(?!(?:return|new|throw|if|else|for|foreach|while|switch|case|catch|using|lock|yield|await|do|try|var|goto)\\b)" JMOD
-     "*[\\w.<>\\[\\]?,]+\\s+\\w+\\s*(?:<[^()]*>)?\\s*\\([^;]*\\)\\s*(?:where\\s+[^{;]+)?\\s*(?:\\{|=>.*)?\\s*$", "method", false},
-    {"^(?!(?:return|new|throw|if|else|for|foreach|while|switch|case|catch|using|lock|yield|await|do|try|var|goto)\\b)" JMOD
-     "*[\\w.<>\\[\\]?,]+\\s+\\w+\\s*\\{\\s*(?:get|set|init)\\b", "property", false},
-    {NULL, NULL, false},
-};
-
-/* C: aggregate definitions anywhere, function definitions at the top level only (a line with a
- * type, a name and parameters that does not end a statement). */
-static const struct pattern c[] = {
-    {"^(?:typedef\\s+)?(struct|union|enum)(?:\\s+\\w+)?\\s*\\{", KIND_CAPTURE, false},
-    {"^(?!(?:if|else|for|while|switch|return|do|case|sizeof|typedef|goto)\\b)(?:[A-Za-z_]\\w*[\\s*]+)+([A-Za-z_]\\w*)\\s*"
-     "\\((?:[^;]*\\)\\s*(?:__attribute__\\s*\\(\\(.*\\)\\))?\\s*\\{?|[^;)]*,)\\s*$", "function", true},
-    {NULL, NULL, false},
-};
-
-struct language {
-    const char *name;
-    const struct pattern *pats;
-    const char *trim; /* line starts that belong to the next declaration: comments, attributes */
-};
-
-static const struct language languages[] = {
-    {"ruby", ruby, "#"},
-    {"python", python, "#@"},
-    {"javascript", js, "/*@"},
-    {"typescript", js, "/*@"},
-    {"go", go, "/*"},
-    {"rust", rust, "/*#"},
-    {"java", java, "/*@"},
-    {"csharp", csharp, "/*["},
-    {"c", c, "/*"},
-};
 
 static const struct {
     const char *suffix;
@@ -159,217 +50,400 @@ const char *kward_language(const char *path)
     return NULL;
 }
 
-/* ---- compiled patterns: built once, read-only afterwards, shared by every thread ----------- */
-
-#define MAX_PATTERNS 8
-
-struct compiled {
-    pcre2_code *code[sizeof(languages) / sizeof(languages[0])][MAX_PATTERNS];
-    pcre2_match_context *mctx;
-    bool ok;
+/* ctags' name for each of our languages (--language-force: the text has no file name). */
+static const struct {
+    const char *lang, *ctags;
+} ctags_names[] = {
+    {"ruby", "Ruby"}, {"python", "Python"}, {"javascript", "JavaScript"},
+    {"typescript", "TypeScript"}, {"go", "Go"}, {"rust", "Rust"}, {"java", "Java"},
+    {"csharp", "C#"}, {"c", "C"},
 };
 
-static struct compiled compiled;
-static pthread_once_t compiled_once = PTHREAD_ONCE_INIT;
-
-static void compile_all(void)
+static const char *ctags_name(const char *lang)
 {
-    compiled.mctx = pcre2_match_context_create(NULL);
-    if (!compiled.mctx)
-        return;
-    pcre2_set_match_limit(compiled.mctx, MATCH_LIMIT);
-    pcre2_set_depth_limit(compiled.mctx, DEPTH_LIMIT);
-    pcre2_set_heap_limit(compiled.mctx, HEAP_LIMIT_KIB);
-    for (size_t l = 0; l < sizeof(languages) / sizeof(languages[0]); l++)
-        for (size_t p = 0; languages[l].pats[p].re; p++) {
-            int err;
-            PCRE2_SIZE off;
-            /* No PCRE2_UTF: the patterns are ASCII, and a file's invalid bytes must not fail a
-             * match (UTF checking would refuse the subject). */
-            compiled.code[l][p] = pcre2_compile((PCRE2_SPTR)languages[l].pats[p].re,
-                                                PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
-            if (!compiled.code[l][p])
-                return; /* a bad table entry: caught by the unit tests */
-            pcre2_jit_compile(compiled.code[l][p], PCRE2_JIT_COMPLETE);
-        }
-    compiled.ok = true;
+    for (size_t i = 0; lang && i < sizeof(ctags_names) / sizeof(ctags_names[0]); i++)
+        if (!strcmp(ctags_names[i].lang, lang))
+            return ctags_names[i].ctags;
+    return NULL;
 }
 
-static const char *kind_names[] = {"class",  "struct", "interface", "enum",  "record", "union",
-                                   "trait",  "type",   "annotation", NULL};
+/* ---- running a tool ------------------------------------------------------------------------- */
 
-static const char *captured_kind(const char *s, size_t len)
+int kward_tool_run(const struct tool_ctx *ctx, const char *what, const char *package,
+                   const char *command, const char *const *env, size_t n_env, const char *input,
+                   size_t input_len, struct broker_command_result *r, struct broker_err *e)
 {
-    if (len == 10 && !memcmp(s, "@interface", 10))
-        return "annotation";
-    for (size_t i = 0; kind_names[i]; i++)
-        if (strlen(kind_names[i]) == len && !memcmp(kind_names[i], s, len))
-            return kind_names[i];
-    return "declaration";
+    /* The command is ours, run whatever the role's own command authority (as the embedding
+     * command of tools/voltagent_index.c): the role's command profile when it may run commands,
+     * else the sandbox module's default one. It only reads, so the workspace is read-only. */
+    struct tool_ctx c = *ctx;
+    if (!ctx->allow_commands)
+        c.command_profile = NULL;
+    c.allow_commands = true;
+    c.read_only = true;
+    c.limits.max_output_bytes = KWARD_TOOL_OUTPUT_BYTES;
+    struct broker_command_opts o = {.command = command,
+                                    .timeout_sec = KWARD_TOOL_TIMEOUT_SEC,
+                                    .env = env,
+                                    .n_env = n_env,
+                                    .input = input ? input : "",
+                                    .input_len = input ? input_len : 0};
+    if (broker_command(&c, &o, r, e) < 0)
+        return broker_fail(e, e->kind, NULL, "%s could not run: %s", what, e->msg);
+    if (r->timed_out) {
+        broker_command_result_clear(r);
+        return broker_fail(e, BROKER_E_TIMEOUT, NULL, "%s ran out of time (%.0f s)", what,
+                           KWARD_TOOL_TIMEOUT_SEC);
+    }
+    if (r->exit_code == 127) {
+        broker_command_result_clear(r);
+        return broker_fail(e, BROKER_E_EXEC, NULL,
+                           "%s is not installed in the command sandbox; install the Debian "
+                           "package %s (make deps)",
+                           what, package);
+    }
+    return 0;
 }
 
-/* ---- building ------------------------------------------------------------------------------- */
+/* ---- ctags' kinds onto the seed's ----------------------------------------------------------- */
+
+static const char *const seed_kinds[] = {"class", "struct", "interface", "enum", "union",
+                                         "trait", "record", "module", "namespace", "function",
+                                         "method", "constructor", "property", "type", "impl",
+                                         "macro", NULL};
+
+static const char *seed_kind(const char *k)
+{
+    for (size_t i = 0; seed_kinds[i]; i++)
+        if (!strcmp(seed_kinds[i], k))
+            return seed_kinds[i];
+    return NULL;
+}
+
+/* The last component of a ctags scope ("Shop.Orders.Order" -> "Order"). */
+static const char *scope_last(const char *scope)
+{
+    const char *d = strrchr(scope, '.');
+    return d ? d + 1 : scope;
+}
+
+/* Whether the declaration's source line reads as a function value (JavaScript's
+ * `const f = (a) => ...` or `= function`): ctags reports those as constants or variables. */
+static bool function_value(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((s[i] == '=' && s[i + 1] == '>') || (i + 8 <= n && !memcmp(s + i, "function", 8)))
+            return true;
+    return false;
+}
+
+/* The seed's kind for one ctags tag, or NULL when the tag is not a declaration the outline
+ * shows (fields, members, variables, enumerators, packages, C macros and typedefs). LINE is
+ * the declaration's source line. */
+static const char *map_kind(const char *lang, const char *kind, const char *name,
+                            const char *scope, const char *scope_kind, const char *line,
+                            size_t line_len)
+{
+    bool scoped = scope && *scope;
+    if (!strcmp(lang, "go")) {
+        if (!strcmp(kind, "func"))
+            return scope_kind && strcmp(scope_kind, "package") ? "method" : "function";
+        if (!strcmp(kind, "struct") || !strcmp(kind, "interface") || !strcmp(kind, "type"))
+            return seed_kind(kind);
+        return NULL;
+    }
+    if (!strcmp(lang, "rust")) {
+        if (!strcmp(kind, "interface"))
+            return "trait";
+        if (!strcmp(kind, "implementation"))
+            return "impl";
+        if (!strcmp(kind, "method") || !strcmp(kind, "function"))
+            return scoped ? "method" : "function";
+        if (!strcmp(kind, "typedef"))
+            return "type";
+        if (!strcmp(kind, "struct") || !strcmp(kind, "enum") || !strcmp(kind, "union") ||
+            !strcmp(kind, "module") || !strcmp(kind, "macro"))
+            return seed_kind(kind);
+        return NULL;
+    }
+    if (!strcmp(lang, "ruby")) {
+        if (!strcmp(kind, "method") || !strcmp(kind, "singletonMethod"))
+            return scoped ? "method" : "function";
+        if (!strcmp(kind, "class") || !strcmp(kind, "module"))
+            return kind[0] == 'c' ? "class" : "module";
+        return NULL;
+    }
+    if (!strcmp(lang, "python")) {
+        if (!strcmp(kind, "member") || !strcmp(kind, "function"))
+            return scoped && !strcmp(kind, "member") ? "method" : "function";
+        if (!strcmp(kind, "class"))
+            return "class";
+        return NULL;
+    }
+    if (!strcmp(lang, "javascript") || !strcmp(lang, "typescript")) {
+        if (!strcmp(kind, "method") || !strcmp(kind, "getter") || !strcmp(kind, "setter"))
+            return "method";
+        if (!strcmp(kind, "function") || !strcmp(kind, "generator"))
+            return scoped ? "method" : "function";
+        if (!strcmp(kind, "alias"))
+            return "type";
+        if ((!strcmp(kind, "constant") || !strcmp(kind, "variable")) && !scoped)
+            return function_value(line, line_len) ? "function" : NULL;
+        if (!strcmp(kind, "class") || !strcmp(kind, "interface") || !strcmp(kind, "enum") ||
+            !strcmp(kind, "namespace"))
+            return seed_kind(kind);
+        return NULL;
+    }
+    if (!strcmp(lang, "java") || !strcmp(lang, "csharp")) {
+        if (!strcmp(kind, "method"))
+            return scoped && name && !strcmp(name, scope_last(scope)) ? "constructor" : "method";
+        if (!strcmp(kind, "annotation"))
+            return "interface";
+        if (!strcmp(kind, "property") && !strcmp(lang, "csharp"))
+            return "property";
+        if (!strcmp(kind, "class") || !strcmp(kind, "interface") || !strcmp(kind, "enum") ||
+            !strcmp(kind, "struct") || !strcmp(kind, "record") || !strcmp(kind, "namespace"))
+            return seed_kind(kind);
+        return NULL;
+    }
+    if (!strcmp(lang, "c")) {
+        if (!strcmp(kind, "function") || !strcmp(kind, "struct") || !strcmp(kind, "union") ||
+            !strcmp(kind, "enum"))
+            return seed_kind(kind);
+        return NULL;
+    }
+    return NULL;
+}
+
+/* ---- parsing ctags' JSON lines -------------------------------------------------------------- */
 
 struct cand {
-    uint32_t line;
-    unsigned indent;
+    uint32_t line, end; /* end 0: ctags gave none */
     const char *kind;
-    size_t sig_off, sig_len;
+    size_t seq;         /* ctags' order, so equal lines sort stably */
 };
 
-/* Whether a line at the end of a range belongs to what follows or encloses it rather than to
- * the declaration: blank lines, comments and attributes leading into the next declaration, and
- * lines indented less than the declaration (the enclosing block's "}" or "end"). */
-static bool trimmed_line(const struct language *lang, const char *s, size_t len, unsigned indent)
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const char *str_field(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A positive line number no larger than N_LINES, or 0. */
+static uint32_t line_field(const cJSON *o, const char *k, size_t n_lines)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1) || v->valuedouble > (double)n_lines)
+        return 0;
+    return (uint32_t)v->valuedouble;
+}
+
+static unsigned indent_of(const char *s, size_t n, size_t *skip)
 {
     size_t i = 0;
     unsigned col = 0;
-    while (i < len && (s[i] == ' ' || s[i] == '\t')) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t') && col < 1024) {
         col += s[i] == '\t' ? 4 : 1;
         i++;
     }
-    while (i < len && (s[i] == '\r' || s[i] == '\n'))
-        i++;
-    if (i == len)
-        return true; /* blank */
-    if (col < indent)
-        return true;
-    if (s[i] == '}' || s[i] == ')' || s[i] == ']')
-        return false; /* a closing brace ends the declaration before */
-    if (s[i] && strchr(lang->trim, s[i]))
-        return true;
-    return s[i] == '/' && i + 1 < len && s[i + 1] == '/';
+    *skip = i;
+    return col;
 }
 
-int kward_outline_build(const char *language, const char *text, size_t len, size_t max,
-                        struct kward_outline *out)
+/* Whether a line at the end of a guessed range belongs to what follows or encloses it: blank,
+ * or indented less than the declaration (the enclosing block's "}" or "end"). */
+static bool trailing_line(const char *s, size_t n, unsigned indent)
+{
+    size_t skip;
+    unsigned col = indent_of(s, n, &skip);
+    while (skip < n && (s[skip] == '\r' || s[skip] == '\n'))
+        skip++;
+    return skip == n || col < indent;
+}
+
+int kward_outline_from_tags(const char *language, const char *tags, size_t tags_len,
+                            const char *text, size_t len, size_t max, struct kward_outline *out)
 {
     memset(out, 0, sizeof(*out));
-    size_t li;
-    for (li = 0; language && li < sizeof(languages) / sizeof(languages[0]); li++)
-        if (!strcmp(languages[li].name, language))
-            break;
-    if (!language || li == sizeof(languages) / sizeof(languages[0]))
+    if (!language || !tags)
         return 0;
-    pthread_once(&compiled_once, compile_all);
-    if (!compiled.ok)
-        return -ENOMEM;
-    const struct language *lang = &languages[li];
-
-    /* Line starts, so a range can be walked back over trailing blank and comment lines. */
+    /* Line starts of the text: starts[i] is where line i + 1 begins, starts[n_lines] == len. */
     size_t n_lines = 0;
     for (size_t i = 0; i < len; i++)
-        if (text[i] == '\n')
-            n_lines++;
+        n_lines += text[i] == '\n';
     if (len && text[len - 1] != '\n')
         n_lines++;
     size_t *starts = malloc((n_lines + 1) * sizeof(*starts));
     struct cand *cands = NULL;
     size_t n_cands = 0, cap = 0;
-    pcre2_match_data *md = pcre2_match_data_create(4, NULL);
     int r = 0;
-    if (!starts || !md) {
-        r = -ENOMEM;
-        goto out;
+    if (!starts)
+        return -ENOMEM;
+    for (size_t i = 0, ln = 0; ln < n_lines; ln++) {
+        starts[ln] = i;
+        const char *nl = memchr(text + i, '\n', len - i);
+        i = nl ? (size_t)(nl - text) + 1 : len;
     }
-    size_t pos = 0;
-    for (size_t ln = 0; ln < n_lines; ln++) {
-        starts[ln] = pos;
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t end = nl ? (size_t)(nl - text) : len;
-        size_t s = pos;
-        unsigned indent = 0;
-        while (s < end && (text[s] == ' ' || text[s] == '\t')) {
-            indent += text[s] == '\t' ? 4 : 1;
-            s++;
-        }
-        size_t e = end;
-        while (e > s && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\r'))
-            e--;
-        pos = nl ? end + 1 : len;
-        if (e == s)
+    starts[n_lines] = len;
+
+    size_t seen = 0;
+    for (size_t pos = 0; pos < tags_len && seen < KWARD_TAGS_MAX_LINES; seen++) {
+        const char *nl = memchr(tags + pos, '\n', tags_len - pos);
+        if (!nl)
+            break; /* a cut last line: ignored */
+        size_t ll = (size_t)(nl - (tags + pos));
+        const char *ls = tags + pos;
+        pos += ll + 1;
+        if (ll == 0 || ll > KWARD_TAGS_MAX_LINE)
             continue;
-        for (size_t p = 0; lang->pats[p].re; p++) {
-            const struct pattern *pt = &lang->pats[p];
-            if (pt->top_only && indent)
-                continue;
-            int rc = pcre2_match(compiled.code[li][p], (PCRE2_SPTR)(text + s), e - s, 0, 0, md,
-                                 compiled.mctx);
-            if (rc < 0)
-                continue; /* no match, or a limit hit: not a declaration */
-            const char *kind = pt->kind;
-            if (!strcmp(kind, KIND_BY_INDENT)) {
-                kind = indent ? "method" : "function";
-            } else if (!strcmp(kind, KIND_CAPTURE)) {
-                PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-                kind = rc > 1 && ov[2] != PCRE2_UNSET ? captured_kind(text + s + ov[2], ov[3] - ov[2])
-                                                      : "declaration";
-            }
+        cJSON *o = cJSON_ParseWithLength(ls, ll);
+        if (!cJSON_IsObject(o)) {
+            cJSON_Delete(o);
+            continue;
+        }
+        const char *type = str_field(o, "_type"), *kind = str_field(o, "kind");
+        uint32_t line = line_field(o, "line", n_lines);
+        const char *mapped = NULL;
+        if (type && !strcmp(type, "tag") && kind && line) {
+            size_t a = starts[line - 1], b = starts[line];
+            mapped = map_kind(language, kind, str_field(o, "name"), str_field(o, "scope"),
+                              str_field(o, "scopeKind"), text + a, b - a);
+        }
+        if (mapped) {
+            uint32_t end = line_field(o, "end", n_lines);
             if (n_cands == cap) {
                 size_t nc = cap ? cap * 2 : 64;
-                struct cand *tmp = realloc(cands, nc * sizeof(*tmp));
-                if (!tmp) {
+                struct cand *t = realloc(cands, nc * sizeof(*t));
+                if (!t) {
+                    cJSON_Delete(o);
                     r = -ENOMEM;
                     goto out;
                 }
-                cands = tmp;
+                cands = t;
                 cap = nc;
             }
-            cands[n_cands++] = (struct cand){.line = (uint32_t)(ln + 1), .indent = indent,
-                                             .kind = kind, .sig_off = s, .sig_len = e - s};
-            break;
+            cands[n_cands] = (struct cand){.line = line, .end = end >= line ? end : 0,
+                                           .kind = mapped, .seq = n_cands};
+            n_cands++;
         }
+        cJSON_Delete(o);
     }
-    starts[n_lines] = len;
+    /* File order, one entry per line (the first ctags gave for it). */
+    if (n_cands)
+        qsort(cands, n_cands, sizeof(*cands), cand_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n_cands; i++)
+        if (!k || cands[i].line != cands[k - 1].line)
+            cands[k++] = cands[i];
+    n_cands = k;
     out->total = n_cands;
     size_t keep = n_cands < max ? n_cands : max;
     if (keep && !(out->v = calloc(keep, sizeof(*out->v)))) {
         r = -ENOMEM;
         goto out;
     }
+    unsigned *indents = calloc(n_cands ? n_cands : 1, sizeof(*indents));
+    if (!indents) {
+        r = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n_cands; i++) {
+        size_t skip;
+        indents[i] = indent_of(text + starts[cands[i].line - 1],
+                               starts[cands[i].line] - starts[cands[i].line - 1], &skip);
+    }
     for (size_t i = 0; i < keep; i++) {
-        struct kward_outline_entry *en = &out->v[i];
         const struct cand *cd = &cands[i];
-        /* The range ends before the next declaration at the same or a lesser indentation (or
-         * at the file's end), less the blank lines, comments and attributes leading into it. */
-        size_t next = n_lines + 1;
-        for (size_t k = i + 1; k < n_cands; k++)
-            if (cands[k].indent <= cd->indent) {
-                next = cands[k].line;
-                break;
-            }
-        size_t end = next - 1;
-        /* A declaration that closes on its own line ("enum E { A, B };", "fn f();") is one line. */
-        char last = text[cd->sig_off + cd->sig_len - 1];
-        if (last == ';' || (last == '}' && memchr(text + cd->sig_off, '{', cd->sig_len)))
-            end = cd->line;
-        while (end > cd->line) {
-            size_t a = starts[end - 1], b = starts[end];
-            if (!trimmed_line(lang, text + a, b - a, cd->indent))
-                break;
-            end--;
+        struct kward_outline_entry *en = &out->v[i];
+        size_t a = starts[cd->line - 1], b = starts[cd->line];
+        size_t skip;
+        en->indent = indent_of(text + a, b - a, &skip);
+        uint32_t end = cd->end;
+        if (!end) {
+            /* ctags gave no end (its JavaScript, TypeScript and Rust parsers): up to the line
+             * before the next declaration at the same or a lesser indentation, less the blank
+             * lines and the enclosing block's closing lines. */
+            size_t next = n_lines + 1;
+            for (size_t j = i + 1; j < n_cands; j++)
+                if (indents[j] <= en->indent) {
+                    next = cands[j].line;
+                    break;
+                }
+            end = (uint32_t)(next - 1);
+            while (end > cd->line &&
+                   trailing_line(text + starts[end - 1], starts[end] - starts[end - 1], en->indent))
+                end--;
+            /* A declaration that closes on its own line ("type T = U;", "fn f();") is one line. */
+            size_t e2 = b;
+            while (e2 > a + skip && (text[e2 - 1] == '\n' || text[e2 - 1] == '\r' ||
+                                     text[e2 - 1] == ' ' || text[e2 - 1] == '\t'))
+                e2--;
+            if (e2 > a + skip && text[e2 - 1] == ';')
+                end = cd->line;
         }
-        size_t sl = cd->sig_len > MAX_SIGNATURE ? MAX_SIGNATURE : cd->sig_len;
-        while (sl < cd->sig_len && sl > 0 && ((unsigned char)text[cd->sig_off + sl] & 0xC0) == 0x80)
+        size_t sb = a + skip, se = b;
+        while (se > sb && (text[se - 1] == '\n' || text[se - 1] == '\r'))
+            se--;
+        size_t sl = se - sb > MAX_SIGNATURE ? MAX_SIGNATURE : se - sb;
+        while (sl < se - sb && sl > 0 && ((unsigned char)text[sb + sl] & 0xC0) == 0x80)
             sl--; /* never cut a UTF-8 sequence */
         en->line = cd->line;
-        en->end_line = (uint32_t)end;
-        en->indent = cd->indent;
+        en->end_line = end;
         en->kind = cd->kind;
-        if (!(en->signature = strndup(text + cd->sig_off, sl))) {
+        if (!(en->signature = strndup(text + sb, sl))) {
+            free(indents);
             r = -ENOMEM;
             out->n = i;
             goto out;
         }
         out->n = i + 1;
     }
+    free(indents);
 out:
-    pcre2_match_data_free(md);
     free(starts);
     free(cands);
     if (r < 0)
         kward_outline_clear(out);
     return r;
+}
+
+/* ctags, told the language (the text comes without a name) and to read no option files: the
+ * cwd is the workspace, whose .ctags.d the agent writes. Sorted by nothing, so file order. */
+#define CTAGS_COMMAND                                                                              \
+    "command -v ctags >/dev/null 2>&1 || exit 127; "                                               \
+    "cat > /tmp/source && exec ctags --options=NONE --language-force=\"$KWARD_CTAGS_LANG\" "         \
+    "--output-format=json --sort=no --fields=-P+nKes -o - /tmp/source"
+
+int kward_outline_build(const struct tool_ctx *ctx, const char *language, const char *text,
+                        size_t len, size_t max, struct kward_outline *out, struct broker_err *e)
+{
+    memset(out, 0, sizeof(*out));
+    const char *cl = ctags_name(language);
+    if (!cl)
+        return 0;
+    char env0[64];
+    snprintf(env0, sizeof(env0), "KWARD_CTAGS_LANG=%s", cl);
+    const char *const env[] = {env0};
+    struct broker_command_result r = {0};
+    if (kward_tool_run(ctx, "universal-ctags (ctags)", "universal-ctags", CTAGS_COMMAND, env, 1,
+                       text, len, &r, e) < 0)
+        return -1;
+    int rc = 0;
+    if (r.exit_code != 0)
+        rc = broker_fail(e, BROKER_E_EXEC, NULL, "ctags exited with status %d: %.200s",
+                         r.exit_code, r.err);
+    else if (kward_outline_from_tags(language, r.out, r.out_len, text, len, max, out) < 0)
+        rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory for the outline");
+    broker_command_result_clear(&r);
+    return rc;
 }
 
 void kward_outline_clear(struct kward_outline *o)

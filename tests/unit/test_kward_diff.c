@@ -1,26 +1,53 @@
-/* tests/unit/test_kward_diff.c: the bounded unified diff of write_file and edit_file. Exact
+/* tests/unit/test_kward_diff.c: the unified diff of write_file and edit_file: GNU diff run in a
+ * command sandbox on a real workspace file, and the in-process counting of its output. Exact
  * texts for the small cases; for generated ones, the diff is applied back to the old text by a
- * strict hunk applier here and must give the new text, with + and - counts as stated. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+ * strict hunk applier here and must give the new text, with + and - counts as stated; the
+ * counter is also fed output no diff would print. */
+#include "wap_fixture.h"
 
 #include "tools/kward.h"
 
-#include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-static char *diff_of(const char *a, const char *b, struct kward_diff_stats *st)
+/* The diff from A (written to the workspace as f.txt; NULL: no such file) to B. */
+static char *diff_of(struct fx *f, const char *a, const char *b, struct kward_diff_stats *st)
 {
     char *out;
     size_t len;
     struct kward_diff_stats local;
-    assert_int_equal(kward_diff("f.txt", a, strlen(a), b, strlen(b), &out, &len, st ? st : &local), 0);
+    struct broker_err e = {0};
+    char p[160];
+    snprintf(p, sizeof(p), "%s/f.txt", f->ws);
+    unlink(p);
+    if (a)
+        fx_put(f, "f.txt", a);
+    if (kward_diff(&f->ctx, "f.txt", a != NULL, b, strlen(b), &out, &len, st ? st : &local, &e) < 0) {
+        print_error("diff failed: %s\n", e.msg);
+        fail();
+    }
     assert_int_equal(strlen(out), len);
+    struct kward_diff_stats again;
+    assert_int_equal(kward_diff_count(out, len, &again), 0);
     return out;
+}
+
+/* "@@ -A[,B] +C[,D] @@": a count left out is 1. */
+static void hunk_header(const char *p, size_t *a0, size_t *ac, size_t *b0, size_t *bc)
+{
+    int n = 0;
+    assert_int_equal(sscanf(p, "@@ -%zu%n", a0, &n), 1);
+    p += n;
+    *ac = 1;
+    if (*p == ',') {
+        assert_int_equal(sscanf(p, ",%zu%n", ac, &n), 1);
+        p += n;
+    }
+    assert_int_equal(sscanf(p, " +%zu%n", b0, &n), 1);
+    p += n;
+    *bc = 1;
+    if (*p == ',')
+        assert_int_equal(sscanf(p, ",%zu", bc), 1);
 }
 
 /* Applies a unified diff to A strictly (context and removed lines must match); returns the
@@ -39,7 +66,7 @@ static char *apply(const char *a, const char *diff)
     }
     while (*p) {
         size_t a0, ac, b0, bc;
-        assert_int_equal(sscanf(p, "@@ -%zu,%zu +%zu,%zu @@", &a0, &ac, &b0, &bc), 4);
+        hunk_header(p, &a0, &ac, &b0, &bc);
         p = strchr(p, '\n') + 1;
         size_t target = ac ? a0 : a0 + 1;
         while (aline < target) { /* copy unchanged lines */
@@ -79,51 +106,50 @@ static char *apply(const char *a, const char *diff)
 
 static void equal_texts(void **s)
 {
-    (void)s;
+    struct fx *f = *s;
     struct kward_diff_stats st;
-    char *d = diff_of("a\nb\n", "a\nb\n", &st);
+    char *d = diff_of(f, "a\nb\n", "a\nb\n", &st);
     assert_string_equal(d, "");
     assert_int_equal(st.additions + st.deletions, 0);
     free(d);
-    d = diff_of("", "", &st);
+    d = diff_of(f, "", "", &st);
     assert_string_equal(d, "");
     free(d);
 }
 
 static void one_change_exact(void **s)
 {
-    (void)s;
+    struct fx *f = *s;
     struct kward_diff_stats st;
-    char *d = diff_of("1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\nFIVE\n6\n7\n8\n", &st);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8\n");
+    char *d = diff_of(f, "1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\nFIVE\n6\n7\n8\n", &st);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8\n");
     assert_int_equal(st.additions, 1);
     assert_int_equal(st.deletions, 1);
-    assert_true(st.minimal);
     free(d);
 }
 
 static void insert_delete_edges(void **s)
 {
-    (void)s;
-    char *d = diff_of("b\n", "a\nb\n", NULL);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -1,1 +1,2 @@\n+a\n b\n");
+    struct fx *f = *s;
+    char *d = diff_of(f, "b\n", "a\nb\n", NULL);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -1 +1,2 @@\n+a\n b\n");
     free(d);
-    d = diff_of("a\nb\n", "a\n", NULL);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -1,2 +1,1 @@\n a\n-b\n");
+    d = diff_of(f, "a\nb\n", "a\n", NULL);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1 @@\n a\n-b\n");
     free(d);
-    d = diff_of("", "new\n", NULL);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -0,0 +1,1 @@\n+new\n");
+    d = diff_of(f, "", "new\n", NULL);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -0,0 +1 @@\n+new\n");
     free(d);
-    d = diff_of("old\n", "", NULL);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -1,1 +0,0 @@\n-old\n");
+    d = diff_of(f, "old\n", "", NULL);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -1 +0,0 @@\n-old\n");
     free(d);
 }
 
 static void no_newline_at_end(void **s)
 {
-    (void)s;
-    char *d = diff_of("a\nb", "a\nb\n", NULL);
-    assert_string_equal(d, "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
+    struct fx *f = *s;
+    char *d = diff_of(f, "a\nb", "a\nb\n", NULL);
+    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
     char *back = apply("a\nb", d);
     assert_string_equal(back, "a\nb\n");
     free(back);
@@ -132,7 +158,7 @@ static void no_newline_at_end(void **s)
 
 static void hunks_split_and_merged(void **s)
 {
-    (void)s;
+    struct fx *f = *s;
     char a[512] = "", b[512] = "";
     for (int i = 1; i <= 30; i++) {
         char l[16];
@@ -146,7 +172,7 @@ static void hunks_split_and_merged(void **s)
             strcat(b, l);
     }
     struct kward_diff_stats st;
-    char *d = diff_of(a, b, &st);
+    char *d = diff_of(f, a, b, &st);
     int hunks = 0;
     for (const char *p = d; (p = strstr(p, "@@ -")); p += 4)
         hunks++;
@@ -165,10 +191,10 @@ static void hunks_split_and_merged(void **s)
  * the case where the edit script is known (pure insertions). */
 static void generated_roundtrips(void **s)
 {
-    (void)s;
+    struct fx *f = *s;
     uint32_t seed = 12345;
 #define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
-    for (int round = 0; round < 200; round++) {
+    for (int round = 0; round < 60; round++) {
         size_t n = 1 + RND() % 60;
         size_t cap = 4096;
         char *a = calloc(1, cap), *b = calloc(1, cap);
@@ -188,7 +214,7 @@ static void generated_roundtrips(void **s)
         if (RND() % 4 == 0)
             a[strlen(a) - 1] = '\0'; /* sometimes no final newline */
         struct kward_diff_stats st;
-        char *d = diff_of(a, b, &st);
+        char *d = diff_of(f, a, b, &st);
         char *back = apply(a, d);
         if (strcmp(back, b)) {
             print_error("round %d: diff does not apply\n--- a\n%s--- b\n%s--- diff\n%s", round, a, b, d);
@@ -203,24 +229,23 @@ static void generated_roundtrips(void **s)
         }
         assert_int_equal(plus, st.additions);
         assert_int_equal(minus, st.deletions);
-        assert_true(st.minimal);
-        free(back);
+            free(back);
         free(d);
         free(a);
         free(b);
     }
     /* A known shortest script: n insertions into an unchanged text give exactly n additions. */
     struct kward_diff_stats st;
-    char *d = diff_of("a\nb\nc\nd\n", "a\nx\nb\nc\ny\nd\n", &st);
+    char *d = diff_of(f, "a\nb\nc\nd\n", "a\nx\nb\nc\ny\nd\n", &st);
     assert_int_equal(st.additions, 2);
     assert_int_equal(st.deletions, 0);
     free(d);
 }
 
-/* Past KWARD_DIFF_MAX_D differences the middle is one hunk: correct, not minimal, bounded. */
-static void bounded_fallback(void **s)
+/* Thousands of changed lines: counted exactly, and cut to 8 KB with the seed's summary. */
+static void large_diff_capped(void **s)
 {
-    (void)s;
+    struct fx *f = *s;
     size_t n = 3000, cap = n * 16;
     char *a = calloc(1, cap), *b = calloc(1, cap);
     size_t al = 0, bl = 0;
@@ -231,8 +256,7 @@ static void bounded_fallback(void **s)
     strcat(a, "same\n");
     strcat(b, "same\n");
     struct kward_diff_stats st;
-    char *d = diff_of(a, b, &st);
-    assert_false(st.minimal);
+    char *d = diff_of(f, a, b, &st);
     assert_int_equal(st.additions, n);
     assert_int_equal(st.deletions, n);
     char *back = apply(a, d);
@@ -256,13 +280,72 @@ static void bounded_fallback(void **s)
     free(b);
 }
 
+/* A new file diffs against /dev/null; a path with shell characters reaches diff as data only
+ * (it goes through the environment, never into the command's text). */
+static void new_file_and_odd_names(void **s)
+{
+    struct fx *f = *s;
+    struct kward_diff_stats st;
+    char *d = diff_of(f, NULL, "one\ntwo\n", &st);
+    assert_string_equal(d, "--- /dev/null\n+++ b/f.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n");
+    assert_int_equal(st.additions, 2);
+    free(d);
+    const char *odd = "x $(touch pwned) `id` \"q\".txt";
+    fx_put(f, odd, "old\n");
+    char *out;
+    size_t len;
+    struct broker_err e = {0};
+    assert_int_equal(kward_diff(&f->ctx, odd, true, "new\n", 4, &out, &len, &st, &e), 0);
+    char *want = util_printf("--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-old\n+new\n", odd, odd);
+    assert_string_equal(out, want);
+    char p[160];
+    snprintf(p, sizeof(p), "%s/pwned", f->ws);
+    assert_false(fx_exists_host(p));
+    free(want);
+    free(out);
+    /* The sandbox reads the workspace; an old file that is not there is diff's trouble (2). */
+    assert_int_equal(kward_diff(&f->ctx, "missing.txt", true, "x\n", 2, &out, &len, &st, &e), -1);
+    assert_int_equal(e.kind, BROKER_E_EXEC);
+    assert_non_null(strstr(e.msg, "diff exited with status 2"));
+}
+
+/* The counter on output no diff would print: it refuses rather than miscount. */
+static void count_hostile(void **s)
+{
+    (void)s;
+    struct kward_diff_stats st;
+    static const char *const bad[] = {
+        "garbage\n",
+        "--- a\n",
+        "--- a\n+++ b\nnot a hunk\n",
+        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n",                 /* fewer lines than the header says */
+        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n+z\n",         /* more */
+        "--- a\n+++ b\n@@ -1 +1 @@\n?x\n+y\n",
+        "--- a\n+++ b\n@@ -99999999999999999999999 +1 @@\n",
+        "--- a\n+++ b\n@@ -1,x +1 @@\n-x\n+y\n",
+        "--- a\n+++ b\n@@ -1 +1\n-x\n+y\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (kward_diff_count(bad[i], strlen(bad[i]), &st) != -EINVAL) {
+            print_error("accepted: %s\n", bad[i]);
+            fail();
+        }
+    const char *ok = "--- a\n+++ b\n@@ -1,2 +1,2 @@\n--- x\n+++ y\n\\ No newline at end of file\n ctx\n";
+    assert_int_equal(kward_diff_count(ok, strlen(ok), &st), 0);
+    assert_int_equal(st.additions, 1);
+    assert_int_equal(st.deletions, 1);
+    assert_int_equal(kward_diff_count("", 0, &st), 0);
+    assert_int_equal(st.additions + st.deletions, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(equal_texts),          cmocka_unit_test(one_change_exact),
-        cmocka_unit_test(insert_delete_edges),  cmocka_unit_test(no_newline_at_end),
-        cmocka_unit_test(hunks_split_and_merged), cmocka_unit_test(generated_roundtrips),
-        cmocka_unit_test(bounded_fallback),
+        FX_TEST(equal_texts),          FX_TEST(one_change_exact),
+        FX_TEST(insert_delete_edges),  FX_TEST(no_newline_at_end),
+        FX_TEST(hunks_split_and_merged), FX_TEST(generated_roundtrips),
+        FX_TEST(large_diff_capped),    FX_TEST(new_file_and_odd_names),
+        cmocka_unit_test(count_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
