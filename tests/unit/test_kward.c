@@ -208,7 +208,8 @@ static void read_file_preview_outline_large(void **state)
     char *t = malloc(cap);
     n += (size_t)snprintf(t + n, cap - n, "class Big\n");
     for (int i = 1; i <= 2100; i++)
-        n += (size_t)snprintf(t + n, cap - n, i % 100 == 1 ? "  def m%d\n" : "    x = %d\n", i);
+        n += (size_t)snprintf(t + n, cap - n,
+                              i % 100 == 1 ? "  def m%d\n" : i % 100 ? "    x = %d\n" : "  end\n", i);
     n += (size_t)snprintf(t + n, cap - n, "end\n");
     fx_put(f, "big.rb", t);
     free(t);
@@ -344,7 +345,7 @@ static void write_new_and_existing(void **state)
 {
     struct fx *f = *state;
     cJSON *r = fx_ok(f, "write_file", "{\"path\":\"new.txt\",\"content\":\"a\\nb\\n\"}");
-    assert_string_equal(out_of(r), "Wrote 4 bytes to new.txt\n--- new.txt\n+++ new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+    assert_string_equal(out_of(r), "Wrote 4 bytes to new.txt\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n");
     assert_int_equal((int)fx_num(r, "bytes_written"), 4);
     assert_int_equal((int)fx_num(r, "additions"), 2);
     cJSON_Delete(r);
@@ -353,7 +354,7 @@ static void write_new_and_existing(void **state)
     free(got);
     /* its own write counts as read: a second write needs no read */
     r = fx_ok(f, "write_file", "{\"path\":\"new.txt\",\"content\":\"a\\nB\\n\"}");
-    assert_string_equal(out_of(r), "Wrote 4 bytes to new.txt\n--- new.txt\n+++ new.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n");
+    assert_string_equal(out_of(r), "Wrote 4 bytes to new.txt\n--- a/new.txt\n+++ b/new.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n");
     cJSON_Delete(r);
     /* an existing file the agent never read */
     fx_put(f, "old.txt", "keep\n");
@@ -388,7 +389,7 @@ static void changed_behind_the_agents_back(void **state)
     free(got);
     cJSON_Delete(fx_ok(f, "read_file", "{\"path\":\"a.rb\",\"mode\":\"outline\"}")); /* any successful read */
     cJSON *r = fx_ok(f, "edit_file", "{\"path\":\"a.rb\",\"edits\":[{\"old_text\":\"x = 2\",\"new_text\":\"x = 3\"}]}");
-    assert_string_equal(out_of(r), "Edited a.rb: replaced 1 block(s)\n--- a.rb\n+++ a.rb\n@@ -1,1 +1,1 @@\n-x = 2\n+x = 3\n");
+    assert_string_equal(out_of(r), "Edited a.rb: replaced 1 block(s)\n--- a/a.rb\n+++ b/a.rb\n@@ -1 +1 @@\n-x = 2\n+x = 3\n");
     cJSON_Delete(r);
     /* a summary is not a read */
     fx_put(f, "b.rb", "y = 1\n");
@@ -421,7 +422,7 @@ static void edit_rules(void **state)
     free(got);
     /* replacements are against the original: a new_text holding a later old_text is not matched */
     cJSON *r = fx_ok(f, "edit_file", E("[{\"old_text\":\"delta\",\"new_text\":\"alpha\"},{\"old_text\":\"alpha beta\",\"new_text\":\"A\"}]"));
-    assert_string_equal(out_of(r), "Edited e.txt: replaced 2 block(s)\n--- e.txt\n+++ e.txt\n@@ -1,3 +1,3 @@\n-alpha beta\n+A\n gamma beta\n-delta\n+alpha\n");
+    assert_string_equal(out_of(r), "Edited e.txt: replaced 2 block(s)\n--- a/e.txt\n+++ b/e.txt\n@@ -1,3 +1,3 @@\n-alpha beta\n+A\n gamma beta\n-delta\n+alpha\n");
     assert_int_equal((int)fx_num(r, "additions"), 2);
     assert_int_equal((int)fx_num(r, "deletions"), 2);
     cJSON_Delete(r);
