@@ -2,7 +2,8 @@
  * summarize_file_structure, context_for_task, context_budget_stats, write_file, edit_file and
  * run_shell_command, with the seed's limits and the upstream tools' model-facing text, over the
  * broker operations (containment, reads, writes, walks and command sandboxes are the broker's).
- * Every answer is an object whose "output" is the text Kward's tool returns; errors are
+ * Outlines (universal-ctags) and diffs (GNU diff) each cost a command sandbox: kward_outline.c,
+ * kward_diff.c. Every answer is an object whose "output" is the text Kward's tool returns; errors are
  * {error: "Error: ...", code, field?} (docs/protocol-kward.md). */
 #include "tools/broker.h"
 #include "tools/kward.h"
@@ -1253,19 +1254,20 @@ static int change_allowed(struct call *c, const char *rel, const char *shown, co
     return -1;
 }
 
-/* Diffs the workspace file REL against DATA (GNU diff in a command sandbox), then writes DATA
+/* Diffs OLD (NULL: a new file) against DATA (GNU diff in a command sandbox), then writes DATA
  * over REL (atomically, as broker_write does), records it as read, and renders the answer: HEAD
- * + the diff. The diff comes first: it reads the old file where it lies, so a write that cannot
- * be diffed is refused before anything changes. OLD_EXISTS: the file is there; OLD_KNOWN: it is
- * text within the read cap (else no diff is shown). */
+ * + the diff. The diff comes first, so a write that cannot be diffed is refused before anything
+ * changes. OLD_KNOWN: the old content is text within the read cap (else no diff is shown). */
 static cJSON *commit_change(struct call *c, const char *path, const char *rel, const char *shown,
-                            bool old_exists, bool old_known, bool changed, const char *data,
+                            const char *old, size_t old_len, bool old_known, const char *data,
                             size_t len, char *head)
 {
+    bool changed = !old || old_len != len || memcmp(old, data, len);
     char *diff = NULL;
     size_t dl = 0;
     struct kward_diff_stats st = {0};
-    if (old_known && changed && kward_diff(c->ctx, rel, old_exists, data, len, &diff, &dl, &st, &c->e) < 0) {
+    if (old_known && changed &&
+        kward_diff(c->ctx, rel, old, old_len, data, len, &diff, &dl, &st, &c->e) < 0) {
         free(head);
         return NULL;
     }
@@ -1355,9 +1357,8 @@ static cJSON *k_write(struct call *c)
         known = ignore.kind == BROKER_E_NOT_FOUND;
     }
     char *head = util_printf("Wrote %zu bytes to %s", strlen(content), shown);
-    size_t clen = strlen(content);
-    bool changed = !had || old.len != clen || memcmp(old.content, content, clen);
-    cJSON *res = head ? commit_change(c, path, rel, shown, had, known, changed, content, clen, head)
+    cJSON *res = head ? commit_change(c, path, rel, shown, had ? old.content : NULL,
+                                      had ? old.len : 0, known, content, strlen(content), head)
                       : oom(c);
     broker_read_result_clear(&old);
     return res;
@@ -1480,9 +1481,7 @@ static cJSON *k_edit(struct call *c)
         goto done;
     }
     char *head = util_printf("Edited %s: replaced %zu block(s)", shown, n);
-    res = head ? commit_change(c, path, rel, shown, true, true,
-                               r.len != dst || memcmp(r.content, data, dst), data, dst, head)
-               : oom(c);
+    res = head ? commit_change(c, path, rel, shown, r.content, r.len, true, data, dst, head) : oom(c);
 done:
     free(data);
     free(v);

@@ -84,20 +84,21 @@ int kward_tool_run(const struct tool_ctx *ctx, const char *what, const char *pac
 
 /* ---- unified diffs (kward_diff.c) ----------------------------------------------------------- */
 
-/* Diffs come from GNU diff (Debian package diffutils): `diff -u` in a command sandbox, the old
- * file read-only at /workspace/PATH, the new text on stdin (written to the sandbox's /tmp), so
- * a diff is computed before the write is committed. Cost: one sandbox start per write or edit. */
+/* Diffs come from GNU diff (Debian package diffutils): `diff -u` in a command sandbox, both
+ * texts on its stdin (written to the sandbox's /tmp), so a diff is computed before the write is
+ * committed, from exactly the text the supervisor read. Cost: one sandbox start per write or
+ * edit. */
 
 struct kward_diff_stats {
     size_t additions, deletions;
 };
 /* A unified diff (3 lines of context, "--- a/REL" / "+++ b/REL" headers; "--- /dev/null" when
- * OLD_EXISTS is false) from the workspace file REL to NEW (LEN bytes), malloc'd in *out ("" when
- * they are equal), with its counts. 0, or -1 with E set (diff missing: the message names the
- * package; it failed, ran out of time, or printed more than the supervisor keeps). */
-int kward_diff(const struct tool_ctx *ctx, const char *rel, bool old_exists, const char *new_text,
-               size_t len, char **out, size_t *out_len, struct kward_diff_stats *st,
-               struct broker_err *e);
+ * OLD is NULL: a new file) from OLD (OLD_LEN bytes) to NEW (LEN bytes), malloc'd in *out (""
+ * when they are equal), with its counts. 0, or -1 with E set (diff missing: the message names
+ * the package; it failed, ran out of time, or printed more than the supervisor keeps). */
+int kward_diff(const struct tool_ctx *ctx, const char *rel, const char *old, size_t old_len,
+               const char *new_text, size_t len, char **out, size_t *out_len,
+               struct kward_diff_stats *st, struct broker_err *e);
 /* The in-process half: the additions and deletions of a unified diff's text (untrusted: GNU
  * diff's output, which echoes workspace lines), counted from its hunks' '+' and '-' lines and
  * checked against the hunk headers' counts. 0, or -EINVAL when it is not a unified diff. */

@@ -15,12 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The labels and the old file come through the environment, so no path is ever spliced into
- * the shell text. --text: the files are text already; never "Binary files differ". */
+/* stdin holds the old text (KWARD_OLD_LEN bytes, read exactly: dd's count_bytes) then the new.
+ * The labels come through the environment, so no path is ever spliced into the shell text.
+ * --text: both are text already; never "Binary files differ". */
 #define DIFF_COMMAND                                                                               \
     "command -v diff >/dev/null 2>&1 || exit 127; "                                                \
-    "cat > /tmp/new && exec diff -u --text --label \"$KWARD_LABEL_A\" --label \"$KWARD_LABEL_B\" " \
-    "-- \"$KWARD_OLD\" /tmp/new"
+    "dd of=/tmp/old bs=65536 count=\"$KWARD_OLD_LEN\" iflag=count_bytes status=none && "            \
+    "cat > /tmp/new && "                                                                           \
+    "exec diff -u --text --label \"$KWARD_LABEL_A\" --label \"$KWARD_LABEL_B\" -- /tmp/old /tmp/new"
 
 /* A decimal number at *p (advanced past it); false when there is none or it overflows. */
 static bool number(const char **p, const char *end, size_t *v)
@@ -105,23 +107,30 @@ int kward_diff_count(const char *diff, size_t len, struct kward_diff_stats *st)
     return old_left || new_left || !in_hunk ? -EINVAL : 0;
 }
 
-int kward_diff(const struct tool_ctx *ctx, const char *rel, bool old_exists, const char *new_text,
-               size_t len, char **out, size_t *out_len, struct kward_diff_stats *st,
-               struct broker_err *e)
+int kward_diff(const struct tool_ctx *ctx, const char *rel, const char *old, size_t old_len,
+               const char *new_text, size_t len, char **out, size_t *out_len,
+               struct kward_diff_stats *st, struct broker_err *e)
 {
     *out = NULL;
     *out_len = 0;
     memset(st, 0, sizeof(*st));
-    _cleanup_free_ char *la = old_exists ? util_printf("KWARD_LABEL_A=a/%s", rel)
-                                         : strdup("KWARD_LABEL_A=/dev/null");
+    if (old_len > SIZE_MAX - len)
+        return broker_fail(e, BROKER_E_TOO_LARGE, NULL, "the texts are too large to diff");
+    _cleanup_free_ char *la = old ? util_printf("KWARD_LABEL_A=a/%s", rel)
+                                  : strdup("KWARD_LABEL_A=/dev/null");
     _cleanup_free_ char *lb = util_printf("KWARD_LABEL_B=b/%s", rel);
-    _cleanup_free_ char *old = old_exists ? util_printf("KWARD_OLD=/workspace/%s", rel)
-                                          : strdup("KWARD_OLD=/dev/null");
-    if (!la || !lb || !old)
+    _cleanup_free_ char *ol = util_printf("KWARD_OLD_LEN=%zu", old ? old_len : 0);
+    _cleanup_free_ char *input = malloc((old ? old_len : 0) + len + 1);
+    if (!la || !lb || !ol || !input)
         return broker_fail(e, BROKER_E_IO, NULL, "out of memory for the diff");
-    const char *const env[] = {la, lb, old};
+    if (old && old_len)
+        memcpy(input, old, old_len);
+    if (len)
+        memcpy(input + (old ? old_len : 0), new_text, len);
+    const char *const env[] = {la, lb, ol};
     struct broker_command_result r = {0};
-    if (kward_tool_run(ctx, "GNU diff", "diffutils", DIFF_COMMAND, env, 3, new_text, len, &r, e) < 0)
+    if (kward_tool_run(ctx, "GNU diff", "diffutils", DIFF_COMMAND, env, 3, input,
+                       (old ? old_len : 0) + len, &r, e) < 0)
         return -1;
     int rc = 0;
     /* diff: 0 the same, 1 different, 2 trouble. */

@@ -433,6 +433,27 @@ static void edit_rules(void **state)
 #undef E
 }
 
+/* The diff is made from the text the supervisor read, so a file the command sandbox's user may
+ * not read (0600, owned by root) is edited with its diff like any other. */
+static void edit_file_the_sandbox_cannot_read(void **state)
+{
+    struct fx *f = *state;
+    fx_put(f, "private.txt", "one\ntwo\n");
+    char p[160];
+    snprintf(p, sizeof(p), "%s/private.txt", f->ws);
+    assert_int_equal(chmod(p, 0600), 0);
+    cJSON *r = fx_ok(f, "read_file", "{\"path\":\"private.txt\"}");
+    cJSON_Delete(r);
+    r = fx_ok(f, "edit_file", "{\"path\":\"private.txt\",\"edits\":[{\"old_text\":\"two\",\"new_text\":\"2\"}]}");
+    assert_string_equal(out_of(r), "Edited private.txt: replaced 1 block(s)\n--- a/private.txt\n+++ b/private.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n");
+    assert_int_equal((int)fx_num(r, "additions"), 1);
+    assert_int_equal((int)fx_num(r, "deletions"), 1);
+    cJSON_Delete(r);
+    char *got = fx_get(f, "private.txt");
+    assert_string_equal(got, "one\n2\n");
+    free(got);
+}
+
 static void diff_capped_at_8k(void **state)
 {
     struct fx *f = *state;
@@ -619,7 +640,7 @@ int main(void)
         KW_TEST(context_for_task),
         KW_TEST(write_new_and_existing),
         KW_TEST(changed_behind_the_agents_back),
-        KW_TEST(edit_rules),
+        KW_TEST(edit_rules), KW_TEST(edit_file_the_sandbox_cannot_read),
         KW_TEST(diff_capped_at_8k),
         KW_TEST(read_only_rules_and_approval),
         KW_TEST(denials_and_unknown),
