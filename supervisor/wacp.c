@@ -364,7 +364,13 @@ void wacp_agent_ended(struct wacp *w, const char *id, const char *reason)
     if (!ws || !(WS_BIT(ws->state) & WS_LIVE_MASK))
         return;
     ws->stopped = true; /* nothing left to stop */
-    ws_set_state(w, ws, WS_FAILED, "protocol", reason && reason[0] ? reason : "agent_exited");
+    const char *why = reason && reason[0] ? reason : "agent_exited";
+    if (ws_set_state(w, ws, WS_FAILED, "protocol", why) < 0 || !ws->parent)
+        return;
+    /* The agent cannot say `failed` any more: the runtime says it for it, so a parent waiting
+     * for its child's signals learns of the failure (Signal spec: runtime-emitted failed). */
+    char sid[WACP_ID_LEN];
+    sig_emit(w, ws, "protocol", "failed", why, NULL, NULL, false, sid);
 }
 
 static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)

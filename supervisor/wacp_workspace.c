@@ -430,8 +430,11 @@ int ws_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     static const cJSON none = {.type = cJSON_Object};
     const cJSON *bj = cJSON_GetObjectItemCaseSensitive(p, "budgets");
     if (budgets_for(bj ? bj : &none, &v.budgets, &c->budgets, &bud, e) < 0) {
-        if (e->rpc_code == WACP_E_LIMIT)
-            return wacp_deny(w, c, M, e, WACP_E_LIMIT, "budget_exceeds_parent", "%s", e->msg);
+        if (e->rpc_code == WACP_E_LIMIT) {
+            char why[sizeof(e->msg)]; /* wacp_deny rewrites e: keep the reason apart */
+            snprintf(why, sizeof(why), "%s", e->msg);
+            return wacp_deny(w, c, M, e, WACP_E_LIMIT, "budget_exceeds_parent", "%s", why);
+        }
         return -1;
     }
     double tsec = to ? to->valuedouble : bud.wall_time;
