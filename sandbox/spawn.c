@@ -185,9 +185,13 @@ static void drop_privileges(const struct spawn_args *a)
         CHILD_CHECK(cap_drop_bound(c) == 0, fd, "caps: cannot drop %s from the bounding set: %s", cap_to_name(c), strerror(errno));
     }
     CHILD_CHECK(cap_reset_ambient() == 0 || errno == EINVAL, fd, "caps: cannot clear the ambient set: %s", strerror(errno));
-    CHILD_CHECK(setgroups(0, NULL) == 0, fd, "ids: setgroups: %s", strerror(errno));
-    CHILD_CHECK(setresgid(a->p->gid, a->p->gid, a->p->gid) == 0, fd, "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
-    CHILD_CHECK(setresuid(a->p->uid, a->p->uid, a->p->uid) == 0, fd, "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
+    /* Raw system calls, not glibc's setgroups / setres[ug]id: in a process cloned from a
+     * multithreaded one (commands are started from worker threads), glibc's wrappers try to
+     * change the ids of every thread the parent had, and wait forever on one the parent was
+     * creating at that instant. This process has one thread: the kernel call is all it needs. */
+    CHILD_CHECK(syscall(SYS_setgroups, 0, NULL) == 0, fd, "ids: setgroups: %s", strerror(errno));
+    CHILD_CHECK(syscall(SYS_setresgid, a->p->gid, a->p->gid, a->p->gid) == 0, fd, "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
+    CHILD_CHECK(syscall(SYS_setresuid, a->p->uid, a->p->uid, a->p->uid) == 0, fd, "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
     CHILD_CHECK(a->no_caps && cap_set_proc(a->no_caps) == 0, fd, "caps: cannot clear the capability sets: %s", strerror(errno));
     CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, fd, "no_new_privs: %s", strerror(errno));
     /* Changing credentials cleared the parent-death signal: set it again, then make sure the

@@ -6,6 +6,7 @@
 #include "supervisor/run.h"
 
 #include "supervisor/agent.h"
+#include "supervisor/cmd_denials.h"
 #include "supervisor/control.h"
 #include "supervisor/exec_record.h"
 #include "supervisor/loop.h"
@@ -63,6 +64,7 @@ struct run {
     struct run_ws *list;
     struct loop_watch deadline_watch, sig_watch, timeout_watch, ctl_watch;
     struct control *ctl;
+    struct cmddeny *cmd_denials; /* command sandboxes' seccomp listeners */
     uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
     unsigned signals;
@@ -301,6 +303,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
     s->ctx.rules = s->rules;
     s->ctx.session = s->session;
+    s->ctx.adopt_listener = cmddeny_adopt;
+    s->ctx.adopt_data = r->cmd_denials;
+    s->ctx.adopt_tag = s->id;
     /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
     char *dir = strdup(info->dir);
     if (!dir) {
@@ -730,6 +735,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     struct agent_host_opts ho = {.max_message = ps.max_message};
     if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
         goto out;
+    if ((rc = cmddeny_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
+        goto out;
     r.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
     if (r.sig_fd < 0 || loop_watch_add(r.loop, &r.sig_watch, r.sig_fd, EPOLLIN, on_signal, &r) < 0) {
         rc = cerr_set(err, errno ? errno : EIO, "cannot watch signals: %s", strerror(errno));
@@ -832,6 +839,7 @@ out:
         s->agent = NULL;
     }
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
+    cmddeny_free(r.cmd_denials);
     control_free(r.ctl);
     if (r.loop) {
         loop_watch_del(r.loop, &r.deadline_watch);

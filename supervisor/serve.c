@@ -3,6 +3,7 @@
 #include "supervisor/serve.h"
 
 #include "supervisor/agent.h"
+#include "supervisor/cmd_denials.h"
 #include "supervisor/loop.h"
 #include "supervisor/pool.h"
 #include "supervisor/seccomp_notify.h"
@@ -190,12 +191,22 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ign, &old_pipe);
     struct pool *pool = NULL;
+    struct cmddeny *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
         sigaction(SIGPIPE, &old_pipe, NULL);
         return r;
+    }
+    if (o->trail) {
+        /* Command sandboxes' denied system calls are recorded too, in this agent's workspace. */
+        r = cmddeny_new(s.loop, o->trail, &cmd_denials, err);
+        if (r < 0)
+            goto out;
+        ctx.adopt_listener = cmddeny_adopt;
+        ctx.adopt_data = cmd_denials;
+        ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
     }
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
@@ -273,6 +284,7 @@ out:
     agent_free(agent);
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);
+    cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
     loop_free(s.loop);
     sigaction(SIGPIPE, &old_pipe, NULL);

@@ -166,6 +166,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     p.seccomp.network = false;
     p.landlock = true;
     p.cgroup_parent = ctx->cgroup_parent;
+    p.seccomp.notify = ctx->adopt_listener != NULL;
 
     double timeout = o->timeout_sec > 0 ? o->timeout_sec : ctx->limits.command_timeout_sec;
     if (ctx->limits.command_timeout_max > 0 && timeout > ctx->limits.command_timeout_max)
@@ -200,6 +201,11 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         close(errp[0]);
         return broker_fail(e, BROKER_E_EXEC, "command", "the command sandbox did not start: %s",
                            cerr.msg);
+    }
+    if (p.seccomp.notify) {
+        int lfd = sandbox_child_take_notify_fd(child);
+        if (lfd >= 0)
+            ctx->adopt_listener(ctx->adopt_data, ctx->adopt_tag, lfd, &p.seccomp);
     }
     fcntl(outp[0], F_SETFL, O_NONBLOCK);
     fcntl(errp[0], F_SETFL, O_NONBLOCK);

@@ -47,6 +47,13 @@ struct tool_ctx {
     const struct tool_rule *rules; /* per-tool policy; NULL: every tool enabled, no rules */
     size_t n_rules;
     struct tool_session *session;  /* this connection's memory (tools/session.h); NULL: none */
+    /* With a trail: a command sandbox's seccomp listener is handed to this (from a worker
+     * thread; it takes the fd in every case), so the command's denied system calls are recorded
+     * like the agent's own (supervisor/cmd_denials.h). NULL: the filter answers EPERM itself. */
+    void (*adopt_listener)(void *data, const char *tag, int listener,
+                           const struct sandbox_seccomp *rules);
+    void *adopt_data;
+    const char *adopt_tag;         /* the workspace id the entries go to */
 };
 
 /* The rule for TOOL, or NULL when the policy sets none. */
