@@ -116,13 +116,14 @@ expect_status "A: two checkpoints made the chain" 2 "$n" "$(trail --type checkpo
 expect_match "A: the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 2>&1)"
 
 # ---- B: redelivery: a worker that drops its directive gets it again (attempt 2), once; one that
-# drops four has it recorded undeliverable after three redeliveries
-session b --redelivery-ms 150 -- @envelope \
+# drops four has it recorded undeliverable after three redeliveries (base 400 ms: 4 s in all, so
+# a machine under load still acks the others in time)
+session b --redelivery-ms 400 -- @envelope \
     'd=wacp/workspace.create {"agent":"dropper","directive":{"steps":["wacp/checkpoint.create {\"type\":\"artifact\",\"intent\":\"d\",\"status\":\"final\",\"confidence\":\"high\",\"parent\":null}","wacp/signal.emit {\"type\":\"complete\"}","@hold"]}}' \
     'l=wacp/workspace.create {"agent":"lost","directive":{"steps":["@log:never"]}}' \
     '@until:complete' \
     'wacp/integrate {"workspace":"{{d.workspace_id}}","decision":"accept"}' \
-    '@sleep:2500' \
+    '@sleep:6000' \
     'wacp/workspace.abort {"workspace":"{{l.workspace_id}}","reason":"its directive was undeliverable"}' \
     'wacp/signal.emit {"type":"complete"}' @hold
 expect_status "B: the run ends well" 0 "$rc" "$err" "$logs"
