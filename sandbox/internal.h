@@ -30,8 +30,14 @@ int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct 
                   struct cerr *err);
 void seccomp_prog_release(struct seccomp_prog *p);
 
-/* net.c: bring `lo` up in the current network namespace through libnl. */
-int net_loopback_up(struct cerr *err);
+/* net.c: bring `lo` up in the current network namespace. The request is built (libnl) in the
+ * parent; the child sends it without allocating anything. */
+struct net_request {
+    unsigned char buf[64];
+    size_t len;
+};
+int net_loopback_prepare(struct net_request *req, struct cerr *err);
+int net_loopback_up(const struct net_request *req, struct cerr *err);
 
 /* landlock.c: restrict writes to the given absolute paths (inside the new root) for this process
  * and its future children. Returns 0, or a negative code with err set. */

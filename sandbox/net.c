@@ -1,38 +1,71 @@
-/* sandbox/net.c: network set-up inside the sandbox's own network namespace, through libnl:
- * `--net loopback` brings `lo` up and nothing else. */
+/* sandbox/net.c: network set-up inside the sandbox's own network namespace: `--net loopback`
+ * brings `lo` up and nothing else. libnl builds the request in the parent; the child only sends
+ * those bytes and reads the kernel's answer into a stack buffer. The child is cloned from a
+ * multithreaded supervisor, where a malloc could wait forever on a lock another thread held at
+ * the clone: so nothing in the child allocates. */
 #include "sandbox/internal.h"
 
-#include <net/if.h>
+#include <linux/if.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
-#include <netlink/route/link.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-int net_loopback_up(struct cerr *err)
+/* The loopback device is index 1 in every network namespace (the kernel's LOOPBACK_IFINDEX). */
+#define LO_IFINDEX 1
+
+int net_loopback_prepare(struct net_request *req, struct cerr *err)
 {
-    struct nl_sock *sk = nl_socket_alloc();
-    if (!sk)
-        return cerr_set(err, ENOMEM, "net: cannot allocate a netlink socket");
-    struct rtnl_link *link = NULL, *change = NULL;
-    int r = nl_connect(sk, NETLINK_ROUTE);
-    if (r < 0) {
-        r = cerr_set(err, EIO, "net: cannot connect to rtnetlink: %s", nl_geterror(r));
+    memset(req, 0, sizeof(*req));
+    struct nl_msg *msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK);
+    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = LO_IFINDEX, .ifi_flags = IFF_UP,
+                            .ifi_change = IFF_UP};
+    if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
+        nlmsg_free(msg);
+        return cerr_set(err, ENOMEM, "net: cannot build the request to bring lo up");
+    }
+    const struct nlmsghdr *h = nlmsg_hdr(msg);
+    if (h->nlmsg_len > sizeof(req->buf)) {
+        nlmsg_free(msg);
+        return cerr_set(err, E2BIG, "net: the request to bring lo up is too large");
+    }
+    memcpy(req->buf, h, h->nlmsg_len);
+    req->len = h->nlmsg_len;
+    nlmsg_free(msg);
+    return 0;
+}
+
+int net_loopback_up(const struct net_request *req, struct cerr *err)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0)
+        return cerr_set(err, errno, "net: cannot open rtnetlink: %s", strerror(errno));
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    int r = 0;
+    if (sendto(fd, req->buf, req->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)req->len) {
+        r = cerr_set(err, errno ? errno : EIO, "net: cannot ask to bring lo up: %s", strerror(errno));
         goto out;
     }
-    if ((r = rtnl_link_get_kernel(sk, 0, "lo", &link)) < 0) {
-        r = cerr_set(err, ENODEV, "net: no loopback device in the new namespace: %s", nl_geterror(r));
+    union {
+        struct nlmsghdr h;
+        char buf[1024];
+    } ans;
+    ssize_t n;
+    do
+        n = recv(fd, ans.buf, sizeof(ans.buf), 0);
+    while (n < 0 && errno == EINTR);
+    if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) || ans.h.nlmsg_type != NLMSG_ERROR ||
+        ans.h.nlmsg_len > (size_t)n) {
+        r = cerr_set(err, EIO, "net: no answer from rtnetlink to bringing lo up");
         goto out;
     }
-    change = rtnl_link_alloc();
-    if (!change) {
-        r = cerr_set(err, ENOMEM, "net: out of memory");
-        goto out;
-    }
-    rtnl_link_set_flags(change, IFF_UP);
-    if ((r = rtnl_link_change(sk, link, change, 0)) < 0)
-        r = cerr_set(err, EIO, "net: cannot bring lo up: %s", nl_geterror(r));
+    const struct nlmsgerr *e = NLMSG_DATA(&ans.h);
+    if (e->error != 0)
+        r = cerr_set(err, -e->error, "net: cannot bring lo up: %s", strerror(-e->error));
 out:
-    rtnl_link_put(change);
-    rtnl_link_put(link);
-    nl_socket_free(sk);
-    return r < 0 ? r : 0;
+    close(fd);
+    return r;
 }

@@ -119,6 +119,7 @@ int sandbox_find_program(const char *program, char **out)
 
 struct spawn_args {
     const struct sandbox_profile *p;
+    struct net_request lo_req; /* --net loopback: the request, built before the clone */
     const struct root_plan *plan;
     struct seccomp_prog prog; /* received from the parent over the go pipe */
     const char *exec_path;   /* in the random page: the one execve the filter allows */
@@ -329,7 +330,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CTT("root");
     const char *hn = a->p->hostname ? a->p->hostname : "corral";
     CHILD_CHECK(sethostname(hn, strlen(hn)) == 0, fd, "uts: sethostname: %s", strerror(errno));
-    if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&e) < 0)
+    if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&a->lo_req, &e) < 0)
         child_fail(fd, e.msg);
     /* Phase two: the parent has put us in our cgroup and sends the seccomp filter it built
      * (in parallel with the root above). A short read means it died or gave up. */
@@ -604,6 +605,11 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         cap_free(a.no_caps);
         free(a.prog.insns);
         r = cerr_set(err, ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0) {
+        cap_free(a.no_caps);
+        free(a.prog.insns);
         goto fail;
     }
     int pidfd = -1;
