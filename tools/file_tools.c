@@ -124,6 +124,7 @@ static int parse_args(struct call *c, const cJSON *args)
         default:
             return fail(c, "invalid_argument", "%s must be a string", p->name);
         }
+    case TOOL_PARAM_NOT_FINITE:
     case TOOL_PARAM_NOT_WHOLE:
         return fail(c, "invalid_argument", "%s must be an integer", p->name);
     case TOOL_PARAM_RANGE:

@@ -16,14 +16,15 @@ static int bad_set(struct tool_param_bad *bad, enum tool_param_fault fault,
     return -EINVAL;
 }
 
-/* A whole number in [min, max]; TOOL_PARAM_INT_TEXT also takes it as a short string. */
-static int check_int(const struct tool_param *p, const cJSON *v, double *out,
+/* A number (whole for the integer types) in [min, max]; the _TEXT types also take it as a short
+ * string. */
+static int check_number(const struct tool_param *p, const cJSON *v, double *out,
                      struct tool_param_bad *bad)
 {
     double d;
     if (cJSON_IsNumber(v)) {
         d = v->valuedouble;
-    } else if (p->type == TOOL_PARAM_INT_TEXT && cJSON_IsString(v) && v->valuestring &&
+    } else if (p->type != TOOL_PARAM_INT && cJSON_IsString(v) && v->valuestring &&
                v->valuestring[0] && strnlen(v->valuestring, 32) < 32) {
         char *end;
         d = strtod(v->valuestring, &end);
@@ -32,7 +33,9 @@ static int check_int(const struct tool_param *p, const cJSON *v, double *out,
     } else {
         return bad_set(bad, TOOL_PARAM_TYPE, p, v);
     }
-    if (!isfinite(d) || floor(d) != d)
+    if (!isfinite(d))
+        return bad_set(bad, TOOL_PARAM_NOT_FINITE, p, v);
+    if (p->type != TOOL_PARAM_NUMBER_TEXT && floor(d) != d)
         return bad_set(bad, TOOL_PARAM_NOT_WHOLE, p, v);
     if (d < p->min || d > p->max)
         return bad_set(bad, TOOL_PARAM_RANGE, p, v);
@@ -58,7 +61,10 @@ static int check_one(const struct tool_param *p, const cJSON *v, double *num,
         return cJSON_IsBool(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
     case TOOL_PARAM_INT:
     case TOOL_PARAM_INT_TEXT:
-        return check_int(p, v, num, bad);
+    case TOOL_PARAM_NUMBER_TEXT:
+        return check_number(p, v, num, bad);
+    case TOOL_PARAM_OBJECT_NULL:
+        return cJSON_IsObject(v) || cJSON_IsNull(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
     case TOOL_PARAM_STRINGS:
     case TOOL_PARAM_ITEMS: {
         if (!cJSON_IsArray(v))
@@ -117,7 +123,7 @@ int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, c
             bad->key = it->string ? it->string : "";
             return -EINVAL;
         }
-        if (cJSON_IsNull(it))
+        if (cJSON_IsNull(it) && p[i].type != TOOL_PARAM_OBJECT_NULL)
             continue;
         double d = 0;
         if (check_one(&p[i], it, &d, item, arg, bad) < 0)
@@ -151,7 +157,7 @@ static bool add_string_items(cJSON *s, const char *key)
 
 static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_params_schema_fn items)
 {
-    bool all = flags & TOOL_PARAMS_ALL_BOUNDS;
+    bool all = flags & TOOL_PARAMS_ALL_BOUNDS, none = flags & TOOL_PARAMS_NO_BOUNDS;
     cJSON *s = p->type == TOOL_PARAM_ITEMS ? (items ? items(p) : NULL) : cJSON_CreateObject();
     bool ok = s != NULL;
     switch (p->type) {
@@ -164,10 +170,13 @@ static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_para
                 ok = cJSON_AddItemToArray(en, cJSON_CreateString(*c));
         }
         break;
-    case TOOL_PARAM_STRING_NULL: {
+    case TOOL_PARAM_STRING_NULL:
+    case TOOL_PARAM_OBJECT_NULL: {
         cJSON *t = ok ? cJSON_CreateArray() : NULL;
         ok = t && cJSON_AddItemToObject(s, "type", t) &&
-             cJSON_AddItemToArray(t, cJSON_CreateString("string")) &&
+             cJSON_AddItemToArray(t, cJSON_CreateString(p->type == TOOL_PARAM_OBJECT_NULL
+                                                             ? "object"
+                                                             : "string")) &&
              cJSON_AddItemToArray(t, cJSON_CreateString("null"));
         if (!ok && t && !cJSON_GetObjectItemCaseSensitive(s, "type"))
             cJSON_Delete(t);
@@ -178,11 +187,12 @@ static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_para
         break;
     case TOOL_PARAM_INT:
     case TOOL_PARAM_INT_TEXT:
+    case TOOL_PARAM_NUMBER_TEXT:
         /* A bound at JSON's own limit says nothing, and past 2^53 cJSON prints inexactly. */
-        ok = ok && add_type(s, "integer");
-        if (ok && (all || p->min > -TOOL_PARAMS_JSON_MAX))
+        ok = ok && add_type(s, p->type == TOOL_PARAM_NUMBER_TEXT ? "number" : "integer");
+        if (ok && !none && (all || p->min > -TOOL_PARAMS_JSON_MAX))
             ok = cJSON_AddNumberToObject(s, "minimum", p->min);
-        if (ok && (all || p->max < TOOL_PARAMS_JSON_MAX))
+        if (ok && !none && (all || p->max < TOOL_PARAMS_JSON_MAX))
             ok = cJSON_AddNumberToObject(s, "maximum", p->max);
         break;
     case TOOL_PARAM_STRINGS:

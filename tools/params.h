@@ -16,9 +16,11 @@ enum tool_param_type {
     TOOL_PARAM_BOOL,
     TOOL_PARAM_INT,         /* a whole JSON number within [min, max] */
     TOOL_PARAM_INT_TEXT,    /* the same, or a string holding one (zod's coerce.number) */
+    TOOL_PARAM_NUMBER_TEXT, /* a finite number within [min, max], or a string holding one */
     TOOL_PARAM_STRINGS,     /* an array of min..max strings */
     TOOL_PARAM_STRMAP,      /* an object of at most max string values */
     TOOL_PARAM_ITEMS,       /* an array of min..max objects, each checked by the surface's hook */
+    TOOL_PARAM_OBJECT_NULL, /* an object, or null, which here is a value and not an absence */
 };
 
 struct tool_param {
@@ -37,7 +39,8 @@ enum tool_param_fault {
     TOOL_PARAM_NOT_OBJECT, /* the arguments are neither an object nor null */
     TOOL_PARAM_UNKNOWN,    /* key names no parameter */
     TOOL_PARAM_TYPE,       /* param's value has the wrong JSON type */
-    TOOL_PARAM_NOT_WHOLE,  /* an integer parameter's number is fractional or not finite */
+    TOOL_PARAM_NOT_FINITE, /* a number parameter's value is infinite or not a number */
+    TOOL_PARAM_NOT_WHOLE,  /* an integer parameter's number is fractional */
     TOOL_PARAM_RANGE,      /* an integer outside [min, max] */
     TOOL_PARAM_CHOICE,     /* a string not among the choices */
     TOOL_PARAM_COUNT,      /* an array or map with too few or too many items */
@@ -61,7 +64,7 @@ typedef int (*tool_params_item_fn)(const struct tool_param *p, int i, const cJSO
 
 /* Checks ARGS (an object, or NULL / JSON null for none) against the N parameters P. On success
  * v[i] is parameter i's value (NULL when absent or JSON null; borrowed from ARGS) and, when NUM
- * is not NULL, num[i] is an integer parameter's value. Returns 0, or -EINVAL with BAD filled. */
+ * is not NULL, num[i] is a number parameter's value. Returns 0, or -EINVAL with BAD filled. */
 int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, const cJSON **v,
                       double *num, tool_params_item_fn item, void *arg,
                       struct tool_param_bad *bad);
@@ -69,6 +72,7 @@ int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, c
 enum {
     TOOL_PARAMS_ALL_BOUNDS = 1 << 0,     /* print maxima past 2^53-1 and every array count */
     TOOL_PARAMS_ALWAYS_REQUIRED = 1 << 1, /* print "required": [] when nothing is */
+    TOOL_PARAMS_NO_BOUNDS = 1 << 2,       /* print no numeric bounds at all */
 };
 
 /* The schema of a TOOL_PARAM_ITEMS parameter (without its description), which only the surface

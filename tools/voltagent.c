@@ -114,6 +114,7 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
                            b->key);
     case TOOL_PARAM_REQUIRED:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
+    case TOOL_PARAM_NOT_FINITE:
     case TOOL_PARAM_NOT_WHOLE:
     case TOOL_PARAM_RANGE:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a whole number from %.0f",

@@ -89,6 +89,7 @@ static int bad_args(const struct wap_tool *t, const struct tool_param_bad *b, st
                      c == p->choices ? "" : ", ", *c);
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be one of %s", p->name, list);
     }
+    case TOOL_PARAM_NOT_FINITE:
     case TOOL_PARAM_NOT_WHOLE:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be an integer", p->name);
     case TOOL_PARAM_RANGE:
