@@ -3,23 +3,13 @@
  * `{error, message}` errors, over the broker operations. As in wap.c, one table per tool drives
  * both argument validation and the inputSchema of tools/list. */
 #include "tools/broker.h"
+#include "tools/params.h"
 #include "tools/session.h"
 #include "tools/surfaces.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-enum ptype { P_STRING, P_BOOL, P_INT, P_PATCHES };
-
-struct param {
-    const char *name;
-    enum ptype type;
-    bool required;
-    const char *desc;
-    double min, max; /* P_INT bounds; P_PATCHES: item counts */
-};
 
 /* One call in flight: the validated arguments by parameter index, and how it failed. CODE,
  * when set, is the error code; otherwise the broker's kind is spelled by ft_code. */
@@ -34,7 +24,7 @@ struct call {
 struct ft_tool {
     const char *name;
     const char *desc;
-    const struct param *params;
+    const struct tool_param *params;
     size_t n_params;
     cJSON *(*fn)(struct call *c);
     bool writes; /* changes the workspace: read-only, read-first and write_failed apply */
@@ -80,91 +70,79 @@ static cJSON *oom(struct call *c)
     return NULL;
 }
 
-static int check_param(struct call *c, const struct param *p, const cJSON *v)
+/* One {find, replace} of file.patch's patches (the checker has seen it is an object). */
+static int check_patch(const struct tool_param *p, int i, const cJSON *it, void *arg)
 {
-    switch (p->type) {
-    case P_STRING:
-        if (cJSON_IsString(v) && v->valuestring)
-            return 0;
-        return fail(c, "invalid_argument", "%s must be a string", p->name);
-    case P_BOOL:
-        if (cJSON_IsBool(v))
-            return 0;
-        return fail(c, "invalid_argument", "%s must be a boolean (true or false)", p->name);
-    case P_INT:
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-            floor(v->valuedouble) != v->valuedouble)
-            return fail(c, "invalid_argument", "%s must be an integer", p->name);
-        if (v->valuedouble < p->min || v->valuedouble > p->max)
-            return fail(c, "invalid_argument", "%s must be between %.0f and %.0f", p->name, p->min,
-                        p->max);
-        return 0;
-    case P_PATCHES: {
-        if (!cJSON_IsArray(v))
-            return fail(c, "invalid_argument", "%s must be an array of {find, replace} objects",
-                        p->name);
-        int n = cJSON_GetArraySize(v);
-        if (n < p->min || n > p->max)
-            return fail(c, "invalid_argument", "%s must hold %.0f to %.0f patches", p->name, p->min,
-                        p->max);
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++) {
-            if (!cJSON_IsObject(it))
-                return fail(c, "invalid_argument", "%s[%d] must be an object {find, replace}",
-                            p->name, i);
-            for (const cJSON *f = it->child; f; f = f->next) {
-                const char *k = f->string ? f->string : "";
-                if (strcmp(k, "find") != 0 && strcmp(k, "replace") != 0)
-                    return fail(c, "invalid_argument",
-                                "%s[%d] takes only \"find\" and \"replace\", not \"%.40s\"", p->name,
-                                i, k);
-                if (!cJSON_IsString(f))
-                    return fail(c, "invalid_argument", "%s[%d].%s must be a string", p->name, i, k);
-            }
-            const cJSON *find = cJSON_GetObjectItemCaseSensitive(it, "find");
-            if (!find || !cJSON_GetObjectItemCaseSensitive(it, "replace"))
-                return fail(c, "invalid_argument", "%s[%d] needs both \"find\" and \"replace\"",
-                            p->name, i);
-            if (!*find->valuestring)
-                return fail(c, "invalid_argument",
-                            "%s[%d].find is empty; give the exact text to replace", p->name, i);
-        }
-        return 0;
+    struct call *c = arg;
+    for (const cJSON *f = it->child; f; f = f->next) {
+        const char *k = f->string ? f->string : "";
+        if (strcmp(k, "find") != 0 && strcmp(k, "replace") != 0)
+            return fail(c, "invalid_argument",
+                        "%s[%d] takes only \"find\" and \"replace\", not \"%.40s\"", p->name, i,
+                        k);
+        if (!cJSON_IsString(f))
+            return fail(c, "invalid_argument", "%s[%d].%s must be a string", p->name, i, k);
     }
-    }
-    return fail(c, "invalid_argument", "%s has an unknown type", p->name);
+    const cJSON *find = cJSON_GetObjectItemCaseSensitive(it, "find");
+    if (!find || !cJSON_GetObjectItemCaseSensitive(it, "replace"))
+        return fail(c, "invalid_argument", "%s[%d] needs both \"find\" and \"replace\"", p->name,
+                    i);
+    if (!*find->valuestring)
+        return fail(c, "invalid_argument", "%s[%d].find is empty; give the exact text to replace",
+                    p->name, i);
+    return 0;
 }
 
 /* Types, then the table: unknown fields are refused so that a typo ("ofset") never silently
- * reads the whole file. JSON null reads as absent. */
+ * reads the whole file. JSON null reads as absent. The checker's faults in the seed's words. */
 static int parse_args(struct call *c, const cJSON *args)
 {
     const struct ft_tool *t = c->t;
-    if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
+    struct tool_param_bad b;
+    if (tool_params_check(t->params, t->n_params, args, c->v, NULL, check_patch, c, &b) == 0)
+        return 0;
+    const struct tool_param *p = b.param;
+    switch (b.fault) {
+    case TOOL_PARAM_NOT_OBJECT:
         return fail(c, "invalid_argument", "arguments must be an object");
-    for (const cJSON *it = args && cJSON_IsObject(args) ? args->child : NULL; it; it = it->next) {
-        size_t i;
-        for (i = 0; i < t->n_params; i++)
-            if (it->string && strcmp(it->string, t->params[i].name) == 0)
-                break;
-        if (i == t->n_params) {
-            char name[64];
-            size_t n = broker_utf8_cut(it->string ? it->string : "",
-                                       it->string ? strlen(it->string) : 0, 60);
-            memcpy(name, it->string ? it->string : "", n);
-            name[n] = '\0';
-            return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->name, name);
-        }
-        if (cJSON_IsNull(it))
-            continue;
-        if (check_param(c, &t->params[i], it) < 0)
-            return -1;
-        c->v[i] = it;
+    case TOOL_PARAM_UNKNOWN: {
+        char name[64];
+        size_t n = broker_utf8_cut(b.key, strlen(b.key), 60);
+        memcpy(name, b.key, n);
+        name[n] = '\0';
+        return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->name, name);
     }
-    for (size_t i = 0; i < t->n_params; i++)
-        if (t->params[i].required && !c->v[i])
-            return fail(c, "invalid_argument", "%s is required", t->params[i].name);
-    return 0;
+    case TOOL_PARAM_TYPE:
+        switch (p->type) {
+        case TOOL_PARAM_BOOL:
+            return fail(c, "invalid_argument", "%s must be a boolean (true or false)", p->name);
+        case TOOL_PARAM_INT:
+            return fail(c, "invalid_argument", "%s must be an integer", p->name);
+        case TOOL_PARAM_ITEMS:
+            return fail(c, "invalid_argument", "%s must be an array of {find, replace} objects",
+                        p->name);
+        default:
+            return fail(c, "invalid_argument", "%s must be a string", p->name);
+        }
+    case TOOL_PARAM_NOT_FINITE:
+    case TOOL_PARAM_NOT_WHOLE:
+        return fail(c, "invalid_argument", "%s must be an integer", p->name);
+    case TOOL_PARAM_RANGE:
+        return fail(c, "invalid_argument", "%s must be between %.0f and %.0f", p->name, p->min,
+                    p->max);
+    case TOOL_PARAM_COUNT:
+        return fail(c, "invalid_argument", "%s must hold %.0f to %.0f patches", p->name, p->min,
+                    p->max);
+    case TOOL_PARAM_ITEM:
+        return fail(c, "invalid_argument", "%s[%d] must be an object {find, replace}", p->name,
+                    b.item);
+    case TOOL_PARAM_HOOK:
+        return -1; /* check_patch said why */
+    case TOOL_PARAM_REQUIRED:
+        return fail(c, "invalid_argument", "%s is required", p->name);
+    default:
+        return fail(c, "invalid_argument", "%s has an unknown type", p ? p->name : "?");
+    }
 }
 
 /* ---- paths, rules, names -------------------------------------------------------------------- */
@@ -274,10 +252,10 @@ static const char *shown(const char *display)
 
 /* ---- file.read ------------------------------------------------------------------------------ */
 
-static const struct param read_params[] = {
-    {"path", P_STRING, true, "Relative to workspace root", 0, 0},
-    {"offset", P_INT, false, "Start line, 1-indexed (default: 1)", 1, MAX_LINE},
-    {"limit", P_INT, false, "Max lines to return (default: all)", 1, MAX_LINE},
+static const struct tool_param read_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Relative to workspace root", NULL, 0, 0},
+    {"offset", TOOL_PARAM_INT, false, "Start line, 1-indexed (default: 1)", NULL, 1, MAX_LINE},
+    {"limit", TOOL_PARAM_INT, false, "Max lines to return (default: all)", NULL, 1, MAX_LINE},
 };
 
 /* S[0..len) with each line prefixed by its number as `cat -n` does ("%6ju\t"), the first line
@@ -364,9 +342,9 @@ static cJSON *ft_read(struct call *c)
 
 /* ---- file.write ----------------------------------------------------------------------------- */
 
-static const struct param write_params[] = {
-    {"path", P_STRING, true, "Relative to workspace root", 0, 0},
-    {"content", P_STRING, true, "Full file contents", 0, 0},
+static const struct tool_param write_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Relative to workspace root", NULL, 0, 0},
+    {"content", TOOL_PARAM_STRING, true, "Full file contents", NULL, 0, 0},
 };
 
 static cJSON *ft_write(struct call *c)
@@ -391,11 +369,11 @@ static cJSON *ft_write(struct call *c)
 
 /* ---- file.patch ----------------------------------------------------------------------------- */
 
-static const struct param patch_params[] = {
-    {"path", P_STRING, true, "Relative to workspace root", 0, 0},
-    {"patches", P_PATCHES, true,
+static const struct tool_param patch_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Relative to workspace root", NULL, 0, 0},
+    {"patches", TOOL_PARAM_ITEMS, true,
      "Array of patches to apply in order (each sees the result of the ones before); all or none are applied",
-     1, MAX_PATCHES},
+     NULL, 1, MAX_PATCHES},
 };
 
 static cJSON *ft_patch(struct call *c)
@@ -429,8 +407,8 @@ static cJSON *ft_patch(struct call *c)
 
 /* ---- file.delete ---------------------------------------------------------------------------- */
 
-static const struct param delete_params[] = {
-    {"path", P_STRING, true, "Relative to workspace root", 0, 0},
+static const struct tool_param delete_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Relative to workspace root", NULL, 0, 0},
 };
 
 static cJSON *ft_delete(struct call *c)
@@ -455,10 +433,10 @@ static cJSON *ft_delete(struct call *c)
 
 /* ---- file.list ------------------------------------------------------------------------------ */
 
-static const struct param list_params[] = {
-    {"path", P_STRING, false, "Directory relative to workspace (default: root)", 0, 0},
-    {"pattern", P_STRING, false,
-     "Glob pattern (e.g., \"**/*.ts\", \"*.py\"), matched against paths below the directory", 0, 0},
+static const struct tool_param list_params[] = {
+    {"path", TOOL_PARAM_STRING, false, "Directory relative to workspace (default: root)", NULL, 0, 0},
+    {"pattern", TOOL_PARAM_STRING, false,
+     "Glob pattern (e.g., \"**/*.ts\", \"*.py\"), matched against paths below the directory", NULL, 0, 0},
 };
 
 static cJSON *ft_list(struct call *c)
@@ -518,14 +496,14 @@ static cJSON *ft_list(struct call *c)
 
 /* ---- file.search ---------------------------------------------------------------------------- */
 
-static const struct param search_params[] = {
-    {"pattern", P_STRING, true, "Regex pattern (PCRE2 syntax)", 0, 0},
-    {"path", P_STRING, false, "Directory to search (default: workspace root)", 0, 0},
-    {"glob", P_STRING, false, "Filter by filename pattern (e.g., \"*.py\")", 0, 0},
-    {"case_sensitive", P_BOOL, false, "Default: true", 0, 0},
-    {"context_lines", P_INT, false, "Lines before/after match (default: 0)", 0, MAX_CONTEXT},
-    {"max_results", P_INT, false,
-     "Limit results (default: 100; at most the workspace's max_search_results)", 1, MAX_LINE},
+static const struct tool_param search_params[] = {
+    {"pattern", TOOL_PARAM_STRING, true, "Regex pattern (PCRE2 syntax)", NULL, 0, 0},
+    {"path", TOOL_PARAM_STRING, false, "Directory to search (default: workspace root)", NULL, 0, 0},
+    {"glob", TOOL_PARAM_STRING, false, "Filter by filename pattern (e.g., \"*.py\")", NULL, 0, 0},
+    {"case_sensitive", TOOL_PARAM_BOOL, false, "Default: true", NULL, 0, 0},
+    {"context_lines", TOOL_PARAM_INT, false, "Lines before/after match (default: 0)", NULL, 0, MAX_CONTEXT},
+    {"max_results", TOOL_PARAM_INT, false,
+     "Limit results (default: 100; at most the workspace's max_search_results)", NULL, 1, MAX_LINE},
 };
 
 /* A match as the seed's example shows it: with context, each line behind a four-column gutter,
@@ -712,37 +690,25 @@ static const char *ft_denial(const cJSON *result)
 
 /* ---- the surface ---------------------------------------------------------------------------- */
 
-static cJSON *param_schema(const struct param *p)
+/* file.patch's patches: {find, replace} objects, which the generic table cannot say. */
+static cJSON *patches_schema(const struct tool_param *p)
 {
     cJSON *s = cJSON_CreateObject();
-    switch (p->type) {
-    case P_STRING:
-        cJSON_AddStringToObject(s, "type", "string");
-        break;
-    case P_BOOL:
-        cJSON_AddStringToObject(s, "type", "boolean");
-        break;
-    case P_INT:
-        cJSON_AddStringToObject(s, "type", "integer");
-        cJSON_AddNumberToObject(s, "minimum", p->min);
-        if (p->max < MAX_LINE) /* past 2^53 cJSON would print it inexactly; JSON's own bound */
-            cJSON_AddNumberToObject(s, "maximum", p->max);
-        break;
-    case P_PATCHES:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddNumberToObject(s, "minItems", p->min);
-        cJSON_AddNumberToObject(s, "maxItems", p->max);
-        cJSON_AddItemToObject(
-            s, "items",
-            cJSON_Parse("{\"type\":\"object\",\"additionalProperties\":false,"
-                        "\"required\":[\"find\",\"replace\"],\"properties\":{"
-                        "\"find\":{\"type\":\"string\",\"minLength\":1,"
-                        "\"description\":\"Exact text to find (must be unique)\"},"
-                        "\"replace\":{\"type\":\"string\","
-                        "\"description\":\"Text to replace it with\"}}}"));
-        break;
+    cJSON_AddStringToObject(s, "type", "array");
+    cJSON_AddNumberToObject(s, "minItems", p->min);
+    cJSON_AddNumberToObject(s, "maxItems", p->max);
+    cJSON_AddItemToObject(
+        s, "items",
+        cJSON_Parse("{\"type\":\"object\",\"additionalProperties\":false,"
+                    "\"required\":[\"find\",\"replace\"],\"properties\":{"
+                    "\"find\":{\"type\":\"string\",\"minLength\":1,"
+                    "\"description\":\"Exact text to find (must be unique)\"},"
+                    "\"replace\":{\"type\":\"string\","
+                    "\"description\":\"Text to replace it with\"}}}"));
+    if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
+        cJSON_Delete(s);
+        return NULL;
     }
-    cJSON_AddStringToObject(s, "description", p->desc);
     return s;
 }
 
@@ -752,24 +718,12 @@ static cJSON *ft_list_tools(const struct tool_ctx *ctx)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
         const struct ft_tool *t = &tools[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "description", t->desc);
-        cJSON *schema = cJSON_AddObjectToObject(o, "inputSchema");
-        cJSON_AddStringToObject(schema, "type", "object");
-        cJSON *props = cJSON_AddObjectToObject(schema, "properties");
-        cJSON *req = cJSON_CreateArray();
-        for (size_t k = 0; k < t->n_params; k++) {
-            cJSON_AddItemToObject(props, t->params[k].name, param_schema(&t->params[k]));
-            if (t->params[k].required)
-                cJSON_AddItemToArray(req, cJSON_CreateString(t->params[k].name));
+        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params, 0, patches_schema);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
         }
-        if (cJSON_GetArraySize(req) > 0)
-            cJSON_AddItemToObject(schema, "required", req);
-        else
-            cJSON_Delete(req);
-        cJSON_AddBoolToObject(schema, "additionalProperties", false);
     }
     return arr;
 }

@@ -7,30 +7,21 @@
  * {error: "Error: ...", code, field?} (docs/protocol-kward.md). */
 #include "tools/broker.h"
 #include "tools/kward.h"
+#include "tools/params.h"
 #include "tools/session.h"
 #include "tools/surfaces.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-enum ptype { P_STRING, P_INT, P_STRINGS, P_EDITS };
-
-struct param {
-    const char *name;
-    enum ptype type;
-    bool required;
-    const char *desc;
-    const char *const *choices;
-};
 
 #define MAX_PARAMS 6
 #define MAX_COMMAND_BYTES 65536
 #define MAX_TASK_BYTES 16384
 #define MAX_PATHS 64
 #define MAX_EDITS 256
+#define MAX_INT TOOL_PARAMS_JSON_MAX /* integers: what a JSON number holds exactly */
 
 struct call {
     struct tool_ctx *ctx;
@@ -48,7 +39,7 @@ typedef cJSON *(*kward_fn)(struct call *c);
 struct kward_tool {
     const char *name;
     const char *desc;
-    const struct param *params;
+    const struct tool_param *params;
     size_t n_params;
     kward_fn fn;
 };
@@ -147,116 +138,96 @@ static bool arg_int(const struct call *c, size_t i, long long *out)
     return true;
 }
 
-static int check_param(struct call *c, const struct param *p, const cJSON *v)
+/* One {old_text, new_text} of edit_file's edits (the checker has seen it is an object). */
+static int check_edit(const struct tool_param *p, int i, const cJSON *it, void *arg)
 {
+    struct call *c = arg;
+    char f[64];
+    for (const cJSON *k = it->child; k; k = k->next)
+        if (!k->string || (strcmp(k->string, "old_text") && strcmp(k->string, "new_text"))) {
+            snprintf(f, sizeof(f), "%s[%d]", p->name, i);
+            fail(c, NULL, BROKER_E_INVALID, f, "%s takes only old_text and new_text", f);
+            return -1;
+        }
+    static const char *const keys[] = {"old_text", "new_text"};
+    for (size_t k = 0; k < 2; k++) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, keys[k]);
+        if (!cJSON_IsString(s) || !s->valuestring) {
+            snprintf(f, sizeof(f), "%s[%d].%s", p->name, i, keys[k]);
+            fail(c, NULL, BROKER_E_INVALID, f, "%s must be a string", f);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The checker's fault in the seed's words. */
+static void bad_args(struct call *c, const struct tool_param_bad *b)
+{
+    const struct tool_param *p = b->param;
+    char f[64];
+    switch (b->fault) {
+    case TOOL_PARAM_NOT_OBJECT:
+        fail(c, NULL, BROKER_E_INVALID, "arguments", "arguments must be an object");
+        return;
+    case TOOL_PARAM_UNKNOWN:
+        fail(c, NULL, BROKER_E_INVALID, b->key, "%s takes no argument \"%.60s\"", c->t->name,
+             b->key);
+        return;
+    case TOOL_PARAM_REQUIRED:
+        fail(c, NULL, BROKER_E_INVALID, p->name, "%s is required", p->name);
+        return;
+    case TOOL_PARAM_HOOK:
+        return; /* check_edit said why */
+    case TOOL_PARAM_CHOICE: {
+        char list[128] = "";
+        for (const char *const *ch = p->choices; *ch; ch++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                     ch == p->choices ? "" : ", ", *ch);
+        fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be one of %s", p->name, list);
+        return;
+    }
+    default:
+        break;
+    }
     switch (p->type) {
-    case P_STRING:
-        if (!cJSON_IsString(v) || !v->valuestring) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
-            return -1;
-        }
-        if (p->choices) {
-            for (const char *const *ch = p->choices; *ch; ch++)
-                if (!strcmp(*ch, v->valuestring))
-                    return 0;
-            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be one of preview, outline, range, full",
+    case TOOL_PARAM_INT: /* not a number, not whole, or past what JSON holds exactly */
+        fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be an integer", p->name);
+        return;
+    case TOOL_PARAM_STRINGS:
+        if (b->fault == TOOL_PARAM_ITEM)
+            fail(c, NULL, BROKER_E_INVALID, p->name, "%s[%d] must be a string", p->name, b->item);
+        else
+            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be an array of at most %.0f strings",
+                 p->name, p->max);
+        return;
+    case TOOL_PARAM_ITEMS:
+        if (b->fault == TOOL_PARAM_ITEM) {
+            snprintf(f, sizeof(f), "%s[%d]", p->name, b->item);
+            fail(c, NULL, BROKER_E_INVALID, f, "%s must be an object {old_text, new_text}", f);
+        } else if (b->fault == TOOL_PARAM_COUNT && cJSON_GetArraySize(b->value) > p->max) {
+            fail(c, NULL, BROKER_E_INVALID, p->name, "%s holds more than %.0f replacements",
+                 p->name, p->max);
+        } else {
+            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must contain at least one replacement",
                  p->name);
-            return -1;
         }
-        return 0;
-    case P_INT:
-        /* Integers within what a JSON number holds exactly; the tools check their own ranges. */
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-            floor(v->valuedouble) != v->valuedouble || fabs(v->valuedouble) > 9007199254740991.0) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be an integer", p->name);
-            return -1;
-        }
-        return 0;
-    case P_STRINGS: {
-        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > MAX_PATHS) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be an array of at most %d strings",
-                 p->name, MAX_PATHS);
-            return -1;
-        }
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++)
-            if (!cJSON_IsString(it)) {
-                fail(c, NULL, BROKER_E_INVALID, p->name, "%s[%d] must be a string", p->name, i);
-                return -1;
-            }
-        return 0;
+        return;
+    default:
+        fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
+        return;
     }
-    case P_EDITS: {
-        int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
-        if (n < 1) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "edits must contain at least one replacement");
-            return -1;
-        }
-        if (n > MAX_EDITS) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "edits holds more than %d replacements", MAX_EDITS);
-            return -1;
-        }
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++) {
-            char f[64];
-            if (!cJSON_IsObject(it)) {
-                snprintf(f, sizeof(f), "edits[%d]", i);
-                fail(c, NULL, BROKER_E_INVALID, f, "%s must be an object {old_text, new_text}", f);
-                return -1;
-            }
-            for (const cJSON *k = it->child; k; k = k->next)
-                if (!k->string || (strcmp(k->string, "old_text") && strcmp(k->string, "new_text"))) {
-                    snprintf(f, sizeof(f), "edits[%d]", i);
-                    fail(c, NULL, BROKER_E_INVALID, f, "%s takes only old_text and new_text", f);
-                    return -1;
-                }
-            static const char *const keys[] = {"old_text", "new_text"};
-            for (size_t k = 0; k < 2; k++) {
-                const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, keys[k]);
-                if (!cJSON_IsString(s) || !s->valuestring) {
-                    snprintf(f, sizeof(f), "edits[%d].%s", i, keys[k]);
-                    fail(c, NULL, BROKER_E_INVALID, f, "%s must be a string", f);
-                    return -1;
-                }
-            }
-        }
-        return 0;
-    }
-    }
-    return -1;
 }
 
 /* Length-checked, typed, matched against the table; unknown fields are refused (the upstream
  * schemas say additionalProperties: false). JSON null reads as absent. */
 static int parse_args(struct call *c, const cJSON *args)
 {
-    const struct kward_tool *t = c->t;
-    if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args)) {
-        fail(c, NULL, BROKER_E_INVALID, "arguments", "arguments must be an object");
-        return -1;
-    }
-    for (const cJSON *it = args && cJSON_IsObject(args) ? args->child : NULL; it; it = it->next) {
-        size_t i;
-        for (i = 0; i < t->n_params; i++)
-            if (it->string && !strcmp(it->string, t->params[i].name))
-                break;
-        if (i == t->n_params) {
-            fail(c, NULL, BROKER_E_INVALID, it->string ? it->string : "", "%s takes no argument \"%.60s\"",
-                 t->name, it->string ? it->string : "");
-            return -1;
-        }
-        if (cJSON_IsNull(it))
-            continue;
-        if (check_param(c, &t->params[i], it) < 0)
-            return -1;
-        c->v[i] = it;
-    }
-    for (size_t i = 0; i < t->n_params; i++)
-        if (t->params[i].required && !c->v[i]) {
-            fail(c, NULL, BROKER_E_INVALID, t->params[i].name, "%s is required", t->params[i].name);
-            return -1;
-        }
-    return 0;
+    struct tool_param_bad b;
+    if (tool_params_check(c->t->params, c->t->n_params, args, c->v, NULL, check_edit, c, &b) == 0)
+        return 0;
+    bad_args(c, &b);
+    return -1;
 }
 
 /* ---- text helpers --------------------------------------------------------------------------- */
@@ -428,8 +399,8 @@ static void budget_note(struct tool_ctx *ctx, size_t tool, size_t original, size
 /* ---- list_directory ------------------------------------------------------------------------- */
 
 enum { LIST_PATH };
-static const struct param list_params[] = {
-    {"path", P_STRING, true, "Workspace-relative directory.", NULL},
+static const struct tool_param list_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Workspace-relative directory.", NULL, 0, 0},
 };
 
 static cJSON *k_list(struct call *c)
@@ -486,14 +457,14 @@ static cJSON *k_list(struct call *c)
 
 enum { READ_PATH, READ_OFFSET, READ_LIMIT, READ_MODE, READ_MAX_BYTES };
 static const char *const read_modes[] = {"preview", "outline", "range", "full", NULL};
-static const struct param read_params[] = {
-    {"path", P_STRING, true, "Workspace-relative path.", NULL},
-    {"offset", P_INT, false, "1-indexed start line.", NULL},
-    {"limit", P_INT, false, "Maximum lines to return.", NULL},
-    {"mode", P_STRING, false,
+static const struct tool_param read_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Workspace-relative path.", NULL, 0, 0},
+    {"offset", TOOL_PARAM_INT, false, "1-indexed start line.", NULL, -MAX_INT, MAX_INT},
+    {"limit", TOOL_PARAM_INT, false, "Maximum lines to return.", NULL, -MAX_INT, MAX_INT},
+    {"mode", TOOL_PARAM_STRING, false,
      "Context mode: preview (120 lines unless limit says), outline (declarations only), range (the offset/limit slice), full (from offset until the read caps stop it).",
-     read_modes},
-    {"max_bytes", P_INT, false, "Per-call byte budget, capped by the 50 KB read limit.", NULL},
+     read_modes, 0, 0},
+    {"max_bytes", TOOL_PARAM_INT, false, "Per-call byte budget, capped by the 50 KB read limit.", NULL, -MAX_INT, MAX_INT},
 };
 
 /* The outline text of a file, the seed's summarize_file_structure answer. *has: any entry.
@@ -706,8 +677,8 @@ done:
 
 /* ---- summarize_file_structure --------------------------------------------------------------- */
 
-static const struct param summarize_params[] = {
-    {"path", P_STRING, true, "Workspace-relative source file path.", NULL},
+static const struct tool_param summarize_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Workspace-relative source file path.", NULL, 0, 0},
 };
 
 static cJSON *outline_entries(const struct kward_outline *ol)
@@ -768,10 +739,10 @@ static cJSON *k_summarize(struct call *c)
 /* ---- context_for_task ----------------------------------------------------------------------- */
 
 enum { CTX_TASK, CTX_PATHS, CTX_BUDGET };
-static const struct param context_params[] = {
-    {"task", P_STRING, true, "Task or question to gather context for.", NULL},
-    {"paths", P_STRINGS, false, "Optional workspace-relative files or directories to focus.", NULL},
-    {"budget", P_INT, false, "Approximate byte budget for the returned context. Default 4000, maximum 20000.", NULL},
+static const struct tool_param context_params[] = {
+    {"task", TOOL_PARAM_STRING, true, "Task or question to gather context for.", NULL, 0, 0},
+    {"paths", TOOL_PARAM_STRINGS, false, "Optional workspace-relative files or directories to focus.", NULL, 0, MAX_PATHS},
+    {"budget", TOOL_PARAM_INT, false, "Approximate byte budget for the returned context. Default 4000, maximum 20000.", NULL, -MAX_INT, MAX_INT},
 };
 
 #define CTX_DEFAULT_BUDGET 4000
@@ -1315,9 +1286,9 @@ static cJSON *commit_change(struct call *c, const char *path, const char *rel, c
 }
 
 enum { WRITE_PATH, WRITE_CONTENT };
-static const struct param write_params[] = {
-    {"path", P_STRING, true, "Workspace-relative file path.", NULL},
-    {"content", P_STRING, true, "Complete file content.", NULL},
+static const struct tool_param write_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Workspace-relative file path.", NULL, 0, 0},
+    {"content", TOOL_PARAM_STRING, true, "Complete file content.", NULL, 0, 0},
 };
 
 static cJSON *k_write(struct call *c)
@@ -1365,10 +1336,10 @@ static cJSON *k_write(struct call *c)
 }
 
 enum { EDIT_PATH, EDIT_EDITS };
-static const struct param edit_params[] = {
-    {"path", P_STRING, true, "Workspace-relative path.", NULL},
-    {"edits", P_EDITS, true,
-     "Non-overlapping replacements against original content; each old_text must match exactly once.", NULL},
+static const struct tool_param edit_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Workspace-relative path.", NULL, 0, 0},
+    {"edits", TOOL_PARAM_ITEMS, true,
+     "Non-overlapping replacements against original content; each old_text must match exactly once.", NULL, 1, MAX_EDITS},
 };
 
 struct repl {
@@ -1492,9 +1463,9 @@ done:
 /* ---- run_shell_command ---------------------------------------------------------------------- */
 
 enum { SHELL_COMMAND, SHELL_TIMEOUT };
-static const struct param shell_params[] = {
-    {"command", P_STRING, true, "Command to run (sh -c, from the workspace root, in a command sandbox).", NULL},
-    {"timeout_seconds", P_INT, false, "Timeout seconds; default 30.", NULL},
+static const struct tool_param shell_params[] = {
+    {"command", TOOL_PARAM_STRING, true, "Command to run (sh -c, from the workspace root, in a command sandbox).", NULL, 0, 0},
+    {"timeout_seconds", TOOL_PARAM_INT, false, "Timeout seconds; default 30.", NULL, -MAX_INT, MAX_INT},
 };
 
 static cJSON *k_shell(struct call *c)
@@ -1600,36 +1571,22 @@ static const struct kward_tool tools[] = {
      ARRAY_SIZE(shell_params), k_shell},
 };
 
-static cJSON *param_schema(const struct param *p)
+/* edit_file's edits: {old_text, new_text} objects, which the generic table cannot say. */
+static cJSON *edits_schema(const struct tool_param *p)
 {
+    (void)p;
     cJSON *s = cJSON_CreateObject();
-    switch (p->type) {
-    case P_STRING:
-        cJSON_AddStringToObject(s, "type", "string");
-        if (p->choices) {
-            cJSON *en = cJSON_AddArrayToObject(s, "enum");
-            for (const char *const *ch = p->choices; *ch; ch++)
-                cJSON_AddItemToArray(en, cJSON_CreateString(*ch));
-        }
-        break;
-    case P_INT:
-        cJSON_AddStringToObject(s, "type", "integer");
-        break;
-    case P_STRINGS:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddItemToObject(s, "items", cJSON_Parse("{\"type\":\"string\"}"));
-        break;
-    case P_EDITS:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddItemToObject(
-            s, "items",
-            cJSON_Parse("{\"type\":\"object\",\"properties\":{"
-                        "\"new_text\":{\"type\":\"string\",\"description\":\"Replacement text.\"},"
-                        "\"old_text\":{\"type\":\"string\",\"description\":\"Unique exact text to replace.\"}},"
-                        "\"required\":[\"new_text\",\"old_text\"],\"additionalProperties\":false}"));
-        break;
+    cJSON_AddStringToObject(s, "type", "array");
+    cJSON_AddItemToObject(
+        s, "items",
+        cJSON_Parse("{\"type\":\"object\",\"properties\":{"
+                    "\"new_text\":{\"type\":\"string\",\"description\":\"Replacement text.\"},"
+                    "\"old_text\":{\"type\":\"string\",\"description\":\"Unique exact text to replace.\"}},"
+                    "\"required\":[\"new_text\",\"old_text\"],\"additionalProperties\":false}"));
+    if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
+        cJSON_Delete(s);
+        return NULL;
     }
-    cJSON_AddStringToObject(s, "description", p->desc);
     return s;
 }
 
@@ -1639,21 +1596,13 @@ static cJSON *kward_list(const struct tool_ctx *ctx)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
         const struct kward_tool *t = &tools[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "description", t->desc);
-        cJSON *schema = cJSON_AddObjectToObject(o, "inputSchema");
-        cJSON_AddStringToObject(schema, "type", "object");
-        cJSON *props = cJSON_AddObjectToObject(schema, "properties");
-        cJSON *req = cJSON_CreateArray();
-        for (size_t k = 0; k < t->n_params; k++) {
-            cJSON_AddItemToObject(props, t->params[k].name, param_schema(&t->params[k]));
-            if (t->params[k].required)
-                cJSON_AddItemToArray(req, cJSON_CreateString(t->params[k].name));
+        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
+                                     TOOL_PARAMS_ALWAYS_REQUIRED, edits_schema);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
         }
-        cJSON_AddItemToObject(schema, "required", req);
-        cJSON_AddBoolToObject(schema, "additionalProperties", false);
     }
     return arr;
 }

@@ -5,11 +5,11 @@
 #include "tools/voltagent.h"
 
 #include "tools/glob.h"
+#include "tools/params.h"
 #include "tools/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdarg.h>
@@ -64,21 +64,16 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error)
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-/* Upstream's zod schemas, as a table: one drives validation and the inputSchema of tools/list. */
-enum ptype { P_STR, P_STR_NULL, P_BOOL, P_INT, P_STRS, P_STRMAP };
-
-struct param {
-    const char *name;
-    enum ptype type;
-    bool required;
-    const char *desc;
-    double min; /* P_INT */
-};
+/* Upstream's zod schemas, as tool_param tables: integers are coerced from strings as
+ * z.coerce.number does, and "glob" of grep is nullable. */
+#define MAX_INT TOOL_PARAMS_JSON_MAX
+#define MAX_ARGS 1000.0 /* execute_command's args */
+#define MAX_ENV 256.0   /* execute_command's env */
 
 #define MAX_PARAMS 8
 struct args {
     const cJSON *v[MAX_PARAMS];
-    double n[MAX_PARAMS]; /* P_INT values (coerced, as z.coerce.number does) */
+    double n[MAX_PARAMS]; /* TOOL_PARAM_INT_TEXT values (coerced, as z.coerce.number does) */
 };
 
 struct volt_tool;
@@ -88,13 +83,11 @@ typedef cJSON *(*volt_fn)(struct tool_ctx *ctx, const struct volt_tool *t, const
 struct volt_tool {
     const char *name;
     const char *desc;
-    const struct param *params;
+    const struct tool_param *params;
     size_t n_params;
     volt_fn fn;
     bool writes; /* upstream's READ_ONLY_BLOCKED_TOOLS: hidden and refused in read-only mode */
 };
-
-#define MAX_INT 9007199254740991.0 /* 2^53 - 1 */
 
 static const char *arg_str(const struct args *a, size_t i, const char *dflt)
 {
@@ -109,58 +102,45 @@ static uint64_t arg_u64(const struct args *a, size_t i, uint64_t dflt)
     return a->v[i] ? (uint64_t)a->n[i] : dflt;
 }
 
-/* A number, or a string holding one (z.coerce.number), that is a whole number >= min. */
-static int coerce_int(const cJSON *v, const struct param *p, double *out, struct broker_err *e)
+/* The checker's fault in upstream's words. */
+static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, struct broker_err *e)
 {
-    double d;
-    if (cJSON_IsNumber(v)) {
-        d = v->valuedouble;
-    } else if (cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) < 32) {
-        char *end;
-        d = strtod(v->valuestring, &end);
-        if (*end)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a number", p->name);
-    } else {
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a number", p->name);
-    }
-    if (!isfinite(d) || floor(d) != d || d < p->min || d > MAX_INT)
+    const struct tool_param *p = b->param;
+    switch (b->fault) {
+    case TOOL_PARAM_NOT_OBJECT:
+        return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
+    case TOOL_PARAM_UNKNOWN:
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->name,
+                           b->key);
+    case TOOL_PARAM_REQUIRED:
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
+    case TOOL_PARAM_NOT_FINITE:
+    case TOOL_PARAM_NOT_WHOLE:
+    case TOOL_PARAM_RANGE:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a whole number from %.0f",
                            p->name, p->min);
-    *out = d;
-    return 0;
-}
-
-static int check_param(const struct param *p, const cJSON *v, double *n, struct broker_err *e)
-{
-    switch (p->type) {
-    case P_STR:
-    case P_STR_NULL:
-        if (cJSON_IsString(v) && v->valuestring)
-            return 0;
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
-    case P_BOOL:
-        if (cJSON_IsBool(v))
-            return 0;
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a boolean", p->name);
-    case P_INT:
-        return coerce_int(v, p, n, e);
-    case P_STRS:
-        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > 1000)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be an array of at most 1000 strings", p->name);
-        for (const cJSON *it = v->child; it; it = it->next)
-            if (!cJSON_IsString(it))
-                return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold strings only", p->name);
-        return 0;
-    case P_STRMAP:
-        if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) > 256)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be an object of at most 256 string values", p->name);
-        for (const cJSON *it = v->child; it; it = it->next)
-            if (!cJSON_IsString(it))
-                return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%.40s must be a string", p->name,
-                                   it->string ? it->string : "?");
-        return 0;
+    case TOOL_PARAM_ITEM:
+        if (p->type == TOOL_PARAM_STRMAP)
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%.40s must be a string", p->name,
+                               b->key);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold strings only", p->name);
+    default: /* TYPE, and COUNT, which reads the same */
+        switch (p->type) {
+        case TOOL_PARAM_BOOL:
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a boolean", p->name);
+        case TOOL_PARAM_INT_TEXT:
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a number", p->name);
+        case TOOL_PARAM_STRINGS:
+            return broker_fail(e, BROKER_E_INVALID, p->name,
+                               "%s must be an array of at most %.0f strings", p->name, p->max);
+        case TOOL_PARAM_STRMAP:
+            return broker_fail(e, BROKER_E_INVALID, p->name,
+                               "%s must be an object of at most %.0f string values", p->name,
+                               p->max);
+        default:
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
+        }
     }
-    return broker_fail(e, BROKER_E_INVALID, p->name, "%s has an unknown type", p->name);
 }
 
 /* Typed, then matched to the table. Unknown fields are refused (zod would drop them silently):
@@ -169,27 +149,10 @@ static int check_param(const struct param *p, const cJSON *v, double *n, struct 
 static int parse_args(const struct volt_tool *t, const cJSON *args, struct args *a,
                       struct broker_err *e)
 {
+    struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
-        return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
-    for (const cJSON *it = cJSON_IsObject(args) ? args->child : NULL; it; it = it->next) {
-        size_t i;
-        for (i = 0; i < t->n_params; i++)
-            if (it->string && !strcmp(it->string, t->params[i].name))
-                break;
-        if (i == t->n_params)
-            return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->name,
-                               it->string ? it->string : "");
-        if (cJSON_IsNull(it))
-            continue;
-        if (check_param(&t->params[i], it, &a->n[i], e) < 0)
-            return -1;
-        a->v[i] = it;
-    }
-    for (size_t i = 0; i < t->n_params; i++)
-        if (t->params[i].required && !a->v[i])
-            return broker_fail(e, BROKER_E_INVALID, t->params[i].name, "%s is required",
-                               t->params[i].name);
+    if (tool_params_check(t->params, t->n_params, args, a->v, a->n, NULL, NULL, &b) < 0)
+        return bad_args(t, &b, e);
     return 0;
 }
 
@@ -442,8 +405,8 @@ static void note(struct tool_ctx *ctx, const char *path, bool gone)
 
 /* ---- ls, stat ------------------------------------------------------------------------------- */
 
-static const struct param ls_params[] = {
-    {"path", P_STR, false, "Directory path to list (default: /)", 0},
+static const struct tool_param ls_params[] = {
+    {"path", TOOL_PARAM_STRING, false, "Directory path to list (default: /)", NULL, 0, 0},
 };
 
 /* A directory's path as upstream shows it: with a trailing '/'. */
@@ -526,8 +489,8 @@ static cJSON *t_ls(struct tool_ctx *ctx, const struct volt_tool *t, const struct
     return res;
 }
 
-static const struct param stat_params[] = {
-    {"path", P_STR, true, "Absolute path to the file or directory", 0},
+static const struct tool_param stat_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Absolute path to the file or directory", NULL, 0, 0},
 };
 
 static cJSON *t_stat(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
@@ -582,10 +545,10 @@ static cJSON *t_stat(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- read_file ------------------------------------------------------------------------------ */
 
-static const struct param read_params[] = {
-    {"file_path", P_STR, true, "Absolute path to the file to read", 0},
-    {"offset", P_INT, false, "Line offset to start reading from (0-indexed)", 0},
-    {"limit", P_INT, false, "Maximum number of lines to read", 0},
+static const struct tool_param read_params[] = {
+    {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to read", NULL, 0, 0},
+    {"offset", TOOL_PARAM_INT_TEXT, false, "Line offset to start reading from (0-indexed)", NULL, 0, MAX_INT},
+    {"limit", TOOL_PARAM_INT_TEXT, false, "Maximum number of lines to read", NULL, 0, MAX_INT},
 };
 
 /* Upstream's formatContentWithLineNumbers: "%6d\t" + line; a line over 10000 characters goes
@@ -690,11 +653,11 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- write_file, edit_file ------------------------------------------------------------------ */
 
-static const struct param write_params[] = {
-    {"file_path", P_STR, true, "Absolute path to the file to write", 0},
-    {"content", P_STR, true, "Content to write to the file", 0},
-    {"overwrite", P_BOOL, false, "Whether to overwrite the file if it already exists", 0},
-    {"create_parent_dirs", P_BOOL, false, "Whether to create parent directories if needed", 0},
+static const struct tool_param write_params[] = {
+    {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to write", NULL, 0, 0},
+    {"content", TOOL_PARAM_STRING, true, "Content to write to the file", NULL, 0, 0},
+    {"overwrite", TOOL_PARAM_BOOL, false, "Whether to overwrite the file if it already exists", NULL, 0, 0},
+    {"create_parent_dirs", TOOL_PARAM_BOOL, false, "Whether to create parent directories if needed", NULL, 0, 0},
 };
 
 static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
@@ -733,11 +696,11 @@ static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const str
     return res;
 }
 
-static const struct param edit_params[] = {
-    {"file_path", P_STR, true, "Absolute path to the file to edit", 0},
-    {"old_string", P_STR, true, "String to be replaced (must match exactly)", 0},
-    {"new_string", P_STR, true, "String to replace with", 0},
-    {"replace_all", P_BOOL, false, "Whether to replace all occurrences", 0},
+static const struct tool_param edit_params[] = {
+    {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to edit", NULL, 0, 0},
+    {"old_string", TOOL_PARAM_STRING, true, "String to be replaced (must match exactly)", NULL, 0, 0},
+    {"new_string", TOOL_PARAM_STRING, true, "String to replace with", NULL, 0, 0},
+    {"replace_all", TOOL_PARAM_BOOL, false, "Whether to replace all occurrences", NULL, 0, 0},
 };
 
 /* Upstream's performStringReplacement: occurrences counted left to right without overlap
@@ -838,9 +801,9 @@ static int remove_tree(struct tool_ctx *ctx, const char *path, struct broker_err
     return r < 0 ? -1 : broker_remove(ctx, path, true, e);
 }
 
-static const struct param delete_params[] = {
-    {"file_path", P_STR, true, "Absolute path to the file to delete", 0},
-    {"recursive", P_BOOL, false, "Whether to delete directories recursively", 0},
+static const struct tool_param delete_params[] = {
+    {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to delete", NULL, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false, "Whether to delete directories recursively", NULL, 0, 0},
 };
 
 static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
@@ -873,9 +836,9 @@ static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const st
     return res;
 }
 
-static const struct param mkdir_params[] = {
-    {"path", P_STR, true, "Absolute path to the directory to create", 0},
-    {"recursive", P_BOOL, false, "Whether to create parent directories if needed (default: true)", 0},
+static const struct tool_param mkdir_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Absolute path to the directory to create", NULL, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false, "Whether to create parent directories if needed (default: true)", NULL, 0, 0},
 };
 
 static cJSON *t_mkdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
@@ -909,9 +872,9 @@ static cJSON *t_mkdir(struct tool_ctx *ctx, const struct volt_tool *t, const str
     return res;
 }
 
-static const struct param rmdir_params[] = {
-    {"path", P_STR, true, "Absolute path to the directory to remove", 0},
-    {"recursive", P_BOOL, false, "Whether to remove contents recursively", 0},
+static const struct tool_param rmdir_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Absolute path to the directory to remove", NULL, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false, "Whether to remove contents recursively", NULL, 0, 0},
 };
 
 static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
@@ -942,9 +905,9 @@ static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const str
 
 /* ---- list_tree / list_files ----------------------------------------------------------------- */
 
-static const struct param tree_params[] = {
-    {"path", P_STR, false, "Base directory path (default: /)", 0},
-    {"max_depth", P_INT, false, "Maximum depth to traverse (default: 3)", 1},
+static const struct tool_param tree_params[] = {
+    {"path", TOOL_PARAM_STRING, false, "Base directory path (default: /)", NULL, 0, 0},
+    {"max_depth", TOOL_PARAM_INT_TEXT, false, "Maximum depth to traverse (default: 3)", NULL, 1, MAX_INT},
 };
 
 static size_t depth_of(const char *path, size_t base_len)
@@ -1043,9 +1006,9 @@ static cJSON *t_tree(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- glob, grep ----------------------------------------------------------------------------- */
 
-static const struct param glob_params[] = {
-    {"pattern", P_STR, true, "Glob pattern (e.g., '*.ts', '**/*.ts')", 0},
-    {"path", P_STR, false, "Base path to search from (default: /)", 0},
+static const struct tool_param glob_params[] = {
+    {"pattern", TOOL_PARAM_STRING, true, "Glob pattern (e.g., '*.ts', '**/*.ts')", NULL, 0, 0},
+    {"path", TOOL_PARAM_STRING, false, "Base path to search from (default: /)", NULL, 0, 0},
 };
 
 /* Upstream: fast-glob beneath PATH, files only, dot files included, symlinks not followed,
@@ -1117,10 +1080,10 @@ static cJSON *t_glob(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     return res;
 }
 
-static const struct param grep_params[] = {
-    {"pattern", P_STR, true, "Regex pattern to search for", 0},
-    {"path", P_STR, false, "Base path to search from (default: /)", 0},
-    {"glob", P_STR_NULL, false, "Optional glob pattern to filter files (e.g., '*.ts')", 0},
+static const struct tool_param grep_params[] = {
+    {"pattern", TOOL_PARAM_STRING, true, "Regex pattern to search for", NULL, 0, 0},
+    {"path", TOOL_PARAM_STRING, false, "Base path to search from (default: /)", NULL, 0, 0},
+    {"glob", TOOL_PARAM_STRING_NULL, false, "Optional glob pattern to filter files (e.g., '*.ts')", NULL, 0, 0},
 };
 
 /* Upstream's assessRegexPattern: a pattern over 500 characters, or one with a nested or an
@@ -1228,15 +1191,15 @@ static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- execute_command (the sandbox toolkit) ------------------------------------------------- */
 
-static const struct param exec_params[] = {
-    {"command", P_STR, true, "Command to execute", 0},
-    {"args", P_STRS, false, "Command arguments", 0},
-    {"cwd", P_STR, false, "Working directory for the command", 0},
-    {"timeout_ms", P_INT, false, "Timeout in milliseconds", 0},
-    {"env", P_STRMAP, false, "Environment variables to set", 0},
-    {"stdin", P_STR, false, "Optional stdin input for the command (not supported by corral yet: must be empty)", 0},
-    {"max_output_bytes", P_INT, false, "Maximum output bytes to capture per stream (stdout or stderr)", 0},
-    {"max_output_kb", P_INT, false, "Maximum output to capture per stream, in KiB (the seed's name)", 0},
+static const struct tool_param exec_params[] = {
+    {"command", TOOL_PARAM_STRING, true, "Command to execute", NULL, 0, 0},
+    {"args", TOOL_PARAM_STRINGS, false, "Command arguments", NULL, 0, MAX_ARGS},
+    {"cwd", TOOL_PARAM_STRING, false, "Working directory for the command", NULL, 0, 0},
+    {"timeout_ms", TOOL_PARAM_INT_TEXT, false, "Timeout in milliseconds", NULL, 0, MAX_INT},
+    {"env", TOOL_PARAM_STRMAP, false, "Environment variables to set", NULL, 0, MAX_ENV},
+    {"stdin", TOOL_PARAM_STRING, false, "Optional stdin input for the command (not supported by corral yet: must be empty)", NULL, 0, 0},
+    {"max_output_bytes", TOOL_PARAM_INT_TEXT, false, "Maximum output bytes to capture per stream (stdout or stderr)", NULL, 0, MAX_INT},
+    {"max_output_kb", TOOL_PARAM_INT_TEXT, false, "Maximum output to capture per stream, in KiB (the seed's name)", NULL, 0, MAX_INT},
 };
 
 /* Appends S to the command line in single quotes, so an argument reaches the program as one
@@ -1422,36 +1385,6 @@ static const struct volt_tool tools[] = {
 };
 #undef TOOL
 
-static cJSON *param_schema(const struct param *p)
-{
-    cJSON *s = cJSON_CreateObject();
-    switch (p->type) {
-    case P_STR:
-        cJSON_AddStringToObject(s, "type", "string");
-        break;
-    case P_STR_NULL:
-        cJSON_AddItemToObject(s, "type", cJSON_Parse("[\"string\",\"null\"]"));
-        break;
-    case P_BOOL:
-        cJSON_AddStringToObject(s, "type", "boolean");
-        break;
-    case P_INT:
-        cJSON_AddStringToObject(s, "type", "integer");
-        cJSON_AddNumberToObject(s, "minimum", p->min);
-        break;
-    case P_STRS:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddItemToObject(s, "items", cJSON_Parse("{\"type\":\"string\"}"));
-        break;
-    case P_STRMAP:
-        cJSON_AddStringToObject(s, "type", "object");
-        cJSON_AddItemToObject(s, "additionalProperties", cJSON_Parse("{\"type\":\"string\"}"));
-        break;
-    }
-    cJSON_AddStringToObject(s, "description", p->desc);
-    return s;
-}
-
 /* Read-only mode hides the write tools (upstream's READ_ONLY_BLOCKED_TOOLS), and a role
  * without command authority does not see execute_command. */
 static bool tool_shown(const struct tool_ctx *ctx, const struct volt_tool *t)
@@ -1469,24 +1402,12 @@ static int fs_list(const struct tool_ctx *ctx, cJSON *arr)
         const struct volt_tool *t = &tools[i];
         if (!tool_shown(ctx, t))
             continue;
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o))
+        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
+                                     TOOL_PARAMS_ALWAYS_REQUIRED, NULL);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
             return -ENOMEM;
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "description", t->desc);
-        cJSON *schema = cJSON_AddObjectToObject(o, "inputSchema");
-        cJSON_AddStringToObject(schema, "type", "object");
-        cJSON *props = cJSON_AddObjectToObject(schema, "properties");
-        cJSON *req = cJSON_CreateArray();
-        for (size_t k = 0; k < t->n_params; k++) {
-            cJSON_AddItemToObject(props, t->params[k].name, param_schema(&t->params[k]));
-            if (t->params[k].required)
-                cJSON_AddItemToArray(req, cJSON_CreateString(t->params[k].name));
         }
-        cJSON_AddItemToObject(schema, "required", req);
-        cJSON_AddBoolToObject(schema, "additionalProperties", false);
-        if (!cJSON_GetObjectItemCaseSensitive(schema, "additionalProperties"))
-            return -ENOMEM;
     }
     return 0;
 }

@@ -2,6 +2,7 @@
  * in-memory vector store, with a local feature-hashing embedding or an external one), bounded in
  * documents and bytes, and the per-session state the search and skills toolkits share. */
 #include "tools/voltagent_index.h"
+#include "tools/params.h"
 
 #include "tools/session.h"
 
@@ -726,143 +727,88 @@ struct voltagent_state *voltagent_state(const struct tool_ctx *ctx)
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-static int coerce_number(const cJSON *v, const char *name, double *out, struct broker_err *e)
+/* The search and skills toolkits' tables, as tools/params tables: numbers are coerced from text
+ * (z.coerce.number), integers are whole and >= 0, mode is one of three, metadata may be null. */
+static const char *const vs_modes[] = {"bm25", "vector", "hybrid", NULL};
+
+static int vs_params_of(const struct vs_param *p, size_t n, struct tool_param *out)
 {
-    double d;
-    if (cJSON_IsNumber(v)) {
-        d = v->valuedouble;
-    } else if (cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) < 32) {
-        char *end;
-        d = strtod(v->valuestring, &end);
-        if (*end)
-            return broker_fail(e, BROKER_E_INVALID, name, "%s must be a number", name);
-    } else {
-        return broker_fail(e, BROKER_E_INVALID, name, "%s must be a number", name);
+    if (n > VS_MAX_PARAMS)
+        return -E2BIG;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (struct tool_param){.name = p[i].name, .required = p[i].required,
+                                     .desc = p[i].desc};
+        switch (p[i].type) {
+        case VS_STR: out[i].type = TOOL_PARAM_STRING; break;
+        case VS_MODE:
+            out[i].type = TOOL_PARAM_STRING;
+            out[i].choices = vs_modes;
+            break;
+        case VS_BOOL: out[i].type = TOOL_PARAM_BOOL; break;
+        case VS_NUM:
+            out[i].type = TOOL_PARAM_NUMBER_TEXT;
+            out[i].min = -HUGE_VAL;
+            out[i].max = HUGE_VAL;
+            break;
+        case VS_INT:
+            out[i].type = TOOL_PARAM_INT_TEXT;
+            out[i].max = TOOL_PARAMS_JSON_MAX;
+            break;
+        case VS_OBJ_NULL: out[i].type = TOOL_PARAM_OBJECT_NULL; break;
+        }
     }
-    if (!isfinite(d))
-        return broker_fail(e, BROKER_E_INVALID, name, "%s must be a finite number", name);
-    *out = d;
     return 0;
 }
 
 int vs_args_parse(const char *tool, const struct vs_param *p, size_t n, const cJSON *args,
                   struct vs_args *a, struct broker_err *e)
 {
+    struct tool_param tp[VS_MAX_PARAMS];
+    struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
+    if (vs_params_of(p, n, tp) < 0)
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s has too many parameters", tool);
+    if (tool_params_check(tp, n, args, a->v, a->n, NULL, NULL, &b) == 0)
+        return 0;
+    const char *nm = b.param ? b.param->name : NULL;
+    switch (b.fault) {
+    case TOOL_PARAM_NOT_OBJECT:
         return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
-    for (const cJSON *it = cJSON_IsObject(args) ? args->child : NULL; it; it = it->next) {
-        size_t i;
-        for (i = 0; i < n; i++)
-            if (it->string && !strcmp(it->string, p[i].name))
-                break;
-        /* zod would drop an unknown field; a typo must not become a call with the default. */
-        if (i == n)
-            return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool,
-                               it->string ? it->string : "");
-        if (cJSON_IsNull(it) && p[i].type != VS_OBJ_NULL)
-            continue;
-        const char *nm = p[i].name;
-        switch (p[i].type) {
-        case VS_STR:
-            if (!cJSON_IsString(it))
-                return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a string", nm);
-            break;
-        case VS_MODE:
-            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "bm25") && strcmp(it->valuestring, "vector") &&
-                                        strcmp(it->valuestring, "hybrid")))
-                return broker_fail(e, BROKER_E_INVALID, nm,
-                                   "%s must be one of \"bm25\", \"vector\", \"hybrid\"", nm);
-            break;
-        case VS_BOOL:
-            if (!cJSON_IsBool(it))
-                return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
-            break;
-        case VS_NUM:
-            if (coerce_number(it, nm, &a->n[i], e) < 0)
-                return -1;
-            break;
-        case VS_INT:
-            if (coerce_number(it, nm, &a->n[i], e) < 0)
-                return -1;
-            if (floor(a->n[i]) != a->n[i] || a->n[i] < 0 || a->n[i] > 9007199254740991.0)
-                return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a whole number from 0", nm);
-            break;
-        case VS_OBJ_NULL:
-            if (!cJSON_IsObject(it) && !cJSON_IsNull(it))
-                return broker_fail(e, BROKER_E_INVALID, nm, "%s must be an object or null", nm);
-            break;
-        }
-        a->v[i] = it;
+    case TOOL_PARAM_UNKNOWN: /* zod would drop it; a typo must not become a call with the default */
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool,
+                           b.key);
+    case TOOL_PARAM_REQUIRED:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s is required", nm);
+    case TOOL_PARAM_NOT_FINITE:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a finite number", nm);
+    case TOOL_PARAM_NOT_WHOLE:
+    case TOOL_PARAM_RANGE:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a whole number from 0", nm);
+    default:
+        break;
     }
-    for (size_t i = 0; i < n; i++)
-        if (p[i].required && !a->v[i])
-            return broker_fail(e, BROKER_E_INVALID, p[i].name, "%s is required", p[i].name);
-    return 0;
+    switch (b.param->type) {
+    case TOOL_PARAM_STRING:
+        if (b.param->choices)
+            return broker_fail(e, BROKER_E_INVALID, nm,
+                               "%s must be one of \"bm25\", \"vector\", \"hybrid\"", nm);
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a string", nm);
+    case TOOL_PARAM_BOOL:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
+    case TOOL_PARAM_OBJECT_NULL:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be an object or null", nm);
+    default:
+        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a number", nm);
+    }
 }
 
 cJSON *vs_tool_entry(const char *name, const char *desc, const struct vs_param *p, size_t n)
 {
-    cJSON *o = cJSON_CreateObject(), *schema = cJSON_CreateObject(), *props = cJSON_CreateObject(),
-          *req = cJSON_CreateArray();
-    bool ok = o && schema && props && req && cJSON_AddStringToObject(o, "name", name) &&
-              cJSON_AddStringToObject(o, "description", desc) &&
-              cJSON_AddStringToObject(schema, "type", "object");
-    for (size_t i = 0; ok && i < n; i++) {
-        cJSON *s = cJSON_CreateObject();
-        ok = s && cJSON_AddItemToObject(props, p[i].name, s);
-        if (!ok) {
-            cJSON_Delete(s);
-            break;
-        }
-        switch (p[i].type) {
-        case VS_STR:
-            ok = cJSON_AddStringToObject(s, "type", "string");
-            break;
-        case VS_MODE: {
-            cJSON *en = cJSON_AddArrayToObject(s, "enum");
-            ok = cJSON_AddStringToObject(s, "type", "string") && en &&
-                 cJSON_AddItemToArray(en, cJSON_CreateString("bm25")) &&
-                 cJSON_AddItemToArray(en, cJSON_CreateString("vector")) &&
-                 cJSON_AddItemToArray(en, cJSON_CreateString("hybrid"));
-            break;
-        }
-        case VS_BOOL:
-            ok = cJSON_AddStringToObject(s, "type", "boolean");
-            break;
-        case VS_NUM:
-        case VS_INT:
-            ok = cJSON_AddStringToObject(s, "type", p[i].type == VS_INT ? "integer" : "number");
-            break;
-        case VS_OBJ_NULL: {
-            cJSON *ty = cJSON_AddArrayToObject(s, "type");
-            ok = ty && cJSON_AddItemToArray(ty, cJSON_CreateString("object")) &&
-                 cJSON_AddItemToArray(ty, cJSON_CreateString("null"));
-            break;
-        }
-        }
-        ok = ok && cJSON_AddStringToObject(s, "description", p[i].desc);
-        if (ok && p[i].required) {
-            cJSON *r = cJSON_CreateString(p[i].name);
-            ok = r && cJSON_AddItemToArray(req, r);
-        }
-    }
-    if (ok && cJSON_AddItemToObject(schema, "properties", props)) {
-        props = NULL;
-        if (cJSON_AddItemToObject(schema, "required", req)) {
-            req = NULL;
-            if (cJSON_AddBoolToObject(schema, "additionalProperties", false) &&
-                cJSON_AddItemToObject(o, "inputSchema", schema)) {
-                cJSON_Delete(props);
-                return o;
-            }
-        }
-    }
-    cJSON_Delete(props);
-    cJSON_Delete(req);
-    cJSON_Delete(schema);
-    cJSON_Delete(o);
-    return NULL;
+    struct tool_param tp[VS_MAX_PARAMS];
+    if (vs_params_of(p, n, tp) < 0)
+        return NULL;
+    return tool_params_entry(name, desc, tp, n,
+                             TOOL_PARAMS_ALWAYS_REQUIRED | TOOL_PARAMS_NO_BOUNDS, NULL);
 }
 
 cJSON *vs_output(const char *text)

@@ -3,22 +3,12 @@
  * One table per tool drives both argument validation and the inputSchema of tools/list, so the
  * two can never disagree. */
 #include "tools/broker.h"
+#include "tools/params.h"
 #include "tools/surfaces.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-enum ptype { P_STRING, P_BOOL, P_INT, P_STRINGS, P_STRMAP, P_OPS };
-
-struct param {
-    const char *name;
-    enum ptype type;
-    bool required;
-    const char *desc;
-    const char *const *choices; /* P_STRING: allowed values, NULL-terminated */
-    double min, max;            /* P_INT bounds; P_STRINGS / P_STRMAP / P_OPS: item counts */
-};
 
 /* The validated arguments of one call, by parameter index. */
 struct args {
@@ -30,7 +20,7 @@ typedef cJSON *(*wap_fn)(struct tool_ctx *ctx, const struct args *a, struct brok
 struct wap_tool {
     const char *name;
     const char *desc;
-    const struct param *params;
+    const struct tool_param *params;
     size_t n_params;
     wap_fn fn;
 };
@@ -56,19 +46,6 @@ static uint64_t arg_u64(const struct args *a, size_t i, uint64_t dflt)
     return a->v[i] ? (uint64_t)a->v[i]->valuedouble : dflt;
 }
 
-static const char *type_name(enum ptype t)
-{
-    switch (t) {
-    case P_STRING: return "a string";
-    case P_BOOL: return "a boolean";
-    case P_INT: return "an integer";
-    case P_STRINGS: return "an array of strings";
-    case P_STRMAP: return "an object of string values";
-    case P_OPS: return "an array of operation objects";
-    }
-    return "?";
-}
-
 static int check_int(const cJSON *v, double min, double max, const char *field,
                      struct broker_err *e)
 {
@@ -80,65 +57,62 @@ static int check_int(const cJSON *v, double min, double max, const char *field,
     return 0;
 }
 
-static int check_param(const struct param *p, const cJSON *v, struct broker_err *e)
+static const char *type_name(enum tool_param_type t)
 {
-    bool ok;
-    switch (p->type) {
-    case P_STRING:
-        ok = cJSON_IsString(v) && v->valuestring;
-        if (ok && p->choices) {
-            for (const char *const *c = p->choices; *c; c++)
-                if (strcmp(*c, v->valuestring) == 0)
-                    return 0;
-            char list[128] = "";
-            for (const char *const *c = p->choices; *c; c++)
-                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
-                         c == p->choices ? "" : ", ", *c);
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be one of %s", p->name, list);
-        }
-        break;
-    case P_BOOL:
-        ok = cJSON_IsBool(v);
-        break;
-    case P_INT:
-        return check_int(v, p->min, p->max, p->name, e);
-    case P_STRINGS:
-    case P_OPS: {
-        ok = cJSON_IsArray(v);
-        if (!ok)
-            break;
-        int n = cJSON_GetArraySize(v);
-        if (n < p->min || n > p->max)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold %.0f to %.0f items",
-                               p->name, p->min, p->max);
-        int i = 0;
-        for (const cJSON *it = v->child; it; it = it->next, i++)
-            if (p->type == P_STRINGS ? !cJSON_IsString(it) : !cJSON_IsObject(it))
-                return broker_fail(e, BROKER_E_INVALID, p->name, "%s[%d] must be %s", p->name, i,
-                                   p->type == P_STRINGS ? "a string" : "an object");
-        return 0;
+    switch (t) {
+    case TOOL_PARAM_STRING: return "a string";
+    case TOOL_PARAM_BOOL: return "a boolean";
+    case TOOL_PARAM_INT: return "an integer";
+    case TOOL_PARAM_STRINGS: return "an array of strings";
+    case TOOL_PARAM_STRMAP: return "an object of string values";
+    case TOOL_PARAM_ITEMS: return "an array of operation objects";
+    default: return "?";
     }
-    case P_STRMAP: {
-        ok = cJSON_IsObject(v);
-        if (!ok)
-            break;
-        int n = cJSON_GetArraySize(v);
-        if (n > p->max)
+}
+
+/* The checker's fault in WAP's words, with the field it concerns. */
+static int bad_args(const struct wap_tool *t, const struct tool_param_bad *b, struct broker_err *e)
+{
+    const struct tool_param *p = b->param;
+    switch (b->fault) {
+    case TOOL_PARAM_NOT_OBJECT:
+        return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
+    case TOOL_PARAM_UNKNOWN: {
+        char f[64];
+        snprintf(f, sizeof(f), "%.60s", b->key);
+        return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->name, f);
+    }
+    case TOOL_PARAM_CHOICE: {
+        char list[128] = "";
+        for (const char *const *c = p->choices; *c; c++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
+                     c == p->choices ? "" : ", ", *c);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be one of %s", p->name, list);
+    }
+    case TOOL_PARAM_NOT_FINITE:
+    case TOOL_PARAM_NOT_WHOLE:
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be an integer", p->name);
+    case TOOL_PARAM_RANGE:
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be between %.0f and %.0f",
+                           p->name, p->min, p->max);
+    case TOOL_PARAM_COUNT:
+        if (p->type == TOOL_PARAM_STRMAP)
             return broker_fail(e, BROKER_E_INVALID, p->name, "%s holds more than %.0f entries",
                                p->name, p->max);
-        for (const cJSON *it = v->child; it; it = it->next)
-            if (!cJSON_IsString(it))
-                return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%s must be a string",
-                                   p->name, it->string ? it->string : "?");
-        return 0;
-    }
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold %.0f to %.0f items",
+                           p->name, p->min, p->max);
+    case TOOL_PARAM_ITEM:
+        if (p->type == TOOL_PARAM_STRMAP)
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%s must be a string", p->name,
+                               b->key);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s[%d] must be %s", p->name, b->item,
+                           p->type == TOOL_PARAM_STRINGS ? "a string" : "an object");
+    case TOOL_PARAM_REQUIRED:
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
     default:
-        ok = false;
-    }
-    if (!ok)
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be %s", p->name,
                            type_name(p->type));
-    return 0;
+    }
 }
 
 /* Length-checked, then typed, then matched to the table: unknown fields are refused so a typo
@@ -146,29 +120,10 @@ static int check_param(const struct param *p, const cJSON *v, struct broker_err 
 static int parse_args(const struct wap_tool *t, const cJSON *args, struct args *a,
                       struct broker_err *e)
 {
+    struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
-        return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
-    for (const cJSON *it = args && cJSON_IsObject(args) ? args->child : NULL; it; it = it->next) {
-        size_t i;
-        for (i = 0; i < t->n_params; i++)
-            if (it->string && strcmp(it->string, t->params[i].name) == 0)
-                break;
-        if (i == t->n_params) {
-            char f[64];
-            snprintf(f, sizeof(f), "%.60s", it->string ? it->string : "");
-            return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->name, f);
-        }
-        if (cJSON_IsNull(it))
-            continue;
-        if (check_param(&t->params[i], it, e) < 0)
-            return -1;
-        a->v[i] = it;
-    }
-    for (size_t i = 0; i < t->n_params; i++)
-        if (t->params[i].required && !a->v[i])
-            return broker_fail(e, BROKER_E_INVALID, t->params[i].name, "%s is required",
-                               t->params[i].name);
+    if (tool_params_check(t->params, t->n_params, args, a->v, NULL, NULL, NULL, &b) < 0)
+        return bad_args(t, &b, e);
     return 0;
 }
 
@@ -222,14 +177,14 @@ static int excludes_of(const struct tool_ctx *ctx, const cJSON *arr, const char 
 
 /* ---- the tools ------------------------------------------------------------------------------ */
 
-static const struct param explore_params[] = {
-    {"path", P_STRING, true, "Starting directory path", NULL, 0, 0},
-    {"recursive", P_BOOL, false, "Whether to explore recursively", NULL, 0, 0},
-    {"excludePatterns", P_STRINGS, false,
+static const struct tool_param explore_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Starting directory path", NULL, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false, "Whether to explore recursively", NULL, 0, 0},
+    {"excludePatterns", TOOL_PARAM_STRINGS, false,
      "Glob patterns to exclude (e.g. [\"**/node_modules/**\", \"**/.git/**\"]); replaces the default exclusions",
      NULL, 0, 256},
-    {"maxDepth", P_INT, false, "Maximum recursion depth (default: 3)", NULL, 1, 64},
-    {"returnMetadata", P_BOOL, false, "Whether to include file metadata", NULL, 0, 0},
+    {"maxDepth", TOOL_PARAM_INT, false, "Maximum recursion depth (default: 3)", NULL, 1, 64},
+    {"returnMetadata", TOOL_PARAM_BOOL, false, "Whether to include file metadata", NULL, 0, 0},
 };
 
 static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct broker_err *e)
@@ -269,10 +224,10 @@ static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct bro
     return res;
 }
 
-static const struct param read_params[] = {
-    {"path", P_STRING, true, "Path to file", NULL, 0, 0},
-    {"startLine", P_INT, false, "Optional start line (1-indexed)", NULL, 1, MAX_LINE},
-    {"endLine", P_INT, false, "Optional end line (1-indexed)", NULL, 1, MAX_LINE},
+static const struct tool_param read_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
+    {"startLine", TOOL_PARAM_INT, false, "Optional start line (1-indexed)", NULL, 1, MAX_LINE},
+    {"endLine", TOOL_PARAM_INT, false, "Optional end line (1-indexed)", NULL, 1, MAX_LINE},
 };
 
 static cJSON *wap_read(struct tool_ctx *ctx, const struct args *a, struct broker_err *e)
@@ -300,11 +255,11 @@ static cJSON *wap_read(struct tool_ctx *ctx, const struct args *a, struct broker
     return res;
 }
 
-static const struct param write_params[] = {
-    {"path", P_STRING, true, "Path to file", NULL, 0, 0},
-    {"content", P_STRING, true, "Content to write", NULL, 0, 0},
-    {"mode", P_STRING, false, "Write mode (default: \"overwrite\")", write_modes, 0, 0},
-    {"createDirectories", P_BOOL, false, "Create parent directories if they don't exist", NULL, 0, 0},
+static const struct tool_param write_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
+    {"content", TOOL_PARAM_STRING, true, "Content to write", NULL, 0, 0},
+    {"mode", TOOL_PARAM_STRING, false, "Write mode (default: \"overwrite\")", write_modes, 0, 0},
+    {"createDirectories", TOOL_PARAM_BOOL, false, "Create parent directories if they don't exist", NULL, 0, 0},
 };
 
 static cJSON *wap_write(struct tool_ctx *ctx, const struct args *a, struct broker_err *e)
@@ -331,9 +286,9 @@ static cJSON *wap_write(struct tool_ctx *ctx, const struct args *a, struct broke
     return res;
 }
 
-static const struct param modify_params[] = {
-    {"path", P_STRING, true, "Path to file", NULL, 0, 0},
-    {"operations", P_OPS, true,
+static const struct tool_param modify_params[] = {
+    {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
+    {"operations", TOOL_PARAM_ITEMS, true,
      "List of operations to perform, in order (each sees the result of the ones before); all or none are applied",
      NULL, 1, MAX_ITEMS},
 };
@@ -433,14 +388,14 @@ static cJSON *wap_modify(struct tool_ctx *ctx, const struct args *a, struct brok
     return res;
 }
 
-static const struct param search_params[] = {
-    {"paths", P_STRINGS, true, "Paths to search in", NULL, 1, 64},
-    {"query", P_STRING, true, "Search query", NULL, 0, 0},
-    {"type", P_STRING, true, "Search type", search_types, 0, 0},
-    {"recursive", P_BOOL, false, "Whether to search recursively (default: false)", NULL, 0, 0},
-    {"excludePatterns", P_STRINGS, false,
+static const struct tool_param search_params[] = {
+    {"paths", TOOL_PARAM_STRINGS, true, "Paths to search in", NULL, 1, 64},
+    {"query", TOOL_PARAM_STRING, true, "Search query", NULL, 0, 0},
+    {"type", TOOL_PARAM_STRING, true, "Search type", search_types, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false, "Whether to search recursively (default: false)", NULL, 0, 0},
+    {"excludePatterns", TOOL_PARAM_STRINGS, false,
      "Glob patterns to exclude; replaces the default exclusions", NULL, 0, 256},
-    {"contextLines", P_INT, false, "Number of context lines to include (0 to 100)", NULL, 0, 100},
+    {"contextLines", TOOL_PARAM_INT, false, "Number of context lines to include (0 to 100)", NULL, 0, 100},
 };
 
 static cJSON *string_array(char **v, size_t n)
@@ -505,12 +460,12 @@ static cJSON *wap_search(struct tool_ctx *ctx, const struct args *a, struct brok
     return res;
 }
 
-static const struct param exec_params[] = {
-    {"command", P_STRING, true, "Command to execute (run by sh -c in a command sandbox)", NULL, 0, 0},
-    {"workingDirectory", P_STRING, false, "Working directory (default: workspace root)", NULL, 0, 0},
-    {"timeout", P_INT, false, "Timeout in milliseconds (default and ceiling: the workspace's)", NULL,
+static const struct tool_param exec_params[] = {
+    {"command", TOOL_PARAM_STRING, true, "Command to execute (run by sh -c in a command sandbox)", NULL, 0, 0},
+    {"workingDirectory", TOOL_PARAM_STRING, false, "Working directory (default: workspace root)", NULL, 0, 0},
+    {"timeout", TOOL_PARAM_INT, false, "Timeout in milliseconds (default and ceiling: the workspace's)", NULL,
      1, 86400000},
-    {"environment", P_STRMAP, false, "Environment variables", NULL, 0, 256},
+    {"environment", TOOL_PARAM_STRMAP, false, "Environment variables", NULL, 0, 256},
 };
 
 static cJSON *command_json(const struct broker_command_result *r)
@@ -667,59 +622,33 @@ static cJSON *error_json(const struct broker_err *e, cJSON *extra)
 
 /* ---- the surface ---------------------------------------------------------------------------- */
 
-static cJSON *param_schema(const struct param *p)
+/* modifyFile's operations: one of four shapes, which the generic table cannot say. */
+static cJSON *ops_schema(const struct tool_param *p)
 {
     cJSON *s = cJSON_CreateObject();
-    switch (p->type) {
-    case P_STRING:
-        cJSON_AddStringToObject(s, "type", "string");
-        if (p->choices) {
-            cJSON *en = cJSON_AddArrayToObject(s, "enum");
-            for (const char *const *c = p->choices; *c; c++)
-                cJSON_AddItemToArray(en, cJSON_CreateString(*c));
-        }
-        break;
-    case P_BOOL:
-        cJSON_AddStringToObject(s, "type", "boolean");
-        break;
-    case P_INT:
-        cJSON_AddStringToObject(s, "type", "integer");
-        cJSON_AddNumberToObject(s, "minimum", p->min);
-        cJSON_AddNumberToObject(s, "maximum", p->max);
-        break;
-    case P_STRINGS:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddItemToObject(s, "items", cJSON_Parse("{\"type\":\"string\"}"));
-        cJSON_AddNumberToObject(s, "minItems", p->min);
-        cJSON_AddNumberToObject(s, "maxItems", p->max);
-        break;
-    case P_STRMAP:
-        cJSON_AddStringToObject(s, "type", "object");
-        cJSON_AddItemToObject(s, "additionalProperties", cJSON_Parse("{\"type\":\"string\"}"));
-        break;
-    case P_OPS:
-        cJSON_AddStringToObject(s, "type", "array");
-        cJSON_AddNumberToObject(s, "minItems", p->min);
-        cJSON_AddItemToObject(
-            s, "items",
-            cJSON_Parse(
-                "{\"oneOf\":["
-                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\",\"newContent\"],"
-                "\"properties\":{\"type\":{\"const\":\"replace\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
-                "\"endLine\":{\"type\":\"integer\",\"minimum\":1},\"newContent\":{\"type\":\"string\"}}},"
-                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"afterLine\",\"newContent\"],"
-                "\"properties\":{\"type\":{\"const\":\"insert\"},\"afterLine\":{\"type\":\"integer\",\"minimum\":0},"
-                "\"newContent\":{\"type\":\"string\"}}},"
-                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\"],"
-                "\"properties\":{\"type\":{\"const\":\"delete\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
-                "\"endLine\":{\"type\":\"integer\",\"minimum\":1}}},"
-                "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"pattern\",\"replacement\"],"
-                "\"properties\":{\"type\":{\"const\":\"regexReplace\"},\"pattern\":{\"type\":\"string\"},"
-                "\"replacement\":{\"type\":\"string\"},\"flags\":{\"type\":\"string\",\"pattern\":\"^[gimsu]*$\"}}}"
-                "]}"));
-        break;
+    cJSON_AddStringToObject(s, "type", "array");
+    cJSON_AddNumberToObject(s, "minItems", p->min);
+    cJSON_AddItemToObject(
+        s, "items",
+        cJSON_Parse(
+            "{\"oneOf\":["
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\",\"newContent\"],"
+            "\"properties\":{\"type\":{\"const\":\"replace\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
+            "\"endLine\":{\"type\":\"integer\",\"minimum\":1},\"newContent\":{\"type\":\"string\"}}},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"afterLine\",\"newContent\"],"
+            "\"properties\":{\"type\":{\"const\":\"insert\"},\"afterLine\":{\"type\":\"integer\",\"minimum\":0},"
+            "\"newContent\":{\"type\":\"string\"}}},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\"],"
+            "\"properties\":{\"type\":{\"const\":\"delete\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
+            "\"endLine\":{\"type\":\"integer\",\"minimum\":1}}},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"pattern\",\"replacement\"],"
+            "\"properties\":{\"type\":{\"const\":\"regexReplace\"},\"pattern\":{\"type\":\"string\"},"
+            "\"replacement\":{\"type\":\"string\"},\"flags\":{\"type\":\"string\",\"pattern\":\"^[gimsu]*$\"}}}"
+            "]}"));
+    if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
+        cJSON_Delete(s);
+        return NULL;
     }
-    cJSON_AddStringToObject(s, "description", p->desc);
     return s;
 }
 
@@ -729,24 +658,13 @@ static cJSON *wap_list(const struct tool_ctx *ctx)
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
         const struct wap_tool *t = &tools[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "name", t->name);
-        cJSON_AddStringToObject(o, "description", t->desc);
-        cJSON *schema = cJSON_AddObjectToObject(o, "inputSchema");
-        cJSON_AddStringToObject(schema, "type", "object");
-        cJSON *props = cJSON_AddObjectToObject(schema, "properties");
-        cJSON *req = cJSON_CreateArray();
-        for (size_t k = 0; k < t->n_params; k++) {
-            cJSON_AddItemToObject(props, t->params[k].name, param_schema(&t->params[k]));
-            if (t->params[k].required)
-                cJSON_AddItemToArray(req, cJSON_CreateString(t->params[k].name));
+        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
+                                     TOOL_PARAMS_ALL_BOUNDS, ops_schema);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
         }
-        if (cJSON_GetArraySize(req) > 0)
-            cJSON_AddItemToObject(schema, "required", req);
-        else
-            cJSON_Delete(req);
-        cJSON_AddBoolToObject(schema, "additionalProperties", false);
     }
     return arr;
 }
