@@ -179,6 +179,41 @@ static int set_limits(struct cgroup *cg, const struct sandbox_limits *l, struct 
     return 0;
 }
 
+/* Removes the empty cgroup DIR with the cgroups corral nests in it (v2's main leaf, command
+ * sandboxes' corral-PID-N), deepest first. Only rmdir: a cgroup that still holds a process stays
+ * (EBUSY), and nothing is ever killed here. DEPTH bounds the walk. */
+static void rmdir_tree(const char *dir, int depth)
+{
+    DIR *d = depth > 0 ? opendir(dir) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            long pid;
+            unsigned long n;
+            if (strcmp(e->d_name, "main") && (sscanf(e->d_name, "corral-%ld-%lu", &pid, &n) != 2 || pid <= 0))
+                continue;
+            char p[4096 + 8];
+            if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) < (int)sizeof(p))
+                rmdir_tree(p, depth - 1);
+        }
+        closedir(d);
+    }
+    (void)rmdir(dir);
+}
+
+/* Creates cgroup directory D. A D that already exists bears this process's pid and a counter
+ * value it never used: a corral that had this pid before was killed and left it (pid reuse).
+ * Such a leftover is removed (when empty) and the mkdir tried again. */
+static int cg_mkdir(const char *d)
+{
+    if (mkdir(d, 0755) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -1;
+    rmdir_tree(d, 8);
+    return mkdir(d, 0755);
+}
+
 /* A cgroup left by a corral that was killed (corral-PID-N whose PID is gone) and now empty. */
 static void sweep_stale(const char *dir)
 {
@@ -194,10 +229,9 @@ static void sweep_stale(const char *dir)
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
         char p[4096 + 8];
-        snprintf(p, sizeof(p), "%s/%s/main", dir, e->d_name);
-        (void)rmdir(p); /* v2's process leaf, if any */
-        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-        (void)rmdir(p); /* fails (EBUSY) while anything still runs in it: then it stays */
+        /* With its main leaf and nested command cgroups; any still holding a process stays. */
+        if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) < (int)sizeof(p))
+            rmdir_tree(p, 8);
     }
     closedir(d);
 }
@@ -272,7 +306,7 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
                 cg->dir[i] = NULL;
             goto fail;
         }
-        if (mkdir(d, 0755) < 0) {
+        if (cg_mkdir(d) < 0) {
             r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own cgroup; run as root or under a delegated subtree)", d, strerror(errno));
             cg->ndirs = 0;
             goto fail;
@@ -329,7 +363,7 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
                 snprintf(pd, sizeof(pd), "%s%s", mnt, strcmp(ownc, "/") ? ownc : "");
                 sweep_stale(pd);
             }
-            if (mkdir(d, 0755) < 0) {
+            if (cg_mkdir(d) < 0) {
                 r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own %s cgroup; run as root)", d, strerror(errno), cg_ctl_name[i]);
                 cg->dir[i] = NULL;
                 free(d);

@@ -229,3 +229,25 @@ fds=$(ls "/proc/$init/fd" 2>/dev/null | sort -n | tr '\n' ' ')
 wait "$cp"
 exec 7>&-
 if [ "$fds" = "0 1 2 3 " ]; then ok "init keeps only 0-2 and its status pipe"; else fail "init keeps only 0-2 and its status pipe" "init's fds: $fds"; fi
+
+# --- a corral killed while a command sandbox runs leaves nested cgroups (the command's inside the
+# agent's); the next run sweeps both (regression: the nested one kept the outer one alive, and a
+# later corral given the same pid failed with "File exists")
+nws=$T_TMP/nested-ws
+mkdir -p "$nws"
+chown 65534:65534 "$nws"
+NINIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
+nmarker="$(od -An -N4 -tu4 /dev/urandom | tr -d ' ').25"
+"$CORRAL" exec --workspace "$nws" -- "$AGENTS/rpc_script" "$NINIT" \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"executeCommand\",\"arguments\":{\"command\":\"exec sleep $nmarker\"}}}" >/dev/null 2>&1 &
+NP=$!
+for i in $(seq 100); do pgrep -f "sleep $nmarker\$" >/dev/null && break; sleep 0.1; done
+nested=$(ls -d /sys/fs/cgroup/*/corral-"$NP"-*/corral-"$NP"-* 2>/dev/null | head -1)
+if [ -n "$nested" ]; then ok "a command's cgroup nests in its agent's"; else fail "a command's cgroup nests in its agent's" "$(ls -d /sys/fs/cgroup/*/corral-"$NP"-* 2>/dev/null)"; fi
+kill -KILL "$NP"
+wait "$NP" 2>/dev/null
+for i in $(seq 50); do pgrep -f "sleep $nmarker\$" >/dev/null || break; sleep 0.1; done
+"$CORRAL" exec -- /bin/true
+left=$(ls -d /sys/fs/cgroup/*/corral-"$NP"-* 2>/dev/null)
+if [ -z "$left" ]; then ok "the next run sweeps the killed corral's nested cgroups too"
+else fail "the next run sweeps the killed corral's nested cgroups too" "$left"; fi
