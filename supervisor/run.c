@@ -172,6 +172,23 @@ static int build_argv(struct run_ws *s, const struct policy_agent *ag, struct ce
     return 0;
 }
 
+/* Puts ENTRY ("KEY=VALUE", taken) in ENV, replacing an entry with the same key: the last word
+ * wins, so a policy's PATH replaces the default one instead of standing behind it unseen. */
+static void env_put(char **env, size_t *n, char *entry)
+{
+    const char *eq = entry ? strchr(entry, '=') : NULL;
+    size_t kl = eq ? (size_t)(eq - entry) + 1 : 0;
+    for (size_t i = 0; kl && i < *n; i++)
+        if (env[i] && !strncmp(env[i], entry, kl)) {
+            free(env[i]);
+            env[i] = entry;
+            return;
+        }
+    env[(*n)++] = entry;
+}
+
+/* The default environment, the policy's agent env on top, then the runtime's own variables
+ * (which neither may override: they are the runtime's word on who the agent is). */
 static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cerr *err)
 {
     size_t nd = 0;
@@ -181,17 +198,28 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     if (!s->envp)
         return cerr_set(err, ENOMEM, "out of memory");
     size_t n = 0;
+    bool oom = false;
+    char *v;
     for (size_t i = 0; i < nd; i++)
-        s->envp[n++] = strdup(sandbox_default_env[i]);
+        if ((v = strdup(sandbox_default_env[i])))
+            env_put(s->envp, &n, v);
+        else
+            oom = true;
     for (size_t i = 0; i < ag->n_env; i++)
-        s->envp[n++] = strdup(ag->env[i]);
-    if (asprintf(&s->envp[n++], "CORRAL_WORKSPACE=%s", s->id) < 0)
-        s->envp[n - 1] = NULL;
-    if (asprintf(&s->envp[n++], "CORRAL_ROLE=%s", s->role) < 0)
-        s->envp[n - 1] = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!s->envp[i])
-            return cerr_set(err, ENOMEM, "out of memory");
+        if ((v = strdup(ag->env[i])))
+            env_put(s->envp, &n, v);
+        else
+            oom = true;
+    if (asprintf(&v, "CORRAL_WORKSPACE=%s", s->id) >= 0)
+        env_put(s->envp, &n, v);
+    else
+        oom = true;
+    if (asprintf(&v, "CORRAL_ROLE=%s", s->role) >= 0)
+        env_put(s->envp, &n, v);
+    else
+        oom = true;
+    if (oom)
+        return cerr_set(err, ENOMEM, "out of memory");
     s->prof.envp = s->envp;
     return 0;
 }

@@ -5,6 +5,7 @@
 #   run_coord.py exit               initialize and exit without a word about its work
 #   run_coord.py sleep              initialize and sleep until killed
 import json
+import os
 import sys
 import time
 
@@ -36,6 +37,7 @@ me = call(1, "wacp/workspace.self", {})
 print("self:", json.dumps(me), file=sys.stderr)
 got = call(2, "tools/call", {"name": "readFile", "arguments": {"path": "a.txt"}})
 print("read:", json.dumps(got), file=sys.stderr)
+print("env: PATH=%s CORRAL_ROLE=%s" % (os.environ.get("PATH"), os.environ.get("CORRAL_ROLE")), file=sys.stderr)
 print("coord-log-marker", file=sys.stderr, flush=True)
 # The run's first envelope makes the workspace active once acknowledged (idle -> active).
 n = 10

@@ -10,7 +10,8 @@ printf 'hello\n' >"$ws/a.txt"
 policy() { # MODE [SECONDS]
     cat >"$T_TMP/p.json" <<P
 { "version": 1,
-  "agents": { "lead": { "binary": "/usr/bin/python3", "args": ["-u", "$COORD", "$1", "${2:-0}"], "role": "coordinator" } } }
+  "agents": { "lead": { "binary": "/usr/bin/python3", "args": ["-u", "$COORD", "$1", "${2:-0}"], "role": "coordinator",
+                        "env": { "PATH": "/opt/x/bin:/usr/bin:/bin", "CORRAL_ROLE": "forged" } } } }
 P
 }
 cgroups_of() { # the run's sandboxes' cgroups still present (v1 memory or v2)
@@ -52,6 +53,7 @@ expect_status "a run whose coordinator completes exits 0" 0 "$rc" "$(cat "$T_TMP
 expect_match "the summary names the root's final state" "coordinator's workspace is closed" "$(cat "$T_TMP/run.out")"
 log=$(cat "$T_TMP"/run/logs/*.log 2>/dev/null)
 expect_match "the coordinator's stderr is its log" 'coord-log-marker' "$log"
+expect_match "the policy's env replaces a default (PATH), the runtime's own cannot be forged" 'env: PATH=/opt/x/bin:/usr/bin:/bin CORRAL_ROLE=coordinator' "$log"
 expect_match "it was told its runtime-assigned workspace id" '"workspace_id": "[^"]+"' "$log"
 expect_match "its tools act on the root workspace" '"content": "hello\\n"' "$log"
 expect_match "acking the run's first envelope makes it active" 'ack: .*"state": "acknowledged"' "$log"
