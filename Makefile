@@ -43,7 +43,8 @@ STATIC_CANDIDATES := seccomp cap nl-route-3 nl-3 sqlite3 sodium pcre2-8 yaml
 STATIC_FOUND := $(foreach l,$(STATIC_CANDIDATES),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a 2>/dev/null)),$(l)))
 CORRAL_LIBS := -Wl,-Bstatic $(addprefix -l,$(STATIC_FOUND)) -Wl,-Bdynamic $(PKG_LIBS) -lm
 
-LIB_SRC := $(sort $(wildcard common/*.c sandbox/*.c policy/*.c tools/*.c supervisor/*.c))
+# Every .c under the five source folders (they hold one concern per subfolder: docs/architecture.md).
+LIB_SRC := $(sort $(shell find common sandbox policy tools supervisor -name '*.c'))
 LIB_SRC := $(filter-out supervisor/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB     := $(BUILD)/libcorral.a

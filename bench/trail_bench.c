@@ -5,7 +5,7 @@
  *   trail_bench latency DIR N          p50/p99 of one append + commit, FULL and NORMAL
  *   trail_bench fill FILE N            write N entries (NORMAL durability, 1000 per commit)
  *   trail_bench verify FILE            trail_verify_file speed, against a bare scan of the rows */
-#include "supervisor/trail.h"
+#include "supervisor/trail/trail.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

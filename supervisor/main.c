@@ -1,5 +1,5 @@
 /* supervisor/main.c: the `corral` command line: dispatch to one subcommand per file. */
-#include "supervisor/commands.h"
+#include "supervisor/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

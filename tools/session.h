@@ -5,7 +5,7 @@
 #ifndef CORRAL_TOOL_SESSION_H
 #define CORRAL_TOOL_SESSION_H
 
-#include "tools/broker.h"
+#include "tools/broker/broker.h"
 
 struct tool_session;
 

@@ -1,5 +1,5 @@
 /* tools/tool.h: the tool surfaces an agent may speak (wap, file, voltagent, kward), each a
- * table of seed tool names over the shared broker operations (tools/broker_*.c). The surface
+ * table of seed tool names over the shared broker operations (tools/broker/). The surface
  * functions are pure with respect to the process: no globals, thread-safe, so the supervisor
  * may run a call on a worker thread and keep its event loop free. They never see a host path
  * from the agent: every path is resolved beneath ctx->root_fd by the broker. */
@@ -49,7 +49,7 @@ struct tool_ctx {
     struct tool_session *session;  /* this connection's memory (tools/session.h); NULL: none */
     /* With a trail: a command sandbox's seccomp listener is handed to this (from a worker
      * thread; it takes the fd in every case), so the command's denied system calls are recorded
-     * like the agent's own (supervisor/cmd_denials.h). NULL: the filter answers EPERM itself. */
+     * like the agent's own (supervisor/listeners/handoff.h). NULL: the filter answers EPERM itself. */
     void (*adopt_listener)(void *data, const char *tag, int listener,
                            const struct sandbox_seccomp *rules);
     void *adopt_data;

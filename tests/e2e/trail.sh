@@ -7,7 +7,7 @@
 
 # --- a writer: the trail module as the supervisor uses it (built against this build's library)
 cat >"$T_TMP/writer.c" <<'EOF'
-#include "supervisor/trail.h"
+#include "supervisor/trail/trail.h"
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

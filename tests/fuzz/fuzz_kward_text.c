@@ -3,7 +3,7 @@
  * ctags' JSON lines and the source text they describe: every outline entry must lie within the
  * text, in order, capped. The whole input is also read as GNU diff's output: when the counter
  * accepts it, its counts must equal the '+' and '-' lines after the two headers. */
-#include "tools/kward.h"
+#include "tools/kward/kward.h"
 
 #include <stdlib.h>
 #include <string.h>

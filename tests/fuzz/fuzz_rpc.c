@@ -2,7 +2,7 @@
  * (fed in pieces, with a small cap so over-long lines are common), then for every line the
  * decoder (UTF-8, depth, JSON, JSON-RPC envelope), then the answer encoders. Invariants: no
  * crash or leak, a decoded message has a method, every encoded answer is one line. */
-#include "supervisor/rpc.h"
+#include "supervisor/conn/rpc.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * hostile input. The bytes go to the front matter parser (gray-matter's split, then libyaml) and
  * the result must be consistent: a failure clears everything, a success gives strings only, lists
  * within their cap, no allowlist entry with a ".." segment or '~', and a body inside the input. */
-#include "tools/voltagent_index.h"
+#include "tools/voltagent/index.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* tests/fuzz/fuzz_trail_canonical.c: bodies reach the trail from agents (tool arguments), so the
  * canonical JSON encoder must take any parsed JSON without crashing, and be a fixed point: the
  * canonical text of a value parses back to a value whose canonical text is the same bytes. */
-#include "supervisor/trail_internal.h"
+#include "supervisor/trail/internal.h"
 
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * call. Invariants: no crash or leak; a failed call returns no result; a refused trail changes
  * nothing (the tree is the same before and after). */
 #include "policy/policy.h"
-#include "supervisor/wacp.h"
+#include "supervisor/wacp/wacp.h"
 
 #include <ftw.h>
 #include <stdio.h>

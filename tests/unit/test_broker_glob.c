@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tools/broker.h"
-#include "tools/glob.h"
+#include "tools/broker/broker.h"
+#include "tools/broker/glob.h"
 
 #include <string.h>
 #include <time.h>

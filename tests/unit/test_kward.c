@@ -4,7 +4,7 @@
  * real in a command sandbox. */
 #include "wap_fixture.h"
 
-#include "tools/kward.h"
+#include "tools/kward/kward.h"
 #include "tools/session.h"
 
 static int kw_setup(void **state)

@@ -5,7 +5,7 @@
  * counter is also fed output no diff would print. */
 #include "wap_fixture.h"
 
-#include "tools/kward.h"
+#include "tools/kward/kward.h"
 
 #include <errno.h>
 #include <stdlib.h>

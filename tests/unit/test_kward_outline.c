@@ -5,7 +5,7 @@
  * that names the package when a tool is missing. */
 #include "wap_fixture.h"
 
-#include "tools/kward.h"
+#include "tools/kward/kward.h"
 
 #include <stdlib.h>
 

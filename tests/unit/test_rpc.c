@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "supervisor/rpc.h"
+#include "supervisor/conn/rpc.h"
 
 static void expect_line(struct rpc_reader *r, const char *want)
 {

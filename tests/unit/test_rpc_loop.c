@@ -12,9 +12,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "supervisor/agent.h"
-#include "supervisor/trail.h"
-#include "supervisor/trail_internal.h"
+#include "supervisor/conn/agent.h"
+#include "supervisor/trail/trail.h"
+#include "supervisor/trail/internal.h"
 
 #include <sqlite3.h>
 

@@ -1,7 +1,7 @@
 /* tests/unit/test_trail.c: the trail against real SQLite files: every event kind written and read
  * back, canonical bodies, blobs, the closed registry, append-only enforcement (triggers and the
  * writer's authorizer), tampering caught by verify, reading during writes, group commit. */
-#include "supervisor/trail_internal.h"
+#include "supervisor/trail/internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * tiny tmpfs in a private mount namespace) degrades it and nothing more is committed; a read-only
  * file is refused before anything happens; SIGKILL at random points of a busy writer never loses
  * an acknowledged entry nor breaks the chain. Runs as root, as the rest of the suite. */
-#include "supervisor/trail_internal.h"
+#include "supervisor/trail/internal.h"
 
 #include <fcntl.h>
 #include <poll.h>

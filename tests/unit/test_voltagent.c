@@ -5,7 +5,7 @@
 #include "wap_fixture.h"
 
 #include "tools/session.h"
-#include "tools/voltagent.h"
+#include "tools/voltagent/voltagent.h"
 
 struct vfx {
     struct fx *f;

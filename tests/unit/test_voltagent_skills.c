@@ -5,8 +5,8 @@
 #include "wap_fixture.h"
 
 #include "tools/session.h"
-#include "tools/voltagent.h"
-#include "tools/voltagent_index.h"
+#include "tools/voltagent/voltagent.h"
+#include "tools/voltagent/index.h"
 
 static int v_setup(void **state)
 {

@@ -5,8 +5,8 @@
 #define WACP_FIXTURE_H
 
 #include "policy/policy.h"
-#include "supervisor/wacp.h"
-#include "supervisor/wacp_internal.h"
+#include "supervisor/wacp/wacp.h"
+#include "supervisor/wacp/internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

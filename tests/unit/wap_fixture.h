@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "tools/broker.h"
+#include "tools/broker/broker.h"
 #include "tools/tool.h"
 
 #include <fcntl.h>

@@ -1,0 +1,357 @@
+/* supervisor/cli/run.c: `corral run POLICY` (a WACP session) and `corral ps` (its live tree,
+ * from another terminal, through the run's control socket). */
+#include "supervisor/cli/cli.h"
+
+#include "policy/policy.h"
+#include "supervisor/runtime/control.h"
+#include "supervisor/runtime/run.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TRAIL "/var/lib/corral/corral.db"
+
+static const char run_usage[] =
+    "usage: corral run POLICY --workspace DIR [options]\n"
+    "\n"
+    "Run a WACP session: start the policy's coordinator agent in the root workspace (DIR, the\n"
+    "project's files) and serve it and every agent it creates, each in its own sandbox, until the\n"
+    "coordinator's workspace is closed or failed.\n"
+    "\n"
+    "  --workspace DIR         the root workspace's files; integration writes accepted work here\n"
+    "  --trail FILE            the trail (default: the policy's trail.path, else " DEFAULT_TRAIL ")\n"
+    "  --trail-durability M    full (fsync per commit; default) or normal\n"
+    "  --run-dir DIR           per-run state: workspace copies, checkpoint objects, agents' logs\n"
+    "                          (default: DIR_OF_TRAIL/runs/RUN-ID)\n"
+    "  --control PATH          the control socket for `corral ps` (default: TRAIL.sock)\n"
+    "  --timeout SECONDS       end the run (every workspace fails) after this long\n"
+    "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default 1000)\n"
+    "  --quiet                 no summary at the end\n"
+    "\n"
+    "Exit status: 0 the coordinator's workspace closed, 1 it failed (or the run timed out),\n"
+    "2 usage error or a policy with problems, 125 corral itself failed.\n";
+
+static const char ps_usage[] =
+    "usage: corral ps [--db FILE | --policy FILE | --control PATH] [--json]\n"
+    "\n"
+    "Show the live workspace tree of a running `corral run`: state, role, agent, owner, task,\n"
+    "checkpoints, memory used against its budget.\n"
+    "\n"
+    "  --db FILE        the run's trail (its control socket is FILE.sock)\n"
+    "  --policy FILE    the policy the run uses (its trail.path)\n"
+    "  --control PATH   the control socket itself\n"
+    "  --json           the run's answer as one JSON document\n"
+    "\n"
+    "Exit status: 0 ok, 1 no run is listening, 2 usage error.\n";
+
+/* The user id of whoever started the run: the policy's users map, else "uid:N". */
+static void owner_of(const struct policy *p, char *buf, size_t len)
+{
+    struct policy_session s;
+    policy_session_get(p, &s);
+    uid_t uid = getuid();
+    const char *sudo = getenv("SUDO_UID");
+    if (uid == 0 && sudo && *sudo) /* the human behind sudo, when there is one */
+        uid = (uid_t)strtoul(sudo, NULL, 10);
+    for (size_t i = 0; i < s.n_users; i++)
+        if (s.users[i].uid == uid) {
+            snprintf(buf, len, "%s", s.users[i].user_id);
+            return;
+        }
+    snprintf(buf, len, "uid:%u", (unsigned)uid);
+}
+
+static const char *trail_of(const struct policy *p, const char *given)
+{
+    if (given)
+        return given;
+    struct policy_session s;
+    policy_session_get(p, &s);
+    return s.trail_path ? s.trail_path : DEFAULT_TRAIL;
+}
+
+static int mkdir_parents(const char *path)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+        return -ENAMETOOLONG;
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                return -errno;
+            *s = '/';
+        }
+    if (mkdir(p, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"workspace", required_argument, NULL, 'w'}, {"trail", required_argument, NULL, 't'},
+        {"trail-durability", required_argument, NULL, 'd'}, {"run-dir", required_argument, NULL, 'r'},
+        {"control", required_argument, NULL, 'c'}, {"timeout", required_argument, NULL, 'T'},
+        {"redelivery-ms", required_argument, NULL, 'R'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    struct run_opts o = {.trail_full = true};
+    const char *trail = NULL, *durability = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'w': o.workspace = optarg; break;
+        case 't': trail = optarg; break;
+        case 'd': durability = optarg; break;
+        case 'r': o.run_dir = optarg; break;
+        case 'c': o.control_path = optarg; break;
+        case 'T':
+            if (util_parse_seconds(optarg, &o.timeout) < 0 || o.timeout <= 0) {
+                fprintf(stderr, "corral run: --timeout %s: give seconds (30, 1.5, 2m)\n", optarg);
+                return CORRAL_EXIT_USAGE;
+            }
+            break;
+        case 'R': {
+            uint64_t v;
+            if (util_parse_u64(optarg, &v) < 0 || v == 0 || v > 600000) {
+                fprintf(stderr, "corral run: --redelivery-ms %s: give milliseconds from 1 to 600000\n", optarg);
+                return CORRAL_EXIT_USAGE;
+            }
+            o.redelivery_base_ms = v;
+            break;
+        }
+        case 'q': o.quiet = true; break;
+        case 'h': fputs(run_usage, stdout); return CORRAL_EXIT_OK;
+        default: fputs(run_usage, stderr); return CORRAL_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "corral run: give exactly one POLICY file\n%s", run_usage);
+        return CORRAL_EXIT_USAGE;
+    }
+    o.policy_path = argv[optind];
+    if (!o.workspace) {
+        fprintf(stderr, "corral run: --workspace DIR is required: the project directory the coordinator's workspace holds\n");
+        return CORRAL_EXIT_USAGE;
+    }
+    struct stat st;
+    if (stat(o.workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "corral run: --workspace %s: %s\n", o.workspace,
+                errno && stat(o.workspace, &st) < 0 ? strerror(errno) : "not a directory");
+        return CORRAL_EXIT_USAGE;
+    }
+    if (durability) {
+        if (!strcmp(durability, "normal"))
+            o.trail_full = false;
+        else if (strcmp(durability, "full")) {
+            fprintf(stderr, "corral run: --trail-durability %s: give full or normal\n", durability);
+            return CORRAL_EXIT_USAGE;
+        }
+    }
+    if (geteuid() != 0) {
+        fprintf(stderr, "corral run: must run as root (it creates namespaces and cgroups for every agent); try: sudo corral run ...\n");
+        return CORRAL_EXIT_USAGE;
+    }
+
+    struct policy *pol = NULL;
+    struct policy_diags diags = {0};
+    if (policy_load_file(o.policy_path, &pol, &diags) < 0) {
+        policy_diags_print(&diags, stderr);
+        policy_diags_free(&diags);
+        fprintf(stderr, "corral run: policy %s has problems (listed above); fix them and run 'corral policy check %s'\n",
+                o.policy_path, o.policy_path);
+        return CORRAL_EXIT_USAGE;
+    }
+    policy_diags_free(&diags);
+    if (!durability) {
+        struct policy_session ps;
+        policy_session_get(pol, &ps);
+        o.trail_full = ps.trail_durability_full;
+    }
+    o.policy = pol;
+    o.trail_path = trail_of(pol, trail);
+    char owner[128];
+    owner_of(pol, owner, sizeof(owner));
+    o.owner = owner;
+
+    char trail_dir[PATH_MAX], run_dir[PATH_MAX], control[PATH_MAX], ws_real[PATH_MAX];
+    snprintf(trail_dir, sizeof(trail_dir), "%s", o.trail_path);
+    char *td = dirname(trail_dir);
+    if (mkdir_parents(td) < 0) {
+        fprintf(stderr, "corral run: cannot create the trail's directory %s: %s\n", td, strerror(errno));
+        policy_free(pol);
+        return CORRAL_EXIT_INTERNAL;
+    }
+    if (!o.run_dir) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char stamp[32];
+        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+        snprintf(run_dir, sizeof(run_dir), "%s/runs/%s-%ld", td, stamp, (long)getpid());
+        o.run_dir = run_dir;
+    }
+    if (mkdir_parents(o.run_dir) < 0) {
+        fprintf(stderr, "corral run: cannot create the run directory %s: %s\n", o.run_dir, strerror(errno));
+        policy_free(pol);
+        return CORRAL_EXIT_INTERNAL;
+    }
+    if (!o.control_path) {
+        snprintf(control, sizeof(control), "%s.sock", o.trail_path);
+        o.control_path = control;
+    }
+    if (realpath(o.workspace, ws_real))
+        o.workspace = ws_real;
+
+    struct run_result res;
+    struct cerr err = {0};
+    int r = run_session(&o, &res, &err);
+    policy_free(pol);
+    if (r < 0) {
+        fprintf(stderr, "corral run: %s\n", err.msg[0] ? err.msg : strerror(-r));
+        return CORRAL_EXIT_INTERNAL;
+    }
+    return res.root_closed && !res.timed_out ? CORRAL_EXIT_OK : CORRAL_EXIT_PROBLEMS;
+}
+
+/* ---- corral ps ---- */
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static void human_bytes(double b, char *buf, size_t len)
+{
+    static const char *const u[] = {"B", "K", "M", "G", "T"};
+    size_t i = 0;
+    if (b < 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    while (b >= 1024 && i + 1 < ARRAY_SIZE(u)) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", b, u[i]);
+}
+
+static int depth_of(const cJSON *list, const cJSON *ws)
+{
+    int d = 0;
+    const char *parent = str(ws, "parent");
+    while (strcmp(parent, "-") && d < 64) {
+        const cJSON *p = NULL, *it;
+        cJSON_ArrayForEach(it, list)
+        if (!strcmp(str(it, "id"), parent) || !strcmp(str(it, "workspace_id"), parent))
+            p = it;
+        if (!p)
+            break;
+        d++;
+        parent = str(p, "parent");
+    }
+    return d;
+}
+
+int cmd_ps(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'}, {"policy", required_argument, NULL, 'p'},
+        {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *db = NULL, *policy = NULL, *control = NULL;
+    bool json = false;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': db = optarg; break;
+        case 'p': policy = optarg; break;
+        case 'c': control = optarg; break;
+        case 'j': json = true; break;
+        case 'h': fputs(ps_usage, stdout); return CORRAL_EXIT_OK;
+        default: fputs(ps_usage, stderr); return CORRAL_EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        fputs(ps_usage, stderr);
+        return CORRAL_EXIT_USAGE;
+    }
+    char path[PATH_MAX];
+    if (!control) {
+        struct policy *pol = NULL;
+        if (!db && policy) {
+            struct policy_diags diags = {0};
+            if (policy_load_file(policy, &pol, &diags) < 0) {
+                policy_diags_print(&diags, stderr);
+                policy_diags_free(&diags);
+                return CORRAL_EXIT_USAGE;
+            }
+            policy_diags_free(&diags);
+        }
+        snprintf(path, sizeof(path), "%s.sock", db ? db : pol ? trail_of(pol, NULL) : DEFAULT_TRAIL);
+        policy_free(pol);
+        control = path;
+    }
+    char *text = NULL;
+    struct cerr err = {0};
+    if (control_fetch(control, &text, &err) < 0) {
+        fprintf(stderr, "corral ps: %s\n", err.msg);
+        return CORRAL_EXIT_PROBLEMS;
+    }
+    if (json) {
+        fputs(text, stdout);
+        free(text);
+        return CORRAL_EXIT_OK;
+    }
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "workspaces");
+    if (!cJSON_IsArray(list)) {
+        fprintf(stderr, "corral ps: the run's answer is not a workspace list\n");
+        cJSON_Delete(doc);
+        return CORRAL_EXIT_INTERNAL;
+    }
+    printf("run pid %.0f, trail %s\n", num(doc, "pid"), str(doc, "trail"));
+    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s\n", "WORKSPACE", "STATE", "ROLE", "AGENT", "OWNER",
+           "ORIGINATOR", "CKPTS", "MEMORY/BUDGET");
+    const cJSON *ws;
+    cJSON_ArrayForEach(ws, list)
+    {
+        const char *id = str(ws, "id");
+        if (!strcmp(id, "-"))
+            id = str(ws, "workspace_id");
+        char name[64];
+        int d = depth_of(list, ws);
+        snprintf(name, sizeof(name), "%*s%s", d * 2, "", id);
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(ws, "usage");
+        char used[16], lim[16], mem[40];
+        human_bytes(u ? num(u, "memory_peak") : -1, used, sizeof(used));
+        human_bytes(u ? num(u, "memory_limit") : -1, lim, sizeof(lim));
+        snprintf(mem, sizeof(mem), "%s/%s", used, lim);
+        double ck = num(ws, "checkpoints");
+        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s\n", name, str(ws, "state"), str(ws, "role"),
+               str(ws, "agent"), str(ws, "owner"), str(ws, "originator"), ck < 0 ? 0 : ck, mem);
+    }
+    cJSON_Delete(doc);
+    return CORRAL_EXIT_OK;
+}

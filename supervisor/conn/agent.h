@@ -1,0 +1,112 @@
+/* supervisor/conn/agent.h: agent connections on the event loop. An agent_host holds what the agents of
+ * one loop share (the loop, the worker pool, the trail, the turn's staged work); an agent is one
+ * connection: a pipe pair speaking JSON-RPC lines, with its input buffer, its output queue with
+ * back-pressure, its abuse counters and its own tool surface and workspace. One agent or a
+ * thousand: the same code. */
+#ifndef CORRAL_AGENT_H
+#define CORRAL_AGENT_H
+
+#include "common/util.h"
+#include "supervisor/conn/loop.h"
+#include "supervisor/conn/pool.h"
+#include "supervisor/conn/rpc.h"
+#include "tools/tool.h"
+
+struct trail;
+struct agent_host;
+struct agent;
+
+struct agent_host_opts {
+    size_t max_message;      /* cap on one line in (default RPC_DEFAULT_MAX_MESSAGE) */
+    unsigned max_depth;      /* JSON nesting bound (default RPC_DEFAULT_MAX_DEPTH) */
+    size_t max_queued_bytes; /* stop reading an agent while this much output waits (default 1 MiB) */
+    unsigned max_inflight;   /* tool calls of one agent running or queued at once (default 4) */
+    unsigned abuse_limit;    /* malformed messages before the agent is failed (default 100) */
+};
+
+/* LOOP and POOL are borrowed and must outlive the host; TRAIL may be NULL. */
+int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
+                   const struct agent_host_opts *o, struct agent_host **out, struct cerr *err);
+/* Every agent must have been freed first. NULL is a no-op. */
+void agent_host_free(struct agent_host *h);
+
+enum agent_end {
+    AGENT_END_EOF = 1, /* the agent closed its output and every answer was delivered */
+    AGENT_END_ABUSE,   /* too many malformed messages: the agent is failed */
+    AGENT_END_IO,      /* a read or write on its pipes failed (it closed its input, ...) */
+    AGENT_END_NOMEM,
+};
+const char *agent_end_name(enum agent_end e);
+
+struct agent_config {
+    const char *name;                    /* for logs and the trail ("agent", a workspace id) */
+    int in_fd;                           /* read end: the agent's stdout (borrowed) */
+    int out_fd;                          /* write end: the agent's stdin (borrowed; may equal in_fd) */
+    const struct tool_surface *surface;  /* borrowed */
+    struct tool_ctx *tools;              /* borrowed; used from worker threads during calls */
+    /* Called once on the loop thread when the connection ends; the agent stays allocated. */
+    void (*on_end)(struct agent *a, enum agent_end why, void *data);
+    void *data;
+    /* Requests whose method starts with "wacp/" (corral run): answered by this handler on the
+     * loop thread (agent_reply / agent_reply_error_data); NULL: they are unknown methods. */
+    void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+};
+
+/* Starts serving: both fds are made non-blocking and watched. */
+int agent_new(struct agent_host *h, const struct agent_config *c, struct agent **out, struct cerr *err);
+/* Stops watching its fds; frees now, or once its last running tool call has finished (the
+ * surface and tool ctx must stay valid until then: see agent_host_inflight). NULL is a no-op. */
+void agent_free(struct agent *a);
+
+/* Tool calls submitted or running, over every agent of the host. */
+size_t agent_host_inflight(const struct agent_host *h);
+
+struct agent_stats {
+    uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
+    uint64_t bytes_in, bytes_out;
+    uint64_t trail_bytes;  /* message content this agent has put in the trail */
+    unsigned abuse;        /* malformed messages (and unknown notifications) so far */
+    size_t queued_bytes;   /* output waiting */
+    unsigned inflight;
+    bool reading;          /* false while back-pressure holds its input */
+};
+void agent_get_stats(const struct agent *a, struct agent_stats *s);
+bool agent_ended(const struct agent *a);
+const char *agent_name(const struct agent *a);
+
+/* ---- for dispatch.c: the method table calls back into the connection ---- */
+
+/* Queues a response for the end of this turn (after the trail commit). RESULT is borrowed. */
+void agent_reply(struct agent *a, const cJSON *id, const cJSON *result);
+void agent_reply_error(struct agent *a, const cJSON *id, int code, const char *message);
+/* The same with error.data (borrowed; may be NULL). */
+void agent_reply_error_data(struct agent *a, const cJSON *id, int code, const char *message,
+                            const cJSON *data);
+/* Queues a notification (no id) to the agent for the end of this turn, after the trail
+ * commit, like a response. PARAMS borrowed (may be NULL). */
+void agent_notify(struct agent *a, const char *method, const cJSON *params);
+/* The "wacp/" handler of the agent's config, or NULL. */
+bool agent_serves_wacp(const struct agent *a);
+void agent_call_wacp(struct agent *a, const struct rpc_msg *m);
+/* Records a `denial` entry for this agent (no-op without a trail): KIND ("path", "tool",
+ * "protocol", ...), SUBJECT (what was asked), RULE (what refused it). 0 or -EIO. */
+int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule);
+/* A notification nobody asked for (unknown method): never answered, but it counts toward the
+ * abuse limit like a malformed line, so a flood of them ends the agent alone. */
+void agent_count_abuse(struct agent *a);
+bool agent_initialized(const struct agent *a);
+void agent_set_initialized(struct agent *a, const char *protocol_version);
+const struct tool_surface *agent_surface(const struct agent *a);
+const struct tool_ctx *agent_tools(const struct agent *a);
+/* Starts tool call NAME(ARGS) for request ID on the pool, after this turn's commit; the answer
+ * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
+ * the trail cannot record the call (it is then not made). */
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
+
+/* dispatch.c: acts on one decoded message of A (answers requests, never notifications). */
+void dispatch_message(struct agent *a, const struct rpc_msg *m);
+/* The protocol versions answered by initialize and server/discover, newest first. */
+extern const char *const dispatch_protocol_versions[];
+extern const size_t dispatch_n_protocol_versions;
+
+#endif

@@ -1,0 +1,416 @@
+/* supervisor/conn/rpc.c: line framing and JSON-RPC 2.0 decoding of agent messages (see rpc.h).
+ * Order of checks is the order of cost and of trust: length, UTF-8, depth, JSON, envelope. */
+#include "supervisor/conn/rpc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct rpc_reader {
+    char *buf;
+    size_t cap;      /* allocated bytes */
+    size_t start;    /* first byte not yet returned */
+    size_t scan;     /* bytes before this have been searched for '\n' */
+    size_t len;      /* bytes in buf */
+    size_t max;      /* cap on one message */
+    bool discarding; /* inside an over-long line: drop bytes until its '\n' */
+    bool failed;     /* sticky: the connection is being failed */
+};
+
+struct rpc_reader *rpc_reader_new(size_t max_message)
+{
+    struct rpc_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->max = max_message ? max_message : RPC_DEFAULT_MAX_MESSAGE;
+    return r;
+}
+
+void rpc_reader_free(struct rpc_reader *r)
+{
+    if (!r)
+        return;
+    free(r->buf);
+    free(r);
+}
+
+static void reader_compact(struct rpc_reader *r)
+{
+    if (r->start == 0)
+        return;
+    memmove(r->buf, r->buf + r->start, r->len - r->start);
+    r->len -= r->start;
+    r->scan -= r->start;
+    r->start = 0;
+}
+
+char *rpc_reader_space(struct rpc_reader *r, size_t want, size_t *room)
+{
+    if (want == 0)
+        want = 1;
+    reader_compact(r);
+    if (r->cap - r->len < want) {
+        /* Never more than one message plus one read: an over-long line is discarded, not kept. */
+        size_t need = r->len + want;
+        if (need < r->len)
+            return NULL;
+        size_t ncap = r->cap ? r->cap : 65536;
+        while (ncap < need)
+            ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+        char *nb = realloc(r->buf, ncap);
+        if (!nb)
+            return NULL;
+        r->buf = nb;
+        r->cap = ncap;
+    }
+    *room = r->cap - r->len;
+    return r->buf + r->len;
+}
+
+void rpc_reader_commit(struct rpc_reader *r, size_t n)
+{
+    if (n > r->cap - r->len)
+        n = r->cap - r->len;
+    r->len += n;
+}
+
+int rpc_reader_feed(struct rpc_reader *r, const void *data, size_t len)
+{
+    size_t room;
+    char *dst = rpc_reader_space(r, len, &room);
+    if (!dst)
+        return -ENOMEM;
+    if (len)
+        memcpy(dst, data, len);
+    rpc_reader_commit(r, len);
+    return 0;
+}
+
+static bool is_blank(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+            return false;
+    return true;
+}
+
+enum rpc_frame rpc_reader_next(struct rpc_reader *r, const char **line, size_t *len)
+{
+    for (;;) {
+        if (r->failed)
+            return RPC_FRAME_FAILED;
+        char *nl = r->len > r->scan ? memchr(r->buf + r->scan, '\n', r->len - r->scan) : NULL;
+        if (!nl) {
+            if (r->discarding) {
+                r->start = r->scan = r->len = 0; /* still inside the over-long line: drop it */
+                return RPC_FRAME_NONE;
+            }
+            if (r->len - r->start > r->max) {
+                /* Answer as soon as the cap is passed, then drop the rest of the line as it comes. */
+                r->discarding = true;
+                r->start = r->scan = r->len = 0;
+                return RPC_FRAME_TOO_LONG;
+            }
+            r->scan = r->len;
+            return RPC_FRAME_NONE;
+        }
+        size_t end = (size_t)(nl - r->buf);
+        const char *p = r->buf + r->start;
+        size_t n = end - r->start;
+        r->start = r->scan = end + 1;
+        if (r->discarding) {
+            r->discarding = false; /* the tail of an over-long line, already answered */
+            continue;
+        }
+        if (n > 0 && p[n - 1] == '\r')
+            n--;
+        if (n > r->max)
+            return RPC_FRAME_TOO_LONG;
+        if (is_blank(p, n))
+            continue;
+        *line = p;
+        *len = n;
+        return RPC_FRAME_LINE;
+    }
+}
+
+size_t rpc_reader_pending(const struct rpc_reader *r) { return r->len - r->start; }
+void rpc_reader_fail(struct rpc_reader *r) { r->failed = true; }
+bool rpc_reader_failed(const struct rpc_reader *r) { return r->failed; }
+
+/* ---- decoding ---- */
+
+size_t rpc_utf8_check(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF; /* bounds of the second byte (RFC 3629 table) */
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            n = 3;
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlongs */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 4;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F; /* nothing past U+10FFFF */
+        } else
+            return i;
+        if (len - i < n)
+            return i;
+        if (p[i + 1] < lo || p[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k < n; k++)
+            if (p[i + k] < 0x80 || p[i + k] > 0xBF)
+                return i;
+        i += n;
+    }
+    return len;
+}
+
+unsigned rpc_json_depth(const char *s, size_t len, unsigned limit)
+{
+    /* Strings are skipped the way a JSON parser reads them, so brackets inside strings do not
+     * count; on malformed input this is still an upper bound of how deep cJSON can recurse,
+     * because cJSON stops at the first byte where its reading and this one could differ. */
+    unsigned depth = 0, max = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == '[' || c == '{') {
+            if (++depth > max) {
+                max = depth;
+                if (max > limit)
+                    return limit + 1;
+            }
+        } else if ((c == ']' || c == '}') && depth > 0)
+            depth--;
+    }
+    return max;
+}
+
+static int decode_fail(struct rpc_error *err, int code, const cJSON *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int decode_fail(struct rpc_error *err, int code, const cJSON *id, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+    err->code = code;
+    err->id = id ? cJSON_Duplicate(id, false) : NULL;
+    return -EINVAL;
+}
+
+static bool valid_id(const cJSON *id)
+{
+    /* MCP: a string or an integer, never null. Any JSON number is accepted (JSON-RPC 2.0). */
+    return cJSON_IsString(id) || cJSON_IsNumber(id);
+}
+
+/* Offset of the first \u0000 escape, or LEN. cJSON would decode it into a C string that ends
+ * there, so `"ab\u0000cd"` would reach a tool as "ab" and be written as if complete. Outside
+ * strings a backslash is invalid JSON anyway, so every backslash pair can be walked over. */
+static size_t escaped_nul(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < len && s[i + 2] == '0' && s[i + 3] == '0' && s[i + 4] == '0' &&
+            s[i + 5] == '0')
+            return i;
+        i++; /* skip the escaped character, so "\\\\u0000" in JSON (a backslash, then text) passes */
+    }
+    return len;
+}
+
+int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg *msg,
+               struct rpc_error *err)
+{
+    memset(msg, 0, sizeof(*msg));
+    memset(err, 0, sizeof(*err));
+    size_t bad = rpc_utf8_check(line, len);
+    if (bad < len)
+        return decode_fail(err, RPC_PARSE_ERROR, NULL, "parse error: invalid UTF-8 at byte %zu", bad);
+    if (memchr(line, '\0', len))
+        return decode_fail(err, RPC_PARSE_ERROR, NULL, "parse error: NUL byte at byte %zu",
+                           (size_t)((const char *)memchr(line, '\0', len) - line));
+    size_t esc = escaped_nul(line, len);
+    if (esc < len)
+        return decode_fail(err, RPC_PARSE_ERROR, NULL,
+                           "parse error: \\u0000 in a string at byte %zu (a NUL would silently cut the "
+                           "string short: send the text without it)", esc);
+    if (rpc_json_depth(line, len, max_depth) > max_depth)
+        return decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                           "invalid request: nesting deeper than %u levels", max_depth);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    if (!root) {
+        size_t at = end && end >= line && end <= line + len ? (size_t)(end - line) : 0;
+        return decode_fail(err, RPC_PARSE_ERROR, NULL, "parse error: invalid JSON near byte %zu", at);
+    }
+    for (const char *p = end; p && p < line + len; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            cJSON_Delete(root);
+            return decode_fail(err, RPC_PARSE_ERROR, NULL,
+                               "parse error: more than one JSON value on the line (byte %zu)",
+                               (size_t)(p - line));
+        }
+    }
+    int rc;
+    if (cJSON_IsArray(root)) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                         "invalid request: batches are not supported; send one message per line");
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, NULL, "invalid request: a message must be a JSON object");
+        goto out;
+    }
+    /* Each envelope member once: a duplicate would let two readers of the same line (the
+     * dispatcher and the trail) see different requests. */
+    static const char *const members[] = {"jsonrpc", "id", "method", "params"};
+    const cJSON *seen[4] = {0};
+    for (const cJSON *it = root->child; it; it = it->next) {
+        for (size_t k = 0; k < ARRAY_SIZE(members); k++) {
+            if (it->string && !strcmp(it->string, members[k])) {
+                if (seen[k]) {
+                    rc = decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                                     "invalid request: member \"%s\" appears twice", members[k]);
+                    goto out;
+                }
+                seen[k] = it;
+            }
+        }
+    }
+    const cJSON *version = seen[0], *id = seen[1], *method = seen[2], *params = seen[3];
+    if (id && !valid_id(id)) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                         "invalid request: \"id\" must be a string or a number");
+        goto out;
+    }
+    if (!cJSON_IsString(version) || strcmp(version->valuestring, "2.0")) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, id, "invalid request: \"jsonrpc\" must be \"2.0\"");
+        goto out;
+    }
+    if (!method) {
+        if (cJSON_GetObjectItemCaseSensitive(root, "result") || cJSON_GetObjectItemCaseSensitive(root, "error"))
+            rc = decode_fail(err, RPC_INVALID_REQUEST, id,
+                             "invalid request: a response, but corral sent no request");
+        else
+            rc = decode_fail(err, RPC_INVALID_REQUEST, id, "invalid request: \"method\" is missing");
+        goto out;
+    }
+    if (!cJSON_IsString(method) || !method->valuestring[0]) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, id, "invalid request: \"method\" must be a non-empty string");
+        goto out;
+    }
+    if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) {
+        rc = decode_fail(err, RPC_INVALID_REQUEST, id,
+                         "invalid request: \"params\" must be an object or an array");
+        goto out;
+    }
+    msg->root = root;
+    msg->method = method->valuestring;
+    msg->id = id;
+    msg->params = params;
+    return 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+void rpc_msg_clear(struct rpc_msg *msg)
+{
+    cJSON_Delete(msg->root);
+    memset(msg, 0, sizeof(*msg));
+}
+
+void rpc_error_clear(struct rpc_error *err)
+{
+    cJSON_Delete(err->id);
+    err->id = NULL;
+}
+
+/* ---- encoding ---- */
+
+static char *envelope_line(cJSON *env, size_t *len)
+{
+    char *s = cJSON_PrintUnformatted(env);
+    cJSON_Delete(env);
+    if (!s)
+        return NULL;
+    /* cJSON escapes control characters in strings, so the only raw newline is this one. */
+    size_t n = strlen(s);
+    char *line = realloc(s, n + 2);
+    if (!line) {
+        free(s);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    *len = n + 1;
+    return line;
+}
+
+static cJSON *envelope_new(const cJSON *id)
+{
+    cJSON *env = cJSON_CreateObject();
+    if (!env)
+        return NULL;
+    cJSON *idv = id ? cJSON_Duplicate(id, false) : cJSON_CreateNull();
+    if (!cJSON_AddStringToObject(env, "jsonrpc", "2.0") || !idv) {
+        cJSON_Delete(idv);
+        cJSON_Delete(env);
+        return NULL;
+    }
+    cJSON_AddItemToObject(env, "id", idv);
+    return env;
+}
+
+char *rpc_result_line(const cJSON *id, const cJSON *result, size_t *len)
+{
+    cJSON *env = envelope_new(id);
+    if (!env)
+        return NULL;
+    /* A reference: the result (possibly megabytes of file content) is printed, not copied. */
+    if (!cJSON_AddItemReferenceToObject(env, "result", (cJSON *)result)) {
+        cJSON_Delete(env);
+        return NULL;
+    }
+    return envelope_line(env, len);
+}
+
+char *rpc_error_line(const cJSON *id, int code, const char *message, const cJSON *data, size_t *len)
+{
+    cJSON *env = envelope_new(id);
+    if (!env)
+        return NULL;
+    cJSON *e = cJSON_AddObjectToObject(env, "error");
+    if (!e || !cJSON_AddNumberToObject(e, "code", code) || !cJSON_AddStringToObject(e, "message", message) ||
+        (data && !cJSON_AddItemReferenceToObject(e, "data", (cJSON *)data))) {
+        cJSON_Delete(env);
+        return NULL;
+    }
+    return envelope_line(env, len);
+}

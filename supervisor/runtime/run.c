@@ -1,0 +1,892 @@
+/* supervisor/runtime/run.c: `corral run`, the process side of a WACP session. Per workspace: a sandbox
+ * derived from the agent's role, a pipe pair carrying JSON-RPC (tools and wacp requests), a
+ * tool connection against the workspace's own directory, its stderr in a log file. The model
+ * (wacp.h) decides; this file starts and stops what it decides, feeds it agent requests, agent
+ * ends and the clock, and answers `corral ps` on the control socket. One thread, one loop. */
+#include "supervisor/runtime/run.h"
+
+#include "supervisor/conn/agent.h"
+#include "supervisor/listeners/handoff.h"
+#include "supervisor/runtime/control.h"
+#include "supervisor/runtime/exec_record.h"
+#include "supervisor/conn/loop.h"
+#include "supervisor/conn/pool.h"
+#include "supervisor/trail/trail.h"
+#include "supervisor/wacp/wacp.h"
+#include "tools/session.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_TAIL_MAX 65536 /* bytes of an agent's stderr kept in the trail at its end */
+#define LOG_FILE_MAX ((uint64_t)16 << 20) /* RLIMIT_FSIZE of an agent: caps its log file */
+
+struct run;
+
+struct run_ws {
+    struct run *r;
+    char *id;
+    char *role;
+    char *log_path;
+    struct policy_role_view view;
+    struct sandbox_profile prof;
+    struct sandbox_bind *binds;
+    char **argv;
+    char **envp;
+    struct sandbox_child *child;
+    struct agent *agent;
+    int to_agent, from_agent; /* our ends of its stdin and stdout */
+    int root_fd;
+    struct tool_ctx ctx;
+    struct tool_session *session;
+    struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
+    struct loop_watch pid_watch, grace_watch, wall_watch;
+    bool exited, conn_ended, stopping, finalized;
+    struct run_ws *next;
+};
+
+struct run {
+    const struct run_opts *o;
+    struct loop *loop;
+    struct pool *pool;
+    struct agent_host *host;
+    struct trail *trail;
+    struct trail_reader *reader; /* for wacp/trail.query, opened on first use */
+    struct wacp *w;
+    struct run_ws *list;
+    struct loop_watch deadline_watch, sig_watch, timeout_watch, ctl_watch;
+    struct control *ctl;
+    struct cmddeny *cmd_denials; /* command sandboxes' seccomp listeners */
+    uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
+    int sig_fd;
+    unsigned signals;
+    bool shutting_down, timed_out, trail_failed;
+    struct cerr trail_err;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct run_ws *ws_find(struct run *r, const char *id)
+{
+    for (struct run_ws *s = r->list; s; s = s->next)
+        if (!strcmp(s->id, id))
+            return s;
+    return NULL;
+}
+
+/* ---- the trail ------------------------------------------------------------------------------ */
+
+static int record(struct run *r, const char *ws, const char *actor, const char *type, const cJSON *body)
+{
+    if (r->trail_failed)
+        return -EIO;
+    struct cerr e = {0};
+    static const cJSON empty = {.type = cJSON_Object};
+    int rc = trail_append(r->trail, ws, actor, type, body ? body : &empty, NULL, &e);
+    if (rc < 0 && (rc == -EIO || trail_degraded(r->trail))) {
+        r->trail_failed = true;
+        r->trail_err = e;
+    }
+    return rc;
+}
+
+static int hook_record(void *data, const char *ws, const char *actor, const char *type, const cJSON *body)
+{
+    return record(data, ws, actor, type, body);
+}
+
+/* ---- starting an agent ---------------------------------------------------------------------- */
+
+static void ws_free(struct run_ws *s)
+{
+    if (!s)
+        return;
+    sandbox_child_free(s->child);
+    if (s->to_agent >= 0)
+        close(s->to_agent);
+    if (s->from_agent >= 0)
+        close(s->from_agent);
+    if (s->root_fd >= 0)
+        close(s->root_fd);
+    tool_session_free(s->session);
+    for (size_t i = 0; s->argv && s->argv[i]; i++)
+        free(s->argv[i]);
+    free(s->argv);
+    for (size_t i = 0; s->envp && s->envp[i]; i++)
+        free(s->envp[i]);
+    free(s->envp);
+    for (size_t i = 0; s->binds && i < s->prof.n_binds; i++)
+        if (i >= s->view.sandbox.n_binds)
+            free((char *)s->binds[i].host);
+    free(s->binds);
+    free(s->id);
+    free(s->role);
+    free(s->log_path);
+    free(s);
+}
+
+/* argv of the agent with every argument that names an existing host file made absolute and
+ * bound read-only at that path, so `python3 examples/agents/worker.py` works in the sandbox.
+ * The policy is the admin's: these files are trusted code, visible but never writable. */
+static int build_argv(struct run_ws *s, const struct policy_agent *ag, struct cerr *err)
+{
+    size_t n = ag->argc;
+    s->argv = calloc(n + 1, sizeof(char *));
+    s->binds = calloc(s->view.sandbox.n_binds + n, sizeof(*s->binds));
+    if (!s->argv || !s->binds)
+        return cerr_set(err, ENOMEM, "out of memory");
+    size_t nb = 0;
+    for (size_t i = 0; i < s->view.sandbox.n_binds; i++)
+        s->binds[nb++] = s->view.sandbox.binds[i];
+    for (size_t i = 0; i < n; i++) {
+        const char *arg = ag->argv[i];
+        struct stat st;
+        char real[PATH_MAX];
+        if (i > 0 && arg[0] != '-' && stat(arg, &st) == 0 && S_ISREG(st.st_mode) && realpath(arg, real)) {
+            char *h = strdup(real);
+            s->argv[i] = strdup(real);
+            if (!h || !s->argv[i]) {
+                free(h);
+                return cerr_set(err, ENOMEM, "out of memory");
+            }
+            s->binds[nb++] = (struct sandbox_bind){.host = h, .inside = NULL, .writable = false};
+        } else if (!(s->argv[i] = strdup(arg))) {
+            return cerr_set(err, ENOMEM, "out of memory");
+        }
+    }
+    s->prof.binds = s->binds;
+    s->prof.n_binds = nb;
+    return 0;
+}
+
+/* Puts ENTRY ("KEY=VALUE", taken) in ENV, replacing an entry with the same key: the last word
+ * wins, so a policy's PATH replaces the default one instead of standing behind it unseen. */
+static void env_put(char **env, size_t *n, char *entry)
+{
+    const char *eq = entry ? strchr(entry, '=') : NULL;
+    size_t kl = eq ? (size_t)(eq - entry) + 1 : 0;
+    for (size_t i = 0; kl && i < *n; i++)
+        if (env[i] && !strncmp(env[i], entry, kl)) {
+            free(env[i]);
+            env[i] = entry;
+            return;
+        }
+    env[(*n)++] = entry;
+}
+
+/* The default environment, the policy's agent env on top, then the runtime's own variables
+ * (which neither may override: they are the runtime's word on who the agent is). */
+static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cerr *err)
+{
+    size_t nd = 0;
+    while (sandbox_default_env[nd])
+        nd++;
+    s->envp = calloc(nd + ag->n_env + 3, sizeof(char *));
+    if (!s->envp)
+        return cerr_set(err, ENOMEM, "out of memory");
+    size_t n = 0;
+    bool oom = false;
+    char *v;
+    for (size_t i = 0; i < nd; i++)
+        if ((v = strdup(sandbox_default_env[i])))
+            env_put(s->envp, &n, v);
+        else
+            oom = true;
+    for (size_t i = 0; i < ag->n_env; i++)
+        if ((v = strdup(ag->env[i])))
+            env_put(s->envp, &n, v);
+        else
+            oom = true;
+    if (asprintf(&v, "CORRAL_WORKSPACE=%s", s->id) >= 0)
+        env_put(s->envp, &n, v);
+    else
+        oom = true;
+    if (asprintf(&v, "CORRAL_ROLE=%s", s->role) >= 0)
+        env_put(s->envp, &n, v);
+    else
+        oom = true;
+    if (oom)
+        return cerr_set(err, ENOMEM, "out of memory");
+    s->prof.envp = s->envp;
+    return 0;
+}
+
+static void on_pid_end(void *data, uint32_t events);
+static void on_conn_end(struct agent *a, enum agent_end why, void *data);
+static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data);
+static void on_wall_time(void *data, uint32_t events);
+
+static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *err)
+{
+    struct run *r = data;
+    const struct policy *pol = r->o->policy;
+    const struct policy_agent *ag = policy_agent_find(pol, info->agent);
+    if (!ag)
+        return cerr_set(err, ENOENT, "the policy has no agent \"%.64s\"", info->agent);
+    struct run_ws *s = calloc(1, sizeof(*s));
+    if (!s)
+        return cerr_set(err, ENOMEM, "out of memory");
+    s->r = r;
+    s->to_agent = s->from_agent = s->root_fd = -1;
+    s->id = strdup(info->id);
+    s->role = strdup(info->role);
+    if (!s->id || !s->role || asprintf(&s->log_path, "%s/logs/%s.log", r->o->run_dir, info->id) < 0) {
+        s->log_path = NULL;
+        ws_free(s);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
+    int rc = policy_role_resolve(pol, info->role, &s->view, err);
+    if (rc < 0) {
+        ws_free(s);
+        return rc;
+    }
+    s->prof = s->view.sandbox;
+    /* The budgets the model granted (never above the parent's) are the cgroup's limits. */
+    if (info->budgets.memory)
+        s->prof.limits.memory = info->budgets.memory;
+    if (info->budgets.pids)
+        s->prof.limits.pids = info->budgets.pids;
+    if (info->budgets.cpus > 0)
+        s->prof.limits.cpus = info->budgets.cpus;
+    s->prof.limits.fsize = LOG_FILE_MAX;
+    s->prof.hostname = "corral";
+    if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
+        ws_free(s);
+        return rc;
+    }
+
+    /* Write-ahead: the sandbox is recorded, with its whole profile, before it exists. */
+    cJSON *b = cJSON_CreateObject();
+    cJSON *argv = cJSON_CreateArray();
+    for (size_t i = 0; s->argv[i]; i++)
+        cJSON_AddItemToArray(argv, cJSON_CreateString(s->argv[i]));
+    bool ok = b && cJSON_AddStringToObject(b, "purpose", "agent") && cJSON_AddStringToObject(b, "agent", info->agent) &&
+              cJSON_AddStringToObject(b, "role", info->role) && cJSON_AddStringToObject(b, "program", ag->binary) &&
+              cJSON_AddItemToObject(b, "argv", argv) &&
+              cJSON_AddItemToObject(b, "profile", exec_record_profile_json(&s->prof, info->budgets.wall_time));
+    rc = ok ? record(r, info->id, "protocol", "sandbox_created", b) : -ENOMEM;
+    cJSON_Delete(b);
+    if (rc < 0) {
+        ws_free(s);
+        return cerr_set(err, EIO, "the trail cannot record the sandbox, so it is not created");
+    }
+
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    _cleanup_close_ int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (logfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+        int e = errno;
+        if (in[0] >= 0) {
+            close(in[0]);
+            close(in[1]);
+        }
+        ws_free(s);
+        return cerr_set(err, e, "cannot set up the agent's pipes or log %s: %s", s->log_path, strerror(e));
+    }
+    struct sandbox_stdio stdio = {.in = in[0], .out = out[1], .err = logfd};
+    rc = sandbox_spawn(&s->prof, ag->binary, s->argv, &stdio, &s->child, err);
+    close(in[0]);
+    close(out[1]);
+    s->to_agent = in[1];
+    s->from_agent = out[0];
+    if (rc < 0) {
+        ws_free(s);
+        return rc;
+    }
+    cJSON *pb = cJSON_CreateObject();
+    cJSON_AddNumberToObject(pb, "pid", sandbox_child_pid(s->child));
+    cJSON_AddStringToObject(pb, "agent", info->agent);
+    cJSON_AddStringToObject(pb, "cgroup", sandbox_child_cgroup(s->child));
+    record(r, info->id, "protocol", "process_started", pb);
+    cJSON_Delete(pb);
+
+    /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
+    s->root_fd = open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
+        int e = errno;
+        sandbox_child_signal(s->child, SIGKILL);
+        ws_free(s);
+        return cerr_set(err, e, "cannot open the workspace directory %s: %s", info->dir, strerror(e));
+    }
+    tool_limits_default(&s->ctx.limits);
+    policy_tool_limits_apply(&s->view, &s->ctx.limits);
+    s->ctx.root_fd = s->root_fd;
+    s->ctx.root_host_path = NULL;
+    s->ctx.read_only = !s->view.authority.write;
+    s->ctx.allow_commands = s->view.authority.commands;
+    s->ctx.command_profile = &s->view.command_sandbox;
+    s->ctx.cgroup_parent = s->child;
+    s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
+    s->ctx.rules = s->rules;
+    s->ctx.session = s->session;
+    s->ctx.adopt_listener = cmddeny_adopt;
+    s->ctx.adopt_data = r->cmd_denials;
+    s->ctx.adopt_tag = s->id;
+    /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
+    char *dir = strdup(info->dir);
+    if (!dir) {
+        sandbox_child_signal(s->child, SIGKILL);
+        ws_free(s);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
+    s->ctx.root_host_path = dir;
+
+    const struct tool_surface *surface = tool_surface_find(s->view.surface);
+    struct agent_config ac = {
+        .name = s->id, .in_fd = s->from_agent, .out_fd = s->to_agent,
+        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->ctx,
+        .on_end = on_conn_end, .data = s, .wacp = on_wacp,
+    };
+    rc = agent_new(r->host, &ac, &s->agent, err);
+    if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN, on_pid_end, s) < 0) {
+        agent_free(s->agent);
+        sandbox_child_signal(s->child, SIGKILL);
+        free(dir);
+        ws_free(s);
+        return rc < 0 ? rc : cerr_set(err, EIO, "cannot watch the agent's sandbox");
+    }
+    if (info->budgets.wall_time > 0)
+        loop_timer_add(r->loop, &s->wall_watch, info->budgets.wall_time, on_wall_time, s);
+    s->next = r->list;
+    r->list = s;
+    return 0;
+}
+
+/* ---- stopping and ending -------------------------------------------------------------------- */
+
+static void on_grace_end(void *data, uint32_t events)
+{
+    struct run_ws *s = data;
+    (void)events;
+    loop_watch_del(s->r->loop, &s->grace_watch);
+    if (!s->exited)
+        sandbox_child_signal(s->child, SIGKILL);
+}
+
+static void ws_stop(struct run_ws *s)
+{
+    if (s->stopping || s->exited)
+        return;
+    s->stopping = true;
+    /* SIGTERM to everything in it (init forwards), SIGKILL of the whole sandbox after a grace. */
+    sandbox_child_signal(s->child, SIGTERM);
+    double grace = s->r->o->stop_grace > 0 ? s->r->o->stop_grace : 1.0;
+    if (loop_timer_add(s->r->loop, &s->grace_watch, grace, on_grace_end, s) < 0)
+        sandbox_child_signal(s->child, SIGKILL);
+}
+
+static void hook_stop(void *data, const char *ws, const char *why)
+{
+    struct run_ws *s = ws_find(data, ws);
+    (void)why;
+    if (s)
+        ws_stop(s);
+}
+
+static int hook_notify(void *data, const char *ws, const char *method, cJSON *params)
+{
+    struct run_ws *s = ws_find(data, ws);
+    if (s && s->agent && !s->conn_ended)
+        agent_notify(s->agent, method, params);
+    cJSON_Delete(params);
+    return 0;
+}
+
+static void ws_maybe_finalize(struct run_ws *s)
+{
+    if (s->finalized || !s->exited || !s->conn_ended)
+        return;
+    s->finalized = true;
+    agent_free(s->agent); /* deferred by the agent layer while a tool call still runs */
+    s->agent = NULL;
+    loop_watch_del(s->r->loop, &s->grace_watch);
+    loop_watch_del(s->r->loop, &s->wall_watch);
+}
+
+/* The tail of the agent's stderr, into the trail as one agent_log entry (size-capped). */
+static void record_log_tail(struct run_ws *s)
+{
+    _cleanup_close_ int fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0)
+        return;
+    off_t from = st.st_size > LOG_TAIL_MAX ? st.st_size - LOG_TAIL_MAX : 0;
+    char *buf = malloc(LOG_TAIL_MAX);
+    ssize_t n = buf ? pread(fd, buf, LOG_TAIL_MAX, from) : -1;
+    if (n > 0) {
+        char hex[65];
+        struct cerr e = {0};
+        if (trail_blob_put(s->r->trail, buf, (size_t)n, hex, &e) == 0) {
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddStringToObject(b, "blob", hex);
+            cJSON_AddNumberToObject(b, "bytes", (double)st.st_size);
+            cJSON_AddBoolToObject(b, "truncated", from > 0);
+            cJSON_AddStringToObject(b, "file", s->log_path);
+            record(s->r, s->id, "protocol", "agent_log", b);
+            cJSON_Delete(b);
+        }
+    }
+    free(buf);
+}
+
+static void on_pid_end(void *data, uint32_t events)
+{
+    struct run_ws *s = data;
+    struct run *r = s->r;
+    (void)events;
+    loop_watch_del(r->loop, &s->pid_watch);
+    struct sandbox_result res = {0};
+    struct cerr e = {0};
+    sandbox_child_wait(s->child, &res, &e);
+    s->exited = true;
+    record_log_tail(s);
+    cJSON *b = cJSON_CreateObject();
+    if (res.exited)
+        cJSON_AddNumberToObject(b, "exit_code", res.exit_code);
+    else
+        cJSON_AddNumberToObject(b, "signal", res.signal);
+    cJSON_AddBoolToObject(b, "oom", res.oom);
+    cJSON_AddNumberToObject(b, "memory_peak", (double)res.memory_peak);
+    cJSON_AddNumberToObject(b, "cpu_usec", (double)res.cpu_usec);
+    cJSON_AddNumberToObject(b, "wall_sec", res.wall_sec);
+    record(r, s->id, "protocol", "process_exited", b);
+    cJSON_Delete(b);
+    const char *reason = "agent_exited";
+    if (res.oom || res.pids_limited) {
+        reason = res.oom ? "budget_exceeded:memory" : "budget_exceeded:pids";
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "budget", res.oom ? "memory" : "pids");
+        cJSON_AddNumberToObject(x, "limit", (double)(res.oom ? s->prof.limits.memory : s->prof.limits.pids));
+        record(r, s->id, "protocol", "budget_exceeded", x);
+        cJSON_Delete(x);
+    }
+    wacp_agent_ended(r->w, s->id, reason);
+    /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
+    ws_maybe_finalize(s);
+}
+
+static void on_conn_end(struct agent *a, enum agent_end why, void *data)
+{
+    struct run_ws *s = data;
+    (void)a;
+    s->conn_ended = true;
+    if (why == AGENT_END_ABUSE)
+        wacp_agent_ended(s->r->w, s->id, "protocol_abuse");
+    /* An agent that closed its side of the channel is done talking: it gets its grace. */
+    ws_stop(s);
+    ws_maybe_finalize(s);
+}
+
+static void on_wall_time(void *data, uint32_t events)
+{
+    struct run_ws *s = data;
+    (void)events;
+    loop_watch_del(s->r->loop, &s->wall_watch);
+    if (s->exited)
+        return;
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "budget", "wall_time");
+    record(s->r, s->id, "protocol", "budget_exceeded", x);
+    cJSON_Delete(x);
+    wacp_agent_ended(s->r->w, s->id, "budget_exceeded:wall_time");
+    sandbox_child_signal(s->child, SIGKILL);
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+
+static int add_entry(const struct trail_entry *te, void *data)
+{
+    cJSON *j = trail_entry_to_json(te);
+    if (!j)
+        return -ENOMEM;
+    cJSON_AddItemToArray(data, j);
+    return 0;
+}
+
+#define TRAIL_QUERY_DEFAULT 100
+#define TRAIL_QUERY_MAX 1000
+
+/* wacp/trail.query {workspace?, type?, limit?}: committed entries, per the caller's read scope
+ * (PROTOCOL 9.2): the global trail for a role that reads it, else its own local trail only.
+ * Outside its scope a caller sees an empty result, not an error (PROTOCOL 9.4). */
+static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, struct wacp_err *e)
+{
+    struct run *r = s->r;
+    if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p)) {
+        e->rpc_code = RPC_INVALID_PARAMS;
+        snprintf(e->code, sizeof(e->code), "invalid_params");
+        snprintf(e->msg, sizeof(e->msg), "wacp/trail.query takes an object {workspace?, type?, limit?}");
+        return -EINVAL;
+    }
+    const cJSON *it;
+    const char *ws = NULL, *type = NULL;
+    uint64_t limit = TRAIL_QUERY_DEFAULT;
+    const cJSON *obj = cJSON_IsObject(p) ? p : NULL;
+    cJSON_ArrayForEach(it, obj)
+    {
+        bool ok = true;
+        if (!strcmp(it->string, "workspace") && cJSON_IsString(it))
+            ws = it->valuestring;
+        else if (!strcmp(it->string, "type") && cJSON_IsString(it))
+            type = it->valuestring;
+        else if (!strcmp(it->string, "limit") && cJSON_IsNumber(it) && it->valuedouble >= 1 &&
+                 it->valuedouble <= TRAIL_QUERY_MAX && it->valuedouble == (double)(uint64_t)it->valuedouble)
+            limit = (uint64_t)it->valuedouble;
+        else
+            ok = false;
+        if (!ok) {
+            e->rpc_code = RPC_INVALID_PARAMS;
+            snprintf(e->code, sizeof(e->code), "invalid_params");
+            snprintf(e->msg, sizeof(e->msg),
+                     "wacp/trail.query: \"%.40s\" is not a parameter of the right type (workspace: string, type: string, limit: 1..%d)",
+                     it->string, TRAIL_QUERY_MAX);
+            return -EINVAL;
+        }
+    }
+    bool global = policy_role_can(&s->view, "read:global_trail") || policy_role_can(&s->view, "read:all_workspaces");
+    cJSON *entries = cJSON_CreateArray();
+    *result = cJSON_CreateObject();
+    if (!entries || !*result) {
+        cJSON_Delete(entries);
+        cJSON_Delete(*result);
+        *result = NULL;
+        e->rpc_code = RPC_INTERNAL_ERROR;
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return -ENOMEM;
+    }
+    cJSON_AddItemToObject(*result, "entries", entries);
+    if (!global && ws && strcmp(ws, s->id))
+        return 0; /* outside its scope: nothing */
+    if (!r->reader) {
+        struct cerr ce = {0};
+        if (trail_reader_open(r->o->trail_path, &r->reader, &ce) < 0) {
+            cJSON_Delete(*result);
+            *result = NULL;
+            e->rpc_code = RPC_INTERNAL_ERROR;
+            snprintf(e->code, sizeof(e->code), "trail_unavailable");
+            snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
+            return -EIO;
+        }
+    }
+    struct trail_filter f = {.workspace = global ? ws : s->id, .type = type, .limit = limit};
+    struct cerr ce = {0};
+    if (trail_query(r->reader, &f, add_entry, entries, &ce) < 0) {
+        cJSON_Delete(*result);
+        *result = NULL;
+        e->rpc_code = RPC_INTERNAL_ERROR;
+        snprintf(e->code, sizeof(e->code), "trail_unavailable");
+        snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
+        return -EIO;
+    }
+    return 0;
+}
+
+static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
+{
+    struct run_ws *s = data;
+    cJSON *result = NULL;
+    struct wacp_err e = {0};
+    int rc = !strcmp(m->method, "wacp/trail.query") ? trail_query_method(s, m->params, &result, &e)
+                                                     : wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
+    if (rc == 0) {
+        agent_reply(a, m->id, result);
+        cJSON_Delete(result);
+        return;
+    }
+    if (rc == -ENOENT && !e.msg[0]) {
+        char msg[200];
+        snprintf(msg, sizeof(msg), "method not found: \"%.100s\"", m->method);
+        agent_reply_error(a, m->id, RPC_METHOD_NOT_FOUND, msg);
+        return;
+    }
+    cJSON *d = cJSON_CreateObject();
+    if (d && e.code[0])
+        cJSON_AddStringToObject(d, "code", e.code);
+    agent_reply_error_data(a, m->id, e.rpc_code ? e.rpc_code : RPC_INTERNAL_ERROR,
+                           e.msg[0] ? e.msg : "the request failed", d);
+    cJSON_Delete(d);
+}
+
+/* ---- control socket: `corral ps` ------------------------------------------------------------ */
+
+static cJSON *ps_json(void *data)
+{
+    struct run *r = data;
+    cJSON *tree = wacp_tree_json(r->w);
+    cJSON *ws;
+    cJSON_ArrayForEach(ws, tree)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(ws, "id");
+        if (!cJSON_IsString(id))
+            id = cJSON_GetObjectItemCaseSensitive(ws, "workspace_id");
+        struct run_ws *s = cJSON_IsString(id) ? ws_find(r, id->valuestring) : NULL;
+        if (!s)
+            continue;
+        cJSON *u = cJSON_AddObjectToObject(ws, "usage");
+        cJSON_AddBoolToObject(u, "running", !s->exited);
+        if (!s->exited) {
+            struct sandbox_result res = {0};
+            if (sandbox_child_usage(s->child, &res) == 0) {
+                cJSON_AddNumberToObject(u, "memory_peak", (double)res.memory_peak);
+                cJSON_AddNumberToObject(u, "cpu_usec", (double)res.cpu_usec);
+            }
+            cJSON_AddNumberToObject(u, "pid", sandbox_child_pid(s->child));
+        }
+        cJSON_AddNumberToObject(u, "memory_limit", (double)s->prof.limits.memory);
+        cJSON_AddNumberToObject(u, "pids_limit", (double)s->prof.limits.pids);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "pid", getpid());
+    cJSON_AddStringToObject(o, "policy", r->o->policy_path ? r->o->policy_path : "");
+    cJSON_AddStringToObject(o, "trail", r->o->trail_path);
+    cJSON_AddItemToObject(o, "workspaces", tree ? tree : cJSON_CreateArray());
+    return o;
+}
+
+/* ---- the session ---------------------------------------------------------------------------- */
+
+static void shutdown_run(struct run *r, const char *why)
+{
+    if (r->shutting_down)
+        return;
+    r->shutting_down = true;
+    wacp_shutdown(r->w, why);
+    for (struct run_ws *s = r->list; s; s = s->next)
+        ws_stop(s);
+}
+
+static void on_signal(void *data, uint32_t events)
+{
+    struct run *r = data;
+    (void)events;
+    struct signalfd_siginfo si;
+    while (read(r->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (++r->signals > 1) /* a second signal: no more grace */
+            for (struct run_ws *s = r->list; s; s = s->next)
+                if (!s->exited)
+                    sandbox_child_signal(s->child, SIGKILL);
+        shutdown_run(r, "interrupted");
+    }
+}
+
+static void on_run_timeout(void *data, uint32_t events)
+{
+    struct run *r = data;
+    (void)events;
+    loop_watch_del(r->loop, &r->timeout_watch);
+    r->timed_out = true;
+    shutdown_run(r, "timeout");
+}
+
+static void on_deadline(void *data, uint32_t events)
+{
+    struct run *r = data;
+    (void)events;
+    loop_watch_del(r->loop, &r->deadline_watch);
+    r->armed = UINT64_MAX;
+    wacp_tick(r->w, now_ms());
+}
+
+static void arm_deadline(struct run *r)
+{
+    uint64_t next = wacp_next_deadline(r->w);
+    if (next == r->armed)
+        return;
+    loop_watch_del(r->loop, &r->deadline_watch);
+    r->armed = next;
+    if (next == UINT64_MAX)
+        return;
+    uint64_t now = now_ms();
+    double sec = next > now ? (double)(next - now) / 1000.0 : 0.001;
+    if (loop_timer_add(r->loop, &r->deadline_watch, sec, on_deadline, r) < 0)
+        r->armed = UINT64_MAX;
+}
+
+static bool all_finalized(const struct run *r)
+{
+    for (const struct run_ws *s = r->list; s; s = s->next)
+        if (!s->finalized)
+            return false;
+    return true;
+}
+
+static int make_dirs(const char *run_dir, struct cerr *err)
+{
+    static const char *const subs[] = {"", "/logs"};
+    for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof(p), "%s%s", run_dir, subs[i]) >= (int)sizeof(p))
+            return cerr_set(err, ENAMETOOLONG, "run directory %s: path too long", run_dir);
+        if (mkdir(p, 0700) < 0 && errno != EEXIST)
+            return cerr_set(err, errno, "cannot create %s: %s", p, strerror(errno));
+    }
+    return 0;
+}
+
+int run_session(const struct run_opts *o, struct run_result *res, struct cerr *err)
+{
+    memset(res, 0, sizeof(*res));
+    struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1};
+    int rc = make_dirs(o->run_dir, err);
+    if (rc < 0)
+        return rc;
+    rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL, &r.trail, err);
+    if (rc < 0)
+        return rc;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    sigset_t sigs, old_mask;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, &old_mask);
+
+    if ((rc = loop_new(&r.loop, err)) < 0)
+        goto out;
+    if ((rc = pool_new(r.loop, 0, &r.pool, err)) < 0)
+        goto out;
+    struct policy_session ps;
+    policy_session_get(o->policy, &ps);
+    struct agent_host_opts ho = {.max_message = ps.max_message};
+    if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
+        goto out;
+    if ((rc = cmddeny_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
+        goto out;
+    r.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (r.sig_fd < 0 || loop_watch_add(r.loop, &r.sig_watch, r.sig_fd, EPOLLIN, on_signal, &r) < 0) {
+        rc = cerr_set(err, errno ? errno : EIO, "cannot watch signals: %s", strerror(errno));
+        goto out;
+    }
+    if (o->control_path && (rc = control_new(r.loop, o->control_path, ps_json, &r, &r.ctl, err)) < 0)
+        goto out;
+    if (o->timeout > 0 && loop_timer_add(r.loop, &r.timeout_watch, o->timeout, on_run_timeout, &r) < 0) {
+        rc = cerr_set(err, EIO, "cannot arm the run's --timeout");
+        goto out;
+    }
+
+    cJSON *sb = cJSON_CreateObject();
+    cJSON_AddStringToObject(sb, "command", "run");
+    cJSON_AddStringToObject(sb, "policy", o->policy_path ? o->policy_path : "");
+    cJSON_AddStringToObject(sb, "workspace", o->workspace);
+    cJSON_AddStringToObject(sb, "run_dir", o->run_dir);
+    cJSON_AddNumberToObject(sb, "pid", getpid());
+    cJSON_AddStringToObject(sb, "started_by", o->owner ? o->owner : "system");
+    rc = record(&r, NULL, "system", "supervisor_started", sb);
+    cJSON_Delete(sb);
+    if (rc < 0 || (rc = trail_commit(r.trail, err)) < 0) {
+        if (!err->msg[0])
+            cerr_set(err, EIO, "the trail cannot be written: %s", r.trail_err.msg);
+        goto out;
+    }
+
+    struct wacp_opts wo = {
+        .policy = o->policy, .run_dir = o->run_dir, .root_dir = o->workspace,
+        .root_owner = o->owner, .redelivery_base_ms = o->redelivery_base_ms,
+    };
+    struct wacp_hooks wh = {.data = &r, .record = hook_record, .start = hook_start,
+                            .stop = hook_stop, .notify = hook_notify};
+    if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
+        goto out;
+    const struct policy_agent *coord = policy_coordinator_agent(o->policy);
+    if (!coord) {
+        rc = cerr_set(err, EINVAL, "policy %s names no agent with the coordinator role; add one under \"agents\"",
+                      o->policy_path ? o->policy_path : "");
+        goto out;
+    }
+    rc = wacp_start(r.w, coord->name, err);
+    if (rc < 0 || (rc = trail_commit(r.trail, err)) < 0)
+        goto out;
+
+    /* Until the root workspace is terminal and every agent's sandbox is gone. */
+    for (;;) {
+        if (r.trail_failed && !r.shutting_down) {
+            fprintf(stderr, "corral run: the trail cannot be written (%s); stopping every agent rather than act unrecorded\n",
+                    r.trail_err.msg);
+            shutdown_run(&r, "trail_failed");
+        }
+        if (wacp_done(r.w) && !r.shutting_down)
+            shutdown_run(&r, "run_ended");
+        if (r.shutting_down && all_finalized(&r) && agent_host_inflight(r.host) == 0)
+            break;
+        arm_deadline(&r);
+        rc = loop_run_once(r.loop, -1, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = 0;
+    /* Whatever the last turn staged (the final state changes) is committed before we report. */
+    if (trail_pending(r.trail) > 0 && trail_commit(r.trail, err) < 0)
+        rc = -EIO;
+
+    struct wacp_summary sum;
+    wacp_summary_get(r.w, &sum);
+    cJSON *tree = wacp_tree_json(r.w);
+    const cJSON *root = tree ? cJSON_GetArrayItem(tree, 0) : NULL;
+    const cJSON *st = root ? cJSON_GetObjectItemCaseSensitive(root, "state") : NULL;
+    snprintf(res->root_state, sizeof(res->root_state), "%s", cJSON_IsString(st) ? st->valuestring : "?");
+    res->root_closed = !strcmp(res->root_state, "closed");
+    res->timed_out = r.timed_out;
+    cJSON_Delete(tree);
+    if (!o->quiet) {
+        printf("corral run: the coordinator's workspace is %s%s\n", res->root_state,
+               r.timed_out ? " (the run's --timeout expired)" : "");
+        printf("  workspaces %llu (%llu closed, %llu failed)  tasks %llu (%llu done)  checkpoints %llu\n",
+               (unsigned long long)sum.workspaces, (unsigned long long)sum.closed, (unsigned long long)sum.failed,
+               (unsigned long long)sum.tasks, (unsigned long long)sum.tasks_done, (unsigned long long)sum.checkpoints);
+        printf("  envelopes %llu  signals %llu  integrations %llu  conflicts %llu  denials %llu\n",
+               (unsigned long long)sum.envelopes, (unsigned long long)sum.signals, (unsigned long long)sum.integrations,
+               (unsigned long long)sum.conflicts, (unsigned long long)sum.denials);
+        printf("  trail %s (%llu entries); agents' logs in %s/logs\n", o->trail_path,
+               (unsigned long long)trail_head_seq(r.trail), o->run_dir);
+    }
+out:
+    if (r.w && rc < 0 && !r.shutting_down) {
+        /* A failed start or loop: nothing of ours may outlive us. */
+        for (struct run_ws *s = r.list; s; s = s->next)
+            if (!s->exited)
+                sandbox_child_signal(s->child, SIGKILL);
+    }
+    for (struct run_ws *s = r.list; s; s = s->next) {
+        loop_watch_del(r.loop, &s->pid_watch);
+        loop_watch_del(r.loop, &s->grace_watch);
+        loop_watch_del(r.loop, &s->wall_watch);
+        agent_free(s->agent);
+        s->agent = NULL;
+    }
+    pool_free(r.pool); /* joins the last tool calls before their contexts go */
+    cmddeny_free(r.cmd_denials);
+    control_free(r.ctl);
+    if (r.loop) {
+        loop_watch_del(r.loop, &r.deadline_watch);
+        loop_watch_del(r.loop, &r.timeout_watch);
+        loop_watch_del(r.loop, &r.sig_watch);
+    }
+    agent_host_free(r.host);
+    for (struct run_ws *s = r.list, *next; s; s = next) {
+        next = s->next;
+        free((char *)s->ctx.root_host_path);
+        ws_free(s);
+    }
+    wacp_free(r.w);
+    loop_free(r.loop);
+    if (r.sig_fd >= 0)
+        close(r.sig_fd);
+    trail_reader_close(r.reader);
+    trail_close(r.trail);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    return rc;
+}

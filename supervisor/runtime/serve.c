@@ -1,0 +1,294 @@
+/* supervisor/runtime/serve.c: serve_exec: the general loop (loop.c, pool.c, agent.c) with one agent, its
+ * sandbox's pidfd and an optional timeout timer, for `corral exec --workspace DIR`. */
+#include "supervisor/runtime/serve.h"
+
+#include "supervisor/conn/agent.h"
+#include "supervisor/listeners/handoff.h"
+#include "supervisor/conn/loop.h"
+#include "supervisor/conn/pool.h"
+#include "supervisor/listeners/listener.h"
+#include "tools/session.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+
+struct serve_state {
+    struct loop *loop;
+    struct sandbox_child *child;
+    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch, warn_watch;
+    const struct serve_exec_opts *o;
+    bool notify_failed;
+    int sig_fd;
+    bool child_ended;
+    bool timed_out;
+    bool killed;
+};
+
+static void kill_sandbox(struct serve_state *s)
+{
+    if (s->killed || s->child_ended)
+        return;
+    s->killed = true;
+    sandbox_child_signal(s->child, SIGKILL);
+}
+
+static void on_child_end(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    s->child_ended = true;
+    loop_watch_del(s->loop, &s->pid_watch);
+}
+
+static void on_timeout(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->timer_watch);
+    s->timed_out = true;
+    kill_sandbox(s);
+}
+
+/* A denied syscall waits: recorded (committed here, before the answer) and answered at once,
+ * a bounded batch per turn so a flood cannot starve the agent's pipes. */
+static void on_notify(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    bool hup = false;
+    struct cerr e = {0};
+    if (scnotify_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
+        s->notify_failed = true;
+        fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
+    }
+    if (hup || (events & (EPOLLHUP | EPOLLERR)))
+        loop_watch_del(s->loop, &s->notify_watch); /* no filtered process left */
+}
+
+static void on_sample(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->sample_watch);
+    if (s->child_ended)
+        return;
+    s->o->sample(s->o->sample_data);
+    if (loop_timer_add(s->loop, &s->sample_watch, s->o->sample_sec, on_sample, s) < 0)
+        fprintf(stderr, "corral: cannot re-arm the budget sampling timer\n");
+}
+
+/* The wall-time budget's warning point (80% of the timeout), sampled on time. */
+static void on_warn_time(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->warn_watch);
+    if (!s->child_ended)
+        s->o->sample(s->o->sample_data);
+}
+
+static void on_signal(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    struct signalfd_siginfo si;
+    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+        if (!s->child_ended)
+            sandbox_child_signal(s->child, (int)si.ssi_signo);
+}
+
+/* The termination signals the caller has blocked (corral exec blocks them to forward them) are
+ * forwarded to the sandbox while it is served, as they are without --workspace. */
+static int watch_signals(struct serve_state *s)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    sigset_t blocked, fwd;
+    sigemptyset(&fwd);
+    if (sigprocmask(SIG_BLOCK, NULL, &blocked) < 0)
+        return -errno;
+    bool any = false;
+    for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+        if (sigismember(&blocked, sigs[i]) == 1) {
+            sigaddset(&fwd, sigs[i]);
+            any = true;
+        }
+    if (!any)
+        return 0;
+    s->sig_fd = signalfd(-1, &fwd, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (s->sig_fd < 0)
+        return -errno;
+    return loop_watch_add(s->loop, &s->sig_watch, s->sig_fd, EPOLLIN, on_signal, s);
+}
+
+static void on_grace_end(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    loop_watch_del(s->loop, &s->grace_watch);
+    kill_sandbox(s);
+}
+
+static void on_agent_end(struct agent *a, enum agent_end why, void *data)
+{
+    struct serve_state *s = data;
+    /* A failed connection fails the agent: it has no other way to ask for anything. An agent that
+     * merely closed its pipes may still be finishing its own work: wait for its pidfd. */
+    if (why == AGENT_END_ABUSE || why == AGENT_END_NOMEM) {
+        fprintf(stderr, "corral: agent %s: connection failed (%s): stopping its sandbox\n", agent_name(a),
+                why == AGENT_END_ABUSE ? "too many malformed messages" : "out of memory");
+        /* A moment to read the last error, which says why; nothing it sends is read any more. */
+        if (loop_timer_add(s->loop, &s->grace_watch, 1.0, on_grace_end, s) < 0)
+            kill_sandbox(s);
+    }
+}
+
+static int open_workspace(const char *path, struct cerr *err)
+{
+    if (!path || !*path)
+        return cerr_set(err, EINVAL, "--workspace: no directory given");
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOTDIR)
+            return cerr_set(err, e, "--workspace %s: not a directory; give the directory to serve", path);
+        return cerr_set(err, e, "--workspace %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
+               int from_agent, bool *timed_out, struct cerr *err)
+{
+    if (timed_out)
+        *timed_out = false;
+    const char *surface_name = o->surface ? o->surface : "wap";
+    const struct tool_surface *surface = tool_surface_find(surface_name);
+    if (!surface)
+        return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
+    _cleanup_close_ int root_fd = open_workspace(o->workspace, err);
+    if (root_fd < 0)
+        return root_fd;
+
+    struct tool_ctx ctx = {
+        .root_fd = root_fd,
+        .root_host_path = o->workspace,
+        .limits = o->limits,
+        .read_only = o->read_only,
+        .allow_commands = o->allow_commands,
+        .command_profile = o->command_profile,
+        .cgroup_parent = child,
+        .rules = o->rules,
+        .n_rules = o->n_rules,
+    };
+    if (ctx.limits.max_file_size == 0)
+        tool_limits_default(&ctx.limits);
+
+    _cleanup_(tool_session_freep) struct tool_session *session = NULL;
+    int sr = tool_session_new(&session);
+    if (sr < 0)
+        return cerr_set(err, sr, "out of memory for the tool session");
+    ctx.session = session;
+
+    struct serve_state s = {.child = child, .sig_fd = -1, .o = o};
+    /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    struct pool *pool = NULL;
+    struct cmddeny *cmd_denials = NULL;
+    struct agent_host *host = NULL;
+    struct agent *agent = NULL;
+    int r = loop_new(&s.loop, err);
+    if (r < 0) {
+        sigaction(SIGPIPE, &old_pipe, NULL);
+        return r;
+    }
+    if (o->trail) {
+        /* Command sandboxes' denied system calls are recorded too, in this agent's workspace. */
+        r = cmddeny_new(s.loop, o->trail, &cmd_denials, err);
+        if (r < 0)
+            goto out;
+        ctx.adopt_listener = cmddeny_adopt;
+        ctx.adopt_data = cmd_denials;
+        ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
+    }
+    r = pool_new(s.loop, 0, &pool, err);
+    if (r < 0)
+        goto out;
+    struct agent_host_opts ho = {.max_message = o->max_message};
+    r = agent_host_new(s.loop, pool, o->trail, &ho, &host, err);
+    if (r < 0)
+        goto out;
+    struct agent_config ac = {
+        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
+        .on_end = on_agent_end, .data = &s,
+    };
+    r = agent_new(host, &ac, &agent, err);
+    if (r < 0)
+        goto out;
+    r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
+    if (r < 0) {
+        r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
+        goto out;
+    }
+    r = watch_signals(&s);
+    if (r < 0) {
+        r = cerr_set(err, r, "forwarding signals to the agent's sandbox: %s", strerror(-r));
+        goto out;
+    }
+    if (o->notify) {
+        r = loop_watch_add(s.loop, &s.notify_watch, scnotify_fd(o->notify), EPOLLIN, on_notify, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "watching the sandbox's seccomp listener: %s", strerror(-r));
+            goto out;
+        }
+    }
+    if (o->sample && o->sample_sec > 0) {
+        r = loop_timer_add(s.loop, &s.sample_watch, o->sample_sec, on_sample, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the budget sampling timer: %s", strerror(-r));
+            goto out;
+        }
+    }
+    if (o->sample && o->sample_sec > 0 && o->timeout_sec > 0) {
+        r = loop_timer_add(s.loop, &s.warn_watch, o->timeout_sec * 0.8, on_warn_time, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the budget warning timer: %s", strerror(-r));
+            goto out;
+        }
+    }
+    if (o->timeout_sec > 0) {
+        r = loop_timer_add(s.loop, &s.timer_watch, o->timeout_sec, on_timeout, &s);
+        if (r < 0) {
+            r = cerr_set(err, r, "setting the --timeout timer: %s", strerror(-r));
+            goto out;
+        }
+    }
+    /* Until the sandbox has ended and no tool call still uses the workspace fd. */
+    while (!s.child_ended || agent_host_inflight(host) > 0) {
+        r = loop_run_once(s.loop, -1, err);
+        if (r < 0) {
+            kill_sandbox(&s);
+            break;
+        }
+        r = 0;
+    }
+out:
+    if (r < 0 && !s.child_ended)
+        kill_sandbox(&s);
+    loop_watch_del(s.loop, &s.pid_watch);
+    loop_watch_del(s.loop, &s.timer_watch);
+    loop_watch_del(s.loop, &s.grace_watch);
+    loop_watch_del(s.loop, &s.sig_watch);
+    loop_watch_del(s.loop, &s.notify_watch);
+    loop_watch_del(s.loop, &s.sample_watch);
+    loop_watch_del(s.loop, &s.warn_watch);
+    if (s.sig_fd >= 0)
+        close(s.sig_fd);
+    agent_free(agent);
+    /* agent_free defers to the last running call; the pool's join below finishes those. */
+    pool_free(pool);
+    cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
+    agent_host_free(host);
+    loop_free(s.loop);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    if (timed_out)
+        *timed_out = s.timed_out;
+    return r < 0 ? r : 0;
+}

@@ -1,0 +1,39 @@
+/* supervisor/runtime/serve.h: serve the tool protocol (JSON-RPC over the agent's stdin/stdout) to one
+ * sandboxed agent for `corral exec --workspace DIR`, until the agent ends. */
+#ifndef CORRAL_SERVE_H
+#define CORRAL_SERVE_H
+
+#include "common/util.h"
+#include "sandbox/sandbox.h"
+#include "tools/tool.h"
+
+struct trail;
+struct scnotify;
+
+struct serve_exec_opts {
+    const char *workspace;        /* host directory served as the workspace root */
+    const char *surface;          /* "wap" (default), "file", "voltagent", "kward" */
+    struct tool_limits limits;
+    bool read_only;
+    bool allow_commands;
+    const struct sandbox_profile *command_profile;
+    const struct tool_rule *rules;   /* per-tool policy (enabled, approval, read first) */
+    size_t n_rules;
+    size_t max_message;           /* bytes of one JSON-RPC line (default 8 MiB) */
+    double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
+    struct trail *trail;          /* NULL: no trail */
+    const char *workspace_id;     /* the agent's workspace id in the trail (default "agent") */
+    struct scnotify *notify;      /* the sandbox's seccomp listener, answered on the loop; NULL: none */
+    double sample_sec;            /* > 0: sample(sample_data) every this many seconds while the
+                                   * sandbox runs; what it stages commits at the turn's end */
+    void (*sample)(void *data);
+    void *sample_data;
+};
+
+/* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both
+ * owned by the caller, set non-blocking here). Returns 0 once the agent's sandbox has ended
+ * (the caller then calls sandbox_child_wait), or a negative code with err set. */
+int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
+               int from_agent, bool *timed_out, struct cerr *err);
+
+#endif

@@ -1,0 +1,1122 @@
+/* supervisor/trail/writer.c: the trail's writer (open, append, blob_put, group commit, degraded mode),
+ * its closed event registry, canonical JSON and the hash chain shared with readers. */
+#include "supervisor/trail/internal.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+/* ---- registry: WACP's 72 event types (trail spec section 9) plus corral's own, sorted bytewise
+ * for bsearch; test_trail checks the order. docs/trail.md lists each with its body fields. */
+static const char *const registry[] = {
+    "agent_log", "authentication_failed", "authentication_succeeded", "batch_abort",
+    "batch_priority_changed", "budget_exceeded", "budget_modified", "budget_warning",
+    "capability_denied", "capability_granted", "capability_revoked", "checkpoint_created",
+    "checkpoint_rejected", "conflict_detected", "conflict_resolved", "denial",
+    "envelope_created", "envelope_delivered", "envelope_redelivered", "envelope_rejected",
+    "envelope_undeliverable", "escalation_received", "escalation_resolved", "escalation_timeout",
+    "gate_reentry_blocked", "gate_resolved", "gate_timeout", "gate_triggered",
+    "graceful_termination_expired", "graceful_termination_initiated", "graph_created", "human_injection",
+    "integration_aborted", "integration_completed", "integration_started", "integrity_violation",
+    "liveness_warning", "migration_completed", "migration_failed", "migration_started",
+    "port_right_consumed", "port_right_created", "port_right_revoked", "port_right_transferred",
+    "priority_changed", "process_exited", "process_started", "protocol_error",
+    "protocol_message", "recovery_completed", "resource_discrepancy", "sandbox_created",
+    "signal_delivered", "signal_emitted", "supervisor_started", "supervisor_stopped",
+    "suspension_resumed", "suspension_started", "system_degraded", "task_approved",
+    "task_assigned", "task_completed", "task_created", "task_failed",
+    "task_status_changed", "tool_call", "trail_access_denied", "trail_compacted",
+    "trail_created", "trail_snapshot_created", "user_blocked", "user_created",
+    "user_deactivated", "user_reactivated", "user_resumed", "user_suspended",
+    "user_unblocked", "visibility_granted", "workspace_created", "workspace_ownership_transferred",
+    "workspace_rejected", "workspace_reparented", "workspace_state_changed",
+};
+
+static int registry_cmp(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, *(const char *const *)elem);
+}
+
+bool trail_event_known(const char *type)
+{
+    if (!type)
+        return false;
+    return bsearch(type, registry, ARRAY_SIZE(registry), sizeof(registry[0]), registry_cmp) != NULL;
+}
+
+const char *const *trail_event_types(size_t *n)
+{
+    *n = ARRAY_SIZE(registry);
+    return registry;
+}
+
+/* ---- byte buffer ---------------------------------------------------------------------------- */
+
+int tbuf_reserve(struct tbuf *b, size_t add)
+{
+    if (add > SIZE_MAX - b->len)
+        return -ENOMEM;
+    size_t need = b->len + add;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2)
+            return -ENOMEM;
+        cap *= 2;
+    }
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+int tbuf_put(struct tbuf *b, const void *p, size_t n)
+{
+    int r = tbuf_reserve(b, n);
+    if (r < 0)
+        return r;
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+void tbuf_free(struct tbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- canonical JSON ------------------------------------------------------------------------- */
+
+#define CANON_DEPTH_MAX 1000
+
+static int canon_string(const char *s, struct tbuf *b)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(s);
+    int r = tbuf_reserve(b, n + 2);
+    if (r < 0)
+        return r;
+    b->p[b->len++] = '"';
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0; /* bytes copied through unchanged, flushed in one memcpy */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = u[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        if ((r = tbuf_put(b, u + i - run, run)) < 0)
+            return r;
+        run = 0;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t el = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
+            esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+            el = 6;
+        }
+        if ((r = tbuf_put(b, esc, el)) < 0)
+            return r;
+    }
+    if ((r = tbuf_put(b, u + n - run, run)) < 0)
+        return r;
+    return tbuf_put(b, "\"", 1);
+}
+
+static int canon_number(double d, struct tbuf *b)
+{
+    char s[40];
+    if (!isfinite(d))
+        return tbuf_put(b, "null", 4); /* what cJSON prints too: JSON has no NaN or Infinity */
+    if (d == 0) {
+        snprintf(s, sizeof(s), "0"); /* -0 as 0 */
+    } else if (d == floor(d) && fabs(d) < 1e17) {
+        snprintf(s, sizeof(s), "%.0f", d);
+    } else {
+        for (int prec = 15; prec <= 17; prec++) {
+            snprintf(s, sizeof(s), "%.*g", prec, d);
+            if (strtod(s, NULL) == d)
+                break;
+        }
+    }
+    return tbuf_put(b, s, strlen(s));
+}
+
+struct member {
+    const cJSON *item;
+    size_t pos;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    int c = strcmp(x->item->string, y->item->string);
+    if (c)
+        return c;
+    return x->pos < y->pos ? -1 : x->pos > y->pos; /* duplicate keys keep their order */
+}
+
+static int canon(const cJSON *j, struct tbuf *b, int depth)
+{
+    if (depth > CANON_DEPTH_MAX)
+        return -EINVAL;
+    int r;
+    switch (j->type & 0xff) {
+    case cJSON_NULL: return tbuf_put(b, "null", 4);
+    case cJSON_False: return tbuf_put(b, "false", 5);
+    case cJSON_True: return tbuf_put(b, "true", 4);
+    case cJSON_Number: return canon_number(j->valuedouble, b);
+    case cJSON_String: return canon_string(j->valuestring ? j->valuestring : "", b);
+    case cJSON_Array:
+        if ((r = tbuf_put(b, "[", 1)) < 0)
+            return r;
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (c != j->child && (r = tbuf_put(b, ",", 1)) < 0)
+                return r;
+            if ((r = canon(c, b, depth + 1)) < 0)
+                return r;
+        }
+        return tbuf_put(b, "]", 1);
+    case cJSON_Object: {
+        size_t n = 0;
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (!c->string)
+                return -EINVAL;
+            n++;
+        }
+        if (n == 0)
+            return tbuf_put(b, "{}", 2);
+        _cleanup_free_ struct member *kids = calloc(n, sizeof(*kids));
+        if (!kids)
+            return -ENOMEM;
+        size_t i = 0;
+        for (const cJSON *c = j->child; c; c = c->next, i++)
+            kids[i] = (struct member){c, i};
+        qsort(kids, n, sizeof(*kids), key_cmp);
+        if ((r = tbuf_put(b, "{", 1)) < 0)
+            return r;
+        for (i = 0; i < n; i++) {
+            if (i && (r = tbuf_put(b, ",", 1)) < 0)
+                return r;
+            if ((r = canon_string(kids[i].item->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
+                (r = canon(kids[i].item, b, depth + 1)) < 0)
+                return r;
+        }
+        return tbuf_put(b, "}", 1);
+    }
+    default:
+        return -EINVAL; /* cJSON_Raw or an invalid node: unverified text has no place here */
+    }
+}
+
+int trail_canonical_json(const cJSON *j, struct tbuf *out)
+{
+    return canon(j, out, 0);
+}
+
+/* ---- hash chain ----------------------------------------------------------------------------- */
+
+static void enc_u64(struct tbuf *b, uint64_t v)
+{
+    uint8_t *p = b->p + b->len;
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+    b->len += 8;
+}
+
+static void enc_lp(struct tbuf *b, const void *s, size_t n)
+{
+    uint8_t *p = b->p + b->len;
+    p[0] = (uint8_t)(n >> 24);
+    p[1] = (uint8_t)(n >> 16);
+    p[2] = (uint8_t)(n >> 8);
+    p[3] = (uint8_t)n;
+    if (n)
+        memcpy(p + 4, s, n);
+    b->len += 4 + n;
+}
+
+static void enc_hash_opt(struct tbuf *b, const uint8_t *h)
+{
+    b->p[b->len++] = h ? 1 : 0;
+    if (h) {
+        memcpy(b->p + b->len, h, TRAIL_HASH_LEN);
+        b->len += TRAIL_HASH_LEN;
+    }
+}
+
+/* The entry's own fields, C in docs/trail.md. */
+static void enc_content(struct tbuf *b, const struct trail_fields *f)
+{
+    enc_lp(b, f->id, f->id_len);
+    enc_u64(b, (uint64_t)f->ts_us);
+    b->p[b->len++] = f->workspace ? 1 : 0;
+    if (f->workspace)
+        enc_lp(b, f->workspace, f->ws_len);
+    enc_lp(b, f->actor, f->actor_len);
+    enc_lp(b, f->type, f->type_len);
+    enc_lp(b, f->body, f->body_len);
+}
+
+static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
+
+int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
+{
+    /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
+     * 1 GB), and the sum below cannot wrap for the same reason. */
+    if (f->id_len > UINT32_MAX || f->ws_len > UINT32_MAX || f->actor_len > UINT32_MAX ||
+        f->type_len > UINT32_MAX || f->body_len > UINT32_MAX)
+        return -E2BIG;
+    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 +
+                  f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len;
+    scratch->len = 0;
+    int r = tbuf_reserve(scratch, need);
+    if (r < 0)
+        return r;
+    struct tbuf *b = scratch;
+    memcpy(b->p, tag_entry, sizeof(tag_entry));
+    b->len = sizeof(tag_entry);
+    enc_hash_opt(b, f->prev_hash);
+    enc_u64(b, f->seq);
+    enc_hash_opt(b, f->local_prev);
+    enc_u64(b, f->local_seq);
+    enc_content(b, f);
+    crypto_generichash(hash, TRAIL_HASH_LEN, b->p, b->len, NULL, 0);
+    return 0;
+}
+
+/* ---- workspace heads ------------------------------------------------------------------------ */
+
+static uint64_t name_key(const char *s, size_t n);
+
+uint64_t trail_index_pair(uint64_t name_key, uint64_t seq)
+{
+    uint64_t z = name_key ^ (seq * 0x9e3779b97f4a7c15ull); /* splitmix64 finaliser */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t trail_name_key(const char *s, size_t n)
+{
+    return name_key(s, n);
+}
+
+static uint64_t name_key(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static struct trail_wshead *wsmap_find_slot(struct trail_wshead *slots, size_t cap, uint64_t key,
+                                            const char *name, size_t len)
+{
+    size_t i = (size_t)key & (cap - 1);
+    for (;;) {
+        struct trail_wshead *h = &slots[i];
+        if (!h->name || (h->key == key && h->len == len && !memcmp(h->name, name, len)))
+            return h;
+        i = (i + 1) & (cap - 1);
+    }
+}
+
+struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len,
+                                     bool *created)
+{
+    uint64_t key = name_key(name, len);
+    *created = false;
+    if (m->cap) {
+        struct trail_wshead *h = wsmap_find_slot(m->slots, m->cap, key, name, len);
+        if (h->name)
+            return h;
+    }
+    if ((m->n + 1) * 2 > m->cap) { /* keep the load under one half */
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        struct trail_wshead *slots = calloc(cap, sizeof(*slots));
+        if (!slots)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[i].name)
+                *wsmap_find_slot(slots, cap, m->slots[i].key, m->slots[i].name, m->slots[i].len) =
+                    m->slots[i];
+        free(m->slots);
+        m->slots = slots;
+        m->cap = cap;
+    }
+    struct trail_wshead *h = wsmap_find_slot(m->slots, m->cap, key, name, len);
+    h->name = malloc(len + 1);
+    if (!h->name)
+        return NULL;
+    memcpy(h->name, name, len);
+    h->name[len] = '\0';
+    h->len = len;
+    h->key = key;
+    h->local_seq = 0;
+    m->n++;
+    *created = true;
+    return h;
+}
+
+void trail_wsmap_clear(struct trail_wsmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->slots[i].name);
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->n = 0;
+}
+
+/* ---- schema --------------------------------------------------------------------------------- */
+
+static const char schema_sql[] =
+    "CREATE TABLE entries ("
+    " seq INTEGER PRIMARY KEY,"  /* global sequence: 1, 2, 3, ... with no gap */
+    " id TEXT NOT NULL,"
+    " ts INTEGER NOT NULL,"      /* unix microseconds */
+    " workspace TEXT,"
+    " actor TEXT NOT NULL,"
+    " type TEXT NOT NULL,"
+    " body TEXT NOT NULL,"
+    " local_seq INTEGER,"
+    " local_prev BLOB,"
+    " prev_hash BLOB,"
+    " hash BLOB NOT NULL);"
+    "CREATE INDEX entries_actor ON entries(actor);"
+    "CREATE INDEX entries_type ON entries(type);"
+    "CREATE INDEX entries_ts ON entries(ts);"
+    "CREATE TABLE blobs (hash BLOB PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);"
+    /* The workspace index, written in sorted runs (docs/trail.md, "Queries by workspace"):
+     * every workspace entry with seq <= max(ws_index_marks.upto) is in ws_index. */
+    "CREATE TABLE ws_index (workspace TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (workspace, seq)) WITHOUT ROWID;"
+    "CREATE TABLE ws_index_marks (upto INTEGER PRIMARY KEY);"
+    "CREATE TRIGGER ws_index_no_update BEFORE UPDATE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_no_delete BEFORE DELETE ON ws_index BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_update BEFORE UPDATE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index_marks is refused'); END;"
+    "CREATE TRIGGER ws_index_marks_no_delete BEFORE DELETE ON ws_index_marks BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of ws_index_marks is refused'); END;"
+    "CREATE TRIGGER entries_no_update BEFORE UPDATE ON entries BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of entries is refused'); END;"
+    "CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of entries is refused'); END;"
+    /* INSERT OR REPLACE deletes the old row without firing DELETE triggers: refuse it first */
+    "CREATE TRIGGER entries_no_replace BEFORE INSERT ON entries"
+    " WHEN EXISTS (SELECT 1 FROM entries WHERE seq = NEW.seq) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing an entry is refused'); END;"
+    "CREATE TRIGGER blobs_no_replace BEFORE INSERT ON blobs"
+    " WHEN EXISTS (SELECT 1 FROM blobs WHERE hash = NEW.hash) BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: replacing a blob is refused'); END;"
+    "CREATE TRIGGER blobs_no_update BEFORE UPDATE ON blobs BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of blobs is refused'); END;"
+    "CREATE TRIGGER blobs_no_delete BEFORE DELETE ON blobs BEGIN"
+    " SELECT RAISE(ABORT, 'the trail is append-only: DELETE of blobs is refused'); END;";
+
+/* ---- writer --------------------------------------------------------------------------------- */
+
+struct trail {
+    sqlite3 *db;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx, *ins_mark;
+    char *path;
+    char trail_id[33];
+    bool in_txn;
+    size_t pending;
+    /* staged head (moves with each append) and committed head (moves with each commit) */
+    uint64_t seq, c_seq;
+    int64_t ts, c_ts;
+    uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
+    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
+    struct idx_item *idx;  /* workspace entries not yet in ws_index, in seq order */
+    size_t idx_n, idx_cap;
+    struct tbuf body, scratch;
+    bool degraded;
+    char why[512];
+};
+
+static int sql_err(struct cerr *err, sqlite3 *db, int rc, const char *path, const char *what)
+{
+    int code = (rc == SQLITE_FULL) ? -ENOSPC : (rc == SQLITE_READONLY) ? -EROFS : -EIO;
+    return cerr_set(err, code, "trail %s: %s: %s", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+/* The writer may only read, insert into the two tables and run transactions: a bug or an
+ * injected statement on this connection cannot UPDATE, DELETE, DROP or ATTACH anything. */
+static int authorizer(void *ctx, int action, const char *a1, const char *a2, const char *db,
+                      const char *trigger)
+{
+    (void)ctx;
+    (void)a2;
+    (void)db;
+    (void)trigger;
+    switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_TRANSACTION:
+    case SQLITE_FUNCTION:
+        return SQLITE_OK;
+    case SQLITE_INSERT:
+        return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs") || !strcmp(a1, "ws_index") ||
+                       !strcmp(a1, "ws_index_marks")))
+                   ? SQLITE_OK
+                   : SQLITE_DENY;
+    default:
+        return SQLITE_DENY;
+    }
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void degrade(struct trail *t, int rc, const char *what)
+{
+    if (!t->degraded && what)
+        snprintf(t->why, sizeof(t->why), "%s failed: %s", what,
+                 rc ? sqlite3_errstr(rc) : sqlite3_errmsg(t->db));
+    t->degraded = true;
+    if (t->in_txn) {
+        sqlite3_reset(t->rollback);
+        sqlite3_step(t->rollback); /* may fail if SQLite already rolled back: nothing to keep */
+        sqlite3_reset(t->rollback);
+    }
+    t->in_txn = false;
+    t->pending = 0;
+    t->seq = t->c_seq;
+    t->ts = t->c_ts;
+    memcpy(t->head, t->c_head, sizeof(t->head));
+    t->idx_n = 0; /* its names belong to the map */
+    trail_wsmap_clear(&t->ws);
+}
+
+static int degraded_err(struct trail *t, struct cerr *err)
+{
+    return cerr_set(err, EIO,
+                    "trail %s cannot be written (%s); corral records nothing more and refuses new "
+                    "work: free space or fix the file's storage, then restart",
+                    t->path, t->why);
+}
+
+static int step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* A workspace entry waiting for the next sorted run into ws_index. name belongs to t->ws. */
+struct idx_item {
+    const char *name;
+    size_t len;
+    uint64_t seq;
+};
+
+static int idx_push(struct trail *t, const struct trail_wshead *h, uint64_t seq)
+{
+    if (t->idx_n == t->idx_cap) {
+        size_t cap = t->idx_cap ? t->idx_cap * 2 : 1024;
+        struct idx_item *p = reallocarray(t->idx, cap, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        t->idx = p;
+        t->idx_cap = cap;
+    }
+    t->idx[t->idx_n++] = (struct idx_item){h->name, h->len, seq};
+    return 0;
+}
+
+static int idx_cmp(const void *a, const void *b)
+{
+    const struct idx_item *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Writes the waiting workspace entries into ws_index as one sorted run, in the transaction of the
+ * batch being started: each index page is touched once per run rather than once per commit. */
+static int idx_flush(struct trail *t)
+{
+    qsort(t->idx, t->idx_n, sizeof(*t->idx), idx_cmp);
+    for (size_t i = 0; i < t->idx_n; i++) {
+        sqlite3_bind_text(t->ins_idx, 1, t->idx[i].name, (int)t->idx[i].len, SQLITE_STATIC);
+        sqlite3_bind_int64(t->ins_idx, 2, (sqlite3_int64)t->idx[i].seq);
+        int rc = step_done(t->ins_idx);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    sqlite3_clear_bindings(t->ins_idx);
+    sqlite3_bind_int64(t->ins_mark, 1, (sqlite3_int64)t->c_seq);
+    int rc = step_done(t->ins_mark);
+    if (rc == SQLITE_OK)
+        t->idx_n = 0;
+    return rc;
+}
+
+static int ensure_txn(struct trail *t, struct cerr *err)
+{
+    if (t->in_txn)
+        return 0;
+    int rc = step_done(t->begin);
+    if (rc != SQLITE_OK) {
+        degrade(t, rc, "starting a transaction");
+        return degraded_err(t, err);
+    }
+    t->in_txn = true;
+    /* One writer per trail: if the file's head is not the one this writer committed, another
+     * process has written to it, and appending here would fork the chain. */
+    sqlite3_stmt *st = t->head_st;
+    rc = sqlite3_step(st);
+    bool mine = rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
+                sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
+                memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0;
+    long long found = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE && t->c_seq == 0)
+        mine = true; /* a trail being created */
+    if (!mine) {
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            degrade(t, rc, "reading the head");
+        } else {
+            snprintf(t->why, sizeof(t->why), "another process wrote to it (its last entry is %lld, this writer's is %llu); one writer per trail file",
+                     found, (unsigned long long)t->c_seq);
+            degrade(t, 0, NULL);
+        }
+        return degraded_err(t, err);
+    }
+    if (t->idx_n >= TRAIL_INDEX_RUN && (rc = idx_flush(t)) != SQLITE_OK) {
+        degrade(t, rc, "writing the workspace index");
+        return degraded_err(t, err);
+    }
+    return 0;
+}
+
+static int check_name(const char *what, const char *s, struct cerr *err)
+{
+    size_t n = strnlen(s, TRAIL_NAME_MAX + 1);
+    if (n == 0 || n > TRAIL_NAME_MAX)
+        return cerr_set(err, EINVAL, "trail: %s must be 1 to %d bytes", what, TRAIL_NAME_MAX);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return cerr_set(err, EINVAL, "trail: %s must not contain control characters", what);
+    return 0;
+}
+
+bool trail_blob_ref_key(const char *key, size_t len, bool *list)
+{
+    *list = (len == 5 && !memcmp(key, "blobs", 5));
+    return *list || (len == 4 && !memcmp(key, "blob", 4)) || (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
+}
+
+/* One reference: 64 lowercase hex digits naming a blob already put in this trail (committed or in
+ * this batch), so that a body never points at content the trail does not hold. */
+static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, struct cerr *err)
+{
+    uint8_t h[TRAIL_HASH_LEN];
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    size_t n = s ? strlen(s) : 0;
+    bool hex = n == 2 * TRAIL_HASH_LEN;
+    for (size_t i = 0; hex && i < n; i++)
+        hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+    if (!hex)
+        return cerr_set(err, EINVAL, "trail: a '%s' body names a blob by something other than a lowercase hex BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)", type);
+    sodium_hex2bin(h, sizeof(h), s, n, NULL, NULL, NULL);
+    sqlite3_stmt *st = t->has_blob;
+    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    if (rc != SQLITE_DONE) {
+        degrade(t, rc, "looking up a blob");
+        return degraded_err(t, err);
+    }
+    return cerr_set(err, EINVAL, "trail: a '%s' body references blob %s, which is not in the trail: put it with trail_blob_put first", type, s);
+}
+
+static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, int depth, struct cerr *err)
+{
+    if (!j || depth > 1000)
+        return 0; /* the canonical encoder has already refused anything deeper */
+    for (const cJSON *c = j->child; c; c = c->next) {
+        bool list;
+        int r;
+        if (cJSON_IsObject(j) && c->string && trail_blob_ref_key(c->string, strlen(c->string), &list) &&
+            !cJSON_IsNull(c)) {
+            if (!list) {
+                r = check_blob_ref(t, c, type, err);
+            } else if (!cJSON_IsArray(c)) {
+                r = cerr_set(err, EINVAL, "trail: 'blobs' in a '%s' body must be an array of blob hashes", type);
+            } else {
+                r = 0;
+                for (const cJSON *e = c->child; e && r == 0; e = e->next)
+                    r = check_blob_ref(t, e, type, err);
+            }
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && (r = check_blob_refs(t, c, type, depth + 1, err)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+int trail_append(struct trail *t, const char *workspace, const char *actor, const char *type,
+                 const cJSON *body, uint64_t *seq_out, struct cerr *err)
+{
+    if (!t || !actor || !type)
+        return cerr_set(err, EINVAL, "trail_append: trail, actor and type are required");
+    if (t->degraded)
+        return degraded_err(t, err);
+    if (!trail_event_known(type))
+        return cerr_set(err, EINVAL, "trail: unknown event type '%.64s': the registry is closed (docs/trail.md lists the types)", type);
+    int r = check_name("actor", actor, err);
+    if (r < 0 || (workspace && (r = check_name("workspace", workspace, err)) < 0))
+        return r;
+    t->body.len = 0;
+    if (!body) {
+        r = tbuf_put(&t->body, "{}", 2);
+    } else if (!cJSON_IsObject(body)) {
+        return cerr_set(err, EINVAL, "trail: the body of a '%s' entry must be a JSON object", type);
+    } else {
+        r = trail_canonical_json(body, &t->body);
+        if (r == -EINVAL)
+            return cerr_set(err, EINVAL, "trail: the body of a '%s' entry cannot be encoded (raw JSON, a member without a key, or nesting deeper than 1000)", type);
+    }
+    if (r < 0)
+        return cerr_set(err, r, "trail: out of memory encoding a '%s' body", type);
+    if (t->body.len > TRAIL_BODY_MAX)
+        return cerr_set(err, E2BIG, "trail: the body of a '%s' entry is %zu bytes, over the %u limit: put large content in a blob (trail_blob_put) and reference its hash",
+                        type, t->body.len, TRAIL_BODY_MAX);
+    if ((r = check_blob_refs(t, body, type, 0, err)) < 0)
+        return r;
+    if ((r = ensure_txn(t, err)) < 0)
+        return r;
+
+    struct trail_wshead *h = NULL;
+    size_t ws_len = workspace ? strlen(workspace) : 0;
+    if (workspace) {
+        bool created;
+        h = trail_wsmap_get(&t->ws, workspace, ws_len, &created);
+        if (!h)
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+    }
+
+    char id[64];
+    uint64_t seq = t->seq + 1;
+    int64_t ts = now_us();
+    if (ts <= t->ts)
+        ts = t->ts + 1; /* strictly increasing even if the wall clock steps back */
+    int id_len = snprintf(id, sizeof(id), "%s-%llu", t->trail_id, (unsigned long long)seq);
+    struct trail_fields f = {
+        .seq = seq, .id = id, .id_len = (size_t)id_len, .ts_us = ts,
+        .workspace = workspace, .ws_len = ws_len,
+        .actor = actor, .actor_len = strlen(actor), .type = type, .type_len = strlen(type),
+        .body = (const char *)t->body.p, .body_len = t->body.len,
+        .local_seq = h ? h->local_seq + 1 : 0,
+        .local_prev = (h && h->local_seq) ? h->last_hash : NULL,
+        .prev_hash = seq > 1 ? t->head : NULL,
+    };
+    uint8_t gh[TRAIL_HASH_LEN];
+    if ((r = trail_hash_entry(&t->scratch, &f, gh)) < 0)
+        return cerr_set(err, r, "trail: out of memory");
+
+    sqlite3_stmt *st = t->ins_entry;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+    sqlite3_bind_text(st, 2, id, id_len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, ts);
+    if (workspace)
+        sqlite3_bind_text(st, 4, workspace, (int)ws_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_text(st, 5, actor, (int)f.actor_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, type, (int)f.type_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, f.body, (int)f.body_len, SQLITE_STATIC);
+    if (h)
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)f.local_seq);
+    else
+        sqlite3_bind_null(st, 8);
+    if (f.local_prev)
+        sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    if (f.prev_hash)
+        sqlite3_bind_blob(st, 10, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 10);
+    sqlite3_bind_blob(st, 11, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
+    int rc = step_done(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_OK) {
+        degrade(t, rc, "appending an entry");
+        return degraded_err(t, err);
+    }
+    if (h && idx_push(t, h, seq) < 0) {
+        degrade(t, SQLITE_NOMEM, "queueing an index entry");
+        return degraded_err(t, err);
+    }
+    t->seq = seq;
+    t->ts = ts;
+    memcpy(t->head, gh, sizeof(gh));
+    if (h) {
+        h->local_seq = f.local_seq;
+        memcpy(h->last_hash, gh, sizeof(gh));
+    }
+    t->pending++;
+    if (seq_out)
+        *seq_out = seq;
+    return 0;
+}
+
+int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[65], struct cerr *err)
+{
+    if (!t || (!data && len))
+        return cerr_set(err, EINVAL, "trail_blob_put: trail and data are required");
+    if (t->degraded)
+        return degraded_err(t, err);
+    if (len > TRAIL_BLOB_MAX)
+        return cerr_set(err, E2BIG, "trail: a blob of %zu bytes is over the %u limit", len, TRAIL_BLOB_MAX);
+    uint8_t h[TRAIL_HASH_LEN];
+    crypto_generichash(h, sizeof(h), data, len, NULL, 0);
+    int r = ensure_txn(t, err);
+    if (r < 0)
+        return r;
+    sqlite3_stmt *st = t->ins_blob;
+    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)len);
+    sqlite3_bind_blob(st, 3, len ? data : "", (int)len, SQLITE_STATIC);
+    int rc = step_done(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_OK) {
+        degrade(t, rc, "storing a blob");
+        return degraded_err(t, err);
+    }
+    sodium_bin2hex(hash_hex, 65, h, sizeof(h));
+    return 0;
+}
+
+int trail_commit(struct trail *t, struct cerr *err)
+{
+    if (!t)
+        return cerr_set(err, EINVAL, "trail_commit: no trail");
+    if (t->degraded)
+        return degraded_err(t, err);
+    if (!t->in_txn)
+        return 0;
+    int rc = step_done(t->commit);
+    if (rc != SQLITE_OK) {
+        degrade(t, rc, "committing");
+        return degraded_err(t, err);
+    }
+    t->in_txn = false;
+    t->pending = 0;
+    t->c_seq = t->seq;
+    t->c_ts = t->ts;
+    memcpy(t->c_head, t->head, sizeof(t->head));
+    return 0;
+}
+
+int trail_durability_parse(const char *s, enum trail_durability *out)
+{
+    if (s && !strcmp(s, "full"))
+        *out = TRAIL_DURABILITY_FULL;
+    else if (s && !strcmp(s, "normal"))
+        *out = TRAIL_DURABILITY_NORMAL;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+bool trail_degraded(const struct trail *t)
+{
+    return t && t->degraded;
+}
+
+size_t trail_pending(const struct trail *t)
+{
+    return t ? t->pending : 0;
+}
+
+uint64_t trail_head_seq(const struct trail *t)
+{
+    return t ? t->c_seq : 0;
+}
+
+sqlite3 *trail_db_handle(struct trail *t)
+{
+    return t->db;
+}
+
+void trail_close(struct trail *t)
+{
+    if (!t)
+        return;
+    if (t->in_txn && t->rollback)
+        step_done(t->rollback);
+    sqlite3_finalize(t->begin);
+    sqlite3_finalize(t->commit);
+    sqlite3_finalize(t->rollback);
+    sqlite3_finalize(t->ins_entry);
+    sqlite3_finalize(t->ins_blob);
+    sqlite3_finalize(t->has_blob);
+    sqlite3_finalize(t->head_st);
+    sqlite3_finalize(t->ins_idx);
+    sqlite3_finalize(t->ins_mark);
+    free(t->idx);
+    sqlite3_close(t->db);
+    trail_wsmap_clear(&t->ws);
+    tbuf_free(&t->body);
+    tbuf_free(&t->scratch);
+    free(t->path);
+    free(t);
+}
+
+static int pragma_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct cerr *err)
+{
+    int rc = sqlite3_prepare_v3(t->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, "preparing a statement");
+    return 0;
+}
+
+/* Every workspace's local-chain head, and the entries not yet in ws_index, in one scan at open. */
+static int load_ws_heads(struct trail *t, struct cerr *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t upto = 0;
+    int rc = sqlite3_prepare_v2(t->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        upto = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace index mark");
+    rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+                            -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *ws = sqlite3_column_blob(st, 0);
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        bool created;
+        struct trail_wshead *h = ws ? trail_wsmap_get(&t->ws, ws, len, &created) : NULL;
+        if (!h || sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
+            sqlite3_finalize(st);
+            return h ? cerr_set(err, EIO, "trail %s: an entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path)
+                     : cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
+        memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        if (sqlite3_column_int64(st, 3) > upto && idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
+            sqlite3_finalize(st);
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sql_err(err, t->db, rc, t->path, "reading the workspace heads");
+    return 0;
+}
+
+/* Reads the committed head and the trail id recorded in the first entry. */
+static int load_head(struct trail *t, struct cerr *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(t->db, "SELECT seq, ts, hash FROM entries ORDER BY seq DESC LIMIT 1", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        t->seq = (uint64_t)sqlite3_column_int64(st, 0);
+        t->ts = sqlite3_column_int64(st, 1);
+        if (sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
+            sqlite3_finalize(st);
+            return cerr_set(err, EIO, "trail %s: its last entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path);
+        }
+        memcpy(t->head, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        rc = SQLITE_OK;
+    } else if (rc == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return cerr_set(err, EIO, "trail %s has no entries (not even trail_created): it is damaged; move it away and start a new one", t->path);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, "reading the head");
+    rc = sqlite3_prepare_v2(t->db, "SELECT body FROM entries WHERE seq = 1 AND type = 'trail_created'", -1, &st, NULL);
+    cJSON *b = NULL;
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        b = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "trail_id");
+    if (!cJSON_IsString(id) || strlen(id->valuestring) >= sizeof(t->trail_id)) {
+        cJSON_Delete(b);
+        return cerr_set(err, EIO, "trail %s: its first entry is not a valid trail_created entry; run 'corral trail verify --db %s'", t->path, t->path);
+    }
+    snprintf(t->trail_id, sizeof(t->trail_id), "%s", id->valuestring);
+    cJSON_Delete(b);
+    t->c_seq = t->seq;
+    t->c_ts = t->ts;
+    memcpy(t->c_head, t->head, sizeof(t->head));
+    return load_ws_heads(t, err);
+}
+
+int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return cerr_set(err, EINVAL, "trail: no file given");
+    if (sodium_init() < 0)
+        return cerr_set(err, EIO, "trail: libsodium failed to initialise");
+    struct trail *t = calloc(1, sizeof(*t));
+    if (!t || !(t->path = strdup(path))) {
+        free(t);
+        return cerr_set(err, ENOMEM, "trail: out of memory");
+    }
+    /* The trail holds file contents and command output: a new one is readable by its owner only
+     * (SQLite gives its -wal and -shm files the same mode). */
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+        close(fd);
+    int r, rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        r = cerr_set(err, EIO, "trail %s cannot be opened for writing: %s; check the path and its directory's permissions", path,
+                     t->db ? sqlite3_errmsg(t->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_extended_result_codes(t->db, 0);
+    if (sqlite3_db_readonly(t->db, "main") == 1) {
+        r = cerr_set(err, EROFS, "trail %s is read-only; make the file and its directory writable or choose another trail file", path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(t->db, 5000);
+    int64_t app = 0, ver = 0, tables = 0;
+    if ((rc = pragma_int(t->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
+        (rc = pragma_int(t->db, "PRAGMA user_version", &ver)) != SQLITE_OK ||
+        (rc = pragma_int(t->db, "SELECT count(*) FROM sqlite_master", &tables)) != SQLITE_OK) {
+        r = (rc == SQLITE_NOTADB)
+                ? cerr_set(err, EINVAL, "%s is not a corral trail (not an SQLite database); choose another file", path)
+                : sql_err(err, t->db, rc, path, "reading its header");
+        goto fail;
+    }
+    bool fresh = (app == 0 && tables == 0);
+    if (!fresh && app != TRAIL_APPLICATION_ID) {
+        r = cerr_set(err, EINVAL, "%s is an SQLite database but not a corral trail; choose another file", path);
+        goto fail;
+    }
+    if (!fresh && ver != TRAIL_FORMAT) {
+        r = cerr_set(err, EINVAL, "trail %s has format %lld, this corral writes format %d; use a new trail file", path, (long long)ver, TRAIL_FORMAT);
+        goto fail;
+    }
+    char *msg = NULL;
+    const char *sync = d == TRAIL_DURABILITY_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+    if ((rc = sqlite3_exec(t->db, "PRAGMA journal_mode=WAL", NULL, NULL, &msg)) != SQLITE_OK ||
+        (rc = sqlite3_exec(t->db, sync, NULL, NULL, &msg)) != SQLITE_OK) {
+        r = cerr_set(err, EIO, "trail %s: cannot set WAL mode: %s", path, msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        goto fail;
+    }
+    char jm[16] = "";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(t->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        snprintf(jm, sizeof(jm), "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (strcmp(jm, "wal")) {
+        r = cerr_set(err, EIO, "trail %s: the file system does not support SQLite's WAL mode (journal mode is '%s'); put the trail on a local file system", path, jm);
+        goto fail;
+    }
+    if (fresh) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "PRAGMA application_id=%d", TRAIL_APPLICATION_ID);
+        if ((rc = sqlite3_exec(t->db, "BEGIN IMMEDIATE", NULL, NULL, &msg)) != SQLITE_OK ||
+            (rc = sqlite3_exec(t->db, schema_sql, NULL, NULL, &msg)) != SQLITE_OK ||
+            (rc = sqlite3_exec(t->db, sql, NULL, NULL, &msg)) != SQLITE_OK ||
+            (rc = sqlite3_exec(t->db, "PRAGMA user_version=1", NULL, NULL, &msg)) != SQLITE_OK) {
+            r = cerr_set(err, rc == SQLITE_FULL ? ENOSPC : EIO, "trail %s: cannot create the schema: %s", path, msg ? msg : sqlite3_errstr(rc));
+            sqlite3_free(msg);
+            goto fail;
+        }
+        t->in_txn = true;
+    }
+    if ((r = prepare(t, "BEGIN IMMEDIATE", &t->begin, err)) < 0 ||
+        (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
+        (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
+        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
+        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) < 0 ||
+        (r = prepare(t, "INSERT INTO ws_index_marks (upto) VALUES (?1)", &t->ins_mark, err)) < 0)
+        goto fail;
+    sqlite3_set_authorizer(t->db, authorizer, NULL);
+    if (fresh) {
+        uint8_t rnd[8];
+        randombytes_buf(rnd, sizeof(rnd));
+        sodium_bin2hex(t->trail_id, sizeof(t->trail_id), rnd, sizeof(rnd));
+        cJSON *b = cJSON_CreateObject();
+        if (!b || !cJSON_AddStringToObject(b, "trail_id", t->trail_id) ||
+            !cJSON_AddNumberToObject(b, "format", TRAIL_FORMAT) ||
+            !cJSON_AddStringToObject(b, "hash_algorithm", TRAIL_HASH_NAME) ||
+            !cJSON_AddStringToObject(b, "durability", d == TRAIL_DURABILITY_FULL ? "full" : "normal")) {
+            cJSON_Delete(b);
+            r = cerr_set(err, ENOMEM, "trail: out of memory");
+            goto fail;
+        }
+        r = trail_append(t, NULL, "system", "trail_created", b, NULL, err);
+        cJSON_Delete(b);
+        if (r < 0 || (r = trail_commit(t, err)) < 0)
+            goto fail;
+    } else if ((r = load_head(t, err)) < 0) {
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    trail_close(t);
+    return r;
+}

@@ -1,0 +1,556 @@
+/* supervisor/wacp/files.c: the files of WACP workspaces: copies at creation, content-addressed
+ * snapshots for checkpoints, overlap detection and integration into the parent's directory.
+ * Walks open one name at a time with O_NOFOLLOW: links are never followed, only regular files
+ * and directories are taken, and every walk is bounded in files, bytes and depth. */
+#include "supervisor/wacp/internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sodium.h>
+
+#define MAX_DEPTH 64
+
+void wacpf_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX])
+{
+    unsigned char h[32];
+    crypto_generichash(h, sizeof(h), data, len, NULL, 0);
+    sodium_bin2hex(out, WACP_HASH_HEX, h, sizeof(h));
+}
+
+void wacpf_manifest_clear(struct wacp_manifest *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->v[i].path);
+    free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+int wacpf_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size)
+{
+    if (!wacp_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
+        return -ENOMEM;
+    char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    struct wacp_file *f = &m->v[m->n++];
+    f->path = p;
+    snprintf(f->hash, sizeof(f->hash), "%s", hash ? hash : "");
+    f->size = size;
+    return 0;
+}
+
+const struct wacp_file *wacpf_manifest_get(const struct wacp_manifest *m, const char *path)
+{
+    for (size_t i = 0; m && i < m->n; i++)
+        if (!strcmp(m->v[i].path, path))
+            return &m->v[i];
+    return NULL;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct wacp_file *)a)->path, ((const struct wacp_file *)b)->path);
+}
+
+cJSON *wacpf_manifest_json(const struct wacp_manifest *m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < m->n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(a, o))
+            break;
+        cJSON_AddStringToObject(o, "path", m->v[i].path);
+        if (m->v[i].hash[0]) {
+            cJSON_AddStringToObject(o, "blake2b", m->v[i].hash);
+            cJSON_AddNumberToObject(o, "size", (double)m->v[i].size);
+        } else {
+            cJSON_AddBoolToObject(o, "deleted", true);
+        }
+    }
+    return a;
+}
+
+bool wacpf_path_ok(const char *rel)
+{
+    size_t n = rel ? strlen(rel) : 0;
+    if (n == 0 || n > 4096 || rel[0] == '/' || rel[n - 1] == '/')
+        return false;
+    for (const char *s = rel; *s;) {
+        size_t l = strcspn(s, "/");
+        if (l == 0 || l > 255 || (l == 1 && s[0] == '.') || (l == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        s += l;
+        if (*s == '/')
+            s++;
+    }
+    return true;
+}
+
+int wacpf_mkdirs(const char *path, struct cerr *err)
+{
+    _cleanup_free_ char *p = strdup(path);
+    if (!p)
+        return cerr_set(err, ENOMEM, "out of memory");
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || !*s) {
+            char c = *s;
+            *s = 0;
+            if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                return cerr_set(err, errno, "cannot create directory %s: %s", p, strerror(errno));
+            *s = c;
+            if (!c)
+                break;
+        }
+    }
+    return 0;
+}
+
+/* Reads a whole regular file (opened by the caller) up to WACPF_MAX_FILE bytes. */
+static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const char *rel)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return cerr_set(err, errno, "cannot stat %s: %s", rel, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return cerr_set(err, EINVAL, "%s is not a regular file", rel);
+    if ((uint64_t)st.st_size > WACPF_MAX_FILE)
+        return cerr_set(err, EFBIG, "%s is larger than %llu bytes", rel,
+                        (unsigned long long)WACPF_MAX_FILE);
+    size_t n = (size_t)st.st_size;
+    char *b = malloc(n ? n : 1);
+    if (!b)
+        return cerr_set(err, ENOMEM, "out of memory reading %s", rel);
+    ssize_t got = util_read_all(fd, b, n);
+    if (got < 0) {
+        free(b);
+        return cerr_set(err, (int)-got, "cannot read %s: %s", rel, strerror((int)-got));
+    }
+    *data = b;
+    *len = (size_t)got;
+    return 0;
+}
+
+/* Opens REL under DIRFD one component at a time, never following a link. */
+static int open_beneath(int dirfd, const char *rel, int flags)
+{
+    _cleanup_free_ char *p = strdup(rel);
+    if (!p)
+        return -ENOMEM;
+    int cur = dirfd;
+    char *save = NULL;
+    char *part = strtok_r(p, "/", &save);
+    while (part) {
+        char *next = strtok_r(NULL, "/", &save);
+        int fd = openat(cur, part, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                         : (flags | O_NOFOLLOW | O_CLOEXEC), 0600);
+        int saved = errno;
+        if (cur != dirfd)
+            close(cur);
+        if (fd < 0)
+            return -saved;
+        cur = fd;
+        part = next;
+    }
+    return cur == dirfd ? -EINVAL : cur;
+}
+
+struct walk {
+    struct wacp_manifest *out; /* hashes of regular files */
+    int dst_root;              /* >= 0: copy into this directory */
+    size_t files;
+    uint64_t bytes;
+    struct cerr *err;
+};
+
+static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return cerr_set(wk->err, ELOOP, "directories nest deeper than %d under %s", MAX_DEPTH,
+                        prefix[0] ? prefix : ".");
+    int dup_fd = dup(dfd);
+    if (dup_fd < 0)
+        return cerr_set(wk->err, errno, "dup: %s", strerror(errno));
+    DIR *d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return cerr_set(wk->err, errno, "cannot list %s: %s", prefix, strerror(errno));
+    }
+    /* Names first, sorted: the manifest order and the copy do not depend on readdir order. */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (!wacp_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
+            !(names[n] = strdup(de->d_name))) {
+            r = cerr_set(wk->err, ENOMEM, "out of memory");
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n && !r; i++) {
+        const char *name = names[i];
+        _cleanup_free_ char *rel = prefix[0] ? util_printf("%s/%s", prefix, name) : strdup(name);
+        if (!rel) {
+            r = cerr_set(wk->err, ENOMEM, "out of memory");
+            break;
+        }
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue; /* gone meanwhile */
+        if (S_ISDIR(st.st_mode)) {
+            _cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            _cleanup_close_ int dsub = -1;
+            if (dst >= 0) {
+                if (mkdirat(dst, name, 0700) < 0 && errno != EEXIST) {
+                    r = cerr_set(wk->err, errno, "cannot create %s: %s", rel, strerror(errno));
+                    break;
+                }
+                dsub = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (dsub < 0) {
+                    r = cerr_set(wk->err, errno, "cannot open %s: %s", rel, strerror(errno));
+                    break;
+                }
+            }
+            r = walk_dir(wk, sub, dsub, rel, depth + 1);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode))
+            continue; /* links, fifos, devices, sockets: never copied nor followed */
+        if (++wk->files > WACPF_MAX_FILES) {
+            r = cerr_set(wk->err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+            break;
+        }
+        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        if ((r = read_fd(fd, &data, &len, wk->err, rel)) < 0)
+            break;
+        wk->bytes += len;
+        if (wk->bytes > WACPF_MAX_BYTES) {
+            r = cerr_set(wk->err, EFBIG, "more than %llu bytes of files",
+                         (unsigned long long)WACPF_MAX_BYTES);
+            break;
+        }
+        char hex[WACP_HASH_HEX];
+        wacpf_hash_hex(data, len, hex);
+        if (wk->out && (r = wacpf_manifest_add(wk->out, rel, hex, len)) < 0) {
+            cerr_set(wk->err, ENOMEM, "out of memory");
+            break;
+        }
+        if (dst >= 0) {
+            _cleanup_close_ int o = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                           st.st_mode & 0755);
+            if (o < 0 || util_write_all(o, data, len) < 0) {
+                r = cerr_set(wk->err, errno ? errno : EIO, "cannot write the copy of %s: %s", rel,
+                             strerror(errno));
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return r;
+}
+
+static int walk_root(const char *src, const char *dst, struct wacp_manifest *out, struct cerr *err)
+{
+    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sfd < 0)
+        return cerr_set(err, errno, "cannot open the workspace directory %s: %s", src, strerror(errno));
+    _cleanup_close_ int dfd = -1;
+    if (dst) {
+        if (mkdir(dst, 0700) < 0)
+            return cerr_set(err, errno, "cannot create %s: %s", dst, strerror(errno));
+        dfd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            return cerr_set(err, errno, "cannot open %s: %s", dst, strerror(errno));
+    }
+    struct walk wk = {.out = out, .dst_root = dfd, .err = err};
+    int r = walk_dir(&wk, sfd, dfd, "", 0);
+    if (r < 0 && out)
+        wacpf_manifest_clear(out);
+    if (out && out->n)
+        qsort(out->v, out->n, sizeof(*out->v), file_cmp);
+    return r;
+}
+
+int wacpf_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
+{
+    return walk_root(src, dst, base, err);
+}
+
+int wacpf_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
+{
+    return walk_root(dir, NULL, out, err);
+}
+
+/* Stores DATA as OBJECTS/HEX: temp file + rename, idempotent (an existing object is the same). */
+static int object_put(const char *objects, const char *hex, const char *data, size_t len,
+                      struct cerr *err)
+{
+    _cleanup_free_ char *path = util_printf("%s/%s", objects, hex);
+    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%s-%d", objects, hex, (int)getpid());
+    if (!path || !tmp)
+        return cerr_set(err, ENOMEM, "out of memory");
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return 0;
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cerr_set(err, errno, "cannot write object %s: %s", tmp, strerror(errno));
+    int r = util_write_all(fd, data, len);
+    if (r < 0) {
+        unlink(tmp);
+        return cerr_set(err, r < 0 ? -r : errno, "cannot write object %s", tmp);
+    }
+    if (rename(tmp, path) < 0) {
+        unlink(tmp);
+        return cerr_set(err, errno, "cannot store object %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_manifest *out,
+                    uint64_t *bytes, struct cerr *err)
+{
+    int fd = open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
+    if (fd == -ENOENT)
+        return wacpf_manifest_add(out, rel, "", 0) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+    if (fd < 0)
+        return cerr_set(err, -fd, "cannot open %s: %s", rel, strerror(-fd));
+    _cleanup_close_ int fdc = fd;
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    int r = read_fd(fdc, &data, &len, err, rel);
+    if (r < 0)
+        return r;
+    *bytes += len;
+    if (*bytes > WACPF_MAX_BYTES)
+        return cerr_set(err, EFBIG, "the checkpoint's files exceed %llu bytes",
+                        (unsigned long long)WACPF_MAX_BYTES);
+    char hex[WACP_HASH_HEX];
+    wacpf_hash_hex(data, len, hex);
+    if ((r = object_put(objects, hex, data, len, err)) < 0)
+        return r;
+    return wacpf_manifest_add(out, rel, hex, len) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+}
+
+int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
+                   const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
+                   struct cerr *err)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
+    uint64_t bytes = 0;
+    int r = 0;
+    if (paths) {
+        if (n_paths > WACPF_MAX_FILES)
+            return cerr_set(err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+        for (size_t i = 0; i < n_paths && !r; i++) {
+            if (wacpf_manifest_get(out, paths[i]))
+                continue;
+            r = snap_one(dfd, paths[i], objects, out, &bytes, err);
+        }
+    } else {
+        struct wacp_manifest now = {0};
+        if ((r = wacpf_scan(dir, &now, err)) < 0)
+            return r;
+        for (size_t i = 0; i < now.n && !r; i++) {
+            const struct wacp_file *b = wacpf_manifest_get(base, now.v[i].path);
+            if (b && !strcmp(b->hash, now.v[i].hash))
+                continue;
+            r = snap_one(dfd, now.v[i].path, objects, out, &bytes, err);
+        }
+        for (size_t i = 0; base && i < base->n && !r; i++)
+            if (!wacpf_manifest_get(&now, base->v[i].path) &&
+                wacpf_manifest_add(out, base->v[i].path, "", 0) < 0)
+                r = cerr_set(err, ENOMEM, "out of memory");
+        wacpf_manifest_clear(&now);
+    }
+    if (r < 0) {
+        wacpf_manifest_clear(out);
+        return r;
+    }
+    /* One sync for the objects (not one fsync each): they are durable before the checkpoint's
+     * entry that names them is recorded. */
+    _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ofd < 0 || syncfs(ofd) < 0) {
+        wacpf_manifest_clear(out);
+        return cerr_set(err, errno, "cannot sync the objects in %s: %s", objects, strerror(errno));
+    }
+    if (out->n)
+        qsort(out->v, out->n, sizeof(*out->v), file_cmp);
+    return 0;
+}
+
+/* The hash of DIR/REL now: "" when absent (or not a regular file). */
+static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct cerr *err)
+{
+    hex[0] = 0;
+    int fd = open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    _cleanup_close_ int fdc = fd;
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    struct cerr e2;
+    if (read_fd(fdc, &data, &len, &e2, rel) < 0) {
+        if (e2.code == -ENOMEM)
+            return cerr_set(err, ENOMEM, "out of memory");
+        snprintf(hex, WACP_HASH_HEX, "unreadable");
+        return 0;
+    }
+    wacpf_hash_hex(data, len, hex);
+    return 0;
+}
+
+int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
+                   struct wacp_manifest *out, struct cerr *err)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
+    for (size_t i = 0; i < m->n; i++) {
+        char now[WACP_HASH_HEX];
+        int r = hash_now(dfd, m->v[i].path, now, err);
+        if (r < 0)
+            return r;
+        const struct wacp_file *b = wacpf_manifest_get(base, m->v[i].path);
+        const char *was = b ? b->hash : "";
+        /* Changed behind the child, and not already what the child wants. */
+        if (strcmp(now, was) != 0 && strcmp(now, m->v[i].hash) != 0 &&
+            wacpf_manifest_add(out, m->v[i].path, now, 0) < 0)
+            return cerr_set(err, ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Opens the directory holding REL under DFD, creating missing parents; *leaf points into REL. */
+static int open_parent_mk(int dfd, const char *rel, const char **leaf)
+{
+    const char *slash = strrchr(rel, '/');
+    *leaf = slash ? slash + 1 : rel;
+    if (!slash)
+        return fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    _cleanup_free_ char *p = strndup(rel, (size_t)(slash - rel));
+    if (!p)
+        return -ENOMEM;
+    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return -errno;
+    char *save = NULL;
+    for (char *part = strtok_r(p, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        if (mkdirat(cur, part, 0700) < 0 && errno != EEXIST) {
+            int e = errno;
+            close(cur);
+            return -e;
+        }
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(cur);
+        if (fd < 0)
+            return -e;
+        cur = fd;
+    }
+    return cur;
+}
+
+/* Whether REL can be written under DFD without a link or a non-directory on the way, and
+ * without replacing a directory: checked for every file before the first is written, so a
+ * refused integration leaves the parent's files as they were. */
+static int check_target(int dfd, const char *rel, struct cerr *err)
+{
+    _cleanup_free_ char *p = strdup(rel);
+    if (!p)
+        return cerr_set(err, ENOMEM, "out of memory");
+    _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return cerr_set(err, errno, "dup: %s", strerror(errno));
+    char *save = NULL;
+    char *part = strtok_r(p, "/", &save);
+    while (part) {
+        char *next = strtok_r(NULL, "/", &save);
+        struct stat st;
+        if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0; /* missing: made fresh */
+        if (!next)
+            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel) : 0;
+        if (!S_ISDIR(st.st_mode))
+            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one", rel);
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
+        close(cur);
+        cur = fd;
+        part = next;
+    }
+    return 0;
+}
+
+int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
+                const char *objects, struct cerr *err)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
+    for (size_t i = 0; i < m->n; i++) {
+        if (!wacpf_path_ok(m->v[i].path))
+            return cerr_set(err, EINVAL, "bad path in a manifest");
+        int r = wacpf_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
+        if (r < 0)
+            return r;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const struct wacp_file *f = &m->v[i];
+        if (!wacpf_path_ok(f->path))
+            return cerr_set(err, EINVAL, "bad path in a manifest");
+        if (wacpf_manifest_get(skip, f->path))
+            continue;
+        const char *leaf;
+        _cleanup_close_ int pfd = open_parent_mk(dfd, f->path, &leaf);
+        if (pfd < 0)
+            return cerr_set(err, -pfd, "cannot open the directory of %s: %s", f->path, strerror(-pfd));
+        if (!f->hash[0]) {
+            if (unlinkat(pfd, leaf, 0) < 0 && errno != ENOENT)
+                return cerr_set(err, errno, "cannot remove %s: %s", f->path, strerror(errno));
+            continue;
+        }
+        _cleanup_free_ char *obj = util_printf("%s/%s", objects, f->hash);
+        if (!obj)
+            return cerr_set(err, ENOMEM, "out of memory");
+        _cleanup_close_ int ofd = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (ofd < 0)
+            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path, strerror(errno));
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = read_fd(ofd, &data, &len, err, f->path);
+        if (r < 0)
+            return r;
+        char tmp[300];
+        snprintf(tmp, sizeof(tmp), ".corral-tmp-%.200s", leaf);
+        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (o < 0)
+            return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
+        if ((r = util_write_all(o, data, len)) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {
+            int e = r < 0 ? -r : errno;
+            unlinkat(pfd, tmp, 0);
+            return cerr_set(err, e, "cannot write %s: %s", f->path, strerror(e));
+        }
+    }
+    return 0;
+}

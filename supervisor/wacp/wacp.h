@@ -1,0 +1,128 @@
+/* supervisor/wacp/wacp.h: the WACP runtime's model of one run (Level 1, Core): the workspace tree
+ * and its state machine, envelopes with port rights and redelivery, signals, checkpoints, tasks
+ * and integration. It owns no process and no fd: the run (supervisor/runtime/run.c) gives it hooks to
+ * record trail entries, start and stop agents, and notify them, and calls in with what agents
+ * ask (wacp_call), with agent ends, and with the clock (wacp_tick). Single-threaded: the loop
+ * thread only. Everything an agent sends is hostile and checked (role, permission matrix, port
+ * rights, workspace state) before anything happens; the entry is recorded first (write-ahead).
+ *
+ * Files: each workspace has a host directory of its own (its working memory). The root's is the
+ * run's workspace directory; a child's is a copy of its parent's taken at creation, under
+ * RUN_DIR/ws/ID. Checkpoints snapshot files by content hash into RUN_DIR/objects/; integration
+ * applies a checkpoint's files to the parent's directory (direct, or layered with
+ * content_overlap detection against the child's base). */
+#ifndef CORRAL_WACP_H
+#define CORRAL_WACP_H
+
+#include "common/util.h"
+#include "policy/policy.h"
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct wacp;
+
+/* What a newly created workspace needs from the run to exist as a process. All strings live as
+ * long as the workspace. */
+struct wacp_ws_info {
+    const char *id;
+    const char *parent;        /* NULL for the root */
+    const char *agent;         /* the policy's agent name */
+    const char *role;          /* the role name */
+    const char *dir;           /* host directory of its files */
+    const char *owner, *originator;
+    struct policy_budgets budgets; /* never above the parent's */
+};
+
+/* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
+ * and must not call back into it. */
+struct wacp_hooks {
+    void *data;
+    /* Stages one trail entry (write-ahead: called before the state changes). WS may be NULL (a
+     * run-level entry: task approval). BODY borrowed, may be NULL ({}). ACTOR: a role name,
+     * "protocol", "system" or a user id. 0, or < 0 when
+     * the trail cannot take it: the engine then abandons the operation with nothing changed
+     * and the call fails with "the trail cannot be written". */
+    int (*record)(void *data, const char *ws, const char *actor, const char *type,
+                  const cJSON *body);
+    /* Starts the agent of a new workspace. < 0 with ERR set: the workspace fails
+     * (idle -> failed, reason "creation_error") and the caller is told why. */
+    int (*start)(void *data, const struct wacp_ws_info *ws, struct cerr *err);
+    /* The workspace is terminal (closed, failed): its agent is to be stopped (killed when it
+     * does not end by itself). Called once per workspace. */
+    void (*stop)(void *data, const char *ws, const char *why);
+    /* Sends a notification (method, params taken) to the agent of WS; the run releases it
+     * after this turn's commit. A workspace whose agent is gone just drops it (0). */
+    int (*notify)(void *data, const char *ws, const char *method, cJSON *params);
+};
+
+struct wacp_opts {
+    const struct policy *policy;   /* borrowed; roles, agents, taxonomy */
+    const char *run_dir;           /* state: ws/ID copies, objects/ (created if missing) */
+    const char *root_dir;          /* the root workspace's files (the project) */
+    const char *root_owner;        /* user id of the human who started the run */
+    uint64_t redelivery_base_ms;   /* ack timeout before redelivery k waits k * this (default 1000) */
+    uint64_t max_workspaces;       /* per run (default 256): a flood of creations is refused */
+    uint64_t max_envelopes;        /* undelivered per inbox (default 1024) */
+    uint64_t max_payload;          /* bytes of one envelope or checkpoint payload (default 1 MiB) */
+};
+
+int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
+             struct cerr *err);
+void wacp_free(struct wacp *w);
+
+/* Creates the root workspace for AGENT (the policy's coordinator agent), originator "system",
+ * and starts it. */
+int wacp_start(struct wacp *w, const char *agent, struct cerr *err);
+
+/* An error of wacp_call: a JSON-RPC code (-32602 bad params, -32001 denied, -32002 not
+ * found, -32003 invalid state, -32004 limit, -32603 internal) and a stable code word
+ * ("permission_denied", "no_send_right", "invalid_transition", "not_found", "cycle",
+ * "chain_head_mismatch", "type_not_permitted", "limit", "trail_unavailable", ...) with one line
+ * for a person. Denials are also recorded (a `denial` entry, kind "protocol"). */
+struct wacp_err {
+    int rpc_code;
+    char code[48];
+    char msg[400];
+};
+#define WACP_E_DENIED -32001
+#define WACP_E_NOT_FOUND -32002
+#define WACP_E_STATE -32003
+#define WACP_E_LIMIT -32004
+
+/* One request of the agent of workspace CALLER: METHOD is a "wacp/..." name (docs/protocol-wacp.md
+ * lists them: signal.emit, envelope.send, envelope.ack, workspace.create, workspace.self,
+ * workspace.list, workspace.abort, workspace.suspend, workspace.resume, workspace.transfer, rights.list,
+ * rights.grant, rights.revoke, checkpoint.create, checkpoint.list, task.create, task.assign,
+ * task.cancel, task.list, integrate, conflict.resolve). wacp/trail.query is the run's (it holds
+ * the trail): here it is -ENOENT like any unknown method. PARAMS may be NULL ({}). 0 with *result
+ * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
+int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+              cJSON **result, struct wacp_err *e);
+
+/* The agent of WS has ended (exit, signal, killed for a budget): a workspace that is not yet
+ * terminal fails with REASON ("agent_exited", "budget_exceeded:memory", "timeout", ...). */
+void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);
+
+/* Time: the earliest deadline in CLOCK_MONOTONIC milliseconds (UINT64_MAX: none), and the
+ * work due at NOW (redeliveries, workspace timeouts). */
+uint64_t wacp_next_deadline(const struct wacp *w);
+void wacp_tick(struct wacp *w, uint64_t now_ms);
+
+/* The run is over: the root workspace is terminal. */
+bool wacp_done(const struct wacp *w);
+/* Fails every workspace that is not terminal (reason "run_ended"), children first. */
+void wacp_shutdown(struct wacp *w, const char *reason);
+
+/* The live tree for `corral ps`: [{id, parent, state, role, agent, owner, originator, task,
+ * checkpoints, inbox, budgets}], parents before children. Owned by the caller. */
+cJSON *wacp_tree_json(const struct wacp *w);
+/* Counts for the end-of-run summary. */
+struct wacp_summary {
+    uint64_t workspaces, closed, failed, envelopes, signals, checkpoints, tasks, tasks_done,
+        integrations, conflicts, denials;
+};
+void wacp_summary_get(const struct wacp *w, struct wacp_summary *s);
+
+#endif

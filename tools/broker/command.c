@@ -1,0 +1,281 @@
+/* tools/broker/command.c: executeCommand's engine. The command runs as `sh -c COMMAND` in a
+ * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound at
+ * /workspace (writable only when the role may write), cwd inside it, no network, landlock,
+ * nested in the agent's cgroup.
+ * Output comes back through pipes, capped; time is enforced with SIGTERM then SIGKILL. */
+#include "tools/broker/broker.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define KILL_GRACE_SEC 2.0
+#define SANDBOX_SHELL "/bin/sh"
+
+
+static int stdin_memfd(const char *data, size_t len)
+{
+    int fd = memfd_create("corral-stdin", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void broker_command_result_clear(struct broker_command_result *r)
+{
+    if (!r)
+        return;
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof(*r));
+}
+
+/* The sandbox's minimal environment (sandbox_default_env) with the request's KEY=VALUE entries on top (a request key replaces the
+ * base entry of the same name). NULL-terminated; the strings are borrowed. */
+static const char **build_env(const struct broker_command_opts *o)
+{
+    const char *const *base_env = sandbox_default_env;
+    size_t nb = 0;
+    while (base_env[nb])
+        nb++;
+    const char **env = calloc(nb + o->n_env + 1, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < nb; i++) {
+        size_t kl = (size_t)(strchr(base_env[i], '=') - base_env[i]);
+        bool overridden = false;
+        for (size_t k = 0; k < o->n_env && !overridden; k++)
+            overridden = strncmp(o->env[k], base_env[i], kl + 1) == 0;
+        if (!overridden)
+            env[n++] = base_env[i];
+    }
+    for (size_t k = 0; k < o->n_env; k++)
+        env[n++] = o->env[k];
+    env[n] = NULL;
+    return env;
+}
+
+struct sink {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+/* Reads what is there; keeps it while the shared budget lasts, drops the rest (the command must
+ * never block on a full pipe). Returns false at EOF or error. */
+static bool sink_drain(struct sink *s, size_t *budget, bool *truncated)
+{
+    char tmp[16384];
+    for (;;) {
+        ssize_t n = read(s->fd, tmp, sizeof(tmp));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EAGAIN;
+        if (n == 0)
+            return false;
+        size_t keep = (size_t)n < *budget ? (size_t)n : *budget;
+        if (keep < (size_t)n)
+            *truncated = true;
+        if (keep) {
+            if (s->len + keep > s->cap) {
+                size_t nc = s->cap ? s->cap * 2 : 16384;
+                while (nc < s->len + keep)
+                    nc *= 2;
+                char *b = realloc(s->buf, nc);
+                if (!b) {
+                    *truncated = true;
+                    continue;
+                }
+                s->buf = b;
+                s->cap = nc;
+            }
+            memcpy(s->buf + s->len, tmp, keep);
+            s->len += keep;
+            *budget -= keep;
+        }
+    }
+}
+
+int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts *o,
+                   struct broker_command_result *r, struct broker_err *e)
+{
+    memset(r, 0, sizeof(*r));
+    if (!ctx->allow_commands)
+        return broker_fail(e, BROKER_E_DENIED, "command", "this agent's role may not run commands");
+    if (!o->command || !*o->command)
+        return broker_fail(e, BROKER_E_INVALID, "command", "command is empty");
+
+    /* The working directory goes through the same containment as any path, so a cwd outside
+     * the workspace is refused here, not discovered inside the sandbox. */
+    _cleanup_free_ char *rel = NULL;
+    if (broker_path_clean(o->workdir ? o->workdir : "", "workingDirectory", &rel, e) < 0)
+        return -1;
+    {
+        _cleanup_close_ int wd = broker_openat(ctx->root_fd, rel, O_PATH | O_DIRECTORY, 0,
+                                               RESOLVE_NO_SYMLINKS, "workingDirectory", e);
+        if (wd < 0)
+            return -1;
+    }
+    _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
+    _cleanup_free_ const char **env = build_env(o);
+    /* No profile from the policy: the sandbox module's safe defaults (design.md section 7). */
+    struct sandbox_profile dflt;
+    const struct sandbox_profile *base = ctx->command_profile;
+    if (!base) {
+        sandbox_profile_default(&dflt);
+        base = &dflt;
+    }
+    _cleanup_free_ struct sandbox_bind *binds = calloc(base->n_binds + 1, sizeof(*binds));
+    if (!cwd || !env || !binds)
+        return broker_fail(e, BROKER_E_IO, "command", "out of memory");
+    if (base->n_binds)
+        memcpy(binds, base->binds, base->n_binds * sizeof(*binds));
+    /* The bind names the root fd itself, not the host path string: the sandbox gets exactly the
+     * directory the broker serves, even if the path was renamed or replaced meanwhile. */
+    char root_fd_path[64];
+    snprintf(root_fd_path, sizeof(root_fd_path), "/proc/self/fd/%d", ctx->root_fd);
+    binds[base->n_binds] = (struct sandbox_bind){
+        .host = root_fd_path, .inside = "/workspace", .writable = !ctx->read_only};
+    struct sandbox_profile p = *base;
+    p.binds = binds;
+    p.n_binds = base->n_binds + 1;
+    p.cwd = cwd;
+    p.envp = (char *const *)env;
+    p.net = SANDBOX_NET_NONE;
+    p.seccomp.network = false;
+    p.landlock = true;
+    p.cgroup_parent = ctx->cgroup_parent;
+    p.seccomp.notify = ctx->adopt_listener != NULL;
+
+    double timeout = o->timeout_sec > 0 ? o->timeout_sec : ctx->limits.command_timeout_sec;
+    if (ctx->limits.command_timeout_max > 0 && timeout > ctx->limits.command_timeout_max)
+        timeout = ctx->limits.command_timeout_max;
+    if (timeout <= 0)
+        timeout = 30.0;
+
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    /* stdin: the caller's bytes from a sealed-size memfd (no pipe to keep fed while the output
+     * is drained), or /dev/null. */
+    _cleanup_close_ int devnull = o->input ? stdin_memfd(o->input, o->input_len)
+                                           : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        int err = errno;
+        for (int i = 0; i < 2; i++) {
+            if (outp[i] >= 0) close(outp[i]);
+            if (errp[i] >= 0) close(errp[i]);
+        }
+        return broker_fail(e, BROKER_E_EXEC, "command", "cannot make pipes: %s", strerror(err));
+    }
+    struct sandbox_stdio stdio = {.in = devnull, .out = outp[1], .err = errp[1]};
+    char *const argv[] = {"sh", "-c", (char *)o->command, NULL};
+    struct sandbox_child *child = NULL;
+    struct cerr cerr = {0};
+    double start = util_now();
+    int rc = sandbox_spawn(&p, SANDBOX_SHELL, argv, &stdio, &child, &cerr);
+    close(outp[1]);
+    close(errp[1]);
+    struct sink sinks[2] = {{.fd = outp[0]}, {.fd = errp[0]}};
+    if (rc < 0) {
+        close(outp[0]);
+        close(errp[0]);
+        return broker_fail(e, BROKER_E_EXEC, "command", "the command sandbox did not start: %s",
+                           cerr.msg);
+    }
+    if (p.seccomp.notify) {
+        int lfd = sandbox_child_take_notify_fd(child);
+        if (lfd >= 0)
+            ctx->adopt_listener(ctx->adopt_data, ctx->adopt_tag, lfd, &p.seccomp);
+    }
+    fcntl(outp[0], F_SETFL, O_NONBLOCK);
+    fcntl(errp[0], F_SETFL, O_NONBLOCK);
+    size_t budget = ctx->limits.max_output_bytes;
+    bool open_out = true, open_err = true, ended = false, termed = false, killed = false;
+    double deadline = start + timeout, kill_at = 0;
+    while (open_out || open_err || !ended) {
+        struct pollfd pf[3];
+        int np = 0, i_out = -1, i_err = -1, i_pid = -1;
+        if (open_out)
+            pf[i_out = np++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
+        if (open_err)
+            pf[i_err = np++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+        if (!ended)
+            pf[i_pid = np++] = (struct pollfd){.fd = sandbox_child_pidfd(child), .events = POLLIN};
+        double now = util_now();
+        double until = killed ? now + 1.0 : termed ? kill_at : deadline;
+        int wait_ms = until > now ? (int)((until - now) * 1000.0) + 1 : 0;
+        int n = poll(pf, (nfds_t)np, wait_ms);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (i_out >= 0 && pf[i_out].revents)
+            open_out = sink_drain(&sinks[0], &budget, &r->truncated);
+        if (i_err >= 0 && pf[i_err].revents)
+            open_err = sink_drain(&sinks[1], &budget, &r->truncated);
+        if (i_pid >= 0 && pf[i_pid].revents) {
+            ended = true;
+            /* init is gone, and with it every process of the sandbox: what is left in the pipes
+             * is all there will be. */
+            if (open_out)
+                sink_drain(&sinks[0], &budget, &r->truncated);
+            if (open_err)
+                sink_drain(&sinks[1], &budget, &r->truncated);
+            open_out = open_err = false;
+        }
+        now = util_now();
+        if (!ended && !termed && now >= deadline) {
+            r->timed_out = true;
+            termed = true;
+            kill_at = now + (o->kill_grace_sec > 0 ? o->kill_grace_sec : KILL_GRACE_SEC);
+            sandbox_child_signal(child, SIGTERM);
+        } else if (!ended && termed && !killed && now >= kill_at) {
+            killed = true;
+            sandbox_child_signal(child, SIGKILL);
+        }
+    }
+    close(outp[0]);
+    close(errp[0]);
+    struct sandbox_result res;
+    rc = sandbox_child_wait(child, &res, &cerr);
+    sandbox_child_free(child);
+    r->duration_ms = (uint64_t)((util_now() - start) * 1000.0 + 0.5);
+    r->out = broker_utf8_sanitize(sinks[0].buf ? sinks[0].buf : "", sinks[0].len, 0, &r->out_len);
+    r->err = broker_utf8_sanitize(sinks[1].buf ? sinks[1].buf : "", sinks[1].len, 0, &r->err_len);
+    free(sinks[0].buf);
+    free(sinks[1].buf);
+    if (!r->out || !r->err) {
+        broker_command_result_clear(r);
+        return broker_fail(e, BROKER_E_IO, "command", "out of memory");
+    }
+    if (rc < 0) {
+        broker_command_result_clear(r);
+        return broker_fail(e, BROKER_E_EXEC, "command", "waiting for the command failed: %s",
+                           cerr.msg);
+    }
+    if (res.exec_failed) {
+        broker_command_result_clear(r);
+        return broker_fail(e, BROKER_E_EXEC, "command", "the shell could not be executed: %s",
+                           strerror(res.exec_errno));
+    }
+    r->exit_code = res.exited ? res.exit_code : 128 + res.signal;
+    return 0;
+}
