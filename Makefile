@@ -9,9 +9,10 @@
 #   make demo-exec  the corral exec demo (examples/demo_exec.sh)
 #   make install    PREFIX=/usr/local
 
-PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 libgvc
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
-             libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
+             libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev \
+             libgraphviz-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
 # the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).

@@ -17,6 +17,7 @@ enum {
 int cmd_exec(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_trail(int argc, char **argv);
+int cmd_trail_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 

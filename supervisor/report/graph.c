@@ -1,0 +1,224 @@
+/* supervisor/report/graph.c: the task graph as a picture: tasks as nodes (name, status, the
+ * workspace that did it), depends_on and parent tasks as edges, laid out by Graphviz's dot and
+ * rendered to SVG in-process (libgvc, libcgraph): a well-kept layout, not one written here.
+ * Task names are an agent's text: they go to Graphviz as labels with its escapes neutralised,
+ * Graphviz escapes them for XML, and the SVG it gives back is checked before it is inlined. */
+#include "supervisor/report/internal.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+/* A label Graphviz shows as given: its escString reads \N \G \E \T \H \L \n \l \r, and its XML
+ * writer keeps what looks like an entity (&lt;) as one, so backslash and & are escaped. */
+static char *gv_label(const char *s, size_t max)
+{
+    _cleanup_free_ char *clean = report_clean_utf8(s ? s : "", s ? strlen(s) : 0, max);
+    if (!clean)
+        return NULL;
+    size_t n = 0;
+    for (const char *p = clean; *p; p++)
+        n += *p == '\\' ? 2 : *p == '&' ? 5 : *p == '\n' ? 2 : 1;
+    char *out = malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = clean; *p; p++) {
+        if (*p == '\\')
+            *o++ = '\\', *o++ = '\\';
+        else if (*p == '&')
+            memcpy(o, "&amp;", 5), o += 5;
+        else if (*p == '\n' || *p == '\t')
+            *o++ = ' ';
+        else
+            *o++ = *p;
+    }
+    *o = '\0';
+    return out;
+}
+
+static const char *status_colour(const char *st)
+{
+    static const struct {
+        const char *status, *colour;
+    } map[] = {
+        {"integrated", "#b7e4c7"}, {"completed", "#d8f3dc"}, {"in_progress", "#ffe8a3"}, {"assigned", "#fff3c4"},
+        {"failed", "#f8c4c4"},     {"cancelled", "#e0e0e0"}, {"pending", "#e8eefc"},     {"draft", "#f2f2f2"},
+    };
+    for (size_t i = 0; st && i < ARRAY_SIZE(map); i++)
+        if (!strcmp(st, map[i].status))
+            return map[i].colour;
+    return "#ffffff";
+}
+
+/* Graphviz's SVG is inlined only if its markup holds nothing that could run or load: it never
+ * should (every label is escaped on the way out), and this keeps it so whatever a later Graphviz
+ * does. Only the insides of tags are looked at: text between them is the labels, escaped. */
+static bool svg_inert(const char *svg, size_t len)
+{
+    static const char *const bad[] = {"script", "foreignobject", "href", "javascript:", "iframe", "<image",
+                                      "<use", "style", "<a ", "<a>", "<!entity", "<?"};
+    if (memchr(svg, '\0', len))
+        return false;
+    char tag[1024];
+    size_t t = 0;
+    bool in = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = (char)tolower((unsigned char)svg[i]);
+        if (!in && c == '<')
+            in = true, t = 0;
+        if (!in)
+            continue;
+        if (t < sizeof(tag) - 1)
+            tag[t++] = c == '\n' || c == '\t' ? ' ' : c;
+        if (c != '>')
+            continue;
+        in = false;
+        tag[t] = '\0';
+        for (size_t k = 0; k < ARRAY_SIZE(bad); k++)
+            if (strstr(tag, bad[k]))
+                return false;
+        /* an attribute named on...= */
+        for (const char *p = strstr(tag, " on"); p; p = strstr(p + 1, " on")) {
+            const char *q = p + 3;
+            while (isalpha((unsigned char)*q))
+                q++;
+            if (*q == '=' && q > p + 3)
+                return false;
+        }
+    }
+    return !in;
+}
+
+static void note(FILE *f, const char *text)
+{
+    report_putf(f, "<p class=\"note\">");
+    report_put_text(f, text);
+    report_putf(f, "</p>\n");
+}
+
+void report_graph_write(FILE *f, const struct report_model *m)
+{
+    report_putf(f, "<section id=\"graph\"><h2>Task graph</h2>\n");
+    if (m->ntasks == 0) {
+        note(f, "No tasks were created in this run.");
+        report_putf(f, "</section>\n");
+        return;
+    }
+    agseterr(AGMAX); /* Graphviz's warnings would go to our stderr; the picture is all we need */
+    GVC_t *gvc = gvContext();
+    Agraph_t *g = gvc ? agopen("tasks", Agdirected, NULL) : NULL;
+    char *svg = NULL;
+    unsigned int len = 0;
+    bool laid = false;
+    if (!g)
+        goto out;
+    agsafeset(g, "rankdir", "LR", "");
+    agsafeset(g, "nodesep", "0.3", "");
+    agsafeset(g, "ranksep", "0.5", "");
+    agsafeset(g, "bgcolor", "transparent", "");
+    agattr(g, AGNODE, "shape", "box");
+    agattr(g, AGNODE, "style", "rounded,filled");
+    agattr(g, AGNODE, "fontname", "Helvetica");
+    agattr(g, AGNODE, "fontsize", "11");
+    agattr(g, AGNODE, "fillcolor", "#ffffff");
+    agattr(g, AGNODE, "label", "");
+    agattr(g, AGEDGE, "style", "solid");
+    agattr(g, AGEDGE, "color", "#555555");
+    Agnode_t **nodes = calloc(m->ntasks, sizeof(*nodes));
+    if (!nodes)
+        goto out;
+    for (size_t i = 0; i < m->ntasks; i++) {
+        const struct report_task *t = &m->tasks[i];
+        char name[32];
+        snprintf(name, sizeof(name), "t%zu", i); /* our own names: never the agent's text */
+        nodes[i] = agnode(g, name, 1);
+        const char *agent = NULL;
+        size_t w = report_map_get(&m->ws_ids, t->workspace);
+        if (w != SIZE_MAX)
+            agent = m->ws[w].agent;
+        _cleanup_free_ char *l1 = gv_label(t->name ? t->name : t->id, 60);
+        _cleanup_free_ char *l2 = gv_label(t->status ? t->status : "?", 30);
+        _cleanup_free_ char *l3 = gv_label(agent ? agent : (t->workspace ? t->workspace : "not assigned"), 40);
+        _cleanup_free_ char *label = l1 && l2 && l3 ? util_printf("%s\\n%s\\n%s", l1, l2, l3) : NULL;
+        if (nodes[i] && label) {
+            agsafeset(nodes[i], "label", label, "");
+            agsafeset(nodes[i], "fillcolor", (char *)status_colour(t->status), "#ffffff");
+        }
+    }
+    for (size_t i = 0; i < m->ntasks; i++) {
+        const struct report_task *t = &m->tasks[i];
+        for (size_t j = 0; j < t->ndeps; j++) {
+            size_t d = report_map_get(&m->task_ids, t->deps[j]);
+            if (d != SIZE_MAX && nodes[d] && nodes[i])
+                agedge(g, nodes[d], nodes[i], NULL, 1);
+        }
+        size_t p = report_map_get(&m->task_ids, t->parent);
+        if (p != SIZE_MAX && p != i && nodes[p] && nodes[i]) {
+            Agedge_t *e = agedge(g, nodes[p], nodes[i], NULL, 1);
+            if (e)
+                agsafeset(e, "style", "dashed", "solid");
+        }
+    }
+    free(nodes);
+    if (gvLayout(gvc, g, "dot") != 0)
+        goto out;
+    laid = true;
+    if (gvRenderData(gvc, g, "svg", &svg, &len) != 0)
+        svg = NULL;
+out:
+    if (svg) {
+        /* from <svg on: the XML declaration, DOCTYPE and comments before it are not for HTML */
+        char *start = strstr(svg, "<svg");
+        size_t n = start ? len - (size_t)(start - svg) : 0;
+        if (start && svg_inert(start, n)) {
+            report_putf(f, "<div class=\"graph\">");
+            fwrite(start, 1, n, f);
+            report_putf(f, "</div>\n");
+        } else {
+            note(f, "The task graph's picture was left out: Graphviz gave an SVG that was not plainly inert.");
+        }
+        gvFreeRenderData(svg);
+    } else {
+        note(f, "The task graph could not be laid out (Graphviz failed); the tasks are listed below.");
+    }
+    if (laid)
+        gvFreeLayout(gvc, g);
+    if (g)
+        agclose(g);
+    if (gvc)
+        gvFreeContext(gvc);
+    if (m->tasks_dropped) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%llu more tasks are not shown (the graph shows the first %d).",
+                 (unsigned long long)m->tasks_dropped, REPORT_TASKS_MAX);
+        note(f, msg);
+    }
+    /* the same tasks as text: searchable, and readable where SVG is not */
+    report_putf(f, "<details><summary>Tasks as a table (%zu)</summary><table class=\"tasks\"><thead><tr><th>task</th>"
+                   "<th>status</th><th>workspace</th><th>depends on</th><th>description</th></tr></thead><tbody>\n",
+                m->ntasks);
+    for (size_t i = 0; i < m->ntasks; i++) {
+        const struct report_task *t = &m->tasks[i];
+        report_putf(f, "<tr><td>");
+        report_put_text(f, t->name ? t->name : "");
+        report_putf(f, "<br><span class=\"id\">");
+        report_put_text(f, t->id);
+        report_putf(f, "</span></td><td>");
+        report_put_text(f, t->status ? t->status : "");
+        report_putf(f, "</td><td class=\"id\">");
+        report_put_text(f, t->workspace ? t->workspace : "");
+        report_putf(f, "</td><td>");
+        for (size_t j = 0; j < t->ndeps; j++) {
+            size_t d = report_map_get(&m->task_ids, t->deps[j]);
+            if (j)
+                report_putf(f, ", ");
+            report_put_text(f, d != SIZE_MAX && m->tasks[d].name ? m->tasks[d].name : t->deps[j]);
+        }
+        report_putf(f, "</td><td>");
+        report_put_text(f, t->description ? t->description : "");
+        report_putf(f, "</td></tr>\n");
+    }
+    report_putf(f, "</tbody></table></details>\n</section>\n");
+}
