@@ -7,7 +7,10 @@
 #   make bench      the side-by-side benchmarks in bench/
 #   make demo       the README's main job: a WACP session (examples/demo.sh)
 #   make demo-exec  the corral exec demo (examples/demo_exec.sh)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local, DESTDIR: binary, man page, C and Python SDKs, schema,
+#                   completion, example policies, systemd unit (packaging/install.mk)
+#   make deb        the Debian packages in build/deb/ (debhelper; lintian-clean)
+#   make test-package  build, install, use and purge the packages (tests/package/)
 
 PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 libgvc
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
@@ -15,9 +18,12 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
              libgraphviz-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
-# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
+# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes),
+# the report's test browser (chromium, headless) and the packaging's tools (debhelper, lintian,
+# bash-completion and systemd's systemd-analyze for make test-package).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils
+             bubblewrap ripgrep hyperfine universal-ctags diffutils \
+             chromium debhelper dpkg-dev lintian bash-completion systemd
 
 CC      ?= cc
 BUILD   ?= build
@@ -72,7 +78,7 @@ check-deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -129,9 +135,8 @@ demo: all $(AGENT_BIN)
 demo-exec: all $(HOSTILE_BIN) $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_exec.sh
 
-install: all
-	install -D -m 0755 $(CORRAL) $(DESTDIR)$(PREFIX)/bin/corral
-	install -D -m 0644 docs/corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/corral.1
+# make install (DESTDIR, PREFIX), make deb, make test-package
+include packaging/install.mk
 
 clean:
 	rm -rf build
