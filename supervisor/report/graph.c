@@ -55,7 +55,7 @@ static const char *status_colour(const char *st)
 /* Graphviz's SVG is inlined only if its markup holds nothing that could run or load: it never
  * should (every label is escaped on the way out), and this keeps it so whatever a later Graphviz
  * does. Only the insides of tags are looked at: text between them is the labels, escaped. */
-static bool svg_inert(const char *svg, size_t len)
+bool report_svg_inert(const char *svg, size_t len)
 {
     static const char *const bad[] = {"script", "foreignobject", "href", "javascript:", "iframe", "<image",
                                       "<use", "style", "<a ", "<a>", "<!entity", "<?"};
@@ -172,7 +172,7 @@ out:
         /* from <svg on: the XML declaration, DOCTYPE and comments before it are not for HTML */
         char *start = strstr(svg, "<svg");
         size_t n = start ? len - (size_t)(start - svg) : 0;
-        if (start && svg_inert(start, n)) {
+        if (start && report_svg_inert(start, n)) {
             report_putf(f, "<div class=\"graph\">");
             fwrite(start, 1, n, f);
             report_putf(f, "</div>\n");

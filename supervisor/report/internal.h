@@ -148,6 +148,9 @@ char *report_clean_utf8(const char *s, size_t len, size_t max);
 /* The task graph as an inline <svg>, laid out by Graphviz's dot (libgvc), or a note saying why
  * there is none. */
 void report_graph_write(FILE *f, const struct report_model *m);
+/* True if an SVG's markup (the insides of its tags) holds nothing that could run, load or style:
+ * no script, foreignObject, href, style, on...= attribute; text between tags is not looked at. */
+bool report_svg_inert(const char *svg, size_t len);
 /* The timeline: lane labels, the marks as an <svg>, controls and the detail panel. */
 void report_timeline_write(FILE *f, const struct report_model *m);
 
