@@ -154,7 +154,7 @@ static void summary(FILE *f, const struct report_model *m)
         } st[16];
         size_t ns = 0, failed = 0;
         for (size_t i = 0; i < m->nws; i++) {
-            const char *s = m->ws[i].state ? m->ws[i].state : "unknown";
+            const char *s = m->ws[i].state ? m->ws[i].state : m->ws[i].exit_text ? "exited" : "unknown";
             size_t j = 0;
             while (j < ns && strcmp(st[j].state, s))
                 j++;
@@ -257,7 +257,7 @@ static void tree(FILE *f, const struct report_model *m)
             if (w->state && !strcmp(w->state, known[k]))
                 cls = known[k];
         report_putf(f, "</td><td><span class=\"state %s\">", cls);
-        report_put_text(f, w->state ? w->state : "?");
+        report_put_text(f, w->state ? w->state : w->exit_text ? "exited" : "unknown");
         report_putf(f, "</span></td><td>");
         size_t t = report_map_get(&m->task_ids, w->task);
         report_put_text(f, t != SIZE_MAX && m->tasks[t].name ? m->tasks[t].name : (w->task ? w->task : ""));

@@ -518,14 +518,15 @@ static void set_budgets(struct report_ws *w, const cJSON *bud, bool profile)
 {
     if (!cJSON_IsObject(bud))
         return;
+    /* 0 is "no limit" (a corral exec without --timeout) */
     double v;
-    if ((v = jnum(bud, profile ? "memory_bytes" : "memory", -1)) >= 0 && w->mem_limit < 0)
+    if ((v = jnum(bud, profile ? "memory_bytes" : "memory", -1)) > 0 && w->mem_limit < 0)
         w->mem_limit = v;
-    if ((v = jnum(bud, "pids", -1)) >= 0 && w->pids_limit < 0)
+    if ((v = jnum(bud, "pids", -1)) > 0 && w->pids_limit < 0)
         w->pids_limit = v;
-    if ((v = jnum(bud, "cpus", -1)) >= 0 && w->cpus_limit < 0)
+    if ((v = jnum(bud, "cpus", -1)) > 0 && w->cpus_limit < 0)
         w->cpus_limit = v;
-    if ((v = jnum(bud, profile ? "timeout_sec" : "wall_time", -1)) >= 0 && w->wall_limit < 0)
+    if ((v = jnum(bud, profile ? "timeout_sec" : "wall_time", -1)) > 0 && w->wall_limit < 0)
         w->wall_limit = v;
 }
 
@@ -606,6 +607,23 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             set_budgets(ws, cJSON_GetObjectItemCaseSensitive(prof, "budgets"), true);
             if (!ws->agent)
                 set_str(&ws->agent, jstr(b, "agent"));
+            /* corral exec: no workspace_created, no supervisor_started; the program says who */
+            const cJSON *argv = cJSON_GetObjectItemCaseSensitive(b, "argv");
+            if (!ws->agent && cJSON_IsArray(argv) && cJSON_IsString(argv->child)) {
+                const char *prog = argv->child->valuestring, *slash = strrchr(prog, '/');
+                set_str(&ws->agent, slash && slash[1] ? slash + 1 : prog);
+            }
+            if (!m->command && cJSON_IsArray(argv)) {
+                char *line = NULL;
+                for (const cJSON *a = argv->child; a; a = a->next) {
+                    char *next = util_printf("%s%s%s", line ? line : "exec:", " ", cJSON_IsString(a) ? a->valuestring : "?");
+                    free(line);
+                    if (!(line = next) || strlen(line) > 300)
+                        break;
+                }
+                set_str(&m->command, line);
+                free(line);
+            }
         }
         add_mark(L, e, b, lane, RK_PROCESS, labelf(t, jstr(b, "purpose")));
     } else if (!strcmp(t, "process_started")) {

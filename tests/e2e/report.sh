@@ -142,6 +142,16 @@ J=$d/control.json
 expect_fact "control page: the detector sees the injected script run" "$J" 'd["facts"]["pwned"] is not None'
 expect_fact "control page: the detector sees the injected elements and the request" "$J" 'd["facts"]["foreign"] > 0 and len(d["requests"]) > 1'
 
+# ---- a corral exec trail (no workspace_created, no supervisor_started): seccomp denials by rule
+run_capture out err rc "$CORRAL" exec --trail "$T_TMP/exec.db" -- /bin/sh -c 'unshare -U true; exit 3'
+expect_status "corral exec with a denied syscall" 3 "$rc" "$err"
+run_capture out err rc "$CORRAL" trail report --db "$T_TMP/exec.db" --output "$T_TMP/exec.html"
+expect_status "corral trail report of an exec trail" 0 "$rc" "$err"
+page=$(cat "$T_TMP/exec.html")
+expect_match "exec trail: the command is the program's argv" 'command</dt><dd>exec: /bin/sh -c unshare -U true; exit 3' "$page"
+expect_match "exec trail: the seccomp denial under its rule" '<tr><td>always denied</td><td>1</td><td>seccomp</td>.*unshare' "$page"
+expect_match "exec trail: the workspace ended with the program's status" '<td>exit 3</td></tr>' "$page"
+
 # ---- a trail that fails verification still gives a page, which says so
 cp "$demo/trail.db" "$T_TMP/bad.db"
 python3 - "$T_TMP/bad.db" <<'PY'
