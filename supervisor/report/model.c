@@ -202,6 +202,7 @@ struct loader {
     char **log_blobs;        /* per workspace: blob hash of its last agent_log */
     size_t slots;            /* allocated length of m->ws, first_proc and log_blobs */
     size_t tasks_cap;
+    size_t message_marks;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -316,11 +317,14 @@ static size_t add_mark(struct loader *L, const struct trail_entry *e, const cJSO
                        enum report_kind kind, char *label)
 {
     struct report_model *m = L->m;
-    if (m->nmarks >= REPORT_MARKS_MAX) {
+    /* protocol messages are most of a trail and hidden at first: they get a third of the marks,
+     * so the entries that say what happened are not crowded out */
+    if (m->nmarks >= REPORT_MARKS_MAX || (kind == RK_MESSAGE && L->message_marks >= REPORT_MARKS_MAX / 3)) {
         m->marks_dropped++;
         free(label);
         return SIZE_MAX;
     }
+    L->message_marks += kind == RK_MESSAGE;
     if (grow((void **)&m->marks, &m->marks_cap, m->nmarks + 1, sizeof(*m->marks)) < 0) {
         free(label);
         L->rc = -ENOMEM;

@@ -148,9 +148,9 @@ void report_timeline_write(FILE *f, const struct report_model *m)
         }
     report_putf(f, "</svg>\n</div>\n</div>\n");
     if (m->marks_dropped)
-        report_putf(f, "<p class=\"note\">The timeline shows the first %d entries; %llu more are in the trail "
-                       "(<code>corral trail --db FILE</code> lists them all).</p>\n",
-                    REPORT_MARKS_MAX, (unsigned long long)m->marks_dropped);
+        report_putf(f, "<p class=\"note\">The timeline shows %zu entries (at most %d, protocol messages at most a third "
+                       "of them); %llu more are in the trail (<code>corral trail --db FILE</code> lists them all).</p>\n",
+                    m->nmarks, REPORT_MARKS_MAX, (unsigned long long)m->marks_dropped);
     report_putf(f, "<div class=\"detail\"><div id=\"detail-head\">Hover over or click an entry of the timeline to see its "
                    "body here.</div><pre id=\"detail\"></pre></div>\n</section>\n");
 }
