@@ -7,6 +7,8 @@ answers whole, one per line, with times and durations blanked. Two binaries' tra
 diffed to prove a change kept every answer byte for byte (issue 11; docs/tools.md).
 
 usage: surfaces.py CORRAL AGENTS_DIR [SURFACE...] > transcript
+With REPLAY_RULES=1 the roles also set the tool rules (read_before_write on every write tool,
+needs_approval on the second), so the refusals of the gate are replayed too.
 """
 import json, os, re, shutil, subprocess, sys, tempfile
 
@@ -65,6 +67,13 @@ def cases(tools):
 POLICY = {"version": 1, "roles": {
     s: {"extends": "worker", "surface": s, "authority": {"write": True, "commands": True}}
     for s in ["wap", "file", "voltagent", "kward"]}}
+RULES = {"wap": (["writeFile", "modifyFile"], "modifyFile"),
+         "file": (["file.write", "file.patch", "file.delete"], "file.patch"),
+         "voltagent": (["write_file", "edit_file", "delete_file"], "edit_file"),
+         "kward": (["write_file", "edit_file"], "edit_file")}
+if os.environ.get("REPLAY_RULES") == "1":
+    for s, (rbw, appr) in RULES.items():
+        POLICY["roles"][s]["tools"] = {"read_before_write": rbw, "needs_approval": [appr]}
 
 
 def workspace(root):

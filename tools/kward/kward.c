@@ -6,6 +6,7 @@
  * kward_diff.c. Every answer is an object whose "output" is the text Kward's tool returns; errors are
  * {error: "Error: ...", code, field?} (docs/protocol-kward.md). */
 #include "tools/broker/broker.h"
+#include "tools/gate.h"
 #include "tools/kward/kward.h"
 #include "tools/params.h"
 #include "tools/session.h"
@@ -1200,29 +1201,17 @@ static cJSON *k_stats(struct call *c)
 
 /* ---- write_file, edit_file ------------------------------------------------------------------ */
 
-/* The rules every change passes before the broker sees it: read-only, then read-first (the
- * seed's guardrail, on unless the policy turns it off for the tool). */
-static int change_allowed(struct call *c, const char *rel, const char *shown, const char *verb)
+/* The rule every change passes before the broker sees it: read-only. (Read-first, the seed's
+ * guardrail, on unless the policy turns it off for the tool, is the gate's: kward_target and
+ * kward_refuse, tools/gate.h.) */
+static int change_allowed(struct call *c)
 {
     if (c->ctx->read_only) {
         fail(c, "read_only", BROKER_E_DENIED, "path", "the workspace is read-only for this agent; %s is refused",
              c->t->name);
         return -1;
     }
-    const struct tool_rule *rule = tool_rule_find(c->ctx, c->t->name);
-    if (rule && !rule->read_before_write)
-        return 0;
-    enum tool_fresh why;
-    struct broker_err e;
-    if (tool_session_check_fresh(c->ctx->session, c->ctx, rel, "path", &why, &e) == 0)
-        return 0;
-    if (why == TOOL_FRESH_CHANGED)
-        fail(c, "stale_read", BROKER_E_DENIED, "path",
-             "%s has changed since it was last read; read it again before %s", shown, verb);
-    else
-        fail(c, "read_required", BROKER_E_DENIED, "path",
-             "existing file must be read before %s: %s", verb, shown);
-    return -1;
+    return 0;
 }
 
 /* Diffs OLD (NULL: a new file) against DATA (GNU diff in a command sandbox), then writes DATA
@@ -1313,7 +1302,7 @@ static cJSON *k_write(struct call *c)
         c->e = pe;
         return NULL;
     }
-    if (change_allowed(c, rel, shown, "writing") < 0)
+    if (change_allowed(c) < 0)
         return NULL;
     /* The old content, for the diff: none for a new file; unknown (no diff) when it is not text
      * or over the read cap. Errors of the target itself come from the write. */
@@ -1369,7 +1358,7 @@ static cJSON *k_edit(struct call *c)
     broker_meta_clear(&m);
     if (dir)
         return fail(c, "not_a_file", BROKER_E_IS_DIR, "path", "not a file: %s", shown);
-    if (change_allowed(c, rel, shown, "editing") < 0)
+    if (change_allowed(c) < 0)
         return NULL;
     struct broker_read_result r;
     if (load_text(c, path, shown, &r) < 0)
@@ -1607,30 +1596,97 @@ static cJSON *kward_list(const struct tool_ctx *ctx)
     return arr;
 }
 
-static int kward_call(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
-                      bool *is_error)
+static size_t tool_index(const char *name)
 {
-    *result = NULL;
-    *is_error = false;
     size_t ti;
     for (ti = 0; name && ti < ARRAY_SIZE(tools); ti++)
         if (!strcmp(tools[ti].name, name))
             break;
-    if (!name || ti == ARRAY_SIZE(tools))
-        return -ENOENT;
+    return name ? ti : ARRAY_SIZE(tools);
+}
+
+/* The gate's view of a call (tools/gate.h): well-formed arguments, and for write_file and
+ * edit_file the file whose freshness the read-first rule checks, after the checks k_write and
+ * k_edit make first (not the root; containment; edit_file: an existing file, not a directory). */
+static int kward_target(const struct tool_ctx *ctx, const char *name, const cJSON *args, char **rel)
+{
+    *rel = NULL;
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return -1;
+    struct call c = {.ctx = (struct tool_ctx *)ctx, .t = &tools[ti]};
+    if (parse_args(&c, args) < 0)
+        return -1;
+    if (ti != T_WRITE && ti != T_EDIT)
+        return 0;
+    const char *path = arg_str(&c, ti == T_WRITE ? WRITE_PATH : EDIT_PATH, "");
+    _cleanup_free_ char *r = NULL;
+    struct broker_err e;
+    if (broker_path_clean(path, "path", &r, &e) < 0 || !*r)
+        return 0;
+    struct broker_meta m;
+    if (broker_info(ctx, path, "path", &m, &e) == 0) {
+        bool dir = m.is_dir;
+        broker_meta_clear(&m);
+        if (ti == T_EDIT && dir)
+            return 0;
+    } else if (ti == T_EDIT || e.kind != BROKER_E_NOT_FOUND) {
+        return 0;
+    }
+    *rel = r;
+    r = NULL;
+    return 0;
+}
+
+/* Shapes an error of tool TI like kward_run does, context budget included. */
+static cJSON *error_result(struct call *c, size_t ti)
+{
+    cJSON *res = error_json(c);
+    cJSON_Delete(c->err_extra);
+    if (res && ti != T_STATS) {
+        const cJSON *er = cJSON_GetObjectItemCaseSensitive(res, "error");
+        size_t n = cJSON_IsString(er) ? strlen(er->valuestring) : 0;
+        budget_note(c->ctx, ti, n, n);
+    }
+    return res;
+}
+
+static cJSON *kward_refuse(struct tool_ctx *ctx, const char *name, const struct tool_verdict *v)
+{
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return NULL;
     struct call c = {.ctx = ctx, .t = &tools[ti]};
-    cJSON *res = NULL;
-    const struct tool_rule *rule = tool_rule_find(ctx, name);
-    if (parse_args(&c, args) < 0) {
-        /* c.e says why */
-    } else if (rule && rule->needs_approval) {
+    const char *verb = ti == T_WRITE ? "writing" : "editing";
+    const char *shown = v->rel && *v->rel ? v->rel : ".";
+    if (v->rule == TOOL_RULE_APPROVAL)
         /* Until an approval channel exists, a call that needs one is refused, never run. */
         fail(&c, "approval_required", BROKER_E_DENIED, NULL,
              "%s needs approval by an administrator, and this session has no approval channel; the call was not made",
              name);
-    } else {
+    else if (v->rule == TOOL_RULE_STALE)
+        fail(&c, "stale_read", BROKER_E_DENIED, "path",
+             "%s has changed since it was last read; read it again before %s", shown, verb);
+    else if (v->rule == TOOL_RULE_READ_FIRST)
+        fail(&c, "read_required", BROKER_E_DENIED, "path", "existing file must be read before %s: %s", verb,
+             shown);
+    else
+        fail(&c, "permission_denied", BROKER_E_DENIED, NULL, "%s: %s", name, v->message ? v->message : "refused");
+    return error_result(&c, ti);
+}
+
+static int kward_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
+                     bool *is_error)
+{
+    *result = NULL;
+    *is_error = false;
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return -ENOENT;
+    struct call c = {.ctx = ctx, .t = &tools[ti]};
+    cJSON *res = NULL;
+    if (parse_args(&c, args) == 0)
         res = tools[ti].fn(&c);
-    }
     if (res) {
         const cJSON *out = cJSON_GetObjectItemCaseSensitive(res, "output");
         size_t ret = cJSON_IsString(out) ? strlen(out->valuestring) : 0;
@@ -1641,14 +1697,8 @@ static int kward_call(struct tool_ctx *ctx, const char *name, const cJSON *args,
     }
     if (c.e.kind == BROKER_OK && !c.code)
         fail(&c, "io_error", BROKER_E_IO, NULL, "the tool failed without saying why");
-    *result = error_json(&c);
-    cJSON_Delete(c.err_extra);
+    *result = error_result(&c, ti);
     *is_error = true;
-    if (*result && ti != T_STATS) {
-        const cJSON *er = cJSON_GetObjectItemCaseSensitive(*result, "error");
-        size_t n = cJSON_IsString(er) ? strlen(er->valuestring) : 0;
-        budget_note(ctx, ti, n, n);
-    }
     return *result ? 0 : -ENOMEM;
 }
 
@@ -1663,9 +1713,22 @@ static const char *kward_denial(const cJSON *result)
     return NULL;
 }
 
+/* The gate's and the policy's table (tools/gate.h); read-first on by default for the two
+ * write tools, the seed's guardrail. Same order as tools[] (T_LIST ...). */
+static const struct tool_def defs[] = {
+    {"list_directory", TOOL_KIND_READ, false},    {"read_file", TOOL_KIND_READ, false},
+    {"summarize_file_structure", TOOL_KIND_READ, false}, {"context_for_task", TOOL_KIND_READ, false},
+    {"context_budget_stats", TOOL_KIND_READ, false}, {"write_file", TOOL_KIND_WRITE, true},
+    {"edit_file", TOOL_KIND_WRITE, true},         {"run_shell_command", TOOL_KIND_COMMAND, false},
+};
+
 const struct tool_surface tool_surface_kward = {
     .name = "kward",
+    .defs = defs,
+    .n_defs = ARRAY_SIZE(defs),
     .list = kward_list,
-    .call = kward_call,
+    .run = kward_run,
+    .target = kward_target,
+    .refuse = kward_refuse,
     .denial = kward_denial,
 };

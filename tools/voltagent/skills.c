@@ -1313,9 +1313,8 @@ static const struct {
 
 int voltagent_skills_list(const struct tool_ctx *ctx, cJSON *arr)
 {
+    (void)ctx;
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        if (!tool_enabled(ctx, tools[i].name))
-            continue;
         cJSON *o = vs_tool_entry(tools[i].name, tools[i].desc, tools[i].params, tools[i].n_params);
         if (!o || !cJSON_AddItemToArray(arr, o)) {
             cJSON_Delete(o);
