@@ -40,44 +40,44 @@ for spec in \
     'file|file.write|{"path":"notes.txt","content":"NEW"}|file.read|{"path":"notes.txt"}' \
     'voltagent|write_file|{"file_path":"/notes.txt","content":"NEW","overwrite":true}|read_file|{"file_path":"/notes.txt"}' \
     'kward|write_file|{"path":"notes.txt","content":"NEW"}|read_file|{"path":"notes.txt"}'; do
-    IFS='|' read -r s w wargs r rargs <<EOF2
+    IFS='|' read -r s wt wargs rt rargs <<EOF2
 $spec
 EOF2
-    W=$(call 1 "$w" "$wargs") R=$(call 2 "$r" "$rargs") W3=$(call 3 "$w" "$wargs")
+    W=$(call 1 "$wt" "$wargs") R=$(call 2 "$rt" "$rargs") W3=$(call 3 "$wt" "$wargs")
 
     # ---- needs_approval ----
     db=$T_TMP/$s-approval.db
     out=$(talk "${s}_approval" "$db" "$W")
-    expect_match "$s needs_approval DISALLOWED: $w is refused with an error result" 'id=1 isError=true' "$out"
+    expect_match "$s needs_approval DISALLOWED: $wt is refused with an error result" 'id=1 isError=true' "$out"
     expect_match "$s needs_approval DISALLOWED: the answer says a human must approve it" 'id=1 .*(approv|Approv)' "$out"
     expect_status "$s needs_approval DISALLOWED: the file is untouched" 0 "$([ "$(on_disk)" = old ] && echo 0 || echo 1)" "$(on_disk)"
     d=$(denials "$db")
-    expect_match "$s needs_approval DISALLOWED: a denial entry names the tool and the rule" "\"rule\":\"[^\"]*approv[^\"]*\",\"subject\":\"$w\"" "$d"
+    expect_match "$s needs_approval DISALLOWED: a denial entry names the tool and the rule" "\"rule\":\"[^\"]*approv[^\"]*\",\"subject\":\"$wt\"" "$d"
     db=$T_TMP/$s-open.db
     out=$(talk "${s}_open" "$db" "$W")
-    expect_match "$s needs_approval ALLOWED (role without it): $w succeeds" 'id=1 isError=false' "$out"
+    expect_match "$s needs_approval ALLOWED (role without it): $wt succeeds" 'id=1 isError=false' "$out"
     expect_status "$s needs_approval ALLOWED: the file is written" 0 "$([ "$(on_disk)" = NEW ] && echo 0 || echo 1)" "$(on_disk)"
     expect_nomatch "$s needs_approval ALLOWED: no denial entry" '"type":"denial"' "$(denials "$db")"
 
     # ---- read_before_write ----
     db=$T_TMP/$s-rbw.db
     out=$(talk "${s}_rbw" "$db" "$W")
-    expect_match "$s read_before_write DISALLOWED: $w over an unread file is refused" 'id=1 isError=true' "$out"
+    expect_match "$s read_before_write DISALLOWED: $wt over an unread file is refused" 'id=1 isError=true' "$out"
     expect_status "$s read_before_write DISALLOWED: the file is untouched" 0 "$([ "$(on_disk)" = old ] && echo 0 || echo 1)" "$(on_disk)"
-    expect_match "$s read_before_write DISALLOWED: a denial entry names the tool and the rule" "\"rule\":\"read[ _]before[ _]write[^\"]*\",\"subject\":\"$w\"" "$(denials "$db")"
+    expect_match "$s read_before_write DISALLOWED: a denial entry names the tool and the rule" "\"rule\":\"read[ _]before[ _]write[^\"]*\",\"subject\":\"$wt\"" "$(denials "$db")"
     db=$T_TMP/$s-rbw2.db
     out=$(talk "${s}_rbw" "$db" "$R" "$W3")
-    expect_match "$s read_before_write ALLOWED: after $r, $w succeeds" 'id=3 isError=false' "$out"
+    expect_match "$s read_before_write ALLOWED: after $rt, $wt succeeds" 'id=3 isError=false' "$out"
     expect_status "$s read_before_write ALLOWED: the file is written" 0 "$([ "$(on_disk)" = NEW ] && echo 0 || echo 1)" "$(on_disk)"
     expect_nomatch "$s read_before_write ALLOWED: no denial entry" '"type":"denial"' "$(denials "$db")"
 
     # ---- disabled ----
     db=$T_TMP/$s-disabled.db
     out=$(talk "${s}_disabled" "$db" '{"jsonrpc":"2.0","id":9,"method":"tools/list"}' "$W")
-    expect_nomatch "$s disabled DISALLOWED: tools/list does not offer $w" "id=9 tools=(.*,)?$w(,|\$)" "$out"
+    expect_nomatch "$s disabled DISALLOWED: tools/list does not offer $wt" "id=9 tools=(.*,)?$wt(,|\$)" "$out"
     expect_match "$s disabled DISALLOWED: a call is refused (invalid params)" 'id=1 error=-32602 .*disabled' "$out"
     expect_status "$s disabled DISALLOWED: the file is untouched" 0 "$([ "$(on_disk)" = old ] && echo 0 || echo 1)" "$(on_disk)"
-    expect_match "$s disabled DISALLOWED: a denial entry" "\"rule\":\"tool disabled by policy\",\"subject\":\"$w\"" "$(denials "$db")"
+    expect_match "$s disabled DISALLOWED: a denial entry" "\"rule\":\"tool disabled by policy\",\"subject\":\"$wt\"" "$(denials "$db")"
     out=$(talk "${s}_open" "$T_TMP/$s-open2.db" '{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
-    expect_match "$s disabled ALLOWED (enabled): tools/list offers $w" "id=9 tools=(.*,)?$w(,|\$)" "$out"
+    expect_match "$s disabled ALLOWED (enabled): tools/list offers $wt" "id=9 tools=(.*,)?$wt(,|\$)" "$out"
 done
