@@ -23,10 +23,7 @@ struct call {
 };
 
 struct ft_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     cJSON *(*fn)(struct call *c);
     bool writes; /* changes the workspace: read-only, read-first and write_failed apply */
 };
@@ -100,7 +97,7 @@ static int parse_args(struct call *c, const cJSON *args)
 {
     const struct ft_tool *t = c->t;
     struct tool_param_bad b;
-    if (tool_params_check(t->params, t->n_params, args, c->v, NULL, check_patch, c, &b) == 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, c->v, NULL, check_patch, c, &b) == 0)
         return 0;
     const struct tool_param *p = b.param;
     switch (b.fault) {
@@ -111,7 +108,7 @@ static int parse_args(struct call *c, const cJSON *args)
         size_t n = broker_utf8_cut(b.key, strlen(b.key), 60);
         memcpy(name, b.key, n);
         name[n] = '\0';
-        return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->name, name);
+        return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->spec.name, name);
     }
     case TOOL_PARAM_TYPE:
         switch (p->type) {
@@ -593,19 +590,19 @@ static cJSON *ft_search(struct call *c)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const struct ft_tool tools[] = {
-    {"file.read", "Read file contents with optional pagination for large files.", read_params,
-     ARRAY_SIZE(read_params), ft_read, false},
-    {"file.write", "Create or overwrite a file. Creates parent directories if needed.",
-     write_params, ARRAY_SIZE(write_params), ft_write, true},
-    {"file.patch",
+    {{"file.read", "Read file contents with optional pagination for large files.", read_params,
+     ARRAY_SIZE(read_params)}, ft_read, false},
+    {{"file.write", "Create or overwrite a file. Creates parent directories if needed.",
+     write_params, ARRAY_SIZE(write_params)}, ft_write, true},
+    {{"file.patch",
      "Apply search-and-replace edits to a file. More efficient than rewriting entire files for small changes.",
-     patch_params, ARRAY_SIZE(patch_params), ft_patch, true},
-    {"file.delete", "Delete a file. Does not delete directories.", delete_params,
-     ARRAY_SIZE(delete_params), ft_delete, true},
-    {"file.list", "List files in a directory with optional glob pattern filtering.", list_params,
-     ARRAY_SIZE(list_params), ft_list, false},
-    {"file.search", "Search for content within files using regex patterns.", search_params,
-     ARRAY_SIZE(search_params), ft_search, false},
+     patch_params, ARRAY_SIZE(patch_params)}, ft_patch, true},
+    {{"file.delete", "Delete a file. Does not delete directories.", delete_params,
+     ARRAY_SIZE(delete_params)}, ft_delete, true},
+    {{"file.list", "List files in a directory with optional glob pattern filtering.", list_params,
+     ARRAY_SIZE(list_params)}, ft_list, false},
+    {{"file.search", "Search for content within files using regex patterns.", search_params,
+     ARRAY_SIZE(search_params)}, ft_search, false},
 };
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -700,25 +697,12 @@ static cJSON *patches_schema(const struct tool_param *p)
 static cJSON *ft_list_tools(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct ft_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params, 0, patches_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), 0, patches_schema, NULL, NULL);
 }
 
 static const struct ft_tool *tool_find(const char *name)
 {
-    for (size_t i = 0; name && i < ARRAY_SIZE(tools); i++)
-        if (strcmp(tools[i].name, name) == 0)
-            return &tools[i];
-    return NULL;
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
 }
 
 /* The gate's view of a call (tools/gate.h): well-formed arguments, and the file a write tool

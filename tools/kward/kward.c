@@ -38,10 +38,7 @@ struct call {
 typedef cJSON *(*kward_fn)(struct call *c);
 
 struct kward_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     kward_fn fn;
 };
 
@@ -172,7 +169,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
         fail(c, NULL, BROKER_E_INVALID, "arguments", "arguments must be an object");
         return;
     case TOOL_PARAM_UNKNOWN:
-        fail(c, NULL, BROKER_E_INVALID, b->key, "%s takes no argument \"%.60s\"", c->t->name,
+        fail(c, NULL, BROKER_E_INVALID, b->key, "%s takes no argument \"%.60s\"", c->t->spec.name,
              b->key);
         return;
     case TOOL_PARAM_REQUIRED:
@@ -225,7 +222,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
 static int parse_args(struct call *c, const cJSON *args)
 {
     struct tool_param_bad b;
-    if (tool_params_check(c->t->params, c->t->n_params, args, c->v, NULL, check_edit, c, &b) == 0)
+    if (tool_params_check(c->t->spec.params, c->t->spec.n_params, args, c->v, NULL, check_edit, c, &b) == 0)
         return 0;
     bad_args(c, &b);
     return -1;
@@ -1157,7 +1154,7 @@ static cJSON *k_stats(struct call *c)
             size_t x = order[k - 1], y = order[k];
             uint64_t sx = snap.original[x] > snap.returned[x] ? snap.original[x] - snap.returned[x] : 0;
             uint64_t sy = snap.original[y] > snap.returned[y] ? snap.original[y] - snap.returned[y] : 0;
-            if (sx > sy || (sx == sy && strcmp(tools[x].name, tools[y].name) < 0))
+            if (sx > sy || (sx == sy && strcmp(tools[x].spec.name, tools[y].spec.name) < 0))
                 break;
             order[k - 1] = y;
             order[k] = x;
@@ -1168,11 +1165,11 @@ static cJSON *k_stats(struct call *c)
     for (size_t j = 0; j < n && by; j++) {
         size_t i = order[j];
         uint64_t sv = snap.original[i] > snap.returned[i] ? snap.original[i] - snap.returned[i] : 0;
-        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned", tools[i].name,
+        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned", tools[i].spec.name,
                   (uintmax_t)snap.calls[i], (uintmax_t)sv, (uintmax_t)snap.returned[i],
                   (uintmax_t)snap.original[i]);
         cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(by, o) || !cJSON_AddStringToObject(o, "tool", tools[i].name) ||
+        if (!o || !cJSON_AddItemToArray(by, o) || !cJSON_AddStringToObject(o, "tool", tools[i].spec.name) ||
             !cJSON_AddNumberToObject(o, "calls", (double)snap.calls[i]) ||
             !cJSON_AddNumberToObject(o, "original_bytes", (double)snap.original[i]) ||
             !cJSON_AddNumberToObject(o, "returned_bytes", (double)snap.returned[i]) ||
@@ -1208,7 +1205,7 @@ static int change_allowed(struct call *c)
 {
     if (c->ctx->read_only) {
         fail(c, "read_only", BROKER_E_DENIED, "path", "the workspace is read-only for this agent; %s is refused",
-             c->t->name);
+             c->t->spec.name);
         return -1;
     }
     return 0;
@@ -1536,28 +1533,28 @@ static cJSON *k_shell(struct call *c)
 
 /* In the order of the T_* indexes. */
 static const struct kward_tool tools[] = {
-    {"list_directory", "Lists entries in a workspace-relative directory (directories end with '/').",
-     list_params, ARRAY_SIZE(list_params), k_list},
-    {"read_file",
+    {{"list_directory", "Lists entries in a workspace-relative directory (directories end with '/').",
+     list_params, ARRAY_SIZE(list_params)}, k_list},
+    {{"read_file",
      "Read a workspace text file. Output is capped at 50 KB or 2,000 lines; use offset/limit to continue, or mode preview/outline/range/full. Files over 256 KB cannot be read.",
-     read_params, ARRAY_SIZE(read_params), k_read},
-    {"summarize_file_structure",
+     read_params, ARRAY_SIZE(read_params)}, k_read},
+    {{"summarize_file_structure",
      "Returns a compact outline of recognizable declarations in a source file (line ranges and kinds, at most 80 entries).",
-     summarize_params, ARRAY_SIZE(summarize_params), k_summarize},
-    {"context_for_task",
+     summarize_params, ARRAY_SIZE(summarize_params)}, k_summarize},
+    {{"context_for_task",
      "Build focused workspace context for a task from outlines and matching excerpts within a byte budget.",
-     context_params, ARRAY_SIZE(context_params), k_context},
-    {"context_budget_stats",
+     context_params, ARRAY_SIZE(context_params)}, k_context},
+    {{"context_budget_stats",
      "Return approximate per-session context budget savings: raw versus returned result sizes per tool.",
-     NULL, 0, k_stats},
-    {"write_file",
+     NULL, 0}, k_stats},
+    {{"write_file",
      "Writes complete file content. Existing files must be read first. The result includes a unified diff.",
-     write_params, ARRAY_SIZE(write_params), k_write},
-    {"edit_file",
+     write_params, ARRAY_SIZE(write_params)}, k_write},
+    {{"edit_file",
      "Edit a read workspace file by exact replacements. Each old_text must match once; edits must not overlap.",
-     edit_params, ARRAY_SIZE(edit_params), k_edit},
-    {"run_shell_command", "Run a shell command from the workspace root.", shell_params,
-     ARRAY_SIZE(shell_params), k_shell},
+     edit_params, ARRAY_SIZE(edit_params)}, k_edit},
+    {{"run_shell_command", "Run a shell command from the workspace root.", shell_params,
+     ARRAY_SIZE(shell_params)}, k_shell},
 };
 
 /* edit_file's edits: {old_text, new_text} objects, which the generic table cannot say. */
@@ -1582,27 +1579,15 @@ static cJSON *edits_schema(const struct tool_param *p)
 static cJSON *kward_list(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct kward_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALWAYS_REQUIRED, edits_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALWAYS_REQUIRED,
+                            edits_schema, NULL, NULL);
 }
 
+/* The index of tool NAME (T_LIST ...), or ARRAY_SIZE(tools). */
 static size_t tool_index(const char *name)
 {
-    size_t ti;
-    for (ti = 0; name && ti < ARRAY_SIZE(tools); ti++)
-        if (!strcmp(tools[ti].name, name))
-            break;
-    return name ? ti : ARRAY_SIZE(tools);
+    const struct kward_tool *t = tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
+    return t ? (size_t)(t - tools) : ARRAY_SIZE(tools);
 }
 
 /* The gate's view of a call (tools/gate.h): well-formed arguments, and for write_file and

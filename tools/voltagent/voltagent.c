@@ -82,10 +82,7 @@ typedef cJSON *(*volt_fn)(struct tool_ctx *ctx, const struct volt_tool *t, const
                           bool *is_error);
 
 struct volt_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     volt_fn fn;
     bool writes; /* upstream's READ_ONLY_BLOCKED_TOOLS: hidden and refused in read-only mode */
 };
@@ -111,7 +108,7 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
     case TOOL_PARAM_NOT_OBJECT:
         return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
     case TOOL_PARAM_UNKNOWN:
-        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->name,
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->spec.name,
                            b->key);
     case TOOL_PARAM_REQUIRED:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
@@ -152,7 +149,7 @@ static int parse_args(const struct volt_tool *t, const cJSON *args, struct args 
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (tool_params_check(t->params, t->n_params, args, a->v, a->n, NULL, NULL, &b) < 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, a->v, a->n, NULL, NULL, &b) < 0)
         return bad_args(t, &b, e);
     return 0;
 }
@@ -1319,7 +1316,7 @@ static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- the toolkit table ---------------------------------------------------------------------- */
 
-#define TOOL(n, d, p, f, w) {n, d, p, ARRAY_SIZE(p), f, w}
+#define TOOL(n, d, p, f, w) {{n, d, p, ARRAY_SIZE(p)}, f, w}
 static const struct volt_tool tools[] = {
     TOOL("ls", "List files and directories in a workspace directory", ls_params, t_ls, false),
     TOOL("read_file",
@@ -1352,36 +1349,24 @@ static const struct volt_tool tools[] = {
 
 /* Read-only mode hides the write tools (upstream's READ_ONLY_BLOCKED_TOOLS), and a role
  * without command authority does not see execute_command. */
-static bool tool_shown(const struct tool_ctx *ctx, const struct volt_tool *t)
+static bool tool_shown(const void *row, const void *data)
 {
+    const struct volt_tool *t = row;
+    const struct tool_ctx *ctx = data;
     if (t->writes && ctx->read_only)
         return false;
     return t->fn != t_exec || ctx->allow_commands;
 }
 
-static int fs_list(const struct tool_ctx *ctx, cJSON *arr)
+static const struct volt_tool *tool_find(const char *name)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        const struct volt_tool *t = &tools[i];
-        if (!tool_shown(ctx, t))
-            continue;
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALWAYS_REQUIRED, NULL);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            return -ENOMEM;
-        }
-    }
-    return 0;
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
 }
 
 static int fs_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                    bool *is_error)
 {
-    const struct volt_tool *t = NULL;
-    for (size_t i = 0; tool && i < ARRAY_SIZE(tools); i++)
-        if (!strcmp(tools[i].name, tool))
-            t = &tools[i];
+    const struct volt_tool *t = tool_find(tool);
     if (!t)
         return -ENOENT;
     struct broker_err e = {0};
@@ -1396,8 +1381,9 @@ static int fs_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJ
 
 static cJSON *volt_list(const struct tool_ctx *ctx)
 {
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr || fs_list(ctx, arr) < 0 || voltagent_search_list(ctx, arr) < 0 ||
+    cJSON *arr = tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALWAYS_REQUIRED,
+                                  NULL, tool_shown, ctx);
+    if (!arr || voltagent_search_list(ctx, arr) < 0 ||
         voltagent_skills_list(ctx, arr) < 0) {
         cJSON_Delete(arr);
         return NULL;
@@ -1425,10 +1411,7 @@ static int volt_run(struct tool_ctx *ctx, const char *tool, const cJSON *args, c
 static int volt_target(const struct tool_ctx *ctx, const char *tool, const cJSON *args, char **rel)
 {
     *rel = NULL;
-    const struct volt_tool *t = NULL;
-    for (size_t i = 0; tool && i < ARRAY_SIZE(tools); i++)
-        if (!strcmp(tools[i].name, tool))
-            t = &tools[i];
+    const struct volt_tool *t = tool_find(tool);
     if (!t)
         return 0;
     struct args a;

@@ -19,10 +19,7 @@ struct args {
 typedef cJSON *(*wap_fn)(struct tool_ctx *ctx, const struct args *a, struct broker_err *e);
 
 struct wap_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     wap_fn fn;
 };
 
@@ -81,7 +78,7 @@ static int bad_args(const struct wap_tool *t, const struct tool_param_bad *b, st
     case TOOL_PARAM_UNKNOWN: {
         char f[64];
         snprintf(f, sizeof(f), "%.60s", b->key);
-        return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->name, f);
+        return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->spec.name, f);
     }
     case TOOL_PARAM_CHOICE: {
         char list[128] = "";
@@ -123,7 +120,7 @@ static int parse_args(const struct wap_tool *t, const cJSON *args, struct args *
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (tool_params_check(t->params, t->n_params, args, a->v, NULL, NULL, NULL, &b) < 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, a->v, NULL, NULL, NULL, &b) < 0)
         return bad_args(t, &b, e);
     return 0;
 }
@@ -591,20 +588,20 @@ static cJSON *wap_info(struct tool_ctx *ctx, const struct args *a, struct broker
 }
 
 static const struct wap_tool tools[] = {
-    {"exploreFiles", "Lists files and directories in a specified path, optionally recursively.",
-     explore_params, ARRAY_SIZE(explore_params), wap_explore},
-    {"readFile", "Reads the content of a file, with options to read specific line ranges.",
-     read_params, ARRAY_SIZE(read_params), wap_read},
-    {"writeFile", "Writes content to a file, creating the file if it doesn't exist.", write_params,
-     ARRAY_SIZE(write_params), wap_write},
-    {"modifyFile", "Performs targeted modifications to a file without rewriting the entire content.",
-     modify_params, ARRAY_SIZE(modify_params), wap_modify},
-    {"searchFiles", "Searches for content in files across the workspace.", search_params,
-     ARRAY_SIZE(search_params), wap_search},
-    {"executeCommand", "Executes a shell command in the workspace.", exec_params,
-     ARRAY_SIZE(exec_params), wap_exec},
-    {"getWorkspaceInfo",
-     "Retrieves information about the workspace, including default settings and limits.", NULL, 0,
+    {{"exploreFiles", "Lists files and directories in a specified path, optionally recursively.",
+     explore_params, ARRAY_SIZE(explore_params)}, wap_explore},
+    {{"readFile", "Reads the content of a file, with options to read specific line ranges.",
+     read_params, ARRAY_SIZE(read_params)}, wap_read},
+    {{"writeFile", "Writes content to a file, creating the file if it doesn't exist.", write_params,
+      ARRAY_SIZE(write_params)}, wap_write},
+    {{"modifyFile", "Performs targeted modifications to a file without rewriting the entire content.",
+     modify_params, ARRAY_SIZE(modify_params)}, wap_modify},
+    {{"searchFiles", "Searches for content in files across the workspace.", search_params,
+      ARRAY_SIZE(search_params)}, wap_search},
+    {{"executeCommand", "Executes a shell command in the workspace.", exec_params,
+      ARRAY_SIZE(exec_params)}, wap_exec},
+    {{"getWorkspaceInfo",
+     "Retrieves information about the workspace, including default settings and limits.", NULL, 0},
      wap_info},
 };
 
@@ -675,26 +672,13 @@ static cJSON *ops_schema(const struct tool_param *p)
 static cJSON *wap_list(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct wap_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALL_BOUNDS, ops_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALL_BOUNDS,
+                            ops_schema, NULL, NULL);
 }
 
 static const struct wap_tool *tool_find(const char *name)
 {
-    for (size_t i = 0; name && i < ARRAY_SIZE(tools); i++)
-        if (strcmp(tools[i].name, name) == 0)
-            return &tools[i];
-    return NULL;
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
 }
 
 /* The gate's view of a call: well-formed arguments, and the file a write would change
