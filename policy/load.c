@@ -2,6 +2,7 @@
  * it into struct policy. Every problem is reported with its position and the fix in words, and
  * checking goes on after a problem so that one run of `corral policy check` shows them all. */
 #include "policy/internal.h"
+#include "tools/tool.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -624,22 +625,6 @@ static void load_caps(struct lctx *c, const cJSON *roles, const cJSON *rj, struc
 }
 
 /* ---- tools */
-static const char *const *rbw_default(const char *surface, size_t *n)
-{
-    static const char *const volt[] = {"edit_file", "delete_file"}; /* its default runtime */
-    static const char *const kward[] = {"write_file", "edit_file"}; /* its guardrail */
-    if (!strcmp(surface, "voltagent")) {
-        *n = 2;
-        return volt;
-    }
-    if (!strcmp(surface, "kward")) {
-        *n = 2;
-        return kward;
-    }
-    *n = 0;
-    return NULL;
-}
-
 /* Per-tool "enabled" intent kept beside the role while loading: 0 default, 1 on, 2 off. */
 struct tool_intent {
     unsigned char state[POLICY_MAX_TOOLS];
@@ -649,15 +634,14 @@ struct tool_intent {
 static void tools_reset(struct policy_role *r, struct tool_intent *ti)
 {
     size_t n;
-    const struct policy_tool_def *defs = policy_surface_tools(r->surface, &n);
-    size_t nr;
-    const char *const *rbw = rbw_default(r->surface, &nr);
+    const struct tool_def *defs = policy_surface_tools(r->surface, &n);
     r->n_tools = n;
     for (size_t i = 0; i < n; i++) {
-        r->tools[i] = (struct policy_tool_view){.name = defs[i].name, .kind = defs[i].kind};
-        for (size_t k = 0; k < nr; k++)
-            if (!strcmp(rbw[k], defs[i].name))
-                r->tools[i].read_before_write = true;
+        /* read_before_write starts at the surface's default (kward's guardrail, voltagent's
+         * runtime), from the gate's table. */
+        r->tools[i] = (struct policy_tool_view){.name = defs[i].name,
+                                                .kind = (enum policy_tool_kind)defs[i].kind,
+                                                .read_before_write = defs[i].read_first};
         ti->state[i] = 0;
         ti->src[i] = NULL;
     }

@@ -576,7 +576,7 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = j->a->surface->call(j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
+    j->rc = tool_surface_call(j->a->surface, j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
                                 &j->is_error);
 }
 

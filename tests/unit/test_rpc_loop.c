@@ -58,7 +58,27 @@ static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJS
     return -ENOENT;
 }
 
-static const struct tool_surface test_surface = {.name = "test", .list = t_list, .call = t_call};
+static int t_target(const struct tool_ctx *ctx, const char *tool, const cJSON *args, char **rel)
+{
+    (void)ctx, (void)tool, (void)args;
+    *rel = NULL;
+    return 0;
+}
+
+static cJSON *t_refuse(struct tool_ctx *ctx, const char *tool, const struct tool_verdict *v)
+{
+    (void)ctx, (void)tool, (void)v;
+    return cJSON_Parse("{\"error\":\"refused\",\"code\":\"PERMISSION_DENIED\"}");
+}
+
+static const struct tool_def t_defs[] = {
+    {"echo", TOOL_KIND_READ, false}, {"block", TOOL_KIND_READ, false},
+    {"toolerr", TOOL_KIND_READ, false}, {"crash", TOOL_KIND_READ, false},
+};
+
+static const struct tool_surface test_surface = {.name = "test", .defs = t_defs, .n_defs = ARRAY_SIZE(t_defs),
+                                                 .list = t_list, .run = t_call, .target = t_target,
+                                                 .refuse = t_refuse};
 
 /* ---- a client end and a server ---- */
 
