@@ -333,7 +333,7 @@ static void sample_budgets(void *data)
     (void)sample_budgets_staged(data);
 }
 
-int cmd_exec(int argc, char **argv)
+int cli_exec(int argc, char **argv)
 {
     struct exec_opts o;
     memset(&o, 0, sizeof(o));
@@ -349,7 +349,7 @@ int cmd_exec(int argc, char **argv)
     struct policy_role_view view;
     struct trail *trail = NULL;
     struct exec_record rec = {0};
-    struct scnotify *notify = NULL;
+    struct listener *notify = NULL;
     _cleanup_close_ int sample_fd = -1;
     _cleanup_close_ int warn_fd = -1;
     sigset_t fwd, old;
@@ -451,8 +451,8 @@ int cmd_exec(int argc, char **argv)
     exec_record_spawned(&rec, sandbox_child_pid(child));
     int lfd = sandbox_child_take_notify_fd(child);
     if (lfd >= 0) {
-        struct scnotify_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
-        if (scnotify_new(lfd, &no, &notify, &err) < 0) {
+        struct listener_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
+        if (listener_new(lfd, &no, &notify, &err) < 0) {
             fprintf(stderr, "corral: %s\n", err.msg);
             goto out_sig;
         }
@@ -519,7 +519,7 @@ int cmd_exec(int argc, char **argv)
     while (!o.workspace) {
         /* Every slot is always there; poll skips a negative fd. */
         struct pollfd pfd[6] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
-                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
+                                {notify_watch ? listener_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
                                 {warn_fd, POLLIN, 0}};
         int n = poll(pfd, 6, -1);
         if (n < 0 && errno == EINTR)
@@ -531,7 +531,7 @@ int cmd_exec(int argc, char **argv)
         if (pfd[3].revents) {
             bool hup = false;
             struct cerr e = {0};
-            if (scnotify_handle(notify, 64, &hup, &e) < 0 && !notify_failed) {
+            if (listener_handle(notify, 64, &hup, &e) < 0 && !notify_failed) {
                 notify_failed = true;
                 fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
             }
@@ -571,8 +571,8 @@ int cmd_exec(int argc, char **argv)
         /* What was still waiting when the sandbox ended (its callers are gone), then one
          * aggregate entry per syscall denied past the per-syscall records. */
         struct cerr e = {0};
-        (void)scnotify_handle(notify, 64, NULL, &e);
-        scnotify_finish(notify);
+        (void)listener_handle(notify, 64, NULL, &e);
+        listener_finish(notify);
     }
     exec_record_exited(&rec, &res, timed_out, &o.prof);
     if (o.stats)
@@ -593,7 +593,7 @@ int cmd_exec(int argc, char **argv)
 out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-    scnotify_free(notify);
+    listener_free(notify);
     sandbox_child_free(child);
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
         fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);

@@ -64,7 +64,7 @@ struct run {
     struct run_ws *list;
     struct loop_watch deadline_watch, sig_watch, timeout_watch, ctl_watch;
     struct control *ctl;
-    struct cmddeny *cmd_denials; /* command sandboxes' seccomp listeners */
+    struct handoff *cmd_denials; /* command sandboxes' seccomp listeners */
     uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
     unsigned signals;
@@ -79,7 +79,7 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static struct run_ws *ws_find(struct run *r, const char *id)
+static struct run_ws *run_ws_find(struct run *r, const char *id)
 {
     for (struct run_ws *s = r->list; s; s = s->next)
         if (!strcmp(s->id, id))
@@ -110,7 +110,7 @@ static int hook_record(void *data, const char *ws, const char *actor, const char
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
 
-static void ws_free(struct run_ws *s)
+static void run_ws_free(struct run_ws *s)
 {
     if (!s)
         return;
@@ -174,7 +174,7 @@ static int build_argv(struct run_ws *s, const struct policy_agent *ag, struct ce
 
 /* Puts ENTRY ("KEY=VALUE", taken) in ENV, replacing an entry with the same key: the last word
  * wins, so a policy's PATH replaces the default one instead of standing behind it unseen. */
-static void env_put(char **env, size_t *n, char *entry)
+static void run_env_put(char **env, size_t *n, char *entry)
 {
     const char *eq = entry ? strchr(entry, '=') : NULL;
     size_t kl = eq ? (size_t)(eq - entry) + 1 : 0;
@@ -202,20 +202,20 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     char *v;
     for (size_t i = 0; i < nd; i++)
         if ((v = strdup(sandbox_default_env[i])))
-            env_put(s->envp, &n, v);
+            run_env_put(s->envp, &n, v);
         else
             oom = true;
     for (size_t i = 0; i < ag->n_env; i++)
         if ((v = strdup(ag->env[i])))
-            env_put(s->envp, &n, v);
+            run_env_put(s->envp, &n, v);
         else
             oom = true;
     if (asprintf(&v, "CORRAL_WORKSPACE=%s", s->id) >= 0)
-        env_put(s->envp, &n, v);
+        run_env_put(s->envp, &n, v);
     else
         oom = true;
     if (asprintf(&v, "CORRAL_ROLE=%s", s->role) >= 0)
-        env_put(s->envp, &n, v);
+        run_env_put(s->envp, &n, v);
     else
         oom = true;
     if (oom)
@@ -245,12 +245,12 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->role = strdup(info->role);
     if (!s->id || !s->role || asprintf(&s->log_path, "%s/logs/%s.log", r->o->run_dir, info->id) < 0) {
         s->log_path = NULL;
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int rc = policy_role_resolve(pol, info->role, &s->view, err);
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
     s->prof = s->view.sandbox;
@@ -264,7 +264,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->prof.limits.fsize = LOG_FILE_MAX;
     s->prof.hostname = "corral";
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
 
@@ -280,7 +280,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     rc = ok ? record(r, info->id, "protocol", "sandbox_created", b) : -ENOMEM;
     cJSON_Delete(b);
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, EIO, "the trail cannot record the sandbox, so it is not created");
     }
 
@@ -292,7 +292,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
             close(in[0]);
             close(in[1]);
         }
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, e, "cannot set up the agent's pipes or log %s: %s", s->log_path, strerror(e));
     }
     struct sandbox_stdio stdio = {.in = in[0], .out = out[1], .err = logfd};
@@ -302,7 +302,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->to_agent = in[1];
     s->from_agent = out[0];
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
     cJSON *pb = cJSON_CreateObject();
@@ -317,7 +317,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
         int e = errno;
         sandbox_child_signal(s->child, SIGKILL);
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, e, "cannot open the workspace directory %s: %s", info->dir, strerror(e));
     }
     tool_limits_default(&s->ctx.limits);
@@ -331,14 +331,14 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
     s->ctx.rules = s->rules;
     s->ctx.session = s->session;
-    s->ctx.adopt_listener = cmddeny_adopt;
+    s->ctx.adopt_listener = handoff_adopt;
     s->ctx.adopt_data = r->cmd_denials;
     s->ctx.adopt_tag = s->id;
     /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
     char *dir = strdup(info->dir);
     if (!dir) {
         sandbox_child_signal(s->child, SIGKILL);
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
     }
     s->ctx.root_host_path = dir;
@@ -354,7 +354,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         agent_free(s->agent);
         sandbox_child_signal(s->child, SIGKILL);
         free(dir);
-        ws_free(s);
+        run_ws_free(s);
         return rc < 0 ? rc : cerr_set(err, EIO, "cannot watch the agent's sandbox");
     }
     if (info->budgets.wall_time > 0)
@@ -375,7 +375,7 @@ static void on_grace_end(void *data, uint32_t events)
         sandbox_child_signal(s->child, SIGKILL);
 }
 
-static void ws_stop(struct run_ws *s)
+static void run_ws_stop(struct run_ws *s)
 {
     if (s->stopping || s->exited)
         return;
@@ -389,22 +389,22 @@ static void ws_stop(struct run_ws *s)
 
 static void hook_stop(void *data, const char *ws, const char *why)
 {
-    struct run_ws *s = ws_find(data, ws);
+    struct run_ws *s = run_ws_find(data, ws);
     (void)why;
     if (s)
-        ws_stop(s);
+        run_ws_stop(s);
 }
 
 static int hook_notify(void *data, const char *ws, const char *method, cJSON *params)
 {
-    struct run_ws *s = ws_find(data, ws);
+    struct run_ws *s = run_ws_find(data, ws);
     if (s && s->agent && !s->conn_ended)
         agent_notify(s->agent, method, params);
     cJSON_Delete(params);
     return 0;
 }
 
-static void ws_maybe_finalize(struct run_ws *s)
+static void run_ws_maybe_finalize(struct run_ws *s)
 {
     if (s->finalized || !s->exited || !s->conn_ended)
         return;
@@ -474,7 +474,7 @@ static void on_pid_end(void *data, uint32_t events)
     }
     wacp_agent_ended(r->w, s->id, reason);
     /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
-    ws_maybe_finalize(s);
+    run_ws_maybe_finalize(s);
 }
 
 static void on_conn_end(struct agent *a, enum agent_end why, void *data)
@@ -485,8 +485,8 @@ static void on_conn_end(struct agent *a, enum agent_end why, void *data)
     if (why == AGENT_END_ABUSE)
         wacp_agent_ended(s->r->w, s->id, "protocol_abuse");
     /* An agent that closed its side of the channel is done talking: it gets its grace. */
-    ws_stop(s);
-    ws_maybe_finalize(s);
+    run_ws_stop(s);
+    run_ws_maybe_finalize(s);
 }
 
 static void on_wall_time(void *data, uint32_t events)
@@ -631,7 +631,7 @@ static cJSON *ps_json(void *data)
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(ws, "id");
         if (!cJSON_IsString(id))
             id = cJSON_GetObjectItemCaseSensitive(ws, "workspace_id");
-        struct run_ws *s = cJSON_IsString(id) ? ws_find(r, id->valuestring) : NULL;
+        struct run_ws *s = cJSON_IsString(id) ? run_ws_find(r, id->valuestring) : NULL;
         if (!s)
             continue;
         cJSON *u = cJSON_AddObjectToObject(ws, "usage");
@@ -664,7 +664,7 @@ static void shutdown_run(struct run *r, const char *why)
     r->shutting_down = true;
     wacp_shutdown(r->w, why);
     for (struct run_ws *s = r->list; s; s = s->next)
-        ws_stop(s);
+        run_ws_stop(s);
 }
 
 static void on_signal(void *data, uint32_t events)
@@ -763,7 +763,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     struct agent_host_opts ho = {.max_message = ps.max_message};
     if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
         goto out;
-    if ((rc = cmddeny_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
+    if ((rc = handoff_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
         goto out;
     r.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
     if (r.sig_fd < 0 || loop_watch_add(r.loop, &r.sig_watch, r.sig_fd, EPOLLIN, on_signal, &r) < 0) {
@@ -867,7 +867,7 @@ out:
         s->agent = NULL;
     }
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
-    cmddeny_free(r.cmd_denials);
+    handoff_free(r.cmd_denials);
     control_free(r.ctl);
     if (r.loop) {
         loop_watch_del(r.loop, &r.deadline_watch);
@@ -878,7 +878,7 @@ out:
     for (struct run_ws *s = r.list, *next; s; s = next) {
         next = s->next;
         free((char *)s->ctx.root_host_path);
-        ws_free(s);
+        run_ws_free(s);
     }
     wacp_free(r.w);
     loop_free(r.loop);

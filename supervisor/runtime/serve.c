@@ -58,7 +58,7 @@ static void on_notify(void *data, uint32_t events)
     struct serve_state *s = data;
     bool hup = false;
     struct cerr e = {0};
-    if (scnotify_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
+    if (listener_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
         s->notify_failed = true;
         fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
     }
@@ -191,7 +191,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ign, &old_pipe);
     struct pool *pool = NULL;
-    struct cmddeny *cmd_denials = NULL;
+    struct handoff *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     int r = loop_new(&s.loop, err);
@@ -201,10 +201,10 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     }
     if (o->trail) {
         /* Command sandboxes' denied system calls are recorded too, in this agent's workspace. */
-        r = cmddeny_new(s.loop, o->trail, &cmd_denials, err);
+        r = handoff_new(s.loop, o->trail, &cmd_denials, err);
         if (r < 0)
             goto out;
-        ctx.adopt_listener = cmddeny_adopt;
+        ctx.adopt_listener = handoff_adopt;
         ctx.adopt_data = cmd_denials;
         ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
     }
@@ -233,7 +233,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         goto out;
     }
     if (o->notify) {
-        r = loop_watch_add(s.loop, &s.notify_watch, scnotify_fd(o->notify), EPOLLIN, on_notify, &s);
+        r = loop_watch_add(s.loop, &s.notify_watch, listener_fd(o->notify), EPOLLIN, on_notify, &s);
         if (r < 0) {
             r = cerr_set(err, r, "watching the sandbox's seccomp listener: %s", strerror(-r));
             goto out;
@@ -284,7 +284,7 @@ out:
     agent_free(agent);
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);
-    cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
+    handoff_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
     loop_free(s.loop);
     sigaction(SIGPIPE, &old_pipe, NULL);

@@ -8,7 +8,7 @@
 #include "tools/tool.h"
 
 struct trail;
-struct scnotify;
+struct listener;
 
 struct serve_exec_opts {
     const char *workspace;        /* host directory served as the workspace root */
@@ -23,7 +23,7 @@ struct serve_exec_opts {
     double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
     struct trail *trail;          /* NULL: no trail */
     const char *workspace_id;     /* the agent's workspace id in the trail (default "agent") */
-    struct scnotify *notify;      /* the sandbox's seccomp listener, answered on the loop; NULL: none */
+    struct listener *notify;      /* the sandbox's seccomp listener, answered on the loop; NULL: none */
     double sample_sec;            /* > 0: sample(sample_data) every this many seconds while the
                                    * sandbox runs; what it stages commits at the turn's end */
     void (*sample)(void *data);
