@@ -152,10 +152,10 @@ static void test_l1_eleven_signal_types_closed_set(void **state)
                                          "failed", "integrate", "acknowledged", "escalation",
                                          "suspend", "migrate"};
     for (size_t i = 0; i < ARRAY_SIZE(eleven); i++)
-        assert_true(sig_known(eleven[i]));
-    assert_false(sig_known("paused"));
-    assert_false(sig_known("READY"));
-    assert_false(sig_known(""));
+        assert_true(wacp_signal_known(eleven[i]));
+    assert_false(wacp_signal_known("paused"));
+    assert_false(wacp_signal_known("READY"));
+    assert_false(wacp_signal_known(""));
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     size_t denials = fx_count(f, "denial");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"paused\"}"));
@@ -241,7 +241,7 @@ static void test_l1_redelivery_deduplication(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k2, "duplicate")));
     assert_int_equal(fx_count(f, "envelope_delivered"), delivered + 1);
     /* Nothing left to redeliver. */
-    uint64_t now = wacp_now_ms();
+    uint64_t now = wacp_core_now_ms();
     assert_true(wacp_next_deadline(f->w) > now + 60000);
 }
 
@@ -263,12 +263,12 @@ static void test_l1_workspace_state_machine_table(void **state)
     };
     assert_int_equal(WS_NSTATES, 9);
     for (int a = 0; a < WS_NSTATES; a++) {
-        assert_string_equal(ws_state_name((enum ws_state)a), names[a]);
+        assert_string_equal(wacp_tree_state_name((enum ws_state)a), names[a]);
         for (int b = 0; b < WS_NSTATES; b++) {
             bool want = false;
             for (size_t i = 0; i < ARRAY_SIZE(legal); i++)
                 want |= !strcmp(legal[i][0], names[a]) && !strcmp(legal[i][1], names[b]);
-            if (ws_transition_ok((enum ws_state)a, (enum ws_state)b) != want)
+            if (wacp_tree_transition_ok((enum ws_state)a, (enum ws_state)b) != want)
                 fail_msg("%s -> %s should be %s", names[a], names[b], want ? "legal" : "illegal");
         }
     }
