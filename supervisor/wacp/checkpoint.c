@@ -1,7 +1,12 @@
 /* supervisor/wacp/checkpoint.c: checkpoints: the linear immutable chain of each workspace (a new
  * one names the current head), type-role compatibility ("create:TYPE"), files snapshotted by
  * content hash, a hash over the whole payload, and the automatic checkpoint signal. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/checkpoint.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,11 @@
 /* supervisor/wacp/envelope.c: envelopes and port rights: validation against rights and the
  * permission matrix, the five states, per-channel order, at-least-once delivery with linear
  * backoff (3 redeliveries), acknowledgment and deduplication, right transfer and revocation. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/envelope.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdarg.h>
 #include <stdio.h>

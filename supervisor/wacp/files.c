@@ -2,7 +2,9 @@
  * snapshots for checkpoints, overlap detection and integration into the parent's directory.
  * Walks open one name at a time with O_NOFOLLOW: links are never followed, only regular files
  * and directories are taken, and every walk is bounded in files, bytes and depth. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/files.h"
+
+#include "supervisor/wacp/core.h"
 
 #include <dirent.h>
 #include <fcntl.h>

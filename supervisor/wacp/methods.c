@@ -1,126 +1,20 @@
-/* supervisor/wacp/methods.c: the WACP model of one run: its state, ids, trail records, and the table of
- * wacp/... methods (parameter shapes, the caller states each is allowed in) that every request
+/* supervisor/wacp/methods.c: the top of the WACP model of one run: its life (new, start, tick,
+ * free), the hooks the lower modules call up through, and the table of wacp/... methods (parameter shapes, the caller states each is allowed in) that every request
  * passes before a handler sees it. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/integrate.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/task.h"
+#include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/workspace.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <sodium.h>
-
-void wacp_core_new_id(const char *prefix, char out[WACP_ID_LEN])
-{
-    unsigned char rnd[16];
-    char hex[33];
-    randombytes_buf(rnd, sizeof(rnd));
-    sodium_bin2hex(hex, sizeof(hex), rnd, sizeof(rnd));
-    snprintf(out, WACP_ID_LEN, "%s-%s", prefix, hex);
-}
-
-uint64_t wacp_core_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-uint64_t wacp_core_wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-int wacp_core_rec(struct wacp *w, const char *ws, const char *actor, const char *type, const cJSON *body)
-{
-    if (w->h.record(w->h.data, ws, actor, type, body) < 0)
-        return -EIO;
-    return 0;
-}
-
-int wacp_core_fail(struct wacp_err *e, int rpc, const char *code, const char *fmt, ...)
-{
-    e->rpc_code = rpc;
-    snprintf(e->code, sizeof(e->code), "%s", code);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int wacp_core_trail_err(struct wacp_err *e)
-{
-    return wacp_core_fail(e, -32603, "trail_unavailable",
-                     "the trail cannot be written, so nothing was done; the run is stopping");
-}
-
-int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,
-              int rpc, const char *code, const char *fmt, ...)
-{
-    e->rpc_code = rpc;
-    snprintf(e->code, sizeof(e->code), "%s", code);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-    cJSON *b = wacp_core_obj();
-    if (b) {
-        cJSON_AddStringToObject(b, "kind", "protocol");
-        cJSON_AddStringToObject(b, "method", method);
-        cJSON_AddStringToObject(b, "code", code);
-        cJSON_AddStringToObject(b, "reason", e->msg);
-    }
-    int r = wacp_core_rec(w, caller ? caller->id : NULL, caller ? caller->role : "protocol", "denial", b);
-    cJSON_Delete(b);
-    w->sum.denials++;
-    if (r < 0)
-        return wacp_core_trail_err(e);
-    return -1;
-}
-
-bool wacp_core_grow(void **v, size_t *cap, size_t n, size_t elem)
-{
-    if (n <= *cap)
-        return true;
-    size_t nc = *cap ? *cap : 8;
-    while (nc < n) {
-        if (nc > SIZE_MAX / 2)
-            return false;
-        nc *= 2;
-    }
-    if (nc > SIZE_MAX / elem)
-        return false;
-    void *p = realloc(*v, nc * elem);
-    if (!p)
-        return false;
-    *v = p;
-    *cap = nc;
-    return true;
-}
-
-cJSON *wacp_core_obj(void)
-{
-    return cJSON_CreateObject();
-}
-
-void wacp_core_add_str(cJSON *o, const char *k, const char *v)
-{
-    if (!o)
-        return;
-    if (v && v[0])
-        cJSON_AddStringToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-bool wacp_tree_is_coordinator(const struct wacp_ws *ws)
-{
-    return ws && ws->view.base == POLICY_BASE_COORDINATOR;
-}
 
 /* ---- the method table */
 
@@ -291,6 +185,15 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
 
 /* ---- life of the model */
 
+/* The tree's hook: a workspace reached TO; the bound task follows (PROTOCOL task spec 4) and,
+ * when TO is terminal, what is still undelivered to it is recorded undeliverable. */
+static void on_state_changed(struct wacp *w, struct wacp_ws *ws, enum ws_state to)
+{
+    wacp_task_follow(w, ws, to);
+    if (to == WS_CLOSED || to == WS_FAILED)
+        wacp_envelope_drop_for(w, ws);
+}
+
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
              struct cerr *err)
 {
@@ -304,6 +207,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     w->policy = o->policy;
     w->h = *h;
+    w->tree_hooks.state_changed = on_state_changed;
     w->redelivery_base_ms = o->redelivery_base_ms ? o->redelivery_base_ms : 1000;
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;

@@ -1,7 +1,11 @@
 /* supervisor/wacp/signal.c: signals: the eleven types and no others, who may emit which
  * ("emit:TYPE"), the transitions they trigger, duplicates recorded without a state change, and
  * upward propagation to the parent's agent. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/signal.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/task.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,10 @@
 /* supervisor/wacp/task.c: tasks: the run's DAG (cycles and dangling dependencies refused,
  * dependencies frozen at creation), the eight statuses driven by the bound workspace, the
  * draft -> pending gate, and workspace_history across retries. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/task.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,199 +1,19 @@
-/* supervisor/wacp/workspace.c: the workspace tree: the nine states and exactly the transitions
- * of PROTOCOL 6.3, creation (budgets within the parent's, owner and originator rules), abort with
- * the failure cascade within an owner, suspension, timeouts, and integration into the parent. */
-#include "supervisor/wacp/internal.h"
+/* supervisor/wacp/workspace.c: workspaces: creation (budgets within the parent's, owner and
+ * originator rules), listing, abort, suspension and resumption, transfer, timeouts. The tree and
+ * its states are supervisor/wacp/tree.c; integration is supervisor/wacp/integrate.c. */
+#include "supervisor/wacp/workspace.h"
+
+#include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/task.h"
+#include "supervisor/wacp/tree.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *const state_names[WS_NSTATES] = {
-    "idle", "active", "blocked", "migrating", "suspended", "integrating", "conflicted", "closed",
-    "failed",
-};
-
-const char *wacp_tree_state_name(enum ws_state s)
-{
-    return (unsigned)s < WS_NSTATES ? state_names[s] : "?";
-}
-
-/* PROTOCOL 6.3, row by row: FROM -> the states it may go to. Nothing else moves. */
-static const unsigned transitions[WS_NSTATES] = {
-    [WS_IDLE] = WS_BIT(WS_ACTIVE) | WS_BIT(WS_FAILED),
-    [WS_ACTIVE] = WS_BIT(WS_BLOCKED) | WS_BIT(WS_MIGRATING) | WS_BIT(WS_SUSPENDED) |
-                  WS_BIT(WS_INTEGRATING) | WS_BIT(WS_FAILED),
-    [WS_BLOCKED] = WS_BIT(WS_ACTIVE) | WS_BIT(WS_MIGRATING) | WS_BIT(WS_SUSPENDED) | WS_BIT(WS_FAILED),
-    [WS_MIGRATING] = WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | WS_BIT(WS_FAILED),
-    [WS_SUSPENDED] = WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | WS_BIT(WS_FAILED),
-    [WS_INTEGRATING] = WS_BIT(WS_CLOSED) | WS_BIT(WS_CONFLICTED) | WS_BIT(WS_FAILED),
-    [WS_CONFLICTED] = WS_BIT(WS_CLOSED) | WS_BIT(WS_FAILED),
-    [WS_CLOSED] = 0,
-    [WS_FAILED] = 0,
-};
-
-bool wacp_tree_transition_ok(enum ws_state from, enum ws_state to)
-{
-    return (unsigned)from < WS_NSTATES && (unsigned)to < WS_NSTATES &&
-           (transitions[from] & WS_BIT(to)) != 0;
-}
-
-struct wacp_ws *wacp_tree_find(const struct wacp *w, const char *id)
-{
-    if (!id)
-        return NULL;
-    for (size_t i = 0; i < w->n_ws; i++)
-        if (!strcmp(w->ws[i]->id, id))
-            return w->ws[i];
-    return NULL;
-}
-
-struct wacp_ws *wacp_tree_root(const struct wacp *w)
-{
-    return w->n_ws ? w->ws[0] : NULL;
-}
-
-bool wacp_tree_is_ancestor(const struct wacp_ws *a, const struct wacp_ws *d)
-{
-    for (const struct wacp_ws *p = d ? d->parent : NULL; p; p = p->parent)
-        if (p == a)
-            return true;
-    return false;
-}
-
-bool wacp_tree_visible(const struct wacp_ws *caller, const struct wacp_ws *ws)
-{
-    if (!ws)
-        return false;
-    if (caller == ws || wacp_tree_is_coordinator(caller))
-        return true;
-    return caller->delegate && wacp_tree_is_ancestor(caller, ws);
-}
-
-bool wacp_tree_governs(const struct wacp_ws *caller, const struct wacp_ws *ws)
-{
-    if (!ws || caller == ws || !ws->parent)
-        return false;
-    if (wacp_tree_is_coordinator(caller))
-        return true;
-    return caller->delegate && wacp_tree_is_ancestor(caller, ws);
-}
-
-static bool terminal(enum ws_state s)
-{
-    return s == WS_CLOSED || s == WS_FAILED;
-}
-
-void wacp_tree_free(struct wacp_ws *ws)
-{
-    if (!ws)
-        return;
-    free(ws->agent);
-    free(ws->role);
-    free(ws->dir);
-    free(ws->owner);
-    free(ws->originator);
-    cJSON_Delete(ws->directive);
-    cJSON_Delete(ws->context);
-    wacp_files_manifest_clear(&ws->base);
-    wacp_files_manifest_clear(&ws->conflicts);
-    free(ws);
-}
-
-/* The children of WS when it ends: within its owner they fail too; another owner's are
- * reparented to the root (PROTOCOL 6.5, User spec 4.4); when the root ends, all fail. */
-static int cascade(struct wacp *w, struct wacp_ws *ws, const char *why)
-{
-    struct wacp_ws *root = wacp_tree_root(w);
-    for (size_t i = 0; i < w->n_ws; i++) {
-        struct wacp_ws *c = w->ws[i];
-        if (c->parent != ws || terminal(c->state))
-            continue;
-        if (ws == root || !strcmp(c->owner, ws->owner)) {
-            if (wacp_tree_set_state(w, c, WS_FAILED, "protocol", why) < 0)
-                return -EIO;
-            continue;
-        }
-        cJSON *b = wacp_core_obj();
-        wacp_core_add_str(b, "workspace_id", c->id);
-        wacp_core_add_str(b, "from_parent", ws->id);
-        wacp_core_add_str(b, "to_parent", root->id);
-        wacp_core_add_str(b, "owner", c->owner);
-        wacp_core_add_str(b, "reason", "cross_owner_abort");
-        int r = wacp_core_rec(w, c->id, "protocol", "workspace_reparented", b);
-        cJSON_Delete(b);
-        if (r < 0)
-            return r;
-        c->parent = root;
-    }
-    return 0;
-}
-
-int wacp_tree_set_state(struct wacp *w, struct wacp_ws *ws, enum ws_state to, const char *actor,
-                 const char *reason)
-{
-    if (!wacp_tree_transition_ok(ws->state, to))
-        return -EINVAL;
-    cJSON *b = wacp_core_obj();
-    wacp_core_add_str(b, "workspace_id", ws->id);
-    wacp_core_add_str(b, "from", wacp_tree_state_name(ws->state));
-    wacp_core_add_str(b, "to", wacp_tree_state_name(to));
-    wacp_core_add_str(b, "reason", reason);
-    int r = wacp_core_rec(w, ws->id, actor, "workspace_state_changed", b);
-    cJSON_Delete(b);
-    if (r < 0)
-        return r;
-    enum ws_state from = ws->state;
-    uint64_t now = wacp_core_now_ms();
-    if (to == WS_SUSPENDED || to == WS_MIGRATING) {
-        ws->saved = from;
-        ws->suspended_at_ms = now;
-    }
-    if (from == WS_SUSPENDED && ws->deadline_ms && now > ws->suspended_at_ms)
-        ws->deadline_ms += now - ws->suspended_at_ms; /* the meter pauses while suspended */
-    ws->state = to;
-    if (reason)
-        snprintf(ws->end_reason, sizeof(ws->end_reason), "%s", reason);
-    wacp_task_follow(w, ws, to);
-    if (!terminal(to))
-        return 0;
-    wacp_envelope_drop_for(w, ws);
-    r = cascade(w, ws, to == WS_FAILED ? "parent_failed" : "parent_closed");
-    if (!ws->stopped) {
-        ws->stopped = true;
-        w->h.stop(w->h.data, ws->id, reason ? reason : wacp_tree_state_name(to));
-    }
-    return r;
-}
-
-cJSON *wacp_tree_ws_json(const struct wacp_ws *ws)
-{
-    cJSON *o = wacp_core_obj();
-    if (!o)
-        return NULL;
-    wacp_core_add_str(o, "workspace_id", ws->id);
-    wacp_core_add_str(o, "parent", ws->parent ? ws->parent->id : NULL);
-    wacp_core_add_str(o, "state", wacp_tree_state_name(ws->state));
-    wacp_core_add_str(o, "role", ws->role);
-    wacp_core_add_str(o, "agent", ws->agent);
-    wacp_core_add_str(o, "owner", ws->owner);
-    wacp_core_add_str(o, "originator", ws->originator);
-    wacp_core_add_str(o, "task", ws->task);
-    wacp_core_add_str(o, "directive_envelope", ws->directive_env);
-    cJSON_AddBoolToObject(o, "delegate", ws->delegate);
-    cJSON_AddNumberToObject(o, "checkpoints", (double)ws->n_checkpoints);
-    wacp_core_add_str(o, "checkpoint_head", ws->head);
-    cJSON_AddNumberToObject(o, "inbox", (double)ws->inbox);
-    if (terminal(ws->state))
-        wacp_core_add_str(o, "reason", ws->end_reason);
-    cJSON *bu = cJSON_AddObjectToObject(o, "budgets");
-    if (bu) {
-        cJSON_AddNumberToObject(bu, "memory", (double)ws->budgets.memory);
-        cJSON_AddNumberToObject(bu, "pids", (double)ws->budgets.pids);
-        cJSON_AddNumberToObject(bu, "cpus", ws->budgets.cpus);
-        cJSON_AddNumberToObject(bu, "wall_time", ws->budgets.wall_time);
-    }
-    return o;
-}
 
 /* ---- creation */
 
@@ -560,9 +380,8 @@ int wacp_workspace_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p
     return 0;
 }
 
-/* The target of a governing method: visible (else not found: ids do not leak), governed. */
-static struct wacp_ws *target_of(struct wacp *w, struct wacp_ws *c, const cJSON *p, const char *m,
-                                 const char *cap, struct wacp_err *e)
+struct wacp_ws *wacp_workspace_target_of(struct wacp *w, struct wacp_ws *c, const cJSON *p,
+                                         const char *m, const char *cap, struct wacp_err *e)
 {
     const char *id = cJSON_GetObjectItemCaseSensitive(p, "workspace")->valuestring;
     struct wacp_ws *t = wacp_tree_find(w, id);
@@ -579,7 +398,7 @@ static struct wacp_ws *target_of(struct wacp *w, struct wacp_ws *c, const cJSON 
     return t;
 }
 
-static cJSON *state_result(const struct wacp_ws *t)
+cJSON *wacp_workspace_state_result(const struct wacp_ws *t)
 {
     cJSON *o = wacp_core_obj();
     wacp_core_add_str(o, "workspace_id", t->id);
@@ -591,10 +410,10 @@ int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *
                     struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.abort";
-    struct wacp_ws *t = target_of(w, c, p, M, "abort_workspace", e);
+    struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
     if (!t)
         return -1;
-    if (terminal(t->state))
+    if (wacp_tree_terminal(t->state))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
                          "workspace %s is %s already; terminal workspaces never change", t->id,
                          wacp_tree_state_name(t->state));
@@ -603,7 +422,7 @@ int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *
     snprintf(reason, sizeof(reason), "aborted%s%.60s", rj ? ": " : "", rj ? rj->valuestring : "");
     if (wacp_tree_set_state(w, t, WS_FAILED, c->role, reason) < 0)
         return wacp_core_trail_err(e);
-    *res = state_result(t);
+    *res = wacp_workspace_state_result(t);
     return 0;
 }
 
@@ -611,7 +430,7 @@ int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON
                       struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.suspend";
-    struct wacp_ws *t = target_of(w, c, p, M, "abort_workspace", e);
+    struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
     if (!t)
         return -1;
     if (!wacp_tree_transition_ok(t->state, WS_SUSPENDED))
@@ -622,7 +441,7 @@ int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON
     if (wacp_signal_emit(w, c, c->role, "suspend", NULL, t->id, NULL, false, sid) < 0 ||
         wacp_tree_set_state(w, t, WS_SUSPENDED, c->role, "suspended") < 0)
         return wacp_core_trail_err(e);
-    *res = state_result(t);
+    *res = wacp_workspace_state_result(t);
     return 0;
 }
 
@@ -630,7 +449,7 @@ int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON 
                      struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.resume";
-    struct wacp_ws *t = target_of(w, c, p, M, "abort_workspace", e);
+    struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
     if (!t)
         return -1;
     if (t->state != WS_SUSPENDED)
@@ -639,7 +458,7 @@ int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON 
     if (wacp_tree_set_state(w, t, t->saved, c->role, "resumed") < 0)
         return wacp_core_trail_err(e);
     wacp_envelope_flush(w, t); /* what queued while it was suspended, in creation order */
-    *res = state_result(t);
+    *res = wacp_workspace_state_result(t);
     return 0;
 }
 
@@ -651,14 +470,14 @@ int wacp_workspace_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSO
     if (!wacp_tree_is_coordinator(c))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "ownership is transferred by the coordinator only");
-    struct wacp_ws *t = target_of(w, c, p, M, NULL, e);
+    struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, NULL, e);
     if (!t)
         return -1;
     const char *owner = cJSON_GetObjectItemCaseSensitive(p, "owner")->valuestring;
     if (!user_id_ok(owner))
         return wacp_core_fail(e, -32602, "invalid_params",
                          "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
-    if (terminal(t->state))
+    if (wacp_tree_terminal(t->state))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
                          "workspace %s is %s: terminal workspaces never change", t->id,
                          wacp_tree_state_name(t->state));
@@ -677,211 +496,9 @@ int wacp_workspace_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSO
     }
     free(t->owner);
     t->owner = o;
-    *res = state_result(t);
+    *res = wacp_workspace_state_result(t);
     wacp_core_add_str(*res, "owner", t->owner);
     return 0;
-}
-
-/* ---- integration (PROTOCOL 7.4-7.8, integration spec) */
-
-static cJSON *paths_json(const struct wacp_manifest *m, bool conflicts)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < m->n; i++) {
-        if (!conflicts) {
-            cJSON_AddItemToArray(a, cJSON_CreateString(m->v[i].path));
-            continue;
-        }
-        cJSON *o = wacp_core_obj();
-        wacp_core_add_str(o, "type", "content_overlap");
-        wacp_core_add_str(o, "path", m->v[i].path);
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
-}
-
-static cJSON *integ_result(const struct wacp_ws *t, const struct wacp_manifest *conflicts,
-                           const struct wacp_manifest *applied)
-{
-    static const struct wacp_manifest none = {0};
-    cJSON *o = state_result(t);
-    cJSON_AddItemToObject(o, "conflicts", paths_json(conflicts ? conflicts : &none, true));
-    cJSON_AddItemToObject(o, "files_applied", paths_json(applied ? applied : &none, false));
-    return o;
-}
-
-/* Applies CP's files to the parent's directory minus SKIP, then integration_completed and
- * closed. An apply that fails midway fails the workspace (integration error). */
-static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
-                       const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
-                       const char *strategy, cJSON **res, struct wacp_err *e)
-{
-    struct cerr ce = {0};
-    struct wacp_manifest applied = {0};
-    for (size_t i = 0; i < cp->files.n; i++)
-        if (!wacp_files_manifest_get(skip, cp->files.v[i].path) &&
-            wacp_files_manifest_add(&applied, cp->files.v[i].path, "", 0) < 0) {
-            wacp_files_manifest_clear(&applied);
-            return wacp_core_fail(e, -32603, "internal", "out of memory");
-        }
-    if (wacp_files_apply(t->parent->dir, &cp->files, skip, w->objects_dir, &ce) < 0) {
-        wacp_files_manifest_clear(&applied);
-        if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-            return wacp_core_trail_err(e);
-        *res = integ_result(t, NULL, NULL);
-        wacp_core_add_str(*res, "error", ce.msg);
-        return 0;
-    }
-    cJSON *b = wacp_core_obj();
-    wacp_core_add_str(b, "workspace_id", t->id);
-    wacp_core_add_str(b, "checkpoint_id", cp->id);
-    wacp_core_add_str(b, "strategy", strategy);
-    wacp_core_add_str(b, "mode", "normal");
-    wacp_core_add_str(b, "into", t->parent->id);
-    cJSON_AddItemToObject(b, "files_applied", paths_json(&applied, false));
-    int r = wacp_core_rec(w, t->id, c->role, "integration_completed", b);
-    cJSON_Delete(b);
-    if (r < 0 || wacp_tree_set_state(w, t, WS_CLOSED, c->role, "integrated") < 0) {
-        wacp_files_manifest_clear(&applied);
-        return wacp_core_trail_err(e);
-    }
-    w->sum.integrations++;
-    *res = integ_result(t, NULL, &applied);
-    wacp_files_manifest_clear(&applied);
-    return 0;
-}
-
-int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                        struct wacp_err *e)
-{
-    static const char M[] = "wacp/integrate";
-    struct wacp_ws *t = target_of(w, c, p, M, "integrate", e);
-    if (!t)
-        return -1;
-    const char *decision = cJSON_GetObjectItemCaseSensitive(p, "decision")->valuestring;
-    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(p, "strategy");
-    const char *strategy = sj ? sj->valuestring : "direct";
-    bool accept = !strcmp(decision, "accept");
-    if (!accept && strcmp(decision, "revise") && strcmp(decision, "reject"))
-        return wacp_core_fail(e, -32602, "invalid_params",
-                         "decision must be \"accept\", \"revise\" or \"reject\"");
-    if (strcmp(strategy, "direct") && strcmp(strategy, "layered")) {
-        if (!strcmp(strategy, "evaluated"))
-            return wacp_core_fail(e, -32602, "unsupported_strategy",
-                             "the evaluated strategy is the coordinator's own merge: read both "
-                             "states, write the result, and integrate with \"direct\"");
-        return wacp_core_fail(e, -32602, "invalid_params", "strategy must be \"direct\" or \"layered\"");
-    }
-    if (t->state != WS_INTEGRATING)
-        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s; integration takes a workspace that emitted complete "
-                         "(integrating)", t->id, wacp_tree_state_name(t->state));
-    if (!accept) {
-        /* No backward transitions: revise and reject fail the workspace (PROTOCOL 7.4). */
-        if (wacp_tree_set_state(w, t, WS_FAILED, c->role,
-                         !strcmp(decision, "revise") ? "revision_required" : "rejected") < 0)
-            return wacp_core_trail_err(e);
-        *res = integ_result(t, NULL, NULL);
-        return 0;
-    }
-    const cJSON *cj = cJSON_GetObjectItemCaseSensitive(p, "checkpoint");
-    if (!t->final_cp[0])
-        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "no_final_checkpoint",
-                         "workspace %s has no final checkpoint to integrate; revise or reject it",
-                         t->id);
-    if (cj && strcmp(cj->valuestring, t->final_cp))
-        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "not_final_checkpoint",
-                         "integration uses the most recent final checkpoint of %s, which is %s",
-                         t->id, t->final_cp);
-    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
-    if (!cp)
-        return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
-    char sid[WACP_ID_LEN];
-    if (wacp_signal_emit(w, c, c->role, "integrate", NULL, t->id, NULL, false, sid) < 0)
-        return wacp_core_trail_err(e);
-    cJSON *b = wacp_core_obj();
-    wacp_core_add_str(b, "workspace_id", t->id);
-    wacp_core_add_str(b, "checkpoint_id", cp->id);
-    wacp_core_add_str(b, "strategy", strategy);
-    wacp_core_add_str(b, "mode", "normal");
-    wacp_core_add_str(b, "into", t->parent->id);
-    int r = wacp_core_rec(w, t->id, c->role, "integration_started", b);
-    cJSON_Delete(b);
-    if (r < 0)
-        return wacp_core_trail_err(e);
-    if (!strcmp(strategy, "layered")) {
-        struct wacp_manifest over = {0};
-        struct cerr ce = {0};
-        if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0) {
-            wacp_files_manifest_clear(&over);
-            if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-                return wacp_core_trail_err(e);
-            *res = integ_result(t, NULL, NULL);
-            wacp_core_add_str(*res, "error", ce.msg);
-            return 0;
-        }
-        if (over.n) {
-            b = wacp_core_obj();
-            wacp_core_add_str(b, "workspace_id", t->id);
-            wacp_core_add_str(b, "checkpoint_id", cp->id);
-            cJSON_AddItemToObject(b, "conflicts", paths_json(&over, true));
-            r = wacp_core_rec(w, t->id, c->role, "conflict_detected", b);
-            cJSON_Delete(b);
-            if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role, "content_overlap") < 0) {
-                wacp_files_manifest_clear(&over);
-                return wacp_core_trail_err(e);
-            }
-            wacp_files_manifest_clear(&t->conflicts);
-            t->conflicts = over;
-            w->sum.conflicts++;
-            *res = integ_result(t, &t->conflicts, NULL);
-            return 0;
-        }
-    }
-    return merge_close(w, c, t, cp, NULL, strategy, res, e);
-}
-
-int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                      struct wacp_err *e)
-{
-    static const char M[] = "wacp/conflict.resolve";
-    struct wacp_ws *t = target_of(w, c, p, M, "integrate", e);
-    if (!t)
-        return -1;
-    const char *how = cJSON_GetObjectItemCaseSensitive(p, "resolution")->valuestring;
-    const cJSON *pj = cJSON_GetObjectItemCaseSensitive(p, "prefer");
-    const char *prefer = pj ? pj->valuestring : "child";
-    bool rework = !strcmp(how, "agent_rework");
-    if (!rework && strcmp(how, "coordinator_resolve"))
-        return wacp_core_fail(e, -32602, !strcmp(how, "escalate") ? "unsupported_resolution" : "invalid_params",
-                         "resolution must be \"coordinator_resolve\" or \"agent_rework\" (escalation "
-                         "to a human goes through the highway, not built yet)");
-    if (strcmp(prefer, "child") && strcmp(prefer, "parent"))
-        return wacp_core_fail(e, -32602, "invalid_params", "prefer must be \"child\" or \"parent\"");
-    if (t->state != WS_CONFLICTED)
-        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s, not conflicted", t->id, wacp_tree_state_name(t->state));
-    cJSON *b = wacp_core_obj();
-    wacp_core_add_str(b, "workspace_id", t->id);
-    wacp_core_add_str(b, "resolution", how);
-    if (!rework)
-        wacp_core_add_str(b, "prefer", prefer);
-    cJSON_AddItemToObject(b, "conflicts", paths_json(&t->conflicts, true));
-    int r = wacp_core_rec(w, t->id, c->role, "conflict_resolved", b);
-    cJSON_Delete(b);
-    if (r < 0)
-        return wacp_core_trail_err(e);
-    if (rework) {
-        if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "agent_rework") < 0)
-            return wacp_core_trail_err(e);
-        *res = integ_result(t, NULL, NULL);
-        return 0;
-    }
-    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
-    if (!cp)
-        return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
-    return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL, "layered",
-                       res, e);
 }
 
 /* ---- time */

@@ -6,7 +6,9 @@
 
 #include "policy/policy.h"
 #include "supervisor/wacp/wacp.h"
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
