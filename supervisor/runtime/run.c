@@ -6,6 +6,7 @@
 #include "supervisor/runtime/run.h"
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/exec_record.h"
@@ -347,7 +348,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     struct agent_config ac = {
         .name = s->id, .in_fd = s->from_agent, .out_fd = s->to_agent,
         .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->ctx,
-        .on_end = on_conn_end, .data = s, .wacp = on_wacp,
+        .on_end = on_conn_end, .data = s, .wacp = on_wacp, .on_message = dispatch_message,
     };
     rc = agent_new(r->host, &ac, &s->agent, err);
     if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN, on_pid_end, s) < 0) {

@@ -3,6 +3,7 @@
 #include "supervisor/runtime/serve.h"
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
@@ -217,7 +218,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         goto out;
     struct agent_config ac = {
         .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
-        .on_end = on_agent_end, .data = &s,
+        .on_end = on_agent_end, .data = &s, .on_message = dispatch_message,
     };
     r = agent_new(host, &ac, &agent, err);
     if (r < 0)
