@@ -516,82 +516,19 @@ static int add_entry(const struct trail_entry *te, void *data)
     return 0;
 }
 
-#define TRAIL_QUERY_DEFAULT 100
-#define TRAIL_QUERY_MAX 1000
-
-/* wacp/trail.query {workspace?, type?, limit?}: committed entries, per the caller's read scope
- * (PROTOCOL 9.2): the global trail for a role that reads it, else its own local trail only.
- * Outside its scope a caller sees an empty result, not an error (PROTOCOL 9.4). */
-static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, struct wacp_err *e)
+/* hooks.trail_query (wacp/trail.query, a row of the WACP method table): the run holds the trail,
+ * so it reads it, with a reader opened on first use. */
+static int hook_trail_query(void *data, const char *ws, const char *type, uint64_t limit,
+                            cJSON *entries, struct cerr *err)
 {
-    struct run *r = s->r;
-    if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p)) {
-        e->rpc_code = RPC_INVALID_PARAMS;
-        snprintf(e->code, sizeof(e->code), "invalid_params");
-        snprintf(e->msg, sizeof(e->msg), "wacp/trail.query takes an object {workspace?, type?, limit?}");
-        return -EINVAL;
-    }
-    const cJSON *it;
-    const char *ws = NULL, *type = NULL;
-    uint64_t limit = TRAIL_QUERY_DEFAULT;
-    const cJSON *obj = cJSON_IsObject(p) ? p : NULL;
-    cJSON_ArrayForEach(it, obj)
-    {
-        bool ok = true;
-        if (!strcmp(it->string, "workspace") && cJSON_IsString(it))
-            ws = it->valuestring;
-        else if (!strcmp(it->string, "type") && cJSON_IsString(it))
-            type = it->valuestring;
-        else if (!strcmp(it->string, "limit") && cJSON_IsNumber(it) && it->valuedouble >= 1 &&
-                 it->valuedouble <= TRAIL_QUERY_MAX && it->valuedouble == (double)(uint64_t)it->valuedouble)
-            limit = (uint64_t)it->valuedouble;
-        else
-            ok = false;
-        if (!ok) {
-            e->rpc_code = RPC_INVALID_PARAMS;
-            snprintf(e->code, sizeof(e->code), "invalid_params");
-            snprintf(e->msg, sizeof(e->msg),
-                     "wacp/trail.query: \"%.40s\" is not a parameter of the right type (workspace: string, type: string, limit: 1..%d)",
-                     it->string, TRAIL_QUERY_MAX);
-            return -EINVAL;
-        }
-    }
-    bool global = policy_role_can(&s->view, "read:global_trail") || policy_role_can(&s->view, "read:all_workspaces");
-    cJSON *entries = cJSON_CreateArray();
-    *result = cJSON_CreateObject();
-    if (!entries || !*result) {
-        cJSON_Delete(entries);
-        cJSON_Delete(*result);
-        *result = NULL;
-        e->rpc_code = RPC_INTERNAL_ERROR;
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
-        return -ENOMEM;
-    }
-    cJSON_AddItemToObject(*result, "entries", entries);
-    if (!global && ws && strcmp(ws, s->id))
-        return 0; /* outside its scope: nothing */
+    struct run *r = data;
     if (!r->reader) {
-        struct cerr ce = {0};
-        if (trail_reader_open(r->o->trail_path, &r->reader, &ce) < 0) {
-            cJSON_Delete(*result);
-            *result = NULL;
-            e->rpc_code = RPC_INTERNAL_ERROR;
-            snprintf(e->code, sizeof(e->code), "trail_unavailable");
-            snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
-            return -EIO;
-        }
+        int rc = trail_reader_open(r->o->trail_path, &r->reader, err);
+        if (rc < 0)
+            return rc;
     }
-    struct trail_filter f = {.workspace = global ? ws : s->id, .type = type, .limit = limit};
-    struct cerr ce = {0};
-    if (trail_query(r->reader, &f, add_entry, entries, &ce) < 0) {
-        cJSON_Delete(*result);
-        *result = NULL;
-        e->rpc_code = RPC_INTERNAL_ERROR;
-        snprintf(e->code, sizeof(e->code), "trail_unavailable");
-        snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
-        return -EIO;
-    }
-    return 0;
+    struct trail_filter f = {.workspace = ws, .type = type, .limit = limit};
+    return trail_query(r->reader, &f, add_entry, entries, err);
 }
 
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
@@ -599,8 +536,7 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
     struct run_ws *s = data;
     cJSON *result = NULL;
     struct wacp_err e = {0};
-    int rc = !strcmp(m->method, "wacp/trail.query") ? trail_query_method(s, m->params, &result, &e)
-                                                     : wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
+    int rc = wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
     if (rc == 0) {
         agent_reply(a, m->id, result);
         cJSON_Delete(result);
@@ -798,7 +734,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         .root_owner = o->owner, .redelivery_base_ms = o->redelivery_base_ms,
     };
     struct wacp_hooks wh = {.data = &r, .record = hook_record, .start = hook_start,
-                            .stop = hook_stop, .notify = hook_notify};
+                            .stop = hook_stop, .notify = hook_notify,
+                            .trail_query = hook_trail_query};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);

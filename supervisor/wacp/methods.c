@@ -8,6 +8,7 @@
 #include "supervisor/wacp/integrate.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
+#include "supervisor/wacp/trail_query.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
 
@@ -69,6 +70,7 @@ static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolutio
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
+#define ANY_STATE ((1u << WS_NSTATES) - 1)
 /* Sorted by name (bsearch). Who may act is each handler's check (role capability, rights,
  * the target's state); the table refuses what no caller may do in its own state: a terminal
  * workspace does nothing, a suspended or migrating one is frozen, an integrating one is read
@@ -88,6 +90,9 @@ static const struct method methods[] = {
     {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id},
     {"wacp/task.create", wacp_task_method_create, WORKING, p_task},
     {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none},
+    /* Reading the committed trail changes nothing: any state. Its parameters predate the
+     * table and keep their own checks and messages (params NULL: the handler checks). */
+    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL},
     {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason},
     {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create},
     {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none},
@@ -173,12 +178,14 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
     struct wacp_ws *c = wacp_tree_find(w, caller);
     if (!c)
         return wacp_core_fail(e, -32603, "internal", "the calling workspace is unknown to the model");
-    if (check_params(m, params, e) < 0)
+    if (m->params && check_params(m, params, e) < 0)
         return -1;
     if (!(m->states & WS_BIT(c->state)))
         return wacp_core_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
                          "%s is not allowed while your workspace is %s", m->name,
                          wacp_tree_state_name(c->state));
+    if (!m->params) /* the handler checks its own parameters, as given */
+        return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
     return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
 }
