@@ -40,7 +40,7 @@ void cerr_prefix(struct cerr *e, const char *fmt, ...)
     e->msg[pl + ol] = '\0';
 }
 
-void die(const char *fmt, ...)
+void util_die(const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
