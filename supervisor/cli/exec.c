@@ -472,20 +472,12 @@ int cli_exec(int argc, char **argv)
     if (o.workspace) {
         /* Tools as the role allows; commands run in sandboxes of their own, with the role's
          * command profile. */
-        struct serve_exec_opts so = {.workspace = o.workspace, .surface = view.surface,
-                                     .allow_commands = view.authority.commands,
-                                     .read_only = !view.authority.write,
-                                     .command_profile = &view.command_sandbox,
+        struct serve_exec_opts so = {.workspace = o.workspace, .view = &view,
                                      .timeout_sec = o.timeout, .trail = trail,
                                      .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
                                      .notify = notify,
                                      .sample_sec = trail ? SAMPLE_SEC : 0,
                                      .sample = sample_budgets, .sample_data = &sampler};
-        tool_limits_default(&so.limits);
-        policy_tool_limits_apply(&view, &so.limits);
-        struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
-        so.rules = rules;
-        so.n_rules = policy_tool_rules_fill(&view, rules, ARRAY_SIZE(rules));
         int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
         close(from_agent[0]);

@@ -10,6 +10,7 @@
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/exec_record.h"
+#include "supervisor/runtime/role_tools.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
 #include "supervisor/trail/trail.h"
@@ -46,9 +47,9 @@ struct run_ws {
     struct agent *agent;
     int to_agent, from_agent; /* our ends of its stdin and stdout */
     int root_fd;
-    struct tool_ctx ctx;
+    struct role_tools tools;
+    char *root_host_path; /* the model's dir, kept alive with ours for the commands' binds */
     struct tool_session *session;
-    struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
     struct loop_watch pid_watch, grace_watch, wall_watch;
     bool exited, conn_ended, stopping, finalized;
     struct run_ws *next;
@@ -123,6 +124,7 @@ static void run_ws_free(struct run_ws *s)
     if (s->root_fd >= 0)
         close(s->root_fd);
     tool_session_free(s->session);
+    free(s->root_host_path);
     for (size_t i = 0; s->argv && s->argv[i]; i++)
         free(s->argv[i]);
     free(s->argv);
@@ -321,40 +323,28 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         run_ws_free(s);
         return cerr_set(err, e, "cannot open the workspace directory %s: %s", info->dir, strerror(e));
     }
-    tool_limits_default(&s->ctx.limits);
-    policy_tool_limits_apply(&s->view, &s->ctx.limits);
-    s->ctx.root_fd = s->root_fd;
-    s->ctx.root_host_path = NULL;
-    s->ctx.read_only = !s->view.authority.write;
-    s->ctx.allow_commands = s->view.authority.commands;
-    s->ctx.command_profile = &s->view.command_sandbox;
-    s->ctx.cgroup_parent = s->child;
-    s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
-    s->ctx.rules = s->rules;
-    s->ctx.session = s->session;
-    s->ctx.adopt_listener = handoff_adopt;
-    s->ctx.adopt_data = r->cmd_denials;
-    s->ctx.adopt_tag = s->id;
     /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
-    char *dir = strdup(info->dir);
-    if (!dir) {
+    s->root_host_path = strdup(info->dir);
+    if (!s->root_host_path) {
         sandbox_child_signal(s->child, SIGKILL);
         run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
     }
-    s->ctx.root_host_path = dir;
+    struct role_tools_opts to = {.view = &s->view, .root_fd = s->root_fd,
+                                 .root_host_path = s->root_host_path, .cgroup_parent = s->child,
+                                 .session = s->session, .denials = r->cmd_denials, .tag = s->id};
+    role_tools_init(&s->tools, &to);
 
     const struct tool_surface *surface = tool_surface_find(s->view.surface);
     struct agent_config ac = {
         .name = s->id, .in_fd = s->from_agent, .out_fd = s->to_agent,
-        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->ctx,
+        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->tools.ctx,
         .on_end = on_conn_end, .data = s, .wacp = on_wacp, .on_message = dispatch_message,
     };
     rc = agent_new(r->host, &ac, &s->agent, err);
     if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN, on_pid_end, s) < 0) {
         agent_free(s->agent);
         sandbox_child_signal(s->child, SIGKILL);
-        free(dir);
         run_ws_free(s);
         return rc < 0 ? rc : cerr_set(err, EIO, "cannot watch the agent's sandbox");
     }
@@ -815,7 +805,6 @@ out:
     agent_host_free(r.host);
     for (struct run_ws *s = r.list, *next; s; s = next) {
         next = s->next;
-        free((char *)s->ctx.root_host_path);
         run_ws_free(s);
     }
     wacp_free(r.w);

@@ -8,6 +8,7 @@
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
 #include "supervisor/listeners/listener.h"
+#include "supervisor/runtime/role_tools.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -159,7 +160,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
 {
     if (timed_out)
         *timed_out = false;
-    const char *surface_name = o->surface ? o->surface : "wap";
+    const char *surface_name = o->view->surface ? o->view->surface : "wap";
     const struct tool_surface *surface = tool_surface_find(surface_name);
     if (!surface)
         return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
@@ -167,25 +168,11 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (root_fd < 0)
         return root_fd;
 
-    struct tool_ctx ctx = {
-        .root_fd = root_fd,
-        .root_host_path = o->workspace,
-        .limits = o->limits,
-        .read_only = o->read_only,
-        .allow_commands = o->allow_commands,
-        .command_profile = o->command_profile,
-        .cgroup_parent = child,
-        .rules = o->rules,
-        .n_rules = o->n_rules,
-    };
-    if (ctx.limits.max_file_size == 0)
-        tool_limits_default(&ctx.limits);
-
     _cleanup_(tool_session_freep) struct tool_session *session = NULL;
     int sr = tool_session_new(&session);
     if (sr < 0)
         return cerr_set(err, sr, "out of memory for the tool session");
-    ctx.session = session;
+    struct role_tools tools;
 
     struct serve_state s = {.child = child, .sig_fd = -1, .o = o};
     /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
@@ -205,10 +192,12 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         r = handoff_new(s.loop, o->trail, &cmd_denials, err);
         if (r < 0)
             goto out;
-        ctx.adopt_listener = handoff_adopt;
-        ctx.adopt_data = cmd_denials;
-        ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
     }
+    struct role_tools_opts to = {.view = o->view, .root_fd = root_fd,
+                                 .root_host_path = o->workspace, .cgroup_parent = child,
+                                 .session = session, .denials = cmd_denials,
+                                 .tag = o->workspace_id ? o->workspace_id : "agent"};
+    role_tools_init(&tools, &to);
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
         goto out;
@@ -217,7 +206,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (r < 0)
         goto out;
     struct agent_config ac = {
-        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
+        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &tools.ctx,
         .on_end = on_agent_end, .data = &s, .on_message = dispatch_message,
     };
     r = agent_new(host, &ac, &agent, err);
