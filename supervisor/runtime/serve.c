@@ -1,5 +1,6 @@
-/* supervisor/runtime/serve.c: serve_exec: the general loop (loop.c, pool.c, agent.c) with one agent, its
- * sandbox's pidfd and an optional timeout timer, for `corral exec --workspace DIR`. */
+/* supervisor/runtime/serve.c: serve_exec: the supervision loop of `corral exec` (the event loop
+ * of supervisor/conn/loop.c): the sandbox's pidfd, forwarded signals, the timeout, budget
+ * samples and the seccomp listener, and with --workspace DIR its one agent (pool, agent). */
 #include "supervisor/runtime/serve.h"
 
 #include "supervisor/conn/agent.h"
@@ -160,33 +161,40 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
 {
     if (timed_out)
         *timed_out = false;
-    const char *surface_name = o->view->surface ? o->view->surface : "wap";
-    const struct tool_surface *surface = tool_surface_find(surface_name);
-    if (!surface)
-        return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
-    _cleanup_close_ int root_fd = open_workspace(o->workspace, err);
-    if (root_fd < 0)
-        return root_fd;
-
+    const struct tool_surface *surface = NULL;
+    _cleanup_close_ int root_fd = -1;
     _cleanup_(tool_session_freep) struct tool_session *session = NULL;
-    int sr = tool_session_new(&session);
-    if (sr < 0)
-        return cerr_set(err, sr, "out of memory for the tool session");
+    if (o->workspace) {
+        const char *surface_name = o->view->surface ? o->view->surface : "wap";
+        surface = tool_surface_find(surface_name);
+        if (!surface)
+            return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
+        root_fd = open_workspace(o->workspace, err);
+        if (root_fd < 0)
+            return root_fd;
+        int sr = tool_session_new(&session);
+        if (sr < 0)
+            return cerr_set(err, sr, "out of memory for the tool session");
+    }
     struct role_tools tools;
 
     struct serve_state s = {.child = child, .sig_fd = -1, .o = o};
     /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
-    sigaction(SIGPIPE, &ign, &old_pipe);
+    if (o->workspace)
+        sigaction(SIGPIPE, &ign, &old_pipe);
     struct pool *pool = NULL;
     struct handoff *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
-        sigaction(SIGPIPE, &old_pipe, NULL);
+        if (o->workspace)
+            sigaction(SIGPIPE, &old_pipe, NULL);
         return r;
     }
+    if (!o->workspace)
+        goto supervise; /* no agent: the sandbox alone (signals, budgets, timeout, denials) */
     if (o->trail) {
         /* Command sandboxes' denied system calls are recorded too, in this agent's workspace. */
         r = handoff_new(s.loop, o->trail, &cmd_denials, err);
@@ -212,6 +220,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     r = agent_new(host, &ac, &agent, err);
     if (r < 0)
         goto out;
+supervise:
     r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
     if (r < 0) {
         r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
@@ -251,7 +260,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         }
     }
     /* Until the sandbox has ended and no tool call still uses the workspace fd. */
-    while (!s.child_ended || agent_host_inflight(host) > 0) {
+    while (!s.child_ended || (host && agent_host_inflight(host) > 0)) {
         r = loop_run_once(s.loop, -1, err);
         if (r < 0) {
             kill_sandbox(&s);
@@ -277,7 +286,8 @@ out:
     handoff_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
     loop_free(s.loop);
-    sigaction(SIGPIPE, &old_pipe, NULL);
+    if (o->workspace)
+        sigaction(SIGPIPE, &old_pipe, NULL);
     if (timed_out)
         *timed_out = s.timed_out;
     return r < 0 ? r : 0;

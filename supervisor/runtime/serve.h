@@ -11,7 +11,8 @@ struct trail;
 struct listener;
 
 struct serve_exec_opts {
-    const char *workspace;        /* host directory served as the workspace root */
+    const char *workspace;        /* host directory served as the workspace root; NULL: no agent
+                                   * to serve, the sandbox alone is supervised */
     const struct policy_role_view *view; /* the role: surface, limits, tool rules, write,
                                           * commands (supervisor/runtime/role_tools.h) */
     size_t max_message;           /* bytes of one JSON-RPC line (default 8 MiB) */
