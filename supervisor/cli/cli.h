@@ -1,6 +1,6 @@
 /* supervisor/cli/cli.h: the subcommands of the `corral` CLI, one file each in supervisor/cli/.
  * Each takes the arguments after its own name (argv[0] is the subcommand) and returns the
- * process exit status of design.md section 3. */
+ * process exit status of docs/sandbox.md ("Exit status"). */
 #ifndef CORRAL_COMMANDS_H
 #define CORRAL_COMMANDS_H
 

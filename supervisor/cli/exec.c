@@ -1,6 +1,6 @@
 /* supervisor/cli/exec.c: `corral exec [options] -- PROGRAM [ARG...]`: run one program in a fresh
  * sandbox, like bwrap or nsjail, with corral's defaults (no network, budgets, minimal root,
- * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
+ * seccomp, no capabilities). The exit status is the program's own (docs/sandbox.md, "Exit status"). */
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/runtime/exec_record.h"
