@@ -201,7 +201,9 @@ for f in files:
     if os.path.basename(o) not in members or not os.path.exists(o):
         continue
     out = subprocess.run(['nm', '-g', '--defined-only', o], capture_output=True, text=True).stdout
-    objs[f] = [l.split()[-1] for l in out.splitlines() if len(l.split()) == 3]
+    # Sanitizers add their own (__odr_asan.NAME, __asan_*): not ours to name.
+    objs[f] = [l.split()[-1] for l in out.splitlines()
+               if len(l.split()) == 3 and not l.split()[-1].startswith('__')]
 
 
 def prefixes(src):
