@@ -44,7 +44,8 @@ static inline int steal_fd(int *fd)
     return r;
 }
 
-/* An error for a person: what failed and why, in one line, plus a negative errno-style code. */
+/* An error for a person: what failed and why, in one line, plus a negative errno-style code
+ * (common/cerr.c). */
 struct cerr {
     int code;
     char msg[768];
