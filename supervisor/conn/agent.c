@@ -60,6 +60,7 @@ struct agent {
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    void (*on_message)(struct agent *a, const struct rpc_msg *m);
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -442,7 +443,7 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
         a->st.requests++;
     else
         a->st.notifications++;
-    dispatch_message(a, &m);
+    a->on_message(a, &m);
     rpc_msg_clear(&m);
 }
 
@@ -770,8 +771,9 @@ static int set_nonblock(int fd)
 
 int agent_new(struct agent_host *h, const struct agent_config *c, struct agent **out, struct cerr *err)
 {
-    if (!c->surface || !c->tools || c->in_fd < 0 || c->out_fd < 0)
-        return cerr_set(err, EINVAL, "agent: a surface, a tool context and two fds are required");
+    if (!c->surface || !c->tools || !c->on_message || c->in_fd < 0 || c->out_fd < 0)
+        return cerr_set(err, EINVAL,
+                        "agent: a surface, a tool context, a message handler and two fds are required");
     struct agent *a = calloc(1, sizeof(*a));
     if (!a)
         return cerr_set(err, ENOMEM, "agent: out of memory");
@@ -784,6 +786,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->win.fd = a->wout.fd = -1;
     a->surface = c->surface;
     a->wacp = c->wacp;
+    a->on_message = c->on_message;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;

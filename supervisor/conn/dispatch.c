@@ -1,7 +1,7 @@
 /* supervisor/conn/dispatch.c: the method table of the agent protocol. Each method says whether it is a
  * request or a notification and whether it is permitted before initialize; the table refuses what
  * is not permitted now, so no handler checks it again. */
-#include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "tools/gate.h"
 
 #include <stdio.h>

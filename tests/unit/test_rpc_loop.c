@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/trail/internal.h"
 
@@ -135,7 +136,8 @@ static void client_connect(struct server *s, struct client *c)
     c->from_srv = b[0];
     fcntl(c->from_srv, F_SETFL, O_NONBLOCK);
     struct agent_config ac = {.name = "t", .in_fd = c->srv_in, .out_fd = c->srv_out,
-                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c};
+                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c,
+                              .on_message = dispatch_message};
     struct cerr err;
     assert_int_equal(agent_new(s->host, &ac, &c->agent, &err), 0);
 }
