@@ -363,8 +363,8 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
     (void)state;
     float a[VS_LOCAL_DIM], b[VS_LOCAL_DIM], c[VS_LOCAL_DIM];
     const char *t = "Feature hashing of words and trigrams";
-    assert_true(vs_embed_local(t, strlen(t), a));
-    assert_true(vs_embed_local(t, strlen(t), b));
+    assert_true(voltagent_index_embed_local(t, strlen(t), a));
+    assert_true(voltagent_index_embed_local(t, strlen(t), b));
     assert_memory_equal(a, b, sizeof(a));
     double norm = 0;
     for (int i = 0; i < VS_LOCAL_DIM; i++)
@@ -372,10 +372,10 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
     assert_true(fabs(norm - 1.0) < 1e-5);
     /* case and punctuation do not matter (upstream's tokens) */
     const char *u = "FEATURE hashing, of words AND trigrams!";
-    assert_true(vs_embed_local(u, strlen(u), c));
+    assert_true(voltagent_index_embed_local(u, strlen(u), c));
     assert_memory_equal(a, c, sizeof(a));
     /* no feature: all zero */
-    assert_false(vs_embed_local("!!! ...", 7, c));
+    assert_false(voltagent_index_embed_local("!!! ...", 7, c));
     for (int i = 0; i < VS_LOCAL_DIM; i++)
         assert_true(c[i] == 0.0f);
 }
@@ -383,39 +383,39 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
 static void index_caps_refuse_clearly(void **state)
 {
     (void)state;
-    struct vs_index *ix;
-    assert_int_equal(vs_index_new(2, 1 << 20, &ix), 0);
+    struct voltagent_index *ix;
+    assert_int_equal(voltagent_index_new(2, 1 << 20, &ix), 0);
     struct broker_err e = {0};
-    struct vs_doc *d[3];
+    struct voltagent_index_doc *d[3];
     for (int i = 0; i < 3; i++) {
         char id[8];
         snprintf(id, sizeof(id), "/d%d", i);
-        d[i] = vs_doc_new(id, strdup("some words"), 10, NULL, NULL, NULL, 0);
+        d[i] = voltagent_index_doc_new(id, strdup("some words"), 10, NULL, NULL, NULL, 0);
         assert_non_null(d[i]);
     }
     /* three documents into a two-document index: refused, nothing added */
-    assert_int_equal(vs_index_add(ix, d, 3, &e), -1);
+    assert_int_equal(voltagent_index_add(ix, d, 3, &e), -1);
     assert_int_equal(e.kind, BROKER_E_TOO_LARGE);
     assert_non_null(strstr(e.msg, "at most 2 documents"));
-    assert_int_equal(vs_index_count(ix), 0);
-    assert_int_equal(vs_index_add(ix, d, 2, &e), 0);
-    assert_int_equal(vs_index_count(ix), 2);
+    assert_int_equal(voltagent_index_count(ix), 0);
+    assert_int_equal(voltagent_index_add(ix, d, 2, &e), 0);
+    assert_int_equal(voltagent_index_count(ix), 2);
     /* replacing one keeps the count */
-    struct vs_doc *again = vs_doc_new("/d0", strdup("other words"), 11, NULL, NULL, NULL, 0);
-    assert_int_equal(vs_index_add(ix, &again, 1, &e), 0);
-    assert_int_equal(vs_index_count(ix), 2);
-    vs_doc_free(d[2]);
-    vs_index_free(ix);
+    struct voltagent_index_doc *again = voltagent_index_doc_new("/d0", strdup("other words"), 11, NULL, NULL, NULL, 0);
+    assert_int_equal(voltagent_index_add(ix, &again, 1, &e), 0);
+    assert_int_equal(voltagent_index_count(ix), 2);
+    voltagent_index_doc_free(d[2]);
+    voltagent_index_free(ix);
     /* bytes */
-    assert_int_equal(vs_index_new(100, 1000, &ix), 0);
+    assert_int_equal(voltagent_index_new(100, 1000, &ix), 0);
     char *big = malloc(2000);
     memset(big, 'a', 1999);
     big[1999] = '\0';
-    struct vs_doc *bd = vs_doc_new("/big", big, 1999, NULL, NULL, NULL, 0);
-    assert_int_equal(vs_index_add(ix, &bd, 1, &e), -1);
+    struct voltagent_index_doc *bd = voltagent_index_doc_new("/big", big, 1999, NULL, NULL, NULL, 0);
+    assert_int_equal(voltagent_index_add(ix, &bd, 1, &e), -1);
     assert_non_null(strstr(e.msg, "MiB"));
-    vs_doc_free(bd);
-    vs_index_free(ix);
+    voltagent_index_doc_free(bd);
+    voltagent_index_free(ix);
 }
 
 static void index_content_over_the_session_cap(void **state)

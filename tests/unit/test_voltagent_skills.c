@@ -94,14 +94,14 @@ static void skills_tree(struct fx *f)
 static void frontmatter_parses_like_gray_matter(void **state)
 {
     (void)state;
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     struct broker_err e = {0};
     const char *body;
     size_t bl;
     const char *t = "---\r\nname: 'quoted: yes'\r\ndescription: >\r\n  folded\r\n  text\r\nversion: 1.0\r\n"
                     "id: 2024-01-01\r\ntags: solo\r\nassets: [\"a.png\", 3, '', ../up.png, ~/x, \"b\\\\c.png\"]\r\n"
                     "---\r\n\r\n  Body here.  \r\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_string_equal(m.name, "quoted: yes");
     assert_string_equal(m.description, "folded text\n");
     /* plain 1.0 is a number and 2024-01-01 a date to js-yaml: not strings */
@@ -115,36 +115,36 @@ static void frontmatter_parses_like_gray_matter(void **state)
     assert_string_equal(m.assets[1], "b/c.png");
     assert_int_equal(bl, strlen("Body here."));
     assert_memory_equal(body, "Body here.", bl);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
 
     /* no front matter: all body */
     t = "# Title\nno matter\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_null(m.name);
     assert_int_equal(bl, strlen(t) - 1);
     /* unterminated: everything is front matter, the body is empty */
     t = "---\nname: x\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_string_equal(m.name, "x");
     assert_int_equal(bl, 0);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
     /* empty front matter */
     t = "---\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_null(m.name);
     /* bad YAML, a list instead of a mapping */
     t = "---\nname: [unclosed\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
     assert_int_equal(e.kind, BROKER_E_INVALID);
     assert_non_null(strstr(e.msg, "not valid YAML"));
     t = "---\n- a\n- b\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
     assert_non_null(strstr(e.msg, "mapping"));
     /* aliases are fine (not expanded beyond what is read) */
     t = "---\nx: &a [p.md, q.md]\nreferences: *a\n---\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_int_equal(m.n_references, 2);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
 }
 
 /* ---- discovery and listing ------------------------------------------------------------------ */

@@ -139,7 +139,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     }
     _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
     _cleanup_free_ const char **env = build_env(o);
-    /* No profile from the policy: the sandbox module's safe defaults (design.md section 7). */
+    /* No profile from the policy: the sandbox module's safe defaults (docs/sandbox.md, "What is visible inside"). */
     struct sandbox_profile dflt;
     const struct sandbox_profile *base = ctx->command_profile;
     if (!base) {

@@ -167,7 +167,7 @@ static int path_rel(struct call *c, const char *path, char **rel)
  * every read costs a pass over the file, so it is done only when a rule can ask for it. */
 static bool reads_matter(const struct tool_ctx *ctx)
 {
-    return tool_gate_reads_matter(&tool_surface_file, ctx);
+    return tool_gate_reads_matter(&file_tools_surface, ctx);
 }
 
 static void note_write(struct call *c, const char *rel)
@@ -773,7 +773,7 @@ static const struct tool_def defs[] = {
     {"file.list", TOOL_KIND_READ, false},    {"file.search", TOOL_KIND_READ, false},
 };
 
-const struct tool_surface tool_surface_file = {
+const struct tool_surface file_tools_surface = {
     .name = "file",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),

@@ -1,6 +1,6 @@
 /* tools/kward/diff.c: the unified diff in write_file's and edit_file's results: GNU diff -u in a
  * command sandbox, and the counting of its output.
- * Why GNU diff and not a diff of our own: a maintained tool (design.md section 8), no second
+ * Why GNU diff and not a diff of our own: a maintained tool (docs/protocol-kward.md), no second
  * diff algorithm to keep correct. Why in a sandbox: it reads untrusted workspace bytes. The new
  * text goes to its stdin and is written to the sandbox's private /tmp; the old file is read
  * where it lies, /workspace/REL, bound read-only; so the diff exists before the write is

@@ -1707,7 +1707,7 @@ static const struct tool_def defs[] = {
     {"edit_file", TOOL_KIND_WRITE, true},         {"run_shell_command", TOOL_KIND_COMMAND, false},
 };
 
-const struct tool_surface tool_surface_kward = {
+const struct tool_surface kward_surface = {
     .name = "kward",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),

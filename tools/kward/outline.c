@@ -2,7 +2,7 @@
  * text in a command sandbox, its JSON lines parsed here as untrusted and mapped onto the seed's
  * declaration kinds.
  * Why ctags and not patterns of our own: a maintained parser per language knows declarations a
- * line pattern misses or invents (design.md section 8: well-kept tools over hand-written code).
+ * line pattern misses or invents (docs/protocol-kward.md: well-kept tools over hand-written code).
  * Why in a sandbox: ctags is a full parser of untrusted workspace bytes, so it runs where a bug
  * in it can reach nothing (no network, the workspace read-only, the policy's limits); the cost
  * is one sandbox start per outline, up to eight per context_for_task call (figures in

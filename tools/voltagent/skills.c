@@ -41,7 +41,7 @@ static void strv_free(char **v, size_t n)
     free(v);
 }
 
-void vs_skill_meta_clear(struct vs_skill_meta *m)
+void voltagent_skills_meta_clear(struct voltagent_skill_meta *m)
 {
     if (!m)
         return;
@@ -213,7 +213,7 @@ static void trim_span(const char **s, size_t *n)
         (*n)--;
 }
 
-int vs_skill_frontmatter(const char *text, size_t len, struct vs_skill_meta *m, const char **body,
+int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m, const char **body,
                          size_t *body_len, struct broker_err *e)
 {
     memset(m, 0, sizeof(*m));
@@ -300,7 +300,7 @@ out:
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc < 0)
-        vs_skill_meta_clear(m);
+        voltagent_skills_meta_clear(m);
     return rc;
 }
 
@@ -324,7 +324,7 @@ static int push_unique(char ***v, size_t *n, const char *s, size_t len)
     return 0;
 }
 
-static int infer_lists(const char *body, size_t len, struct vs_skill_meta *inf)
+static int infer_lists(const char *body, size_t len, struct voltagent_skill_meta *inf)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         /* [text](target): a '[' with at least one character before its ']'. */
@@ -390,28 +390,28 @@ static int infer_lists(const char *body, size_t len, struct vs_skill_meta *inf)
 /* ---- skills --------------------------------------------------------------------------------- */
 
 struct skill {
-    struct vs_skill_meta m; /* id and name always set here */
+    struct voltagent_skill_meta m; /* id and name always set here */
     char *path;             /* "/skills/pdf/SKILL.md" */
     char *root;             /* "/skills/pdf" */
 };
 
-struct vs_skills {
+struct voltagent_skills {
     struct skill *v;
     size_t n;
     bool discovered;
     char **active; /* ids, in activation order */
     size_t n_active;
-    struct vs_index *index; /* built on the first search after a discovery */
+    struct voltagent_index *index; /* built on the first search after a discovery */
 };
 
 static void skill_clear(struct skill *s)
 {
-    vs_skill_meta_clear(&s->m);
+    voltagent_skills_meta_clear(&s->m);
     free(s->path);
     free(s->root);
 }
 
-static void skills_clear_list(struct vs_skills *s)
+static void skills_clear_list(struct voltagent_skills *s)
 {
     for (size_t i = 0; i < s->n; i++)
         skill_clear(&s->v[i]);
@@ -420,13 +420,13 @@ static void skills_clear_list(struct vs_skills *s)
     s->n = 0;
 }
 
-void vs_skills_free(struct vs_skills *s)
+void voltagent_skills_free(struct voltagent_skills *s)
 {
     if (!s)
         return;
     skills_clear_list(s);
     strv_free(s->active, s->n_active);
-    vs_index_free(s->index);
+    voltagent_index_free(s->index);
     free(s);
 }
 
@@ -438,7 +438,7 @@ static const char *base_name(const char *p)
 
 /* A skill's file read and parsed: the front matter, the lists it leaves out filled from the
  * instructions' links (as upstream), the instructions in *body (malloc'd, may be NULL). */
-static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct vs_skill_meta *m,
+static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct voltagent_skill_meta *m,
                            char **body, struct broker_err *e)
 {
     struct broker_read_opts ro = {.max_bytes = SKILL_MAX_FILE_BYTES};
@@ -452,9 +452,9 @@ static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct 
     }
     const char *b;
     size_t bl;
-    int r = vs_skill_frontmatter(rr.content, rr.len, m, &b, &bl, e);
+    int r = voltagent_skills_frontmatter(rr.content, rr.len, m, &b, &bl, e);
     if (r == 0) {
-        struct vs_skill_meta inf = {0};
+        struct voltagent_skill_meta inf = {0};
         if (infer_lists(b, bl, &inf) < 0) {
             r = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
         } else {
@@ -470,12 +470,12 @@ static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct 
             TAKE(assets)
 #undef TAKE
         }
-        vs_skill_meta_clear(&inf);
+        voltagent_skills_meta_clear(&inf);
         if (r == 0 && body && !(*body = strndup(b, bl)))
             r = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
     }
     if (r < 0)
-        vs_skill_meta_clear(m);
+        voltagent_skills_meta_clear(m);
     broker_read_result_clear(&rr);
     return r;
 }
@@ -604,8 +604,10 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
     if (!st)
         return -ENOMEM;
     tool_session_lock(ctx->session);
-    if (!st->skills)
+    if (!st->skills) {
         st->skills = calloc(1, sizeof(*st->skills));
+        st->skills_free = voltagent_skills_free;
+    }
     bool need = st->skills && (refresh || !st->skills->discovered);
     bool made = st->skills != NULL;
     tool_session_unlock(ctx->session);
@@ -619,12 +621,12 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
     if (r < 0)
         return r;
     tool_session_lock(ctx->session);
-    struct vs_skills *sk = st->skills;
+    struct voltagent_skills *sk = st->skills;
     skills_clear_list(sk);
     sk->v = v;
     sk->n = n;
     sk->discovered = true;
-    vs_index_free(sk->index);
+    voltagent_index_free(sk->index);
     sk->index = NULL;
     tool_session_unlock(ctx->session);
     return 0;
@@ -632,7 +634,7 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
 
 /* Upstream's resolveSkillId: an id, else a name (case-insensitive; the first skill of that
  * name). Under the lock. */
-static const struct skill *resolve(const struct vs_skills *sk, const char *ident)
+static const struct skill *resolve(const struct voltagent_skills *sk, const char *ident)
 {
     _cleanup_free_ char *t = trim_dup(ident);
     if (!t || !*t)
@@ -646,7 +648,7 @@ static const struct skill *resolve(const struct vs_skills *sk, const char *ident
     return NULL;
 }
 
-static bool is_active(const struct vs_skills *sk, const char *id)
+static bool is_active(const struct voltagent_skills *sk, const char *id)
 {
     for (size_t i = 0; i < sk->n_active; i++)
         if (!strcmp(sk->active[i], id))
@@ -692,7 +694,7 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t, const 
 
 static cJSON *text_result(struct text *t)
 {
-    cJSON *o = t->failed ? NULL : vs_output(t->s ? t->s : "");
+    cJSON *o = t->failed ? NULL : voltagent_index_output(t->s ? t->s : "");
     free(t->s);
     t->s = NULL;
     return o;
@@ -752,12 +754,12 @@ static cJSON *skill_json(const struct skill *s, bool active)
 
 /* ---- the tools ------------------------------------------------------------------------------ */
 
-static const struct vs_param list_params[] = {
+static const struct voltagent_index_param list_params[] = {
     {"refresh", VS_BOOL, false, "Refresh skill discovery"},
     {"active_only", VS_BOOL, false, "Only list active skills"},
 };
 enum { S_QUERY, S_MODE, S_TOP_K, S_SNIPPET, S_LEX, S_VEC };
-static const struct vs_param search_params[] = {
+static const struct voltagent_index_param search_params[] = {
     {"query", VS_STR, true, "Search query"},
     {"mode", VS_MODE, false, "Search mode"},
     {"top_k", VS_INT, false, "Number of results (default: 10)"},
@@ -765,23 +767,23 @@ static const struct vs_param search_params[] = {
     {"lexical_weight", VS_NUM, false, "Hybrid lexical weight"},
     {"vector_weight", VS_NUM, false, "Hybrid vector weight"},
 };
-static const struct vs_param id_params[] = {
+static const struct voltagent_index_param id_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
 };
-static const struct vs_param ref_params[] = {
+static const struct voltagent_index_param ref_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"reference", VS_STR, true, "Reference file path"},
 };
-static const struct vs_param script_params[] = {
+static const struct voltagent_index_param script_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"script", VS_STR, true, "Script file path"},
 };
-static const struct vs_param asset_params[] = {
+static const struct voltagent_index_param asset_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"asset", VS_STR, true, "Asset file path"},
 };
 
-static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_list(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     bool refresh = a->v[0] && cJSON_IsTrue(a->v[0]), active_only = a->v[1] && cJSON_IsTrue(a->v[1]);
     cJSON *problems = cJSON_CreateArray();
@@ -789,7 +791,7 @@ static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
         cJSON_Delete(problems);
         return no_memory(is_error);
     }
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     struct text t = {0};
     cJSON *arr = cJSON_CreateArray();
     tool_session_lock(ctx->session);
@@ -824,7 +826,7 @@ static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
  * after a discovery (upstream's ensureIndexed). Reads and embeds without the lock. */
 static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
 {
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     tool_session_lock(ctx->session);
     bool have = sk->index != NULL;
     size_t n = sk->n;
@@ -840,7 +842,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
     }
     tool_session_unlock(ctx->session);
     int rc = 0;
-    struct vs_doc **docs = NULL;
+    struct voltagent_index_doc **docs = NULL;
     size_t nd = 0;
     if (have)
         goto out;
@@ -858,13 +860,13 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        struct vs_skill_meta m;
+        struct voltagent_skill_meta m;
         char *body = NULL;
         struct broker_err le = {0};
         if (load_skill_file(ctx, paths[i], &m, &body, &le) < 0)
             continue; /* gone since discovery: not searchable */
         char *content = util_printf("%s\n%s\n%s", names[i], m.description ? m.description : "", body);
-        vs_skill_meta_clear(&m);
+        voltagent_skills_meta_clear(&m);
         free(body);
         if (!content) {
             rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
@@ -882,7 +884,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         }
         cJSON *meta = cJSON_CreateObject();
         cJSON_AddStringToObject(meta, "path", paths[i]);
-        docs[nd] = vs_doc_new(ids[i], content, cl, meta, names[i], NULL, 0);
+        docs[nd] = voltagent_index_doc_new(ids[i], content, cl, meta, names[i], NULL, 0);
         if (!docs[nd]) {
             rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
             break;
@@ -894,7 +896,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
     float *vecs = NULL;
     size_t dim = 0;
     if (rc == 0)
-        rc = vs_embed(ctx, texts, lens, nd, &vecs, &dim, e);
+        rc = voltagent_index_embed(ctx, texts, lens, nd, &vecs, &dim, e);
     free(texts);
     free(lens);
     for (size_t i = 0; rc == 0 && vecs && i < nd; i++) {
@@ -907,10 +909,10 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         docs[i]->cost += dim * sizeof(float);
     }
     free(vecs);
-    struct vs_index *ix = NULL;
-    if (rc == 0 && vs_index_new(MAX_SKILLS, VS_MAX_BYTES, &ix) < 0)
+    struct voltagent_index *ix = NULL;
+    if (rc == 0 && voltagent_index_new(MAX_SKILLS, VS_MAX_BYTES, &ix) < 0)
         rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
-    if (rc == 0 && vs_index_add(ix, docs, nd, e) < 0)
+    if (rc == 0 && voltagent_index_add(ix, docs, nd, e) < 0)
         rc = -1;
     if (rc == 0) {
         tool_session_lock(ctx->session);
@@ -920,10 +922,10 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         }
         tool_session_unlock(ctx->session);
     }
-    vs_index_free(ix);
+    voltagent_index_free(ix);
 out:
     for (size_t i = 0; docs && i < nd; i++)
-        vs_doc_free(docs[i]);
+        voltagent_index_doc_free(docs[i]);
     free(docs);
     for (size_t i = 0; !have && i < n; i++) {
         if (paths)
@@ -951,7 +953,7 @@ static int hit_cmp(const void *a, const void *b)
     return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
-static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *query = a->v[S_QUERY]->valuestring;
     const char *mode = a->v[S_MODE] ? a->v[S_MODE]->valuestring : "hybrid";
@@ -974,15 +976,15 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     bool any = false;
     if (want_vec) {
         size_t ql = strlen(query);
-        if (vs_embed(ctx, &query, &ql, 1, &qvec, &dim, &e) < 0) {
+        if (voltagent_index_embed(ctx, &query, &ql, 1, &qvec, &dim, &e) < 0) {
             *is_error = true;
             return voltagent_error(&e);
         }
         for (size_t i = 0; i < dim && !any; i++)
             any = qvec[i] != 0;
     }
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
-    struct vs_scored *bm = NULL, *vec = NULL;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_index_scored *bm = NULL, *vec = NULL;
     size_t n_bm = 0, n_vec = 0;
     struct skill_hit *h = NULL;
     size_t nh = 0;
@@ -990,12 +992,12 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     cJSON *results = cJSON_CreateArray(), *o = NULL;
     tool_session_lock(ctx->session);
     /* NULL only when a refresh in another call dropped the index meanwhile: no results. */
-    struct vs_index *ix = sk->index;
+    struct voltagent_index *ix = sk->index;
     int r = 0;
     if (ix && want_bm25)
-        r = vs_index_bm25(ix, query, NULL, NULL, top_k * 5, &bm, &n_bm);
-    if (ix && r == 0 && want_vec && any && dim == vs_index_dim(ix))
-        r = vs_index_vector(ix, qvec, dim, NULL, NULL, top_k * 5, &vec, &n_vec);
+        r = voltagent_index_bm25(ix, query, NULL, NULL, top_k * 5, &bm, &n_bm);
+    if (ix && r == 0 && want_vec && any && dim == voltagent_index_dim(ix))
+        r = voltagent_index_vector(ix, qvec, dim, NULL, NULL, top_k * 5, &vec, &n_vec);
     h = calloc(n_bm + n_vec + 1, sizeof(*h));
     if (r < 0 || !h || !results)
         goto out;
@@ -1035,14 +1037,14 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     else
         tprintf(&t, "Found %zu result(s):", nh);
     for (size_t i = 0; i < nh; i++) {
-        const struct vs_doc *d = vs_index_doc(ix, h[i].doc);
+        const struct voltagent_index_doc *d = voltagent_index_doc(ix, h[i].doc);
         tprintf(&t, "\n%zu. %s (%s) (score=%.3f", i + 1, d->label, d->id, h[i].score);
         if (h[i].has_bm25)
             tprintf(&t, ", bm25=%.3f", h[i].bm25);
         if (h[i].has_vec)
             tprintf(&t, ", vector=%.3f", h[i].vec);
         tprintf(&t, ")");
-        _cleanup_free_ char *sn = vs_snippet(d->content, d->len, query, snip);
+        _cleanup_free_ char *sn = voltagent_index_snippet(d->content, d->len, query, snip);
         if (sn && *sn)
             tprintf(&t, "\n   %s", sn);
         cJSON *ro = cJSON_CreateObject();
@@ -1078,7 +1080,7 @@ out:
 static bool find_skill(struct tool_ctx *ctx, const char *ident, char **id, char **name, char **path,
                        char **root, bool activate, int *active_change)
 {
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     tool_session_lock(ctx->session);
     const struct skill *s = resolve(sk, ident);
     if (s) {
@@ -1112,7 +1114,7 @@ static bool find_skill(struct tool_ctx *ctx, const char *ident, char **id, char 
     return s != NULL;
 }
 
-static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1122,7 +1124,7 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
         return not_found(is_error, ident);
     if (!id || !name || !path)
         return no_memory(is_error);
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     _cleanup_free_ char *body = NULL;
     struct broker_err e = {0};
     if (load_skill_file(ctx, path, &m, &body, &e) < 0) {
@@ -1157,11 +1159,11 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
     }
     s.m.id = NULL;
     s.m.name = NULL;
-    vs_skill_meta_clear(&s.m);
+    voltagent_skills_meta_clear(&s.m);
     return o;
 }
 
-static cJSON *t_activate(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_activate(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1174,10 +1176,10 @@ static cJSON *t_activate(struct tool_ctx *ctx, const struct vs_args *a, bool *is
         return no_memory(is_error);
     char buf[2200];
     snprintf(buf, sizeof(buf), "Activated skill: %s (%s)", name, id);
-    return vs_output(buf);
+    return voltagent_index_output(buf);
 }
 
-static cJSON *t_deactivate(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_deactivate(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1189,7 +1191,7 @@ static cJSON *t_deactivate(struct tool_ctx *ctx, const struct vs_args *a, bool *
         return not_found(is_error, ident);
     char buf[1200];
     snprintf(buf, sizeof(buf), "Deactivated skill: %.1000s", ident);
-    return vs_output(buf);
+    return voltagent_index_output(buf);
 }
 
 /* Upstream's resolveSkillFilePath: REL may not hold "..", and must be a listed entry, or the
@@ -1232,7 +1234,7 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     if (!id || !name || !path || !root)
         return no_memory(is_error);
     /* The lists come from the file as it is now (upstream's loadSkill). */
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     struct broker_err e = {0};
     if (load_skill_file(ctx, path, &m, NULL, &e) < 0) {
         *is_error = true;
@@ -1250,11 +1252,11 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
             tprintf(&t, "none");
         cJSON *o = t.failed ? NULL : voltagent_error_text(VOLTAGENT_E_SKILL_FILE, t.s);
         free(t.s);
-        vs_skill_meta_clear(&m);
+        voltagent_skills_meta_clear(&m);
         *is_error = true;
         return o;
     }
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
     cJSON *err;
     if (voltagent_path_check(target, kind, &err) < 0) {
         *is_error = true;
@@ -1264,7 +1266,7 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     struct broker_read_result rr;
     if (broker_read(ctx, target, &ro, &rr, &e) < 0)
         return fail_text(is_error, broker_kind_name(e.kind), "Error reading skill file: %s", e.msg);
-    cJSON *o = vs_output(rr.len ? rr.content : "(empty)");
+    cJSON *o = voltagent_index_output(rr.len ? rr.content : "(empty)");
     if (o) {
         cJSON_AddStringToObject(o, "path", target);
         if (rr.truncated)
@@ -1274,15 +1276,15 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     return o;
 }
 
-static cJSON *t_read_reference(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_reference(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "reference", is_error);
 }
-static cJSON *t_read_script(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_script(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "script", is_error);
 }
-static cJSON *t_read_asset(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_asset(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "asset", is_error);
 }

@@ -226,7 +226,7 @@ static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct bro
  * costs a pass over the file, so only when a rule of this policy can ask for it. */
 static void note(struct tool_ctx *ctx, const char *path, bool wrote)
 {
-    if (!ctx->session || !tool_gate_reads_matter(&tool_surface_wap, ctx))
+    if (!ctx->session || !tool_gate_reads_matter(&wap_surface, ctx))
         return;
     _cleanup_free_ char *rel = NULL;
     struct broker_err e;
@@ -777,7 +777,7 @@ static const struct tool_def defs[] = {
     {"getWorkspaceInfo", TOOL_KIND_READ, false},
 };
 
-const struct tool_surface tool_surface_wap = {
+const struct tool_surface wap_surface = {
     .name = "wap",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),
