@@ -147,8 +147,10 @@ static int open_beneath(int dirfd, const char *rel, int flags)
     char *part = strtok_r(p, "/", &save);
     while (part) {
         char *next = strtok_r(NULL, "/", &save);
-        int fd = openat(cur, part, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                         : (flags | O_NOFOLLOW | O_CLOEXEC), 0600);
+        int fd = openat(cur, part,
+                        next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                             : (flags | O_NOFOLLOW | O_CLOEXEC),
+                        0600);
         int saved = errno;
         if (cur != dirfd)
             close(cur);
@@ -252,8 +254,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
             break;
         }
         if (dst >= 0) {
-            _cleanup_close_ int o = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                           st.st_mode & 0755);
+            _cleanup_close_ int o = openat(
+                dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755);
             if (o < 0 || util_write_all(o, data, len) < 0) {
                 r = cerr_set(wk->err, errno ? errno : EIO, "cannot write the copy of %s: %s", rel,
                              strerror(errno));
@@ -351,8 +353,8 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
 }
 
 int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
-                   const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
-                   struct cerr *err)
+                        const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
+                        struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -421,7 +423,7 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
 }
 
 int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
-                   struct wacp_manifest *out, struct cerr *err)
+                        struct wacp_manifest *out, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -490,10 +492,13 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
         if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return 0; /* missing: made fresh */
         if (!next)
-            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel) : 0;
+            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel)
+                                       : 0;
         if (!S_ISDIR(st.st_mode))
-            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
-                            "and integration never writes through one", rel);
+            return cerr_set(err, ENOTDIR,
+                            "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one",
+                            rel);
         int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
@@ -505,7 +510,7 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
 }
 
 int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                const char *objects, struct cerr *err)
+                     const char *objects, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -537,7 +542,8 @@ int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struc
             return cerr_set(err, ENOMEM, "out of memory");
         _cleanup_close_ int ofd = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (ofd < 0)
-            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path, strerror(errno));
+            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path,
+                            strerror(errno));
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         int r = read_fd(ofd, &data, &len, err, f->path);
@@ -545,7 +551,8 @@ int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struc
             return r;
         char tmp[300];
         snprintf(tmp, sizeof(tmp), ".corral-tmp-%.200s", leaf);
-        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                                       0644);
         if (o < 0)
             return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
         if ((r = util_write_all(o, data, len)) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {

@@ -8,13 +8,13 @@
 
 #include <stdio.h>
 
-#define WACP_ID_LEN 40          /* "ws-" + 32 hex + NUL, with room */
-#define WACP_HASH_HEX 65        /* BLAKE2b-256 in hex + NUL */
-#define WACP_MAX_CHECKPOINTS 1024   /* per workspace */
-#define WACP_MAX_TASKS 4096         /* per run */
-#define WACP_MAX_RIGHTS 65536       /* per run */
+#define WACP_ID_LEN 40                 /* "ws-" + 32 hex + NUL, with room */
+#define WACP_HASH_HEX 65               /* BLAKE2b-256 in hex + NUL */
+#define WACP_MAX_CHECKPOINTS 1024      /* per workspace */
+#define WACP_MAX_TASKS 4096            /* per run */
+#define WACP_MAX_RIGHTS 65536          /* per run */
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
-#define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
+#define WACP_REDELIVERIES 3            /* protocol constant: 4 attempts in all */
 
 enum ws_state {
     WS_IDLE = 0,
@@ -29,9 +29,9 @@ enum ws_state {
     WS_NSTATES,
 };
 #define WS_BIT(s) (1u << (s))
-#define WS_LIVE_MASK (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | \
-                      WS_BIT(WS_MIGRATING) | WS_BIT(WS_SUSPENDED) | WS_BIT(WS_INTEGRATING) | \
-                      WS_BIT(WS_CONFLICTED))
+#define WS_LIVE_MASK                                                                   \
+    (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | WS_BIT(WS_MIGRATING) | \
+     WS_BIT(WS_SUSPENDED) | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED))
 #define WS_WORKING_MASK (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED))
 
 /* One file of a manifest: HASH empty for a file the workspace deleted since its base. */
@@ -66,17 +66,17 @@ struct wacp_ws {
     bool stopped;               /* hooks->stop was called */
     cJSON *directive, *context; /* immutable components 1 and 3 */
     char directive_env[WACP_ID_LEN];
-    char task[WACP_ID_LEN];     /* "" when none */
+    char task[WACP_ID_LEN]; /* "" when none */
     struct policy_budgets budgets;
     uint64_t created_ms, timeout_ms, deadline_ms; /* deadline 0: none */
     uint64_t suspended_at_ms;
-    struct wacp_manifest base;  /* its files at creation (layered integration's base) */
-    size_t n_checkpoints;       /* its chain: the last is the head */
+    struct wacp_manifest base; /* its files at creation (layered integration's base) */
+    size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
-    char final_cp[WACP_ID_LEN]; /* the most recent final checkpoint, "" when none */
+    char final_cp[WACP_ID_LEN];     /* the most recent final checkpoint, "" when none */
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
-    size_t inbox;               /* envelopes addressed to it not yet acknowledged */
-    size_t queued;              /* of those, not yet notified (it was frozen) */
+    size_t inbox;                   /* envelopes addressed to it not yet acknowledged */
+    size_t queued;                  /* of those, not yet notified (it was frozen) */
     char end_reason[64];
 };
 
@@ -87,14 +87,14 @@ struct wacp_env {
     char from[WACP_ID_LEN], to[WACP_ID_LEN];
     char *type;
     char in_reply_to[WACP_ID_LEN];
-    const char *priority;       /* static string */
-    const char *origin;         /* "agent" or "human" */
+    const char *priority; /* static string */
+    const char *origin;   /* "agent" or "human" */
     cJSON *payload;
-    cJSON *rights;              /* the transferred rights, as the receiver sees them */
+    cJSON *rights; /* the transferred rights, as the receiver sees them */
     enum env_state state;
-    bool sent;                  /* notified at least once */
+    bool sent; /* notified at least once */
     bool undeliverable;
-    unsigned attempt;           /* notifications made (1..4) */
+    unsigned attempt; /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
 };
 
@@ -155,7 +155,7 @@ struct wacp {
     size_t n_cp, cap_cp;
     struct wacp_task **tasks;
     size_t n_tasks, cap_tasks;
-    char graph[WACP_ID_LEN];    /* the run's one task graph, "" until its first task */
+    char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
 };
 

@@ -35,7 +35,8 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error)
                (p[2] == '\0' || p[2] == '/' || p[2] == '\\');
     if (tilde || dots) {
         snprintf(text, sizeof(text),
-                 "Error: Path traversal is not allowed: %s may not contain %s; use a path from the workspace root, like '/src/app.ts'",
+                 "Error: Path traversal is not allowed: %s may not contain %s; use a path from the "
+                 "workspace root, like '/src/app.ts'",
                  field, tilde ? "'~'" : "'..'");
         *error = voltagent_error_text(VOLTAGENT_E_TRAVERSAL, text);
         return -1;

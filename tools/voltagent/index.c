@@ -38,12 +38,15 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 }
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
-static bool tok_char(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); }
+static bool tok_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+}
 
 #define MAX_TOKEN 256
 
-void voltagent_index_tokens(const char *text, size_t len, void (*fn)(const char *tok, size_t n, void *arg),
-               void *arg)
+void voltagent_index_tokens(const char *text, size_t len,
+                            void (*fn)(const char *tok, size_t n, void *arg), void *arg)
 {
     char buf[MAX_TOKEN];
     size_t i = 0;
@@ -61,7 +64,10 @@ void voltagent_index_tokens(const char *text, size_t len, void (*fn)(const char 
     }
 }
 
-static uint64_t term_hash(const char *tok, size_t n) { return fnv1a(FNV_OFFSET, tok, n); }
+static uint64_t term_hash(const char *tok, size_t n)
+{
+    return fnv1a(FNV_OFFSET, tok, n);
+}
 
 /* ---- the local embedding -------------------------------------------------------------------- */
 
@@ -144,9 +150,8 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     if (!ctx->allow_commands)
         c.command_profile = NULL;
     c.allow_commands = true;
-    struct broker_command_opts o = {.command = ctx->limits.embedding_command,
-                                    .input = input,
-                                    .input_len = strlen(input)};
+    struct broker_command_opts o = {
+        .command = ctx->limits.embedding_command, .input = input, .input_len = strlen(input)};
     struct broker_command_result r = {0};
     if (broker_command(&c, &o, &r, e) < 0)
         return broker_fail(e, e->kind, NULL, "the embedding command could not run: %s", e->msg);
@@ -197,8 +202,8 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     return rc;
 }
 
-int voltagent_index_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens, size_t n,
-             float **vecs, size_t *dim, struct broker_err *e)
+int voltagent_index_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens,
+                          size_t n, float **vecs, size_t *dim, struct broker_err *e)
 {
     *vecs = NULL;
     *dim = 0;
@@ -265,7 +270,8 @@ static void count_token(const char *tok, size_t n, void *arg)
 
 static int term_cmp(const void *a, const void *b)
 {
-    uint64_t x = ((const struct voltagent_index_term *)a)->hash, y = ((const struct voltagent_index_term *)b)->hash;
+    uint64_t x = ((const struct voltagent_index_term *)a)->hash,
+             y = ((const struct voltagent_index_term *)b)->hash;
     return x < y ? -1 : x > y;
 }
 
@@ -282,8 +288,9 @@ void voltagent_index_doc_free(struct voltagent_index_doc *d)
     free(d);
 }
 
-struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *content_take, size_t len, cJSON *metadata_take,
-                          const char *label, const float *vec, size_t dim)
+struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *content_take, size_t len,
+                                                    cJSON *metadata_take, const char *label,
+                                                    const float *vec, size_t dim)
 {
     struct voltagent_index_doc *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -327,7 +334,8 @@ struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *conten
     }
     char *meta = metadata_take ? cJSON_PrintUnformatted(metadata_take) : NULL;
     d->cost = sizeof(*d) + strlen(id) + 1 + len + 1 + a.cap * sizeof(struct voltagent_index_term) +
-              (vec ? dim * sizeof(float) : 0) + (meta ? strlen(meta) : 0) + (label ? strlen(label) + 1 : 0);
+              (vec ? dim * sizeof(float) : 0) + (meta ? strlen(meta) : 0) +
+              (label ? strlen(label) + 1 : 0);
     free(meta);
     return d;
 }
@@ -366,10 +374,22 @@ void voltagent_index_free(struct voltagent_index *ix)
     free(ix);
 }
 
-size_t voltagent_index_count(const struct voltagent_index *ix) { return ix->n; }
-size_t voltagent_index_bytes(const struct voltagent_index *ix) { return ix->bytes; }
-size_t voltagent_index_dim(const struct voltagent_index *ix) { return ix->dim; }
-const struct voltagent_index_doc *voltagent_index_doc(const struct voltagent_index *ix, size_t i) { return ix->v[i]; }
+size_t voltagent_index_count(const struct voltagent_index *ix)
+{
+    return ix->n;
+}
+size_t voltagent_index_bytes(const struct voltagent_index *ix)
+{
+    return ix->bytes;
+}
+size_t voltagent_index_dim(const struct voltagent_index *ix)
+{
+    return ix->dim;
+}
+const struct voltagent_index_doc *voltagent_index_doc(const struct voltagent_index *ix, size_t i)
+{
+    return ix->v[i];
+}
 
 long voltagent_index_find(const struct voltagent_index *ix, const char *id)
 {
@@ -379,8 +399,8 @@ long voltagent_index_find(const struct voltagent_index *ix, const char *id)
     return -1;
 }
 
-int voltagent_index_fits(const struct voltagent_index *ix, struct voltagent_index_doc *const *docs, size_t n,
-                  struct broker_err *e)
+int voltagent_index_fits(const struct voltagent_index *ix, struct voltagent_index_doc *const *docs,
+                         size_t n, struct broker_err *e)
 {
     size_t count = ix->n, bytes = ix->bytes;
     for (size_t i = 0; i < n; i++) {
@@ -422,7 +442,8 @@ static void remove_at(struct voltagent_index *ix, size_t i)
     ix->n--;
 }
 
-int voltagent_index_add(struct voltagent_index *ix, struct voltagent_index_doc **docs, size_t n, struct broker_err *e)
+int voltagent_index_add(struct voltagent_index *ix, struct voltagent_index_doc **docs, size_t n,
+                        struct broker_err *e)
 {
     if (voltagent_index_fits(ix, docs, n, e) < 0)
         return -1;
@@ -471,7 +492,8 @@ static int scored_cmp(const void *a, const void *b)
     return x->doc < y->doc ? -1 : x->doc > y->doc;
 }
 
-static int finish(struct voltagent_index_scored *v, size_t n, size_t limit, struct voltagent_index_scored **out, size_t *nout)
+static int finish(struct voltagent_index_scored *v, size_t n, size_t limit,
+                  struct voltagent_index_scored **out, size_t *nout)
 {
     if (n)
         qsort(v, n, sizeof(*v), scored_cmp);
@@ -489,7 +511,9 @@ static int finish(struct voltagent_index_scored *v, size_t n, size_t limit, stru
 static uint32_t doc_tf(const struct voltagent_index_doc *d, uint64_t h)
 {
     struct voltagent_index_term key = {.hash = h};
-    const struct voltagent_index_term *t = d->n_terms ? bsearch(&key, d->terms, d->n_terms, sizeof(key), term_cmp) : NULL;
+    const struct voltagent_index_term *t = d->n_terms ? bsearch(&key, d->terms, d->n_terms, sizeof(key),
+                                                                term_cmp)
+                                                      : NULL;
     return t ? t->tf : 0;
 }
 
@@ -509,8 +533,9 @@ static void add_qterm(const char *tok, size_t n, void *arg)
         q->v[q->n++] = h;
 }
 
-int voltagent_index_bm25(const struct voltagent_index *ix, const char *query, voltagent_index_filter_fn filter, void *arg,
-                  size_t limit, struct voltagent_index_scored **out, size_t *n)
+int voltagent_index_bm25(const struct voltagent_index *ix, const char *query,
+                         voltagent_index_filter_fn filter, void *arg, size_t limit,
+                         struct voltagent_index_scored **out, size_t *n)
 {
     const double k1 = 1.5, b = 0.75;
     struct qterms q = {0};
@@ -552,8 +577,9 @@ int voltagent_index_bm25(const struct voltagent_index *ix, const char *query, vo
     return finish(v, m, limit, out, n);
 }
 
-int voltagent_index_vector(const struct voltagent_index *ix, const float *qvec, size_t dim, voltagent_index_filter_fn filter,
-                    void *arg, size_t limit, struct voltagent_index_scored **out, size_t *n)
+int voltagent_index_vector(const struct voltagent_index *ix, const float *qvec, size_t dim,
+                           voltagent_index_filter_fn filter, void *arg, size_t limit,
+                           struct voltagent_index_scored **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -595,7 +621,10 @@ static void find_token(const char *tok, size_t n, void *arg)
         }
 }
 
-static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static bool is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 /* Start of the UTF-8 character holding byte I. */
 static size_t char_start(const char *s, size_t i)
@@ -676,7 +705,7 @@ static void line_token(const char *tok, size_t n, void *arg)
 }
 
 bool voltagent_index_line_range(const char *content, size_t len, const char *query, uint64_t *start,
-                   uint64_t *end)
+                                uint64_t *end)
 {
     uint64_t line = 1;
     *start = *end = 0;
@@ -732,13 +761,13 @@ struct voltagent_state *voltagent_state(const struct tool_ctx *ctx)
  * (z.coerce.number), integers are whole and >= 0, mode is one of three, metadata may be null. */
 static const char *const voltagent_index_modes[] = {"bm25", "vector", "hybrid", NULL};
 
-static int voltagent_index_params_of(const struct voltagent_index_param *p, size_t n, struct tool_param *out)
+static int voltagent_index_params_of(const struct voltagent_index_param *p, size_t n,
+                                     struct tool_param *out)
 {
     if (n > VS_MAX_PARAMS)
         return -E2BIG;
     for (size_t i = 0; i < n; i++) {
-        out[i] = (struct tool_param){.name = p[i].name, .required = p[i].required,
-                                     .desc = p[i].desc};
+        out[i] = (struct tool_param){.name = p[i].name, .required = p[i].required, .desc = p[i].desc};
         switch (p[i].type) {
         case VS_STR: out[i].type = TOOL_PARAM_STRING; break;
         case VS_MODE:
@@ -761,8 +790,8 @@ static int voltagent_index_params_of(const struct voltagent_index_param *p, size
     return 0;
 }
 
-int voltagent_index_args_parse(const char *tool, const struct voltagent_index_param *p, size_t n, const cJSON *args,
-                  struct voltagent_index_args *a, struct broker_err *e)
+int voltagent_index_args_parse(const char *tool, const struct voltagent_index_param *p, size_t n,
+                               const cJSON *args, struct voltagent_index_args *a, struct broker_err *e)
 {
     struct tool_param tp[VS_MAX_PARAMS];
     struct tool_param_bad b;
@@ -776,17 +805,14 @@ int voltagent_index_args_parse(const char *tool, const struct voltagent_index_pa
     case TOOL_PARAM_NOT_OBJECT:
         return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
     case TOOL_PARAM_UNKNOWN: /* zod would drop it; a typo must not become a call with the default */
-        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool,
-                           b.key);
-    case TOOL_PARAM_REQUIRED:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s is required", nm);
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool, b.key);
+    case TOOL_PARAM_REQUIRED: return broker_fail(e, BROKER_E_INVALID, nm, "%s is required", nm);
     case TOOL_PARAM_NOT_FINITE:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a finite number", nm);
     case TOOL_PARAM_NOT_WHOLE:
     case TOOL_PARAM_RANGE:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a whole number from 0", nm);
-    default:
-        break;
+    default: break;
     }
     switch (b.param->type) {
     case TOOL_PARAM_STRING:
@@ -794,22 +820,21 @@ int voltagent_index_args_parse(const char *tool, const struct voltagent_index_pa
             return broker_fail(e, BROKER_E_INVALID, nm,
                                "%s must be one of \"bm25\", \"vector\", \"hybrid\"", nm);
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a string", nm);
-    case TOOL_PARAM_BOOL:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
+    case TOOL_PARAM_BOOL: return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
     case TOOL_PARAM_OBJECT_NULL:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be an object or null", nm);
-    default:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a number", nm);
+    default: return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a number", nm);
     }
 }
 
-cJSON *voltagent_index_tool_entry(const char *name, const char *desc, const struct voltagent_index_param *p, size_t n)
+cJSON *voltagent_index_tool_entry(const char *name, const char *desc,
+                                  const struct voltagent_index_param *p, size_t n)
 {
     struct tool_param tp[VS_MAX_PARAMS];
     if (voltagent_index_params_of(p, n, tp) < 0)
         return NULL;
-    return tool_params_entry(name, desc, tp, n,
-                             TOOL_PARAMS_ALWAYS_REQUIRED | TOOL_PARAMS_NO_BOUNDS, NULL);
+    return tool_params_entry(name, desc, tp, n, TOOL_PARAMS_ALWAYS_REQUIRED | TOOL_PARAMS_NO_BOUNDS,
+                             NULL);
 }
 
 cJSON *voltagent_index_output(const char *text)

@@ -31,29 +31,29 @@ bool voltagent_index_embed_local(const char *text, size_t len, float *out);
  * of strings, one JSON array of numbers per text printed on stdout as a JSON array; every vector
  * of one dimension, at most VS_MAX_DIM). *vecs gets n * *dim floats, each vector L2-normalised
  * (malloc'd). -1 with e set when the command fails or prints something else. */
-int voltagent_index_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens, size_t n,
-             float **vecs, size_t *dim, struct broker_err *e);
+int voltagent_index_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens,
+                          size_t n, float **vecs, size_t *dim, struct broker_err *e);
 
 /* ---- tokens --------------------------------------------------------------------------------- */
 
 /* Upstream's tokenize: text.toLowerCase().split(/[^a-z0-9]+/). Calls FN for each token
  * (lower-cased into a scratch buffer; tokens longer than 256 bytes are cut there). */
-void voltagent_index_tokens(const char *text, size_t len, void (*fn)(const char *tok, size_t n, void *arg),
-               void *arg);
+void voltagent_index_tokens(const char *text, size_t len,
+                            void (*fn)(const char *tok, size_t n, void *arg), void *arg);
 
 /* ---- the index ------------------------------------------------------------------------------ */
 
 struct voltagent_index_doc {
-    char *id;          /* the document's path ("/src/a.ts") or skill id; owned */
-    char *content;     /* owned, NUL-terminated */
+    char *id;      /* the document's path ("/src/a.ts") or skill id; owned */
+    char *content; /* owned, NUL-terminated */
     size_t len;
-    cJSON *metadata;   /* owned, may be NULL */
-    char *label;       /* a second name (the skill's name), may be NULL; owned */
+    cJSON *metadata; /* owned, may be NULL */
+    char *label;     /* a second name (the skill's name), may be NULL; owned */
     /* private to the index */
     struct voltagent_index_term *terms; /* sorted by hash */
     size_t n_terms;
     uint64_t n_tokens;
-    float *vec;        /* dim floats, or NULL */
+    float *vec; /* dim floats, or NULL */
     size_t dim;
     size_t cost;
 };
@@ -72,18 +72,20 @@ long voltagent_index_find(const struct voltagent_index *ix, const char *id);
 
 /* A document ready to be added: content taken over, terms counted, vector (if any) copied.
  * Built outside any lock (tokenising is the costly part). NULL on ENOMEM. */
-struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *content_take, size_t len, cJSON *metadata_take,
-                          const char *label, const float *vec, size_t dim);
+struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *content_take, size_t len,
+                                                    cJSON *metadata_take, const char *label,
+                                                    const float *vec, size_t dim);
 void voltagent_index_doc_free(struct voltagent_index_doc *d);
 
 /* Whether adding DOCS (replacing same-id documents) would keep the index within its caps; when
  * not, e says which cap and by how much (BROKER_E_TOO_LARGE). */
-int voltagent_index_fits(const struct voltagent_index *ix, struct voltagent_index_doc *const *docs, size_t n,
-                  struct broker_err *e);
+int voltagent_index_fits(const struct voltagent_index *ix, struct voltagent_index_doc *const *docs,
+                         size_t n, struct broker_err *e);
 /* Adds (or replaces) every document, taking them over; check voltagent_index_fits first (this fails
  * the same way, adding nothing). The vectors of one index have one dimension: a document with
  * another is refused. */
-int voltagent_index_add(struct voltagent_index *ix, struct voltagent_index_doc **docs, size_t n, struct broker_err *e);
+int voltagent_index_add(struct voltagent_index *ix, struct voltagent_index_doc **docs, size_t n,
+                        struct broker_err *e);
 /* Empties the index (skills re-discovery). */
 void voltagent_index_clear(struct voltagent_index *ix);
 
@@ -95,12 +97,14 @@ struct voltagent_index_scored {
 typedef bool (*voltagent_index_filter_fn)(const struct voltagent_index_doc *d, void *arg);
 /* Upstream's BM25 (k1 1.5, b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5))) over the documents
  * the filter keeps; scores > 0 only, best first, at most LIMIT. *out malloc'd (NULL when none). */
-int voltagent_index_bm25(const struct voltagent_index *ix, const char *query, voltagent_index_filter_fn filter, void *arg,
-                  size_t limit, struct voltagent_index_scored **out, size_t *n);
+int voltagent_index_bm25(const struct voltagent_index *ix, const char *query,
+                         voltagent_index_filter_fn filter, void *arg, size_t limit,
+                         struct voltagent_index_scored **out, size_t *n);
 /* Upstream's in-memory vector store: score (cosine + 1) / 2 against every document with a
  * vector the filter keeps, best first, at most LIMIT. QVEC has the index's dimension. */
-int voltagent_index_vector(const struct voltagent_index *ix, const float *qvec, size_t dim, voltagent_index_filter_fn filter,
-                    void *arg, size_t limit, struct voltagent_index_scored **out, size_t *n);
+int voltagent_index_vector(const struct voltagent_index *ix, const float *qvec, size_t dim,
+                           voltagent_index_filter_fn filter, void *arg, size_t limit,
+                           struct voltagent_index_scored **out, size_t *n);
 /* The dimension of the index's vectors (0 while it holds none). */
 size_t voltagent_index_dim(const struct voltagent_index *ix);
 
@@ -110,14 +114,14 @@ size_t voltagent_index_dim(const struct voltagent_index *ix);
 char *voltagent_index_snippet(const char *content, size_t len, const char *query, size_t length);
 /* Upstream's buildLineRange: the first and last line holding any query token. false: none. */
 bool voltagent_index_line_range(const char *content, size_t len, const char *query, uint64_t *start,
-                   uint64_t *end);
+                                uint64_t *end);
 
 /* ---- per-session state (the session slot of the voltagent surface) -------------------------- */
 
 struct voltagent_skills;
 struct voltagent_state {
-    struct voltagent_index *search;   /* workspace_index / workspace_search */
-    struct voltagent_skills *skills;  /* discovered skills, their index, the active set */
+    struct voltagent_index *search;  /* workspace_index / workspace_search */
+    struct voltagent_skills *skills; /* discovered skills, their index, the active set */
     /* Set by the skills toolkit (skills.c, above this file) when it makes `skills`, so dropping
      * the session frees them without this file calling up into the toolkit. */
     void (*skills_free)(struct voltagent_skills *s);
@@ -146,8 +150,8 @@ struct voltagent_skill_meta {
  * all body. -1 with e set (BROKER_E_INVALID) for YAML that does not parse, front matter that
  * is not a mapping, or over VS_SKILL_MAX_FRONTMATTER bytes. Allowlist entries with a ".."
  * segment or '~' are dropped (a skill may only point inside the workspace, by its own root). */
-int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m, const char **body,
-                         size_t *body_len, struct broker_err *e);
+int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m,
+                                 const char **body, size_t *body_len, struct broker_err *e);
 void voltagent_skills_meta_clear(struct voltagent_skill_meta *m);
 
 /* Per-session caps of the search index. */
@@ -170,10 +174,11 @@ struct voltagent_index_args {
 };
 /* Checks ARGS against the table: an object, no unknown field, types (numbers may be strings
  * holding one, as z.coerce.number takes them; VS_INT: whole and >= 0), required fields. */
-int voltagent_index_args_parse(const char *tool, const struct voltagent_index_param *p, size_t n, const cJSON *args,
-                  struct voltagent_index_args *a, struct broker_err *e);
+int voltagent_index_args_parse(const char *tool, const struct voltagent_index_param *p, size_t n,
+                               const cJSON *args, struct voltagent_index_args *a, struct broker_err *e);
 /* The tools/list entry {name, description, inputSchema} for the table. NULL on ENOMEM. */
-cJSON *voltagent_index_tool_entry(const char *name, const char *desc, const struct voltagent_index_param *p, size_t n);
+cJSON *voltagent_index_tool_entry(const char *name, const char *desc,
+                                  const struct voltagent_index_param *p, size_t n);
 /* {"output": TEXT}, and the error result for E. */
 cJSON *voltagent_index_output(const char *text);
 

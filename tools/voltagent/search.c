@@ -69,7 +69,7 @@ static cJSON *fail(bool *is_error, const struct broker_err *e)
 }
 
 __attribute__((format(printf, 3, 4))) static cJSON *fail_text(bool *is_error, const char *code,
-                                                               const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -86,7 +86,10 @@ static cJSON *no_session(bool *is_error)
                      "Error: Workspace search needs a session (or memory) to keep its index in");
 }
 
-static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+static double clamp01(double v)
+{
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
 
 /* A glob as upstream hands it to micromatch: leading slashes are not part of a relative match. */
 static int compile_glob(const char *pattern, struct glob **g, struct broker_err *e)
@@ -95,8 +98,7 @@ static int compile_glob(const char *pattern, struct glob **g, struct broker_err 
     while (*pattern == '/')
         pattern++;
     if (!*pattern || glob_new(pattern, g) < 0)
-        return broker_fail(e, BROKER_E_PATTERN, "glob", "'%.200s' is not a valid glob pattern",
-                           pattern);
+        return broker_fail(e, BROKER_E_PATTERN, "glob", "'%.200s' is not a valid glob pattern", pattern);
     return 0;
 }
 
@@ -170,7 +172,8 @@ static int commit_docs(struct tool_ctx *ctx, struct pending *p, size_t *vector_i
     free(vecs);
     struct voltagent_state *st = voltagent_state(ctx);
     if (!st)
-        return broker_fail(e, BROKER_E_IO, NULL, "Workspace search needs a session to keep its index in");
+        return broker_fail(e, BROKER_E_IO, NULL,
+                           "Workspace search needs a session to keep its index in");
     tool_session_lock(ctx->session);
     r = voltagent_index_add(st->search, p->v, p->n, e);
     tool_session_unlock(ctx->session);
@@ -195,8 +198,9 @@ static cJSON *index_summary(size_t indexed, size_t skipped, size_t vector_indexe
         cJSON_Delete(errors);
         return NULL;
     }
-    size_t n = (size_t)snprintf(text, cap, "Indexed %zu file(s).\nSkipped %zu file(s).\nVector indexed %zu file(s).",
-                                indexed, skipped, vector_indexed);
+    size_t n = (size_t)snprintf(
+        text, cap, "Indexed %zu file(s).\nSkipped %zu file(s).\nVector indexed %zu file(s).", indexed,
+        skipped, vector_indexed);
     if (errors && errors->child) {
         n += (size_t)snprintf(text + n, cap - n, "\nErrors:");
         for (const cJSON *it = errors->child; it; it = it->next)
@@ -241,8 +245,12 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct voltagent_index_args *a
     const char *const *ex;
     size_t n_ex;
     broker_default_excludes(ctx, &ex, &n_ex);
-    struct broker_walk_opts wo = {.recursive = true, .max_depth = 4096, .exclude = ex,
-                                  .n_exclude = n_ex, .want_meta = true, .max_entries = MAX_WALK};
+    struct broker_walk_opts wo = {.recursive = true,
+                                  .max_depth = 4096,
+                                  .exclude = ex,
+                                  .n_exclude = n_ex,
+                                  .want_meta = true,
+                                  .max_entries = MAX_WALK};
     struct broker_list l;
     _cleanup_free_ char *base = NULL;
     if (broker_path_clean(path, "path", &base, &e) < 0 || broker_explore(ctx, path, &wo, &l, &e) < 0) {
@@ -257,8 +265,9 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct voltagent_index_args *a
     int rc = errors ? 0 : -ENOMEM;
     if (l.truncated) {
         char msg[200];
-        snprintf(msg, sizeof(msg), "Only the first %d entries under %s were walked; index a narrower path",
-                 MAX_WALK, path);
+        snprintf(msg, sizeof(msg),
+                 "Only the first %d entries under %s were walked; index a narrower path", MAX_WALK,
+                 path);
         cJSON_AddItemToArray(errors, cJSON_CreateString(msg));
     }
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
@@ -364,9 +373,10 @@ static cJSON *t_index_content(struct tool_ctx *ctx, const struct voltagent_index
     const char *content = a->v[1]->valuestring;
     size_t len = strlen(content);
     if (len > VS_MAX_BYTES)
-        return fail_text(is_error, broker_kind_name(BROKER_E_TOO_LARGE),
-                         "Error: content is %zu bytes; the search index of this session holds at most %zu MiB",
-                         len, VS_MAX_BYTES >> 20);
+        return fail_text(
+            is_error, broker_kind_name(BROKER_E_TOO_LARGE),
+            "Error: content is %zu bytes; the search index of this session holds at most %zu MiB", len,
+            VS_MAX_BYTES >> 20);
     cJSON *meta = NULL;
     if (cJSON_IsObject(a->v[2])) {
         _cleanup_free_ char *s = cJSON_PrintUnformatted(a->v[2]);
@@ -400,7 +410,7 @@ static cJSON *t_index_content(struct tool_ctx *ctx, const struct voltagent_index
 /* ---- workspace_search ----------------------------------------------------------------------- */
 
 struct path_filter {
-    const char *base;   /* "/src" or "" for the root */
+    const char *base; /* "/src" or "" for the root */
     size_t base_len;
     const struct glob *glob;
 };
@@ -497,7 +507,8 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *
      * (the local embedding at least). */
     const char *mode = a->v[Q_MODE] ? a->v[Q_MODE]->valuestring : "hybrid";
     size_t top_k = a->v[Q_TOP_K] ? (size_t)fmin(a->n[Q_TOP_K], MAX_TOP_K) : DEFAULT_TOP_K;
-    size_t snippet_len = a->v[Q_SNIPPET] ? (size_t)fmin(a->n[Q_SNIPPET], MAX_SNIPPET) : DEFAULT_SNIPPET_LENGTH;
+    size_t snippet_len = a->v[Q_SNIPPET] ? (size_t)fmin(a->n[Q_SNIPPET], MAX_SNIPPET)
+                                         : DEFAULT_SNIPPET_LENGTH;
     bool include_content = a->v[Q_INCLUDE] ? cJSON_IsTrue(a->v[Q_INCLUDE]) : true;
     double min_score = clamp01(a->v[Q_MIN] ? a->n[Q_MIN] : 0);
     double lw, vw;
@@ -574,7 +585,8 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *
         max_bm = fmax(max_bm, bm[i].score);
     size_t nm = 0;
     for (size_t i = 0; i < n_bm; i++)
-        m[nm++] = (struct merged){.doc = bm[i].doc, .bm25_raw = bm[i].score,
+        m[nm++] = (struct merged){.doc = bm[i].doc,
+                                  .bm25_raw = bm[i].score,
                                   .bm25_norm = max_bm > 0 ? clamp01(bm[i].score / max_bm) : 0,
                                   .has_bm25 = true};
     for (size_t i = 0; i < n_vec; i++) {
@@ -609,8 +621,8 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *
         if (min_score > 0 && m[i].score < min_score)
             continue;
         k++;
-        cJSON *o = result_json(voltagent_index_doc(st->search, m[i].doc), &m[i], mode, query, snippet_len,
-                               include_content, cap);
+        cJSON *o = result_json(voltagent_index_doc(st->search, m[i].doc), &m[i], mode, query,
+                               snippet_len, include_content, cap);
         if (!o || !cJSON_AddItemToArray(results, o)) {
             cJSON_Delete(o);
             cJSON_Delete(res);

@@ -70,9 +70,9 @@ static bool all_digits(const char *s, size_t n, const char *extra)
  * js-yaml's default schema: null, a boolean, a number or a timestamp. */
 static bool plain_is_typed(const char *s, size_t n)
 {
-    static const char *const words[] = {"~", "null", "Null", "NULL", "true", "True", "TRUE",
-                                        "false", "False", "FALSE", ".inf", ".Inf", ".INF",
-                                        "-.inf", "+.inf", "-.Inf", "+.Inf", ".nan", ".NaN", ".NAN"};
+    static const char *const words[] = {"~",     "null",  "Null",  "NULL", "true", "True", "TRUE",
+                                        "false", "False", "FALSE", ".inf", ".Inf", ".INF", "-.inf",
+                                        "+.inf", "-.Inf", "+.Inf", ".nan", ".NaN", ".NAN"};
     if (!n)
         return true; /* an empty plain value is null */
     for (size_t i = 0; i < ARRAY_SIZE(words); i++)
@@ -153,8 +153,7 @@ static bool entry_ok(char *s)
 
 /* Upstream's normalizeStringArray: a sequence's strings, trimmed, empties dropped; or one
  * string; NULL (0) when nothing is left. */
-static int string_list(yaml_document_t *doc, const yaml_node_t *n, bool paths, char ***out,
-                       size_t *nout)
+static int string_list(yaml_document_t *doc, const yaml_node_t *n, bool paths, char ***out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
@@ -213,8 +212,8 @@ static void trim_span(const char **s, size_t *n)
         (*n)--;
 }
 
-int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m, const char **body,
-                         size_t *body_len, struct broker_err *e)
+int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m,
+                                 const char **body, size_t *body_len, struct broker_err *e)
 {
     memset(m, 0, sizeof(*m));
     *body = text;
@@ -241,8 +240,8 @@ int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_
     *body_len = len - after;
     trim_span(body, body_len);
     if (stop - start > VS_SKILL_MAX_FRONTMATTER)
-        return broker_fail(e, BROKER_E_INVALID, NULL,
-                           "the front matter is longer than %d bytes", VS_SKILL_MAX_FRONTMATTER);
+        return broker_fail(e, BROKER_E_INVALID, NULL, "the front matter is longer than %d bytes",
+                           VS_SKILL_MAX_FRONTMATTER);
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))
@@ -264,7 +263,8 @@ int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_
     }
     for (yaml_node_pair_t *pr = root ? root->data.mapping.pairs.start : NULL;
          pr && pr < root->data.mapping.pairs.top && rc == 0; pr++) {
-        yaml_node_t *k = yaml_document_get_node(&doc, pr->key), *v = yaml_document_get_node(&doc, pr->value);
+        yaml_node_t *k = yaml_document_get_node(&doc, pr->key),
+                    *v = yaml_document_get_node(&doc, pr->value);
         if (!k || k->type != YAML_SCALAR_NODE)
             continue;
         const char *key = (const char *)k->data.scalar.value;
@@ -391,8 +391,8 @@ static int infer_lists(const char *body, size_t len, struct voltagent_skill_meta
 
 struct skill {
     struct voltagent_skill_meta m; /* id and name always set here */
-    char *path;             /* "/skills/pdf/SKILL.md" */
-    char *root;             /* "/skills/pdf" */
+    char *path;                    /* "/skills/pdf/SKILL.md" */
+    char *root;                    /* "/skills/pdf" */
 };
 
 struct voltagent_skills {
@@ -458,12 +458,12 @@ static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct 
         if (infer_lists(b, bl, &inf) < 0) {
             r = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
         } else {
-#define TAKE(f)                                                                                    \
-    if (!m->f) {                                                                                   \
-        m->f = inf.f;                                                                              \
-        m->n_##f = inf.n_##f;                                                                      \
-        inf.f = NULL;                                                                              \
-        inf.n_##f = 0;                                                                             \
+#define TAKE(f)               \
+    if (!m->f) {              \
+        m->f = inf.f;         \
+        m->n_##f = inf.n_##f; \
+        inf.f = NULL;         \
+        inf.n_##f = 0;        \
     }
             TAKE(references)
             TAKE(scripts)
@@ -498,8 +498,12 @@ static int discover(const struct tool_ctx *ctx, struct skill **out, size_t *nout
     const char *const *ex;
     size_t n_ex;
     broker_default_excludes(ctx, &ex, &n_ex);
-    struct broker_walk_opts wo = {.recursive = true, .max_depth = 64, .exclude = ex,
-                                  .n_exclude = n_ex, .want_meta = true, .max_entries = MAX_WALK};
+    struct broker_walk_opts wo = {.recursive = true,
+                                  .max_depth = 64,
+                                  .exclude = ex,
+                                  .n_exclude = n_ex,
+                                  .want_meta = true,
+                                  .max_entries = MAX_WALK};
     struct broker_list l;
     if (broker_explore(ctx, SKILL_ROOT, &wo, &l, &e) < 0)
         return 0; /* no /skills: no skills, as upstream */
@@ -701,7 +705,7 @@ static cJSON *text_result(struct text *t)
 }
 
 __attribute__((format(printf, 3, 4))) static cJSON *fail_text(bool *is_error, const char *code,
-                                                               const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
     char buf[2048];
     va_list ap;
@@ -719,7 +723,8 @@ static cJSON *not_found(bool *is_error, const char *ident)
 
 static cJSON *no_memory(bool *is_error)
 {
-    return fail_text(is_error, broker_kind_name(BROKER_E_IO), "Error: out of memory for the skills of this session");
+    return fail_text(is_error, broker_kind_name(BROKER_E_IO),
+                     "Error: out of memory for the skills of this session");
 }
 
 static cJSON *strv_json(char **v, size_t n)
@@ -960,9 +965,11 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *
     size_t top_k = a->v[S_TOP_K] ? (size_t)fmin(a->n[S_TOP_K], MAX_TOP_K) : DEFAULT_TOP_K;
     size_t snip = a->v[S_SNIPPET] ? (size_t)fmin(a->n[S_SNIPPET], MAX_SNIPPET) : DEFAULT_SNIPPET_LENGTH;
     /* Upstream's skills search takes each weight as given (no 1 - other, no clamp). */
-    double lw = a->v[S_LEX] ? a->n[S_LEX] : DEFAULT_WEIGHT, vw = a->v[S_VEC] ? a->n[S_VEC] : DEFAULT_WEIGHT;
+    double lw = a->v[S_LEX] ? a->n[S_LEX] : DEFAULT_WEIGHT,
+           vw = a->v[S_VEC] ? a->n[S_VEC] : DEFAULT_WEIGHT;
     if (strlen(query) > 65536)
-        return fail_text(is_error, broker_kind_name(BROKER_E_INVALID), "Error: query is longer than 65536 bytes");
+        return fail_text(is_error, broker_kind_name(BROKER_E_INVALID),
+                         "Error: query is longer than 65536 bytes");
     if (ensure_discovered(ctx, false, NULL) < 0)
         return no_memory(is_error);
     struct broker_err e = {0};
@@ -1150,7 +1157,8 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct voltagent_index_args *a,
     if (o) {
         char *slash = strrchr(path, '/');
         char rootbuf[4096];
-        snprintf(rootbuf, sizeof(rootbuf), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+        snprintf(rootbuf, sizeof(rootbuf), "%.*s", slash && slash != path ? (int)(slash - path) : 1,
+                 path);
         s.root = rootbuf;
         cJSON *sj = skill_json(&s, false);
         cJSON_DeleteItemFromObject(sj, "active");
@@ -1207,7 +1215,8 @@ static bool resolve_file(const char *root, char **list, size_t n, const char *re
     const char *match = NULL;
     for (size_t i = 0; i < n && !match; i++) {
         size_t el = strlen(list[i]);
-        if (!strcmp(list[i], r) || (el > rl && list[i][el - rl - 1] == '/' && !strcmp(list[i] + el - rl, r)))
+        if (!strcmp(list[i], r) ||
+            (el > rl && list[i][el - rl - 1] == '/' && !strcmp(list[i] + el - rl, r)))
             match = list[i];
     }
     if (!match)
@@ -1223,8 +1232,8 @@ static bool resolve_file(const char *root, char **list, size_t n, const char *re
     return *out != NULL;
 }
 
-static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const char *rel,
-                              const char *kind, bool *is_error)
+static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const char *rel, const char *kind,
+                              bool *is_error)
 {
     if (ensure_discovered(ctx, false, NULL) < 0)
         return no_memory(is_error);
@@ -1240,8 +1249,12 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
         *is_error = true;
         return voltagent_error(&e);
     }
-    char **list = !strcmp(kind, "reference") ? m.references : !strcmp(kind, "script") ? m.scripts : m.assets;
-    size_t n = !strcmp(kind, "reference") ? m.n_references : !strcmp(kind, "script") ? m.n_scripts : m.n_assets;
+    char **list = !strcmp(kind, "reference") ? m.references
+                  : !strcmp(kind, "script")  ? m.scripts
+                                             : m.assets;
+    size_t n = !strcmp(kind, "reference") ? m.n_references
+               : !strcmp(kind, "script")  ? m.n_scripts
+                                          : m.n_assets;
     _cleanup_free_ char *target = NULL;
     if (!resolve_file(root, list, n, rel, &target)) {
         struct text t = {0};
@@ -1276,7 +1289,8 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     return o;
 }
 
-static cJSON *t_read_reference(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
+static cJSON *t_read_reference(struct tool_ctx *ctx, const struct voltagent_index_args *a,
+                               bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "reference", is_error);
 }
@@ -1292,17 +1306,20 @@ static cJSON *t_read_asset(struct tool_ctx *ctx, const struct voltagent_index_ar
 /* ---- the toolkit ---------------------------------------------------------------------------- */
 
 static const struct voltagent_toolkit_tool tools[] = {
-    {"workspace_list_skills", "List available workspace skills.", list_params, ARRAY_SIZE(list_params), t_list},
+    {"workspace_list_skills", "List available workspace skills.", list_params, ARRAY_SIZE(list_params),
+     t_list},
     {"workspace_search_skills", "Search skill instructions by text query.", search_params,
      ARRAY_SIZE(search_params), t_search},
-    {"workspace_read_skill", "Read a skill's instructions from SKILL.md.", id_params, ARRAY_SIZE(id_params), t_read},
-    {"workspace_activate_skill", "Activate a workspace skill.", id_params, ARRAY_SIZE(id_params), t_activate},
+    {"workspace_read_skill", "Read a skill's instructions from SKILL.md.", id_params,
+     ARRAY_SIZE(id_params), t_read},
+    {"workspace_activate_skill", "Activate a workspace skill.", id_params, ARRAY_SIZE(id_params),
+     t_activate},
     {"workspace_deactivate_skill", "Deactivate a workspace skill.", id_params, ARRAY_SIZE(id_params),
      t_deactivate},
-    {"workspace_read_skill_reference", "Read a skill reference file.", ref_params, ARRAY_SIZE(ref_params),
-     t_read_reference},
-    {"workspace_read_skill_script", "Read a skill script file.", script_params, ARRAY_SIZE(script_params),
-     t_read_script},
+    {"workspace_read_skill_reference", "Read a skill reference file.", ref_params,
+     ARRAY_SIZE(ref_params), t_read_reference},
+    {"workspace_read_skill_script", "Read a skill script file.", script_params,
+     ARRAY_SIZE(script_params), t_read_script},
     {"workspace_read_skill_asset", "Read a skill asset file.", asset_params, ARRAY_SIZE(asset_params),
      t_read_asset},
 };

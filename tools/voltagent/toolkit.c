@@ -33,8 +33,9 @@ int voltagent_toolkit_call(const struct voltagent_toolkit *k, struct tool_ctx *c
             *result = voltagent_error(&e);
         } else if (k->needs_session && !ctx->session) {
             *is_error = true;
-            *result = voltagent_error_text(broker_kind_name(BROKER_E_IO),
-                                           "Error: Workspace skills need a session to keep their state in");
+            *result = voltagent_error_text(
+                broker_kind_name(BROKER_E_IO),
+                "Error: Workspace skills need a session to keep their state in");
         } else {
             *result = t->fn(ctx, &a, is_error);
         }

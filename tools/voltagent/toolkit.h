@@ -7,7 +7,8 @@
 #include "tools/tool.h"
 #include "tools/voltagent/index.h"
 
-typedef cJSON *(*voltagent_toolkit_fn)(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error);
+typedef cJSON *(*voltagent_toolkit_fn)(struct tool_ctx *ctx, const struct voltagent_index_args *a,
+                                       bool *is_error);
 
 struct voltagent_toolkit_tool {
     const char *name, *desc;
