@@ -22,7 +22,7 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # the report's test browser (chromium, headless) and the packaging's tools (debhelper, lintian,
 # bash-completion and systemd's systemd-analyze for make test-package).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils \
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format \
              chromium debhelper dpkg-dev lintian bash-completion systemd
 
 CC      ?= cc

@@ -19,13 +19,14 @@ static const char report_usage[] =
     "every text an agent wrote as text. Open it in any browser; mail it as it is.\n"
     "\n"
     "  --db FILE       the trail database\n"
-    "  --output FILE   where to write the page (mode 0600, replaced atomically); default: standard output\n"
+    "  --output FILE   where to write the page (mode 0600, replaced atomically); default: standard "
+    "output\n"
     "\n"
     "Exit status: 0 written (also for a trail that fails verification: the page says so at the top),\n"
     "2 usage error (a --db that does not exist or is not a trail included), 125 the trail could not\n"
     "be read or the page not written.\n";
 
-int cmd_trail_report(int argc, char **argv)
+int cli_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"db", required_argument, NULL, 'd'},
@@ -43,7 +44,9 @@ int cmd_trail_report(int argc, char **argv)
         case 'o': output = optarg; break;
         case 'h': fputs(report_usage, stdout); return CORRAL_EXIT_OK;
         default:
-            fprintf(stderr, "corral trail report: unknown or incomplete option '%s'; 'corral trail report --help' lists the options\n",
+            fprintf(stderr,
+                    "corral trail report: unknown or incomplete option '%s'; 'corral trail report "
+                    "--help' lists the options\n",
                     argv[optind - 1]);
             return CORRAL_EXIT_USAGE;
         }
@@ -68,8 +71,9 @@ int cmd_trail_report(int argc, char **argv)
         tmp = util_printf("%s.tmp.%d", output, (int)getpid());
         int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
         if (fd < 0 || !(out = fdopen(fd, "w"))) {
-            fprintf(stderr, "corral trail report: cannot create %s: %s; choose a writable --output path\n", output,
-                    strerror(errno));
+            fprintf(stderr,
+                    "corral trail report: cannot create %s: %s; choose a writable --output path\n",
+                    output, strerror(errno));
             if (fd >= 0) {
                 close(fd);
                 unlink(tmp);
@@ -81,8 +85,10 @@ int cmd_trail_report(int argc, char **argv)
     int rc = report_write(db, out, &err);
     int status = CORRAL_EXIT_OK;
     if (rc < 0) {
-        fprintf(stderr, "corral trail report: %s\n", rc == -ENOMEM && !err.msg[0] ? "out of memory" : err.msg);
-        status = rc == -ENOENT || rc == -EINVAL || rc == -ENOTDIR ? CORRAL_EXIT_USAGE : CORRAL_EXIT_INTERNAL;
+        fprintf(stderr, "corral trail report: %s\n",
+                rc == -ENOMEM && !err.msg[0] ? "out of memory" : err.msg);
+        status = rc == -ENOENT || rc == -EINVAL || rc == -ENOTDIR ? CORRAL_EXIT_USAGE
+                                                                  : CORRAL_EXIT_INTERNAL;
     }
     if (output) {
         if (fclose(out) != 0 && status == CORRAL_EXIT_OK) {

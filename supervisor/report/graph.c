@@ -43,8 +43,9 @@ static const char *status_colour(const char *st)
     static const struct {
         const char *status, *colour;
     } map[] = {
-        {"integrated", "#b7e4c7"}, {"completed", "#d8f3dc"}, {"in_progress", "#ffe8a3"}, {"assigned", "#fff3c4"},
-        {"failed", "#f8c4c4"},     {"cancelled", "#e0e0e0"}, {"pending", "#e8eefc"},     {"draft", "#f2f2f2"},
+        {"integrated", "#b7e4c7"}, {"completed", "#d8f3dc"}, {"in_progress", "#ffe8a3"},
+        {"assigned", "#fff3c4"},   {"failed", "#f8c4c4"},    {"cancelled", "#e0e0e0"},
+        {"pending", "#e8eefc"},    {"draft", "#f2f2f2"},
     };
     for (size_t i = 0; st && i < ARRAY_SIZE(map); i++)
         if (!strcmp(st, map[i].status))
@@ -57,8 +58,9 @@ static const char *status_colour(const char *st)
  * does. Only the insides of tags are looked at: text between them is the labels, escaped. */
 bool report_svg_inert(const char *svg, size_t len)
 {
-    static const char *const bad[] = {"script", "foreignobject", "href", "javascript:", "iframe", "<image",
-                                      "<use", "style", "<a ", "<a>", "<!entity", "<?"};
+    static const char *const bad[] = {
+        "script", "foreignobject", "href", "javascript:", "iframe",   "<image",
+        "<use",   "style",         "<a ",  "<a>",         "<!entity", "<?"};
     if (memchr(svg, '\0', len))
         return false;
     char tag[1024];
@@ -140,7 +142,8 @@ void report_graph_write(FILE *f, const struct report_model *m)
             agent = m->ws[w].agent;
         _cleanup_free_ char *l1 = gv_label(t->name ? t->name : t->id, 60);
         _cleanup_free_ char *l2 = gv_label(t->status ? t->status : "?", 30);
-        _cleanup_free_ char *l3 = gv_label(agent ? agent : (t->workspace ? t->workspace : "not assigned"), 40);
+        _cleanup_free_ char *l3 = gv_label(
+            agent ? agent : (t->workspace ? t->workspace : "not assigned"), 40);
         _cleanup_free_ char *label = l1 && l2 && l3 ? util_printf("%s\\n%s\\n%s", l1, l2, l3) : NULL;
         if (nodes[i] && label) {
             agsafeset(nodes[i], "label", label, "");
@@ -177,7 +180,8 @@ out:
             fwrite(start, 1, n, f);
             report_putf(f, "</div>\n");
         } else {
-            note(f, "The task graph's picture was left out: Graphviz gave an SVG that was not plainly inert.");
+            note(f, "The task graph's picture was left out: Graphviz gave an SVG that was not plainly "
+                    "inert.");
         }
         gvFreeRenderData(svg);
     } else {
@@ -196,9 +200,12 @@ out:
         note(f, msg);
     }
     /* the same tasks as text: searchable, and readable where SVG is not */
-    report_putf(f, "<details><summary>Tasks as a table (%zu)</summary><table class=\"tasks\"><thead><tr><th>task</th>"
-                   "<th>status</th><th>workspace</th><th>depends on</th><th>description</th></tr></thead><tbody>\n",
-                m->ntasks);
+    report_putf(
+        f,
+        "<details><summary>Tasks as a table (%zu)</summary><table "
+        "class=\"tasks\"><thead><tr><th>task</th>"
+        "<th>status</th><th>workspace</th><th>depends on</th><th>description</th></tr></thead><tbody>\n",
+        m->ntasks);
     for (size_t i = 0; i < m->ntasks; i++) {
         const struct report_task *t = &m->tasks[i];
         report_putf(f, "<tr><td>");
@@ -234,5 +241,6 @@ const char *__lsan_default_options(void)
 }
 const char *__lsan_default_suppressions(void)
 {
-    return "leak:libgvc.so\nleak:libcgraph.so\nleak:libfontconfig.so\nleak:libpango\nleak:libcairo\nleak:libgvplugin\n";
+    return "leak:libgvc.so\nleak:libcgraph.so\nleak:libfontconfig.so\nleak:libpango\nleak:"
+           "libcairo\nleak:libgvplugin\n";
 }

@@ -87,7 +87,8 @@ void report_fmt_duration_us(int64_t us, char *buf, size_t cap)
     else if (a < 6e7)
         snprintf(buf, cap, "%.3g s", (double)us / 1e6);
     else
-        snprintf(buf, cap, "%lld min %lld s", (long long)(us / 60000000), (long long)(us % 60000000 / 1000000));
+        snprintf(buf, cap, "%lld min %lld s", (long long)(us / 60000000),
+                 (long long)(us % 60000000 / 1000000));
 }
 
 static void put_time(FILE *f, int64_t ts)
@@ -107,7 +108,9 @@ static void dt(FILE *f, const char *term)
 static void summary(FILE *f, const struct report_model *m)
 {
     if (m->verify_rc == 0) {
-        report_putf(f, "<div class=\"banner ok\" id=\"verify\">trail verify: ok, %llu entries verified; head %llu <span class=\"id\">",
+        report_putf(f,
+                    "<div class=\"banner ok\" id=\"verify\">trail verify: ok, %llu entries verified; "
+                    "head %llu <span class=\"id\">",
                     (unsigned long long)m->entries, (unsigned long long)m->head_seq);
         report_put_text(f, m->head_hex);
         report_putf(f, "</span></div>\n");
@@ -121,10 +124,14 @@ static void summary(FILE *f, const struct report_model *m)
     }
     report_putf(f, "<section id=\"summary\"><h2>Run</h2><dl class=\"summary\">\n");
     dt(f, "policy");
-    report_put_text(f, m->policy ? m->policy : (m->command ? "(none: corral exec's embedded default, or not recorded)" : "(not recorded)"));
+    report_put_text(f, m->policy
+                           ? m->policy
+                           : (m->command ? "(none: corral exec's embedded default, or not recorded)"
+                                         : "(not recorded)"));
     report_putf(f, "</dd>\n");
     dt(f, "owner");
-    report_put_text(f, m->owner ? m->owner : (m->nws && m->ws[0].owner ? m->ws[0].owner : "(not recorded)"));
+    report_put_text(f, m->owner ? m->owner
+                                : (m->nws && m->ws[0].owner ? m->ws[0].owner : "(not recorded)"));
     report_putf(f, "</dd>\n");
     dt(f, "command");
     report_put_text(f, m->command ? m->command : "(not recorded)");
@@ -171,9 +178,11 @@ static void summary(FILE *f, const struct report_model *m)
         }
         size_t done = 0;
         for (size_t i = 0; i < m->ntasks; i++)
-            done += m->tasks[i].status && (!strcmp(m->tasks[i].status, "integrated") || !strcmp(m->tasks[i].status, "completed"));
+            done += m->tasks[i].status && (!strcmp(m->tasks[i].status, "integrated") ||
+                                           !strcmp(m->tasks[i].status, "completed"));
         if (m->ntasks)
-            report_putf(f, "; %zu of %zu task%s completed or integrated", done, m->ntasks, m->ntasks == 1 ? "" : "s");
+            report_putf(f, "; %zu of %zu task%s completed or integrated", done, m->ntasks,
+                        m->ntasks == 1 ? "" : "s");
         report_putf(f, "; %llu denial%s%s", (unsigned long long)m->denials, m->denials == 1 ? "" : "s",
                     failed ? "; some workspaces failed" : "");
     }
@@ -197,8 +206,10 @@ static void summary(FILE *f, const struct report_model *m)
     if (m->head_seq) {
         report_putf(f, "%llu <span class=\"id\">", (unsigned long long)m->head_seq);
         report_put_text(f, m->head_hex);
-        report_putf(f, "</span> (keep it elsewhere: <code>corral trail verify --anchor %llu:HASH</code> proves the trail "
-                       "was not cut short or rewritten up to it)",
+        report_putf(f,
+                    "</span> (keep it elsewhere: <code>corral trail verify --anchor %llu:HASH</code> "
+                    "proves the trail "
+                    "was not cut short or rewritten up to it)",
                     (unsigned long long)m->head_seq);
     } else {
         report_putf(f, "(none: the trail did not verify)");
@@ -226,9 +237,14 @@ static void meter(FILE *f, double used, double limit, bool bytes, const char *un
     if (used >= 0 && limit > 0) {
         double r = used / limit;
         int w = (int)(60 * (r > 1 ? 1 : r));
-        report_putf(f, "<br><svg class=\"meter\" width=\"60\" height=\"6\"><rect class=\"bg\" width=\"60\" height=\"6\"/>"
-                       "<rect class=\"fill%s\" width=\"%d\" height=\"6\"/><title>%.0f%%</title></svg>",
-                    r >= 1 ? " over" : r >= 0.8 ? " hot" : "", w < 1 ? 1 : w, 100 * r);
+        report_putf(f,
+                    "<br><svg class=\"meter\" width=\"60\" height=\"6\"><rect class=\"bg\" width=\"60\" "
+                    "height=\"6\"/>"
+                    "<rect class=\"fill%s\" width=\"%d\" height=\"6\"/><title>%.0f%%</title></svg>",
+                    r >= 1     ? " over"
+                    : r >= 0.8 ? " hot"
+                               : "",
+                    w < 1 ? 1 : w, 100 * r);
     }
 }
 
@@ -239,12 +255,17 @@ static void tree(FILE *f, const struct report_model *m)
         report_putf(f, "<p class=\"note\">No workspaces in this trail.</p></section>\n");
         return;
     }
-    report_putf(f, "<table class=\"tree\"><thead><tr><th>workspace</th><th>agent</th><th>role</th><th>state</th><th>task</th>"
-                   "<th>memory peak / granted</th><th>CPU time</th><th>wall time / granted</th><th>pids</th><th>CPUs</th>"
-                   "<th>tool calls</th><th>checkpoints</th><th>denials</th><th>budget warnings / exceeded</th><th>end</th></tr></thead><tbody>\n");
+    report_putf(f, "<table "
+                   "class=\"tree\"><thead><tr><th>workspace</th><th>agent</th><th>role</th><th>state</"
+                   "th><th>task</th>"
+                   "<th>memory peak / granted</th><th>CPU time</th><th>wall time / "
+                   "granted</th><th>pids</th><th>CPUs</th>"
+                   "<th>tool calls</th><th>checkpoints</th><th>denials</th><th>budget warnings / "
+                   "exceeded</th><th>end</th></tr></thead><tbody>\n");
     for (size_t o = 0; o < m->nws; o++) {
         const struct report_ws *w = &m->ws[m->lane_order[o]];
-        report_putf(f, "<tr class=\"ws\"><td class=\"d%zu\"><span class=\"id\">", w->depth > 8 ? (size_t)8 : w->depth);
+        report_putf(f, "<tr class=\"ws\"><td class=\"d%zu\"><span class=\"id\">",
+                    w->depth > 8 ? (size_t)8 : w->depth);
         report_put_text(f, w->id);
         report_putf(f, "</span></td><td>");
         report_put_text(f, w->agent ? w->agent : "?");
@@ -260,7 +281,8 @@ static void tree(FILE *f, const struct report_model *m)
         report_put_text(f, w->state ? w->state : w->exit_text ? "exited" : "unknown");
         report_putf(f, "</span></td><td>");
         size_t t = report_map_get(&m->task_ids, w->task);
-        report_put_text(f, t != SIZE_MAX && m->tasks[t].name ? m->tasks[t].name : (w->task ? w->task : ""));
+        report_put_text(f,
+                        t != SIZE_MAX && m->tasks[t].name ? m->tasks[t].name : (w->task ? w->task : ""));
         report_putf(f, "</td><td>");
         meter(f, w->mem_peak, w->mem_limit, true, "");
         report_putf(f, "</td><td>");
@@ -274,12 +296,14 @@ static void tree(FILE *f, const struct report_model *m)
         report_putf(f, "</td><td>");
         if (w->cpus_limit >= 0)
             report_putf(f, "%.3g", w->cpus_limit);
-        report_putf(f, "</td><td>%u</td><td>%u</td><td>%u</td><td>%u / %u</td><td>", w->tool_calls, w->checkpoints, w->denials,
-                    w->warnings, w->exceeded);
+        report_putf(f, "</td><td>%u</td><td>%u</td><td>%u</td><td>%u / %u</td><td>", w->tool_calls,
+                    w->checkpoints, w->denials, w->warnings, w->exceeded);
         report_put_text(f, w->exit_text ? w->exit_text : (w->started_us >= 0 ? "no end recorded" : ""));
         report_putf(f, "</td></tr>\n");
         if (w->log) {
-            report_putf(f, "<tr class=\"log\"><td colspan=\"15\" class=\"d%zu\"><details><summary>stderr log (%zu bytes%s)</summary><pre class=\"log\">",
+            report_putf(f,
+                        "<tr class=\"log\"><td colspan=\"15\" class=\"d%zu\"><details><summary>stderr "
+                        "log (%zu bytes%s)</summary><pre class=\"log\">",
                         w->depth > 8 ? (size_t)8 : w->depth, w->log_bytes,
                         w->log_cut ? ", the end shown" : "");
             report_put_text(f, w->log);
@@ -288,7 +312,8 @@ static void tree(FILE *f, const struct report_model *m)
     }
     report_putf(f, "</tbody></table>\n");
     if (m->ws_dropped)
-        report_putf(f, "<p class=\"note\">%zu more workspaces are not shown (at most %d).</p>\n", m->ws_dropped, REPORT_WS_MAX);
+        report_putf(f, "<p class=\"note\">%zu more workspaces are not shown (at most %d).</p>\n",
+                    m->ws_dropped, REPORT_WS_MAX);
     report_putf(f, "</section>\n");
 }
 
@@ -299,9 +324,12 @@ static void denials(FILE *f, const struct report_model *m)
         report_putf(f, "<p class=\"note\">Nothing was refused in this run.</p></section>\n");
         return;
     }
-    report_putf(f, "<p>%llu denial%s under %zu rule%s.</p>\n<table class=\"denials\"><thead><tr><th>rule</th><th>count</th>"
-                   "<th>kinds</th><th>examples (entry, workspace, what, why)</th></tr></thead><tbody>\n",
-                (unsigned long long)m->denials, m->denials == 1 ? "" : "s", m->nrules, m->nrules == 1 ? "" : "s");
+    report_putf(f,
+                "<p>%llu denial%s under %zu rule%s.</p>\n<table "
+                "class=\"denials\"><thead><tr><th>rule</th><th>count</th>"
+                "<th>kinds</th><th>examples (entry, workspace, what, why)</th></tr></thead><tbody>\n",
+                (unsigned long long)m->denials, m->denials == 1 ? "" : "s", m->nrules,
+                m->nrules == 1 ? "" : "s");
     for (size_t i = 0; i < m->nrules; i++) {
         const struct report_rule *r = &m->rules[i];
         report_putf(f, "<tr><td>");
@@ -320,7 +348,8 @@ static void denials(FILE *f, const struct report_model *m)
             report_putf(f, "</div>");
         }
         if (r->count > r->nexamples)
-            report_putf(f, "<div class=\"note\">and %llu more</div>", (unsigned long long)(r->count - r->nexamples));
+            report_putf(f, "<div class=\"note\">and %llu more</div>",
+                        (unsigned long long)(r->count - r->nexamples));
         report_putf(f, "</td></tr>\n");
     }
     report_putf(f, "</tbody></table></section>\n");
@@ -330,16 +359,22 @@ static void network(FILE *f, const struct report_model *m)
 {
     report_putf(f, "<section id=\"network\"><h2>Network connections</h2>\n");
     if (!m->nnet) {
-        report_putf(f, "<p class=\"note\">No network connections recorded (no <code>network_connect</code> entries: "
-                       "the run's sandboxes had no egress, or it is not recorded by this corral).</p></section>\n");
+        report_putf(
+            f,
+            "<p class=\"note\">No network connections recorded (no <code>network_connect</code> "
+            "entries: "
+            "the run's sandboxes had no egress, or it is not recorded by this corral).</p></section>\n");
         return;
     }
-    report_putf(f, "<table class=\"net\"><thead><tr><th>entry</th><th>time</th><th>workspace</th><th>connection</th><th>body</th></tr></thead><tbody>\n");
+    report_putf(f, "<table "
+                   "class=\"net\"><thead><tr><th>entry</th><th>time</th><th>workspace</"
+                   "th><th>connection</th><th>body</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < m->nnet; i++) {
         const struct report_net *n = &m->net[i];
         char when[32];
         report_fmt_duration_us(n->t_us, when, sizeof(when));
-        report_putf(f, "<tr><td>%llu</td><td>+%s</td><td class=\"id\">", (unsigned long long)n->seq, when);
+        report_putf(f, "<tr><td>%llu</td><td>+%s</td><td class=\"id\">", (unsigned long long)n->seq,
+                    when);
         report_put_text(f, n->workspace);
         report_putf(f, "</td><td>");
         report_put_text(f, n->summary);
@@ -349,14 +384,17 @@ static void network(FILE *f, const struct report_model *m)
     }
     report_putf(f, "</tbody></table>\n");
     if (m->net_dropped)
-        report_putf(f, "<p class=\"note\">%llu more connections are in the trail.</p>\n", (unsigned long long)m->net_dropped);
+        report_putf(f, "<p class=\"note\">%llu more connections are in the trail.</p>\n",
+                    (unsigned long long)m->net_dropped);
     report_putf(f, "</section>\n");
 }
 
 static void counts(FILE *f, const struct report_model *m)
 {
-    report_putf(f, "<section id=\"counts\"><h2>Entries by type</h2><details><summary>%llu entries, %zu types</summary>"
-                   "<table><tbody>\n",
+    report_putf(f,
+                "<section id=\"counts\"><h2>Entries by type</h2><details><summary>%llu entries, %zu "
+                "types</summary>"
+                "<table><tbody>\n",
                 (unsigned long long)m->entries, m->ncounts);
     for (size_t i = 0; i < m->ncounts; i++) {
         report_putf(f, "<tr><td>");
@@ -380,14 +418,20 @@ int report_write(const char *db, FILE *out, struct cerr *err)
     /* default-src 'none': no fetch, image, font, frame or connection of any kind; the one style
      * sheet and the one script only by their hashes, so an element that escaped escaping could
      * still not run, load or style anything. */
-    report_putf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src %s; script-src %s; "
-                     "img-src 'none'; base-uri 'none'; form-action 'none'\">\n"
-                     "<meta name=\"referrer\" content=\"no-referrer\">\n"
-                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>corral run report: ",
+    report_putf(out,
+                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+                "%s; script-src %s; "
+                "img-src 'none'; base-uri 'none'; form-action 'none'\">\n"
+                "<meta name=\"referrer\" content=\"no-referrer\">\n"
+                "<meta name=\"viewport\" content=\"width=device-width, "
+                "initial-scale=1\">\n<title>corral run report: ",
                 css_hash, js_hash);
     report_put_text(out, m.trail_id ? m.trail_id : db);
-    report_putf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<header><h1>corral run report</h1><div class=\"sub\">", report_css);
+    report_putf(out,
+                "</title>\n<style>%s</style>\n</head>\n<body>\n<header><h1>corral run report</h1><div "
+                "class=\"sub\">",
+                report_css);
     report_put_text(out, db);
     char now[40];
     struct timespec ts;
@@ -401,9 +445,12 @@ int report_write(const char *db, FILE *out, struct cerr *err)
     denials(out, &m);
     network(out, &m);
     counts(out, &m);
-    report_putf(out, "</main>\n<footer>Everything on this page comes from the trail; text an agent wrote is shown as text. "
-                     "The page loads nothing and needs no network.</footer>\n<script>%s</script>\n</body></html>\n",
-                report_js);
+    report_putf(
+        out,
+        "</main>\n<footer>Everything on this page comes from the trail; text an agent wrote is shown as "
+        "text. "
+        "The page loads nothing and needs no network.</footer>\n<script>%s</script>\n</body></html>\n",
+        report_js);
     report_model_free(&m);
     if (fflush(out) != 0 || ferror(out))
         return cerr_set(err, EIO, "cannot write the report: %s", strerror(errno));

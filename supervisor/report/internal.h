@@ -12,14 +12,14 @@
 
 /* Bounds that keep the page, and the memory that builds it, in proportion whatever the trail
  * holds: past them the page says what it left out and `corral trail` shows the rest. */
-#define REPORT_MARKS_MAX 12000      /* timeline entries */
-#define REPORT_BODY_MAX 2048        /* bytes of one entry's body shown */
-#define REPORT_LOG_MAX 8192         /* bytes of an agent's stderr log shown (its end) */
-#define REPORT_WS_MAX 2000          /* workspaces with a lane and a place in the tree */
-#define REPORT_TASKS_MAX 400        /* tasks in the graph (Graphviz's dot is quadratic-ish) */
-#define REPORT_RULES_MAX 200        /* distinct denial rules */
-#define REPORT_EXAMPLES_MAX 8       /* examples kept per denial rule */
-#define REPORT_NET_MAX 2000         /* network connections listed */
+#define REPORT_MARKS_MAX 12000 /* timeline entries */
+#define REPORT_BODY_MAX 2048   /* bytes of one entry's body shown */
+#define REPORT_LOG_MAX 8192    /* bytes of an agent's stderr log shown (its end) */
+#define REPORT_WS_MAX 2000     /* workspaces with a lane and a place in the tree */
+#define REPORT_TASKS_MAX 400   /* tasks in the graph (Graphviz's dot is quadratic-ish) */
+#define REPORT_RULES_MAX 200   /* distinct denial rules */
+#define REPORT_EXAMPLES_MAX 8  /* examples kept per denial rule */
+#define REPORT_NET_MAX 2000    /* network connections listed */
 
 /* A string -> index map (open addressing), for workspace and task ids. */
 struct report_map {
@@ -35,13 +35,26 @@ void report_map_free(struct report_map *m);
 
 /* Timeline kinds: each has a colour, a legend entry and a toggle on the page. */
 enum report_kind {
-    RK_PROCESS, RK_TOOL, RK_ENVELOPE, RK_SIGNAL, RK_CHECKPOINT, RK_TASK, RK_GATE, RK_DENIAL,
-    RK_BUDGET, RK_WORKSPACE, RK_NETWORK, RK_LOG, RK_MESSAGE, RK_OTHER, RK_COUNT
+    REPORT_KIND_PROCESS,
+    REPORT_KIND_TOOL,
+    REPORT_KIND_ENVELOPE,
+    REPORT_KIND_SIGNAL,
+    REPORT_KIND_CHECKPOINT,
+    REPORT_KIND_TASK,
+    REPORT_KIND_GATE,
+    REPORT_KIND_DENIAL,
+    REPORT_KIND_BUDGET,
+    REPORT_KIND_WORKSPACE,
+    REPORT_KIND_NETWORK,
+    REPORT_KIND_LOG,
+    REPORT_KIND_MESSAGE,
+    REPORT_KIND_OTHER,
+    REPORT_KIND_COUNT
 };
-extern const char *const report_kind_names[RK_COUNT]; /* css class suffix and legend word */
+extern const char *const report_kind_names[REPORT_KIND_COUNT]; /* css class suffix and legend word */
 
 struct report_mark {
-    size_t lane;         /* 0: the system lane; 1 + workspace index */
+    size_t lane; /* 0: the system lane; 1 + workspace index */
     enum report_kind kind;
     uint64_t seq;
     int64_t t_us, dur_us; /* from the run's start; dur_us 0: an instant */
@@ -57,13 +70,13 @@ struct report_ws {
     double mem_limit, pids_limit, cpus_limit, wall_limit;
     /* used (process_exited; -1: unknown) */
     double mem_peak, cpu_sec, wall_sec;
-    char *exit_text;  /* "exit 0", "signal 15", "OOM" */
+    char *exit_text; /* "exit 0", "signal 15", "OOM" */
     unsigned warnings, exceeded, denials, tool_calls, checkpoints;
-    char *log;        /* the end of its stderr log (agent_log), owned */
+    char *log; /* the end of its stderr log (agent_log), owned */
     size_t log_bytes;
     bool log_cut;
-    size_t depth;     /* in the tree */
-    size_t order;     /* position in tree order (lane order) */
+    size_t depth; /* in the tree */
+    size_t order; /* position in tree order (lane order) */
 };
 
 struct report_task {
@@ -75,7 +88,7 @@ struct report_task {
 struct report_rule {
     char *rule;
     uint64_t count;
-    char *kinds;               /* "path, seccomp" */
+    char *kinds; /* "path, seccomp" */
     size_t nexamples;
     struct report_example {
         uint64_t seq;
@@ -100,7 +113,7 @@ struct report_model {
     char *trail_id, *policy, *owner, *command, *stop_text, *durability;
     int64_t start_ts, end_ts; /* unix microseconds of the first and last entry */
     uint64_t entries;
-    int verify_rc;            /* 0 ok, 1 bad, <0 unreadable */
+    int verify_rc; /* 0 ok, 1 bad, <0 unreadable */
     char verify_msg[768];
     uint64_t verify_bad_seq, head_seq;
     char head_hex[2 * TRAIL_HASH_LEN + 1];
@@ -109,7 +122,7 @@ struct report_model {
     size_t nws;
     size_t ws_dropped;
     struct report_map ws_ids;
-    size_t *lane_order;       /* workspace indexes in tree order */
+    size_t *lane_order; /* workspace indexes in tree order */
     struct report_task *tasks;
     size_t ntasks, tasks_dropped;
     struct report_map task_ids;

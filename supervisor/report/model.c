@@ -10,12 +10,21 @@
 
 #include <sodium.h>
 
-const char *const report_kind_names[RK_COUNT] = {
-    [RK_PROCESS] = "process", [RK_TOOL] = "tool",     [RK_ENVELOPE] = "envelope",
-    [RK_SIGNAL] = "signal",   [RK_CHECKPOINT] = "checkpoint", [RK_TASK] = "task",
-    [RK_GATE] = "gate",       [RK_DENIAL] = "denial", [RK_BUDGET] = "budget",
-    [RK_WORKSPACE] = "workspace", [RK_NETWORK] = "network", [RK_LOG] = "log",
-    [RK_MESSAGE] = "message", [RK_OTHER] = "other",
+const char *const report_kind_names[REPORT_KIND_COUNT] = {
+    [REPORT_KIND_PROCESS] = "process",
+    [REPORT_KIND_TOOL] = "tool",
+    [REPORT_KIND_ENVELOPE] = "envelope",
+    [REPORT_KIND_SIGNAL] = "signal",
+    [REPORT_KIND_CHECKPOINT] = "checkpoint",
+    [REPORT_KIND_TASK] = "task",
+    [REPORT_KIND_GATE] = "gate",
+    [REPORT_KIND_DENIAL] = "denial",
+    [REPORT_KIND_BUDGET] = "budget",
+    [REPORT_KIND_WORKSPACE] = "workspace",
+    [REPORT_KIND_NETWORK] = "network",
+    [REPORT_KIND_LOG] = "log",
+    [REPORT_KIND_MESSAGE] = "message",
+    [REPORT_KIND_OTHER] = "other",
 };
 
 /* ---- a small string map ------------------------------------------------------------------ */
@@ -198,9 +207,9 @@ struct loader {
     int rc;
     struct open_call *calls; /* tool calls and processes not yet ended */
     size_t ncalls, calls_cap;
-    size_t *first_proc;      /* per workspace: mark index of its first process, SIZE_MAX none */
-    char **log_blobs;        /* per workspace: blob hash of its last agent_log */
-    size_t slots;            /* allocated length of m->ws, first_proc and log_blobs */
+    size_t *first_proc; /* per workspace: mark index of its first process, SIZE_MAX none */
+    char **log_blobs;   /* per workspace: blob hash of its last agent_log */
+    size_t slots;       /* allocated length of m->ws, first_proc and log_blobs */
     size_t tasks_cap;
     size_t message_marks;
 };
@@ -257,9 +266,16 @@ static size_t ws_get(struct loader *L, const char *id)
         return SIZE_MAX;
     }
     struct report_ws *w = &m->ws[m->nws];
-    *w = (struct report_ws){.created_us = -1, .started_us = -1, .exited_us = -1, .mem_limit = -1,
-                            .pids_limit = -1, .cpus_limit = -1, .wall_limit = -1, .mem_peak = -1,
-                            .cpu_sec = -1, .wall_sec = -1};
+    *w = (struct report_ws){.created_us = -1,
+                            .started_us = -1,
+                            .exited_us = -1,
+                            .mem_limit = -1,
+                            .pids_limit = -1,
+                            .cpus_limit = -1,
+                            .wall_limit = -1,
+                            .mem_peak = -1,
+                            .cpu_sec = -1,
+                            .wall_sec = -1};
     w->id = dup_str(id);
     L->first_proc[m->nws] = SIZE_MAX;
     L->log_blobs[m->nws] = NULL;
@@ -319,12 +335,13 @@ static size_t add_mark(struct loader *L, const struct trail_entry *e, const cJSO
     struct report_model *m = L->m;
     /* protocol messages are most of a trail and hidden at first: they get a third of the marks,
      * so the entries that say what happened are not crowded out */
-    if (m->nmarks >= REPORT_MARKS_MAX || (kind == RK_MESSAGE && L->message_marks >= REPORT_MARKS_MAX / 3)) {
+    if (m->nmarks >= REPORT_MARKS_MAX ||
+        (kind == REPORT_KIND_MESSAGE && L->message_marks >= REPORT_MARKS_MAX / 3)) {
         m->marks_dropped++;
         free(label);
         return SIZE_MAX;
     }
-    L->message_marks += kind == RK_MESSAGE;
+    L->message_marks += kind == REPORT_KIND_MESSAGE;
     if (grow((void **)&m->marks, &m->marks_cap, m->nmarks + 1, sizeof(*m->marks)) < 0) {
         free(label);
         L->rc = -ENOMEM;
@@ -345,7 +362,8 @@ static size_t add_mark(struct loader *L, const struct trail_entry *e, const cJSO
 
 static void open_call(struct loader *L, size_t mark, size_t lane, char *key)
 {
-    if (mark == SIZE_MAX || !key || grow((void **)&L->calls, &L->calls_cap, L->ncalls + 1, sizeof(*L->calls)) < 0) {
+    if (mark == SIZE_MAX || !key ||
+        grow((void **)&L->calls, &L->calls_cap, L->ncalls + 1, sizeof(*L->calls)) < 0) {
         free(key);
         return;
     }
@@ -367,7 +385,9 @@ static size_t close_call(struct loader *L, const struct trail_entry *e, const cJ
         k->dur_us = e->ts_us - m->start_ts - k->t_us;
         k->open = false;
         char *end = pretty_body(b, e);
-        char *both = end ? util_printf("%s\n\n-- %s (entry %llu) --\n%s", k->body, e->type, (unsigned long long)e->seq, end) : NULL;
+        char *both = end ? util_printf("%s\n\n-- %s (entry %llu) --\n%s", k->body, e->type,
+                                       (unsigned long long)e->seq, end)
+                         : NULL;
         free(end);
         if (both) {
             char *cut = report_clean_utf8(both, strlen(both), 2 * REPORT_BODY_MAX);
@@ -508,8 +528,8 @@ static void add_network(struct loader *L, const struct trail_entry *e, const cJS
     char portbuf[24] = "";
     if (port >= 0)
         snprintf(portbuf, sizeof(portbuf), ":%.0f", port);
-    char *sum = util_printf("%s%s%s%s%s%s", host ? host : "?", portbuf, proto ? " via " : "", proto ? proto : "",
-                            decision ? " - " : "", decision ? decision : "");
+    char *sum = util_printf("%s%s%s%s%s%s", host ? host : "?", portbuf, proto ? " via " : "",
+                            proto ? proto : "", decision ? " - " : "", decision ? decision : "");
     n[m->nnet] = (struct report_net){.seq = e->seq, .t_us = e->ts_us - m->start_ts};
     n[m->nnet].workspace = dup_str(e->workspace ? e->workspace : "-");
     n[m->nnet].summary = sum ? report_clean_utf8(sum, strlen(sum), 400) : NULL;
@@ -571,7 +591,7 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             set_str(&m->command, cmd->valuestring);
         else if (cJSON_IsArray(cmd) && cJSON_IsString(cmd->child))
             set_str(&m->command, cmd->child->valuestring);
-        add_mark(L, e, b, lane, RK_PROCESS, NULL);
+        add_mark(L, e, b, lane, REPORT_KIND_PROCESS, NULL);
     } else if (!strcmp(t, "supervisor_stopped")) {
         const char *reason = jstr(b, "reason");
         double status = jnum(b, "status", -1);
@@ -581,7 +601,7 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             set_str(&m->stop_text, s);
             free(s);
         }
-        add_mark(L, e, b, lane, RK_PROCESS, NULL);
+        add_mark(L, e, b, lane, REPORT_KIND_PROCESS, NULL);
     } else if (!strcmp(t, "workspace_created")) {
         const char *id = jstr(b, "workspace_id");
         if (id && (!e->workspace || strcmp(id, e->workspace))) {
@@ -598,12 +618,13 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             ws->created_us = e->ts_us - m->start_ts;
             set_budgets(ws, cJSON_GetObjectItemCaseSensitive(b, "budgets"), false);
         }
-        add_mark(L, e, b, lane, RK_WORKSPACE, labelf(t, jstr(b, "agent")));
+        add_mark(L, e, b, lane, REPORT_KIND_WORKSPACE, labelf(t, jstr(b, "agent")));
     } else if (!strcmp(t, "workspace_state_changed")) {
         if (ws)
             set_str(&ws->state, jstr(b, "to"));
-        char *d = util_printf("%s -> %s", jstr(b, "from") ? jstr(b, "from") : "?", jstr(b, "to") ? jstr(b, "to") : "?");
-        add_mark(L, e, b, lane, RK_WORKSPACE, labelf("state", d));
+        char *d = util_printf("%s -> %s", jstr(b, "from") ? jstr(b, "from") : "?",
+                              jstr(b, "to") ? jstr(b, "to") : "?");
+        add_mark(L, e, b, lane, REPORT_KIND_WORKSPACE, labelf("state", d));
         free(d);
     } else if (!strcmp(t, "sandbox_created")) {
         if (ws) {
@@ -620,7 +641,8 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             if (!m->command && cJSON_IsArray(argv)) {
                 char *line = NULL;
                 for (const cJSON *a = argv->child; a; a = a->next) {
-                    char *next = util_printf("%s%s%s", line ? line : "exec:", " ", cJSON_IsString(a) ? a->valuestring : "?");
+                    char *next = util_printf("%s%s%s", line ? line : "exec:", " ",
+                                             cJSON_IsString(a) ? a->valuestring : "?");
                     free(line);
                     if (!(line = next) || strlen(line) > 300)
                         break;
@@ -629,9 +651,11 @@ static int load_entry(const struct trail_entry *e, void *ctx)
                 free(line);
             }
         }
-        add_mark(L, e, b, lane, RK_PROCESS, labelf(t, jstr(b, "purpose")));
+        add_mark(L, e, b, lane, REPORT_KIND_PROCESS, labelf(t, jstr(b, "purpose")));
     } else if (!strcmp(t, "process_started")) {
-        size_t k = add_mark(L, e, b, lane, RK_PROCESS, labelf("process", jstr(b, "purpose") ? jstr(b, "purpose") : jstr(b, "agent")));
+        size_t k = add_mark(
+            L, e, b, lane, REPORT_KIND_PROCESS,
+            labelf("process", jstr(b, "purpose") ? jstr(b, "purpose") : jstr(b, "agent")));
         if (ws && ws->started_us < 0)
             ws->started_us = e->ts_us - m->start_ts;
         if (ws && L->first_proc[w] == SIZE_MAX)
@@ -640,9 +664,9 @@ static int load_entry(const struct trail_entry *e, void *ctx)
     } else if (!strcmp(t, "process_exited")) {
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
         _cleanup_free_ char *key = cJSON_IsNumber(pid) ? jscalar(pid) : NULL;
-        size_t k = close_call(L, e, b, lane, RK_PROCESS, key);
+        size_t k = close_call(L, e, b, lane, REPORT_KIND_PROCESS, key);
         if (k == SIZE_MAX && key)
-            k = close_call(L, e, b, lane, RK_PROCESS, NULL);
+            k = close_call(L, e, b, lane, REPORT_KIND_PROCESS, NULL);
         if (ws && (k == L->first_proc[w] || L->first_proc[w] == SIZE_MAX)) {
             const cJSON *u = cJSON_GetObjectItemCaseSensitive(b, "usage");
             ws->exited_us = e->ts_us - m->start_ts;
@@ -666,31 +690,34 @@ static int load_entry(const struct trail_entry *e, void *ctx)
                                                : util_printf("ended");
         }
         if (k == SIZE_MAX)
-            add_mark(L, e, b, lane, RK_PROCESS, NULL);
+            add_mark(L, e, b, lane, REPORT_KIND_PROCESS, NULL);
     } else if (!strcmp(t, "tool_call")) {
         const char *phase = jstr(b, "phase");
         _cleanup_free_ char *key = jscalar(cJSON_GetObjectItemCaseSensitive(b, "request_id"));
         if (ws)
             ws->tool_calls += phase && !strcmp(phase, "start");
-        if (phase && !strcmp(phase, "end") && key && close_call(L, e, b, lane, RK_TOOL, key) != SIZE_MAX)
+        if (phase && !strcmp(phase, "end") && key &&
+            close_call(L, e, b, lane, REPORT_KIND_TOOL, key) != SIZE_MAX)
             goto done;
-        size_t k = add_mark(L, e, b, lane, RK_TOOL, labelf("tool", jstr(b, "tool")));
+        size_t k = add_mark(L, e, b, lane, REPORT_KIND_TOOL, labelf("tool", jstr(b, "tool")));
         if (phase && !strcmp(phase, "start"))
             open_call(L, k, lane, steal_pointer(&key));
     } else if (!strncmp(t, "envelope_", 9) || !strncmp(t, "port_right_", 11)) {
         if (!strcmp(t, "envelope_rejected"))
             add_denial(L, e, b);
-        add_mark(L, e, b, lane, !strcmp(t, "envelope_rejected") ? RK_DENIAL : RK_ENVELOPE,
+        add_mark(L, e, b, lane,
+                 !strcmp(t, "envelope_rejected") ? REPORT_KIND_DENIAL : REPORT_KIND_ENVELOPE,
                  labelf(t, jstr(b, "type") ? jstr(b, "type") : jstr(b, "kind")));
     } else if (!strncmp(t, "signal_", 7)) {
-        add_mark(L, e, b, lane, RK_SIGNAL, labelf(t, jstr(b, "type")));
-    } else if (!strncmp(t, "checkpoint_", 11) || !strncmp(t, "integration_", 12) || !strncmp(t, "conflict_", 9) ||
-               !strcmp(t, "resource_discrepancy")) {
+        add_mark(L, e, b, lane, REPORT_KIND_SIGNAL, labelf(t, jstr(b, "type")));
+    } else if (!strncmp(t, "checkpoint_", 11) || !strncmp(t, "integration_", 12) ||
+               !strncmp(t, "conflict_", 9) || !strcmp(t, "resource_discrepancy")) {
         if (!strcmp(t, "checkpoint_rejected"))
             add_denial(L, e, b);
         if (ws && !strcmp(t, "checkpoint_created"))
             ws->checkpoints++;
-        add_mark(L, e, b, lane, !strcmp(t, "checkpoint_rejected") ? RK_DENIAL : RK_CHECKPOINT,
+        add_mark(L, e, b, lane,
+                 !strcmp(t, "checkpoint_rejected") ? REPORT_KIND_DENIAL : REPORT_KIND_CHECKPOINT,
                  labelf(t, jstr(b, "intent")));
     } else if (!strncmp(t, "task_", 5) || !strcmp(t, "graph_created")) {
         size_t k = task_get(L, jstr(b, "task_id"));
@@ -711,25 +738,30 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             set_str(&tk->status, jstr(b, strcmp(t, "task_created") ? "to" : "status"));
             if (!strcmp(t, "task_failed") && !jstr(b, "to"))
                 set_str(&tk->status, "failed");
-            set_str(&tk->workspace, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : jstr(b, "workspace_ref"));
+            set_str(&tk->workspace,
+                    jstr(b, "workspace_id") ? jstr(b, "workspace_id") : jstr(b, "workspace_ref"));
         }
         const char *name = k != SIZE_MAX && m->tasks[k].name ? m->tasks[k].name : jstr(b, "name");
-        add_mark(L, e, b, lane, RK_TASK, labelf(t, name));
-    } else if (!strncmp(t, "gate_", 5) || !strncmp(t, "escalation_", 11) || !strcmp(t, "human_injection")) {
-        add_mark(L, e, b, lane, RK_GATE, labelf(t, jstr(b, "gate") ? jstr(b, "gate") : jstr(b, "gate_type")));
-    } else if (!strcmp(t, "denial") || !strcmp(t, "capability_denied") || !strcmp(t, "workspace_rejected") ||
-               !strcmp(t, "trail_access_denied") || !strcmp(t, "gate_reentry_blocked")) {
+        add_mark(L, e, b, lane, REPORT_KIND_TASK, labelf(t, name));
+    } else if (!strncmp(t, "gate_", 5) || !strncmp(t, "escalation_", 11) ||
+               !strcmp(t, "human_injection")) {
+        add_mark(L, e, b, lane, REPORT_KIND_GATE,
+                 labelf(t, jstr(b, "gate") ? jstr(b, "gate") : jstr(b, "gate_type")));
+    } else if (!strcmp(t, "denial") || !strcmp(t, "capability_denied") ||
+               !strcmp(t, "workspace_rejected") || !strcmp(t, "trail_access_denied") ||
+               !strcmp(t, "gate_reentry_blocked")) {
         add_denial(L, e, b);
-        add_mark(L, e, b, lane, RK_DENIAL, labelf(t, jstr(b, "subject") ? jstr(b, "subject") : jstr(b, "method")));
+        add_mark(L, e, b, lane, REPORT_KIND_DENIAL,
+                 labelf(t, jstr(b, "subject") ? jstr(b, "subject") : jstr(b, "method")));
     } else if (!strncmp(t, "budget_", 7)) {
         if (ws) {
             ws->warnings += !strcmp(t, "budget_warning");
             ws->exceeded += !strcmp(t, "budget_exceeded");
         }
-        add_mark(L, e, b, lane, RK_BUDGET, labelf(t, jstr(b, "budget_dimension")));
+        add_mark(L, e, b, lane, REPORT_KIND_BUDGET, labelf(t, jstr(b, "budget_dimension")));
     } else if (!strcmp(t, "network_connect")) {
         add_network(L, e, b);
-        add_mark(L, e, b, lane, RK_NETWORK, labelf(t, jstr(b, "host")));
+        add_mark(L, e, b, lane, REPORT_KIND_NETWORK, labelf(t, jstr(b, "host")));
     } else if (!strcmp(t, "agent_log")) {
         if (ws) {
             const char *text = jstr(b, "text"), *blob = jstr(b, "blob");
@@ -740,17 +772,20 @@ static int load_entry(const struct trail_entry *e, void *ctx)
             else if (blob && strlen(blob) == 64)
                 set_str(&L->log_blobs[w], blob); /* read after the scan */
         }
-        add_mark(L, e, b, lane, RK_LOG, NULL);
+        add_mark(L, e, b, lane, REPORT_KIND_LOG, NULL);
     } else if (!strcmp(t, "protocol_message") || !strcmp(t, "protocol_error")) {
         const char *dir = jstr(b, "direction");
         cJSON *msg = jstr(b, "message") ? cJSON_Parse(jstr(b, "message")) : NULL;
         const char *method = jstr(msg, "method");
-        char *d = util_printf("%s %s", dir ? dir : "", method ? method : (cJSON_GetObjectItemCaseSensitive(msg, "result") ? "result" : ""));
+        char *d = util_printf(
+            "%s %s", dir ? dir : "",
+            method ? method : (cJSON_GetObjectItemCaseSensitive(msg, "result") ? "result" : ""));
         cJSON_Delete(msg);
-        add_mark(L, e, b, lane, RK_MESSAGE, labelf(!strcmp(t, "protocol_error") ? "protocol_error" : "message", d));
+        add_mark(L, e, b, lane, REPORT_KIND_MESSAGE,
+                 labelf(!strcmp(t, "protocol_error") ? "protocol_error" : "message", d));
         free(d);
     } else {
-        add_mark(L, e, b, lane, RK_OTHER, NULL);
+        add_mark(L, e, b, lane, REPORT_KIND_OTHER, NULL);
     }
 done:
     cJSON_Delete(b);
@@ -899,7 +934,8 @@ void report_model_free(struct report_model *m)
     report_map_free(&m->ws_ids);
     for (size_t i = 0; i < m->ntasks; i++) {
         struct report_task *t = &m->tasks[i];
-        free(t->id), free(t->name), free(t->description), free(t->status), free(t->workspace), free(t->parent);
+        free(t->id), free(t->name), free(t->description), free(t->status), free(t->workspace),
+            free(t->parent);
         for (size_t j = 0; j < t->ndeps; j++)
             free(t->deps[j]);
         free(t->deps);

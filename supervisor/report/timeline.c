@@ -42,12 +42,13 @@ static void lane_label(FILE *f, const struct report_model *m, size_t lane, doubl
     report_putf(f, "</title></text>\n");
 }
 
-static void mark(FILE *f, const struct report_model *m, const struct report_mark *k, double y, int64_t span)
+static void mark(FILE *f, const struct report_model *m, const struct report_mark *k, double y,
+                 int64_t span)
 {
     const char *ws = k->lane ? m->ws[k->lane - 1].id : "system";
     double x = xpos(k->t_us, span);
     double w = (double)k->dur_us / (double)span * TL_WIDTH;
-    bool bar = k->kind == RK_PROCESS && (k->dur_us > 0 || k->open);
+    bool bar = k->kind == REPORT_KIND_PROCESS && (k->dur_us > 0 || k->open);
     if (k->open) /* still running when the trail ends */
         w = xpos(m->end_ts - m->start_ts, span) - x;
     if (w < 3)
@@ -57,11 +58,14 @@ static void mark(FILE *f, const struct report_model *m, const struct report_mark
     char dur[32] = "";
     if (k->dur_us > 0)
         report_fmt_duration_us(k->dur_us, dur, sizeof(dur));
-    report_putf(f, "<rect class=\"m k-%s%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" data-t=\"%lld\" data-d=\"%lld\" data-h=\"",
-                report_kind_names[k->kind], bar ? " bar" : "", x, bar ? y + 2 : y + 4, w, bar ? TL_ROW - 4 : TL_ROW - 8,
-                (long long)k->t_us, (long long)(k->open ? m->end_ts - m->start_ts - k->t_us : k->dur_us));
-    report_putf(f, "entry %llu at +%s%s%s%s in ", (unsigned long long)k->seq, when, dur[0] ? ", lasting " : "", dur,
-                k->open ? ", no end recorded" : "");
+    report_putf(f,
+                "<rect class=\"m k-%s%s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+                "data-t=\"%lld\" data-d=\"%lld\" data-h=\"",
+                report_kind_names[k->kind], bar ? " bar" : "", x, bar ? y + 2 : y + 4, w,
+                bar ? TL_ROW - 4 : TL_ROW - 8, (long long)k->t_us,
+                (long long)(k->open ? m->end_ts - m->start_ts - k->t_us : k->dur_us));
+    report_putf(f, "entry %llu at +%s%s%s%s in ", (unsigned long long)k->seq, when,
+                dur[0] ? ", lasting " : "", dur, k->open ? ", no end recorded" : "");
     report_put_text(f, ws);
     report_putf(f, ": ");
     report_put_text(f, k->label);
@@ -87,45 +91,54 @@ void report_timeline_write(FILE *f, const struct report_model *m)
     /* controls: zoom and which kinds show (protocol messages off at first: they are most of a
      * trail and the other kinds say what they did) */
     report_putf(f, "<div class=\"tl-controls\"><button type=\"button\" id=\"zin\">zoom in</button>"
-                   "<button type=\"button\" id=\"zout\">zoom out</button><button type=\"button\" id=\"zfit\">whole run</button>"
-                   "<span class=\"hint\">Ctrl + wheel zooms where the pointer is. Hover over an entry to see its body; "
+                   "<button type=\"button\" id=\"zout\">zoom out</button><button type=\"button\" "
+                   "id=\"zfit\">whole run</button>"
+                   "<span class=\"hint\">Ctrl + wheel zooms where the pointer is. Hover over an entry "
+                   "to see its body; "
                    "click to keep it.</span></div>\n<div class=\"legend\">");
-    for (int k = 0; k < RK_COUNT; k++) {
+    for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         size_t n = 0;
         for (size_t i = 0; i < m->nmarks; i++)
             n += m->marks[i].kind == (enum report_kind)k;
         if (!n)
             continue;
-        report_putf(f, "<label><input type=\"checkbox\" class=\"kind-toggle\" data-kind=\"%s\"%s> "
-                       "<svg width=\"12\" height=\"12\" class=\"sw\"><rect class=\"k-%s\" width=\"12\" height=\"12\"/></svg> %s (%zu)</label>\n",
-                    report_kind_names[k], k == RK_MESSAGE ? "" : " checked", report_kind_names[k], report_kind_names[k], n);
+        report_putf(f,
+                    "<label><input type=\"checkbox\" class=\"kind-toggle\" data-kind=\"%s\"%s> "
+                    "<svg width=\"12\" height=\"12\" class=\"sw\"><rect class=\"k-%s\" width=\"12\" "
+                    "height=\"12\"/></svg> %s (%zu)</label>\n",
+                    report_kind_names[k], k == REPORT_KIND_MESSAGE ? "" : " checked",
+                    report_kind_names[k], report_kind_names[k], n);
     }
     report_putf(f, "</div>\n<div class=\"tl-wrap\">\n");
     /* lane labels, in their own column so they stay while the marks scroll */
-    report_putf(f, "<svg class=\"tl-labels\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", TL_LABEL_W, height,
-                TL_LABEL_W, height);
+    report_putf(f, "<svg class=\"tl-labels\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+                TL_LABEL_W, height, TL_LABEL_W, height);
     for (size_t i = 0; i < lanes; i++) {
         size_t lane = i == 0 ? 0 : 1 + m->lane_order[i - 1];
         double y = TL_AXIS + (double)i * TL_ROW;
-        report_putf(f, "<rect class=\"lane-bg%s\" x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\"/>\n", i % 2 ? " odd" : "",
-                    y, TL_LABEL_W, TL_ROW);
+        report_putf(f, "<rect class=\"lane-bg%s\" x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%d\"/>\n",
+                    i % 2 ? " odd" : "", y, TL_LABEL_W, TL_ROW);
         lane_label(f, m, lane, y);
     }
     report_putf(f, "</svg>\n<div class=\"tl-scroll\" id=\"tl-scroll\">\n");
     int width = TL_WIDTH + 2 * TL_PAD;
-    report_putf(f, "<svg id=\"tl\" class=\"hide-message\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" data-span=\"%lld\" "
-                   "data-width=\"%d\" data-pad=\"%d\" data-axis=\"%d\">\n",
+    report_putf(f,
+                "<svg id=\"tl\" class=\"hide-message\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                "data-span=\"%lld\" "
+                "data-width=\"%d\" data-pad=\"%d\" data-axis=\"%d\">\n",
                 width, height, width, height, (long long)span, TL_WIDTH, TL_PAD, TL_AXIS);
     _cleanup_free_ double *lane_y = calloc(lanes, sizeof(double));
     if (!lane_y) {
-        report_putf(f, "</svg></div></div><p class=\"note\">Out of memory drawing the timeline.</p></section>\n");
+        report_putf(
+            f,
+            "</svg></div></div><p class=\"note\">Out of memory drawing the timeline.</p></section>\n");
         return;
     }
     for (size_t i = 0; i < lanes; i++) {
         size_t lane = i == 0 ? 0 : 1 + m->lane_order[i - 1];
         lane_y[lane] = TL_AXIS + (double)i * TL_ROW;
-        report_putf(f, "<rect class=\"lane-bg%s\" x=\"0\" y=\"%.1f\" width=\"100%%\" height=\"%d\"/>\n", i % 2 ? " odd" : "",
-                    lane_y[lane], TL_ROW);
+        report_putf(f, "<rect class=\"lane-bg%s\" x=\"0\" y=\"%.1f\" width=\"100%%\" height=\"%d\"/>\n",
+                    i % 2 ? " odd" : "", lane_y[lane], TL_ROW);
     }
     /* the axis at zoom 1 (the script redraws it at each zoom) */
     report_putf(f, "<g id=\"tl-axis\">\n");
@@ -134,7 +147,9 @@ void report_timeline_write(FILE *f, const struct report_model *m)
         char lbl[32];
         report_fmt_duration_us(t, lbl, sizeof(lbl));
         double x = xpos(t, span);
-        report_putf(f, "<line class=\"tick\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/><text class=\"tick-label\" x=\"%.1f\" y=\"14\">+%s</text>\n",
+        report_putf(f,
+                    "<line class=\"tick\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\"/><text "
+                    "class=\"tick-label\" x=\"%.1f\" y=\"14\">+%s</text>\n",
                     x, x, TL_AXIS - 4, height, x + 2, lbl);
     }
     report_putf(f, "</g>\n");
@@ -142,15 +157,19 @@ void report_timeline_write(FILE *f, const struct report_model *m)
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < m->nmarks; i++) {
             const struct report_mark *k = &m->marks[i];
-            bool bar = k->kind == RK_PROCESS && (k->dur_us > 0 || k->open);
+            bool bar = k->kind == REPORT_KIND_PROCESS && (k->dur_us > 0 || k->open);
             if (bar == (pass == 0))
                 mark(f, m, k, lane_y[k->lane], span);
         }
     report_putf(f, "</svg>\n</div>\n</div>\n");
     if (m->marks_dropped)
-        report_putf(f, "<p class=\"note\">The timeline shows %zu entries (at most %d, protocol messages at most a third "
-                       "of them); %llu more are in the trail (<code>corral trail --db FILE</code> lists them all).</p>\n",
+        report_putf(f,
+                    "<p class=\"note\">The timeline shows %zu entries (at most %d, protocol messages at "
+                    "most a third "
+                    "of them); %llu more are in the trail (<code>corral trail --db FILE</code> lists "
+                    "them all).</p>\n",
                     m->nmarks, REPORT_MARKS_MAX, (unsigned long long)m->marks_dropped);
-    report_putf(f, "<div class=\"detail\"><div id=\"detail-head\">Hover over or click an entry of the timeline to see its "
+    report_putf(f, "<div class=\"detail\"><div id=\"detail-head\">Hover over or click an entry of the "
+                   "timeline to see its "
                    "body here.</div><pre id=\"detail\"></pre></div>\n</section>\n");
 }

@@ -36,9 +36,12 @@ static void test_escape_table(void **state)
         {"plain text", 10, "plain text"},
         {"<a href='x'>&\"", 14, "&lt;a href=&#39;x&#39;&gt;&amp;&quot;"},
         {"tab\tnl\n", 7, "tab\tnl\n"},
-        {"\x01\x1f\x7f", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},             /* control characters */
-        {"a\0b", 3, "a\xef\xbf\xbd" "b"},                                           /* NUL inside */
-        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x84", 14, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x84"}, /* UTF-8 passes */
+        {"\x01\x1f\x7f", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* control characters */
+        {"a\0b", 3,
+         "a\xef\xbf\xbd"
+         "b"}, /* NUL inside */
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x84", 14,
+         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x84"},                               /* UTF-8 passes */
         {"\xff", 1, "\xef\xbf\xbd"},                                                 /* not UTF-8 */
         {"\xc0\xbc", 2, "\xef\xbf\xbd\xef\xbf\xbd"},                                 /* overlong '<' */
         {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},                 /* surrogate */
@@ -55,7 +58,9 @@ static void test_escape_table(void **state)
 
 static void test_clean_utf8(void **state)
 {
-    char *s = report_clean_utf8("ab\x01\xff" "cd", 6, 100);
+    char *s = report_clean_utf8("ab\x01\xff"
+                                "cd",
+                                6, 100);
     assert_string_equal(s, "ab??cd");
     free(s);
     /* cut on a character boundary, marked */
@@ -122,33 +127,50 @@ static void write_trail(struct fixture *fx)
     cJSON_Delete(h);
     const char *root = "ws-root" H, *child = "ws-child" H;
     char *b;
-#define ADD(ws, actor, type, ...)                  \
-    do {                                           \
-        b = util_printf(__VA_ARGS__);              \
-        add(t, ws, actor, type, b);                \
-        free(b);                                   \
+#define ADD(ws, actor, type, ...)     \
+    do {                              \
+        b = util_printf(__VA_ARGS__); \
+        add(t, ws, actor, type, b);   \
+        free(b);                      \
     } while (0)
-    ADD(NULL, "system", "supervisor_started", "{\"command\":\"run\",\"policy\":%s,\"started_by\":%s}", hj, hj);
+    ADD(NULL, "system", "supervisor_started", "{\"command\":\"run\",\"policy\":%s,\"started_by\":%s}",
+        hj, hj);
     ADD(root, "system", "workspace_created",
         "{\"workspace_id\":\"ws-root%s,\"agent\":%s,\"role\":%s,\"state\":\"idle\",\"parent\":null,"
-        "\"budgets\":{\"memory\":1048576,\"pids\":8,\"cpus\":1,\"wall_time\":10}}", hj + 1, hj, hj);
+        "\"budgets\":{\"memory\":1048576,\"pids\":8,\"cpus\":1,\"wall_time\":10}}",
+        hj + 1, hj, hj);
     ADD(root, "protocol", "process_started", "{\"pid\":10,\"agent\":%s}", hj);
-    ADD(root, "coordinator", "task_created", "{\"task_id\":\"task-1\",\"name\":%s,\"description\":%s,\"depends_on\":[],\"status\":\"draft\"}", hj, hj);
-    ADD(root, "coordinator", "task_created", "{\"task_id\":\"task-2\",\"name\":%s,\"depends_on\":[\"task-1\",%s],\"parent_task\":\"task-1\",\"status\":\"draft\"}", hj, hj);
+    ADD(root, "coordinator", "task_created",
+        "{\"task_id\":\"task-1\",\"name\":%s,\"description\":%s,\"depends_on\":[],\"status\":\"draft\"}",
+        hj, hj);
+    ADD(root, "coordinator", "task_created",
+        "{\"task_id\":\"task-2\",\"name\":%s,\"depends_on\":[\"task-1\",%s],\"parent_task\":\"task-1\","
+        "\"status\":\"draft\"}",
+        hj, hj);
     ADD(root, "coordinator", "workspace_created",
-        "{\"workspace_id\":\"ws-child%s,\"agent\":%s,\"role\":\"worker\",\"state\":\"idle\",\"parent\":\"ws-root%s,\"task\":\"task-1\","
-        "\"budgets\":{\"memory\":2097152}}", hj + 1, hj, hj + 1);
+        "{\"workspace_id\":\"ws-child%s,\"agent\":%s,\"role\":\"worker\",\"state\":\"idle\",\"parent\":"
+        "\"ws-root%s,\"task\":\"task-1\","
+        "\"budgets\":{\"memory\":2097152}}",
+        hj + 1, hj, hj + 1);
     ADD(child, "protocol", "process_started", "{\"pid\":11}");
-    ADD(child, "coordinator", "task_assigned", "{\"task_id\":\"task-1\",\"workspace_id\":\"ws-child%s}", hj + 1);
-    ADD(child, "protocol", "tool_call", "{\"phase\":\"start\",\"tool\":%s,\"request_id\":%s,\"arguments\":%s}", hj, hj, hj);
-    ADD(child, "protocol", "tool_call", "{\"phase\":\"end\",\"tool\":%s,\"request_id\":%s,\"outcome\":\"error\",\"code\":%s}", hj, hj, hj);
-    ADD(child, H, "checkpoint_created", "{\"checkpoint_id\":%s,\"intent\":%s,\"files\":[{\"path\":%s}]}", hj, hj, hj);
+    ADD(child, "coordinator", "task_assigned", "{\"task_id\":\"task-1\",\"workspace_id\":\"ws-child%s}",
+        hj + 1);
+    ADD(child, "protocol", "tool_call",
+        "{\"phase\":\"start\",\"tool\":%s,\"request_id\":%s,\"arguments\":%s}", hj, hj, hj);
+    ADD(child, "protocol", "tool_call",
+        "{\"phase\":\"end\",\"tool\":%s,\"request_id\":%s,\"outcome\":\"error\",\"code\":%s}", hj, hj,
+        hj);
+    ADD(child, H, "checkpoint_created", "{\"checkpoint_id\":%s,\"intent\":%s,\"files\":[{\"path\":%s}]}",
+        hj, hj, hj);
     ADD(child, "protocol", "envelope_created", "{\"envelope_id\":%s,\"type\":%s,\"to\":%s}", hj, hj, hj);
     ADD(child, "protocol", "signal_emitted", "{\"signal_id\":%s,\"type\":%s,\"reason\":%s}", hj, hj, hj);
-    ADD(child, "protocol", "denial", "{\"kind\":%s,\"subject\":%s,\"rule\":%s,\"reason\":%s}", hj, hj, hj, hj);
-    ADD(child, "protocol", "denial", "{\"kind\":\"path\",\"subject\":\"x\",\"rule\":%s,\"reason\":\"EPERM\"}", hj);
+    ADD(child, "protocol", "denial", "{\"kind\":%s,\"subject\":%s,\"rule\":%s,\"reason\":%s}", hj, hj,
+        hj, hj);
+    ADD(child, "protocol", "denial",
+        "{\"kind\":\"path\",\"subject\":\"x\",\"rule\":%s,\"reason\":\"EPERM\"}", hj);
     ADD(child, "worker", "envelope_rejected", "{\"envelope_id\":\"e\",\"to\":%s,\"reason\":%s}", hj, hj);
-    ADD(child, "protocol", "budget_warning", "{\"budget_dimension\":%s,\"consumed\":9,\"limit\":10}", hj);
+    ADD(child, "protocol", "budget_warning", "{\"budget_dimension\":%s,\"consumed\":9,\"limit\":10}",
+        hj);
     ADD(child, "protocol", "gate_triggered", "{\"gate\":%s}", hj);
     ADD(child, "protocol", "protocol_message", "{\"direction\":\"in\",\"message\":%s}", hj);
     {
@@ -164,8 +186,10 @@ static void write_trail(struct fixture *fx)
         free(bj), free(text);
         cJSON_Delete(body), cJSON_Delete(inner);
     }
-    ADD(child, "protocol", "agent_log", "{\"stream\":\"stderr\",\"bytes\":10,\"text\":%s,\"truncated\":false}", hj);
-    ADD(child, "protocol", "process_exited", "{\"pid\":11,\"status\":0,\"usage\":{\"cpu_us\":5,\"memory_peak_bytes\":1024,\"wall_us\":7}}");
+    ADD(child, "protocol", "agent_log",
+        "{\"stream\":\"stderr\",\"bytes\":10,\"text\":%s,\"truncated\":false}", hj);
+    ADD(child, "protocol", "process_exited",
+        "{\"pid\":11,\"status\":0,\"usage\":{\"cpu_us\":5,\"memory_peak_bytes\":1024,\"wall_us\":7}}");
     ADD(child, "protocol", "workspace_state_changed", "{\"from\":%s,\"to\":%s}", hj, hj);
     ADD(root, "protocol", "workspace_state_changed", "{\"from\":\"active\",\"to\":\"closed\"}");
     ADD(NULL, "system", "supervisor_stopped", "{\"reason\":%s,\"status\":0}", hj);
@@ -207,10 +231,11 @@ static size_t count(const char *hay, const char *needle)
 static void assert_only_our_tags(const char *page)
 {
     static const char *const allowed[] = {
-        "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "main", "footer", "section", "div",
-        "span", "code", "dl", "dt", "dd", "table", "thead", "tbody", "tr", "th", "td", "br", "details", "summary",
-        "pre", "p", "svg", "g", "rect", "text", "tspan", "line", "polygon", "path", "ellipse", "polyline", "button",
-        "label", "input", "script", "!DOCTYPE", "!--",
+        "html",  "head",    "meta",     "title",  "style", "body",  "header", "h1",       "h2",
+        "main",  "footer",  "section",  "div",    "span",  "code",  "dl",     "dt",       "dd",
+        "table", "thead",   "tbody",    "tr",     "th",    "td",    "br",     "details",  "summary",
+        "pre",   "p",       "svg",      "g",      "rect",  "text",  "tspan",  "line",     "polygon",
+        "path",  "ellipse", "polyline", "button", "label", "input", "script", "!DOCTYPE", "!--",
     };
     for (const char *p = strchr(page, '<'); p; p = strchr(p + 1, '<')) {
         const char *n = p + 1 + (p[1] == '/');
@@ -233,7 +258,8 @@ static void assert_only_our_tags(const char *page)
             const char *name = q;
             while (*q && !isspace((unsigned char)*q) && *q != '=' && *q != '>' && *q != '/')
                 q++;
-            if (q > name + 1 && tolower((unsigned char)name[0]) == 'o' && tolower((unsigned char)name[1]) == 'n')
+            if (q > name + 1 && tolower((unsigned char)name[0]) == 'o' &&
+                tolower((unsigned char)name[1]) == 'n')
                 fail_msg("an event handler attribute: %.80s", name);
             if (*q == '=') {
                 q++;
@@ -269,9 +295,9 @@ static void test_hostile_page(void **state)
     assert_int_equal(count(page, "<tr class=\"ws\">"), 2);
     assert_non_null(strstr(page, "<td class=\"d1\"><span class=\"id\">ws-child"));
     assert_int_equal(count(page, "class=\"node\""), 2);
-    assert_int_equal(count(page, "class=\"edge\""), 2); /* depends_on and parent_task */
+    assert_int_equal(count(page, "class=\"edge\""), 2);   /* depends_on and parent_task */
     assert_non_null(strstr(page, "&gt;</td><td>2</td>")); /* the two denials under the hostile rule */
-    assert_non_null(strstr(page, "1.0 KiB / 2.0 MiB")); /* memory used against granted */
+    assert_non_null(strstr(page, "1.0 KiB / 2.0 MiB"));   /* memory used against granted */
     assert_non_null(strstr(page, "k-tool"));
     assert_non_null(strstr(page, "content=\"default-src 'none'; style-src 'sha256-"));
     free(page);
@@ -298,10 +324,8 @@ static void test_not_a_trail(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_table),
-        cmocka_unit_test(test_clean_utf8),
-        cmocka_unit_test(test_svg_inert),
-        cmocka_unit_test(test_hostile_page),
+        cmocka_unit_test(test_escape_table), cmocka_unit_test(test_clean_utf8),
+        cmocka_unit_test(test_svg_inert),    cmocka_unit_test(test_hostile_page),
         cmocka_unit_test(test_not_a_trail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
