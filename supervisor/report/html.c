@@ -1,95 +1,11 @@
 /* supervisor/report/html.c: the page around the parts: head with its Content-Security-Policy,
  * the summary and verification, the workspace tree with budgets, denials by rule, network
- * connections, entry counts; and the one escaping function every string of the trail goes
- * through on its way into the page. */
+ * connections, entry counts. Every string of the trail goes through text.c's escaping. */
 #include "supervisor/report/internal.h"
 
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- escaping -------------------------------------------------------------------------------- */
-
-void report_put_textn(FILE *f, const char *s, size_t n)
-{
-    static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, run = 0;
-    while (i < n) {
-        unsigned char c = u[i];
-        const char *esc = NULL;
-        size_t adv = 1;
-        switch (c) {
-        case '&': esc = "&amp;"; break;
-        case '<': esc = "&lt;"; break;
-        case '>': esc = "&gt;"; break;
-        case '"': esc = "&quot;"; break;
-        case '\'': esc = "&#39;"; break;
-        default:
-            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-                esc = repl;
-            } else if (c >= 0x80) {
-                /* valid UTF-8 passes; anything else is one replacement character per byte */
-                adv = report_utf8_len(u + i, n - i);
-                if (adv == 0) {
-                    esc = repl;
-                    adv = 1;
-                }
-            }
-        }
-        if (esc) {
-            if (run)
-                fwrite(s + i - run, 1, run, f);
-            run = 0;
-            fputs(esc, f);
-            i += adv;
-        } else {
-            run += adv;
-            i += adv;
-        }
-    }
-    if (run)
-        fwrite(s + n - run, 1, run, f);
-}
-
-void report_put_text(FILE *f, const char *s)
-{
-    if (s)
-        report_put_textn(f, s, strlen(s));
-}
-
-void report_putf(FILE *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-}
-
-/* ---- numbers --------------------------------------------------------------------------------- */
-
-void report_fmt_bytes(double v, char *buf, size_t cap)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < ARRAY_SIZE(unit))
-        v /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
-void report_fmt_duration_us(int64_t us, char *buf, size_t cap)
-{
-    double a = (double)(us < 0 ? -us : us);
-    if (a < 1000)
-        snprintf(buf, cap, "%lld \xc2\xb5s", (long long)us);
-    else if (a < 1e6)
-        snprintf(buf, cap, "%.3g ms", (double)us / 1e3);
-    else if (a < 6e7)
-        snprintf(buf, cap, "%.3g s", (double)us / 1e6);
-    else
-        snprintf(buf, cap, "%lld min %lld s", (long long)(us / 60000000),
-                 (long long)(us % 60000000 / 1000000));
-}
 
 static void put_time(FILE *f, int64_t ts)
 {

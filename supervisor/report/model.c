@@ -94,67 +94,6 @@ void report_map_free(struct report_map *m)
     *m = (struct report_map){0};
 }
 
-/* ---- text ------------------------------------------------------------------------------------ */
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
-size_t report_utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    uint32_t cp = c & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-char *report_clean_utf8(const char *s, size_t len, size_t max)
-{
-    if (!s)
-        s = "", len = 0;
-    size_t cap = (len < max ? len : max) + 4;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    size_t o = 0, i = 0;
-    const unsigned char *u = (const unsigned char *)s;
-    while (i < len) {
-        size_t l = report_utf8_len(u + i, len - i);
-        if (o + (l ? l : 1) > max) {
-            memcpy(out + o, "\xe2\x80\xa6", 3); /* … */
-            o += 3;
-            break;
-        }
-        if (l == 0 || (l == 1 && ((u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f))) {
-            out[o++] = '?';
-            i += l ? l : 1;
-            continue;
-        }
-        memcpy(out + o, u + i, l);
-        o += l;
-        i += l;
-    }
-    out[o] = '\0';
-    return out;
-}
-
 static char *dup_str(const char *s)
 {
     return s ? report_clean_utf8(s, strlen(s), 4096) : NULL;
