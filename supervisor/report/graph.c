@@ -1,11 +1,14 @@
 /* supervisor/report/graph.c: the task graph as a picture: tasks as nodes (name, status, the
  * workspace that did it), depends_on and parent tasks as edges, laid out by Graphviz's dot and
  * rendered to SVG in-process (libgvc, libcgraph): a well-kept layout, not one written here.
+ * Graphviz is loaded (dlopen) when a report is made, not linked: its dozen libraries would
+ * otherwise be resolved at every start of every corral command, sandboxes included.
  * Task names are an agent's text: they go to Graphviz as labels with its escapes neutralised,
  * Graphviz escapes them for XML, and the SVG it gives back is checked before it is inlined. */
 #include "supervisor/report/internal.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <string.h>
 
 #include <graphviz/cgraph.h>
@@ -36,6 +39,71 @@ static char *gv_label(const char *s, size_t max)
     }
     *o = '\0';
     return out;
+}
+
+/* The Debian libraries' SONAMEs (libgvc6, libcgraph6; the package depends on them). */
+#define GV_LIB_GVC "libgvc.so.6"
+#define GV_LIB_CGRAPH "libcgraph.so.6"
+
+/* The Graphviz calls the report makes, typed from Graphviz's own headers. */
+struct gv_api {
+    __typeof__(gvContext) *context;
+    __typeof__(gvFreeContext) *free_context;
+    __typeof__(gvLayout) *layout;
+    __typeof__(gvFreeLayout) *free_layout;
+    __typeof__(gvRenderData) *render_data;
+    __typeof__(gvFreeRenderData) *free_render_data;
+    __typeof__(agopen) *open;
+    __typeof__(agclose) *close;
+    __typeof__(agnode) *node;
+    __typeof__(agedge) *edge;
+    __typeof__(agsafeset) *safeset;
+    __typeof__(agattr) *attr;
+    __typeof__(agseterr) *seterr;
+    Agdesc_t *directed;
+};
+
+/* Loads Graphviz once (it stays loaded for the process: the CLI exits after one report).
+ * NULL, with why in why, when it is not installed. */
+static const struct gv_api *gv_load(char *why, size_t cap)
+{
+    static struct gv_api api;
+    static bool loaded;
+    if (loaded)
+        return &api;
+    void *gvc = dlopen(GV_LIB_GVC, RTLD_NOW | RTLD_LOCAL);
+    void *cg = gvc ? dlopen(GV_LIB_CGRAPH, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!gvc || !cg) {
+        snprintf(why, cap, "Graphviz is not installed (%s): apt-get install libgvc6", dlerror());
+        return NULL;
+    }
+    struct {
+        void *lib;
+        const char *name;
+        void **slot;
+    } syms[] = {
+        {gvc, "gvContext", (void **)&api.context},
+        {gvc, "gvFreeContext", (void **)&api.free_context},
+        {gvc, "gvLayout", (void **)&api.layout},
+        {gvc, "gvFreeLayout", (void **)&api.free_layout},
+        {gvc, "gvRenderData", (void **)&api.render_data},
+        {gvc, "gvFreeRenderData", (void **)&api.free_render_data},
+        {cg, "agopen", (void **)&api.open},
+        {cg, "agclose", (void **)&api.close},
+        {cg, "agnode", (void **)&api.node},
+        {cg, "agedge", (void **)&api.edge},
+        {cg, "agsafeset", (void **)&api.safeset},
+        {cg, "agattr", (void **)&api.attr},
+        {cg, "agseterr", (void **)&api.seterr},
+        {cg, "Agdirected", (void **)&api.directed},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(syms); i++)
+        if (!(*syms[i].slot = dlsym(syms[i].lib, syms[i].name))) {
+            snprintf(why, cap, "Graphviz (%s) lacks %s", GV_LIB_GVC, syms[i].name);
+            return NULL;
+        }
+    loaded = true;
+    return &api;
 }
 
 static const char *status_colour(const char *st)
@@ -108,26 +176,34 @@ void report_graph_write(FILE *f, const struct report_model *m)
         report_putf(f, "</section>\n");
         return;
     }
-    agseterr(AGMAX); /* Graphviz's warnings would go to our stderr; the picture is all we need */
-    GVC_t *gvc = gvContext();
-    Agraph_t *g = gvc ? agopen("tasks", Agdirected, NULL) : NULL;
+    char why[300] = "";
+    const struct gv_api *gv = gv_load(why, sizeof(why));
+    if (!gv) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "No picture of the task graph: %s. The tasks are listed below.", why);
+        note(f, msg);
+    }
+    if (gv)
+        gv->seterr(AGMAX); /* Graphviz's warnings would go to our stderr; the picture is all we need */
+    GVC_t *gvc = gv ? gv->context() : NULL;
+    Agraph_t *g = gvc ? gv->open("tasks", *gv->directed, NULL) : NULL;
     char *svg = NULL;
     unsigned int len = 0;
     bool laid = false;
     if (!g)
         goto out;
-    agsafeset(g, "rankdir", "LR", "");
-    agsafeset(g, "nodesep", "0.3", "");
-    agsafeset(g, "ranksep", "0.5", "");
-    agsafeset(g, "bgcolor", "transparent", "");
-    agattr(g, AGNODE, "shape", "box");
-    agattr(g, AGNODE, "style", "rounded,filled");
-    agattr(g, AGNODE, "fontname", "Helvetica");
-    agattr(g, AGNODE, "fontsize", "11");
-    agattr(g, AGNODE, "fillcolor", "#ffffff");
-    agattr(g, AGNODE, "label", "");
-    agattr(g, AGEDGE, "style", "solid");
-    agattr(g, AGEDGE, "color", "#555555");
+    gv->safeset(g, "rankdir", "LR", "");
+    gv->safeset(g, "nodesep", "0.3", "");
+    gv->safeset(g, "ranksep", "0.5", "");
+    gv->safeset(g, "bgcolor", "transparent", "");
+    gv->attr(g, AGNODE, "shape", "box");
+    gv->attr(g, AGNODE, "style", "rounded,filled");
+    gv->attr(g, AGNODE, "fontname", "Helvetica");
+    gv->attr(g, AGNODE, "fontsize", "11");
+    gv->attr(g, AGNODE, "fillcolor", "#ffffff");
+    gv->attr(g, AGNODE, "label", "");
+    gv->attr(g, AGEDGE, "style", "solid");
+    gv->attr(g, AGEDGE, "color", "#555555");
     Agnode_t **nodes = calloc(m->ntasks, sizeof(*nodes));
     if (!nodes)
         goto out;
@@ -135,7 +211,7 @@ void report_graph_write(FILE *f, const struct report_model *m)
         const struct report_task *t = &m->tasks[i];
         char name[32];
         snprintf(name, sizeof(name), "t%zu", i); /* our own names: never the agent's text */
-        nodes[i] = agnode(g, name, 1);
+        nodes[i] = gv->node(g, name, 1);
         const char *agent = NULL;
         size_t w = report_map_get(&m->ws_ids, t->workspace);
         if (w != SIZE_MAX)
@@ -146,8 +222,8 @@ void report_graph_write(FILE *f, const struct report_model *m)
             agent ? agent : (t->workspace ? t->workspace : "not assigned"), 40);
         _cleanup_free_ char *label = l1 && l2 && l3 ? util_printf("%s\\n%s\\n%s", l1, l2, l3) : NULL;
         if (nodes[i] && label) {
-            agsafeset(nodes[i], "label", label, "");
-            agsafeset(nodes[i], "fillcolor", (char *)status_colour(t->status), "#ffffff");
+            gv->safeset(nodes[i], "label", label, "");
+            gv->safeset(nodes[i], "fillcolor", (char *)status_colour(t->status), "#ffffff");
         }
     }
     for (size_t i = 0; i < m->ntasks; i++) {
@@ -155,20 +231,20 @@ void report_graph_write(FILE *f, const struct report_model *m)
         for (size_t j = 0; j < t->ndeps; j++) {
             size_t d = report_map_get(&m->task_ids, t->deps[j]);
             if (d != SIZE_MAX && nodes[d] && nodes[i])
-                agedge(g, nodes[d], nodes[i], NULL, 1);
+                gv->edge(g, nodes[d], nodes[i], NULL, 1);
         }
         size_t p = report_map_get(&m->task_ids, t->parent);
         if (p != SIZE_MAX && p != i && nodes[p] && nodes[i]) {
-            Agedge_t *e = agedge(g, nodes[p], nodes[i], NULL, 1);
+            Agedge_t *e = gv->edge(g, nodes[p], nodes[i], NULL, 1);
             if (e)
-                agsafeset(e, "style", "dashed", "solid");
+                gv->safeset(e, "style", "dashed", "solid");
         }
     }
     free(nodes);
-    if (gvLayout(gvc, g, "dot") != 0)
+    if (gv->layout(gvc, g, "dot") != 0)
         goto out;
     laid = true;
-    if (gvRenderData(gvc, g, "svg", &svg, &len) != 0)
+    if (gv->render_data(gvc, g, "svg", &svg, &len) != 0)
         svg = NULL;
 out:
     if (svg) {
@@ -183,16 +259,16 @@ out:
             note(f, "The task graph's picture was left out: Graphviz gave an SVG that was not plainly "
                     "inert.");
         }
-        gvFreeRenderData(svg);
-    } else {
+        gv->free_render_data(svg);
+    } else if (gv) {
         note(f, "The task graph could not be laid out (Graphviz failed); the tasks are listed below.");
     }
     if (laid)
-        gvFreeLayout(gvc, g);
+        gv->free_layout(gvc, g);
     if (g)
-        agclose(g);
+        gv->close(g);
     if (gvc)
-        gvFreeContext(gvc);
+        gv->free_context(gvc);
     if (m->tasks_dropped) {
         char msg[160];
         snprintf(msg, sizeof(msg), "%llu more tasks are not shown (the graph shows the first %d).",

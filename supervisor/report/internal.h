@@ -19,6 +19,7 @@
 #define REPORT_TASKS_MAX 400   /* tasks in the graph (Graphviz's dot is quadratic-ish) */
 #define REPORT_RULES_MAX 200   /* distinct denial rules */
 #define REPORT_EXAMPLES_MAX 8  /* examples kept per denial rule */
+#define REPORT_OPEN_MAX 512    /* tool calls and processes waiting for their end */
 #define REPORT_NET_MAX 2000    /* network connections listed */
 
 /* A string -> index map (open addressing), for workspace and task ids. */

@@ -301,7 +301,10 @@ static size_t add_mark(struct loader *L, const struct trail_entry *e, const cJSO
 
 static void open_call(struct loader *L, size_t mark, size_t lane, char *key)
 {
-    if (mark == SIZE_MAX || !key ||
+    /* Each end searches the open calls: a bound on them keeps a trail of calls that never end
+     * (a damaged file; a run killed mid-flood) from making the report quadratic. Past it a start
+     * stays an instant. */
+    if (mark == SIZE_MAX || !key || L->ncalls >= REPORT_OPEN_MAX ||
         grow((void **)&L->calls, &L->calls_cap, L->ncalls + 1, sizeof(*L->calls)) < 0) {
         free(key);
         return;
