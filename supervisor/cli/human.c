@@ -3,7 +3,7 @@
 
 #include "policy/policy.h"
 #include "supervisor/cli/cli.h"
-#include "supervisor/runtime/control.h"
+#include "supervisor/runtime/control_human.h"
 
 #include <errno.h>
 #include <getopt.h>
