@@ -179,7 +179,7 @@ static void guard_add(struct highway *h, int type, const char *sid)
 }
 
 /* A subject with no id of its own is known by the hash of its canonical text. */
-static void subject_key(const cJSON *subject, char out[72])
+void highway_subject_key(const cJSON *subject, char out[72])
 {
     char *text = cJSON_PrintUnformatted(subject);
     unsigned char d[16];
@@ -214,7 +214,7 @@ int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struc
     if (r->subject_id && r->subject_id[0])
         copy_id(sid, sizeof(sid), r->subject_id);
     else
-        subject_key(r->subject, sid);
+        highway_subject_key(r->subject, sid);
     if (r->by_coordinator && guarded(h, r->type, sid)) {
         /* Section 6.1: it fell through to the coordinator once; its re-trigger is its decision. */
         cJSON *b = cJSON_CreateObject();

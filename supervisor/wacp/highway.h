@@ -114,6 +114,8 @@ struct highway_gate_req {
  * guard converted it to an approval (gate_reentry_blocked recorded; FN not called; the caller
  * proceeds). -EIO: the trail refused (nothing open); -EAGAIN: too many pending; -ENOMEM. */
 int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struct highway_gate **out);
+/* The guard key of a subject with no id of its own: a hash of its canonical JSON text. */
+void highway_subject_key(const cJSON *subject, char out[72]);
 struct highway_gate *highway_gate_find(struct highway *h, const char *id);
 /* The oldest pending gate (FIFO head), or NULL. */
 struct highway_gate *highway_gate_head(struct highway *h);

@@ -3,6 +3,8 @@
 #ifndef CORRAL_WACP_INTERNAL_H
 #define CORRAL_WACP_INTERNAL_H
 
+#include "supervisor/wacp/highway.h"
+#include "supervisor/wacp/integrity.h"
 #include "supervisor/wacp/wacp.h"
 
 #include <stdio.h>
@@ -95,6 +97,8 @@ struct wacp_env {
     bool undeliverable;
     unsigned attempt;           /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
+    char *originator;           /* the injecting person's user id (origin human), else NULL */
+    char mac[INTEGRITY_HEX];    /* the supervisor's proof over every field above (integrity.h) */
 };
 
 enum right_kind { RIGHT_SEND = 0, RIGHT_SEND_ONCE, RIGHT_RECEIVE };
@@ -148,6 +152,9 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN];    /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
+    struct highway *hw;          /* gates and escalations (human.c) */
+    struct integrity_key key;    /* the run's MAC key: envelopes and checkpoints */
+    bool gate_pass;              /* re-running a request a person approved */
 };
 
 /* ---- wacp.c: ids, time, records, errors, JSON helpers */
@@ -257,6 +264,22 @@ int task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
 void task_tick(struct wacp *w, uint64_t now);
 uint64_t task_next_deadline(const struct wacp *w);
 void task_free(struct wacp_task *t);
+
+/* ---- human.c: the highway in the model */
+int human_init(struct wacp *w);
+void human_free(struct wacp *w);
+/* The draft -> pending gate of T: 1 it waits, 0 approve now (gate off, or the guard), < 0. */
+int human_gate_task(struct wacp *w, struct wacp_task *t, bool by_coordinator);
+/* Before a gated method (TYPE, or -1 for none): 0 go on, WACP_DEFERRED it waits, < 0 refused. */
+int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int type,
+                      const cJSON *params, uint64_t call_ref, struct wacp_err *e);
+/* The escalation signal SIGNAL_ID of WS reaches the highway too. */
+void human_escalation(struct wacp *w, struct wacp_ws *ws, const char *signal_id, const char *reason);
+/* WS is terminal or TASK cancelled (either may be NULL): what waits on it resolves. */
+void human_invalidate(struct wacp *w, const char *ws, const char *task);
+
+/* ---- envelope.c: a person's envelope {to, type, payload, in_reply_to?, priority?} */
+int env_inject(struct wacp *w, const char *user_id, const cJSON *p, cJSON **r, struct wacp_err *e);
 
 /* ---- files.c: the files of workspaces (host directories), never following links */
 #define WACPF_MAX_FILES 20000

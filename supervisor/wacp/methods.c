@@ -137,6 +137,7 @@ struct method {
     wacp_handler fn;
     unsigned states;            /* caller states it is allowed in */
     const struct pspec *params; /* NULL-name terminated */
+    int gate;                   /* the highway gate that may hold it (enum policy_gate), or -1 */
 };
 
 #define END {NULL, 0, false}
@@ -180,27 +181,27 @@ static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolutio
  * workspace does nothing, a suspended or migrating one is frozen, an integrating one is read
  * only. */
 static const struct method methods[] = {
-    {"wacp/checkpoint.create", cp_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp},
-    {"wacp/checkpoint.list", cp_method_list, ANY_LIVE, p_cp_list},
-    {"wacp/conflict.resolve", ws_method_resolve, WORKING, p_resolve},
-    {"wacp/envelope.ack", env_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack},
-    {"wacp/envelope.send", env_method_send, WORKING, p_send},
-    {"wacp/integrate", ws_method_integrate, WORKING, p_integrate},
-    {"wacp/rights.grant", env_method_rights_grant, WORKING, p_grant},
-    {"wacp/rights.list", env_method_rights_list, ANY_LIVE, p_none},
-    {"wacp/rights.revoke", env_method_rights_revoke, WORKING, p_revoke},
-    {"wacp/signal.emit", sig_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit},
-    {"wacp/task.assign", task_method_assign, WORKING, p_assign},
-    {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id},
-    {"wacp/task.create", task_method_create, WORKING, p_task},
-    {"wacp/task.list", task_method_list, ANY_LIVE, p_none},
-    {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason},
-    {"wacp/workspace.create", ws_method_create, WORKING, p_create},
-    {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none},
-    {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws},
-    {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none},
-    {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws},
-    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer},
+    {"wacp/checkpoint.create", cp_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp, -1},
+    {"wacp/checkpoint.list", cp_method_list, ANY_LIVE, p_cp_list, -1},
+    {"wacp/conflict.resolve", ws_method_resolve, WORKING, p_resolve, POLICY_GATE_CONFLICT_RESOLUTION},
+    {"wacp/envelope.ack", env_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, -1},
+    {"wacp/envelope.send", env_method_send, WORKING, p_send, -1},
+    {"wacp/integrate", ws_method_integrate, WORKING, p_integrate, POLICY_GATE_INTEGRATION},
+    {"wacp/rights.grant", env_method_rights_grant, WORKING, p_grant, -1},
+    {"wacp/rights.list", env_method_rights_list, ANY_LIVE, p_none, -1},
+    {"wacp/rights.revoke", env_method_rights_revoke, WORKING, p_revoke, -1},
+    {"wacp/signal.emit", sig_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, -1},
+    {"wacp/task.assign", task_method_assign, WORKING, p_assign, -1},
+    {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id, -1},
+    {"wacp/task.create", task_method_create, WORKING, p_task, -1},
+    {"wacp/task.list", task_method_list, ANY_LIVE, p_none, -1},
+    {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason, POLICY_GATE_WORKSPACE_ABORT},
+    {"wacp/workspace.create", ws_method_create, WORKING, p_create, POLICY_GATE_WORKSPACE_CREATE},
+    {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none, -1},
+    {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws, -1},
+    {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none, -1},
+    {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws, -1},
+    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer, -1},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -268,6 +269,12 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e)
 {
+    return wacp_call_ref(w, caller, method, params, 0, result, e);
+}
+
+int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                  uint64_t call_ref, cJSON **result, struct wacp_err *e)
+{
     *result = NULL;
     memset(e, 0, sizeof(*e));
     const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods),
@@ -286,7 +293,11 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
                          "%s is not allowed while your workspace is %s", m->name,
                          ws_state_name(c->state));
     static const cJSON empty = {.type = cJSON_Object};
-    return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
+    const cJSON *p = params && cJSON_IsObject(params) ? params : &empty;
+    int g = human_gate_method(w, c, m->name, m->gate, p, call_ref, e);
+    if (g != 0)
+        return g;
+    return m->fn(w, c, p, result, e);
 }
 
 /* ---- life of the model */
@@ -319,6 +330,10 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int r;
+    if (human_init(w) < 0) {
+        wacp_free(w);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
     if ((r = wacpf_mkdirs(w->objects_dir, err)) < 0 || (r = wacpf_mkdirs(wsd, err)) < 0) {
         wacp_free(w);
         return r;
@@ -331,6 +346,7 @@ void wacp_free(struct wacp *w)
 {
     if (!w)
         return;
+    human_free(w);
     for (size_t i = 0; i < w->n_ws; i++)
         ws_free(w->ws[i]);
     for (size_t i = 0; i < w->n_env; i++)
@@ -381,7 +397,9 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t wacp_next_deadline(const struct wacp *w)
 {
-    return min3(ws_next_deadline(w), env_next_deadline(w), task_next_deadline(w));
+    uint64_t h = highway_next_deadline(w->hw);
+    uint64_t m = min3(ws_next_deadline(w), env_next_deadline(w), task_next_deadline(w));
+    return h < m ? h : m;
 }
 
 void wacp_tick(struct wacp *w, uint64_t now_ms)
@@ -389,6 +407,7 @@ void wacp_tick(struct wacp *w, uint64_t now_ms)
     ws_tick(w, now_ms);
     env_tick(w, now_ms);
     task_tick(w, now_ms);
+    highway_tick(w->hw, now_ms);
 }
 
 bool wacp_done(const struct wacp *w)

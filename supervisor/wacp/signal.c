@@ -151,6 +151,8 @@ int sig_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
         return wacp_trail_err(e);
     if (deliver(w, c, c->parent, type, reason, ref, id) < 0)
         return wacp_trail_err(e);
+    if (!strcmp(type, "escalation"))
+        human_escalation(w, c, id, reason); /* and to the human highway (highway spec 2.4) */
     *res = wacp_obj();
     wacp_add_str(*res, "signal_id", id);
     wacp_add_str(*res, "state", ws_state_name(c->state));

@@ -225,27 +225,24 @@ static const char *opt_str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The draft -> pending gate (task spec 4): off, it approves at once; on, it waits for the
- * human highway, and its timeout's fallback applies in task_tick. */
-static int gate(struct wacp *w, struct wacp_task *t)
+/* The draft -> pending gate (task spec 4): off (or the re-entry guard), it approves at once; on,
+ * it waits for the human highway (human.c), whose timeout runs its fallback. */
+static int gate(struct wacp *w, struct wacp_task *t, const struct wacp_ws *c)
 {
-    const struct policy_gate_rule *g =
-        w->session.highway ? &w->session.highway->gates[POLICY_GATE_TASK_APPROVAL] : NULL;
-    if (!g || !g->enabled) {
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "task_id", t->id);
-        wacp_add_str(b, "approval", "gate_off");
-        wacp_add_str(b, "from", "draft");
-        wacp_add_str(b, "to", "pending");
-        int r = wacp_rec(w, NULL, "system", "task_approved", b);
-        cJSON_Delete(b);
-        if (r < 0)
-            return r;
-        t->status = TASK_PENDING;
-        return 0;
-    }
-    if (g->timeout > 0)
-        t->approve_at_ms = t->created_ms + (uint64_t)(g->timeout * 1000.0);
+    int g = human_gate_task(w, t, wacp_is_coordinator(c));
+    if (g != 0)
+        return g < 0 ? g : 0;
+    cJSON *b = wacp_obj();
+    wacp_add_str(b, "task_id", t->id);
+    wacp_add_str(b, "approval", w->session.highway && w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].enabled
+                                    ? "reentry_guard" : "gate_off");
+    wacp_add_str(b, "from", "draft");
+    wacp_add_str(b, "to", "pending");
+    int r = wacp_rec(w, NULL, "system", "task_approved", b);
+    cJSON_Delete(b);
+    if (r < 0)
+        return r;
+    t->status = TASK_PENDING;
     return 0;
 }
 
@@ -363,7 +360,7 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
             break;
         }
         w->tasks[w->n_tasks++] = t;
-        if (gate(w, t) < 0) {
+        if (gate(w, t, c) < 0) {
             made++;
             rc = -1;
             break;
@@ -434,6 +431,7 @@ int task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
                          t->id, task_status_name(t->status));
     if (task_set(w, t, TASK_CANCELLED, NULL, c->role, t->workspace_ref) < 0)
         return wacp_trail_err(e);
+    human_invalidate(w, NULL, t->id); /* its approval gate, if one waits, has no subject now */
     struct wacp_ws *ws = ws_find(w, t->workspace_ref);
     if (ws && (WS_BIT(ws->state) & WS_LIVE_MASK) &&
         ws_set_state(w, ws, WS_FAILED, c->role, "task_cancelled") < 0)
@@ -459,37 +457,15 @@ int task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     return 0;
 }
 
+/* Approval timeouts are the highway's (human.c): nothing is due here. */
 void task_tick(struct wacp *w, uint64_t now)
 {
-    if (!w->session.highway)
-        return;
-    enum policy_fallback fb = w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].fallback;
-    for (size_t i = 0; i < w->n_tasks; i++) {
-        struct wacp_task *t = w->tasks[i];
-        if (t->status != TASK_DRAFT || !t->approve_at_ms || now < t->approve_at_ms)
-            continue;
-        t->approve_at_ms = 0;
-        if (fb == POLICY_FALLBACK_REJECT) {
-            task_set(w, t, TASK_CANCELLED, NULL, "system", NULL);
-            continue;
-        }
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "task_id", t->id);
-        wacp_add_str(b, "approval", "timeout_auto_approve");
-        wacp_add_str(b, "from", "draft");
-        wacp_add_str(b, "to", "pending");
-        if (wacp_rec(w, NULL, "system", "task_approved", b) == 0)
-            t->status = TASK_PENDING;
-        cJSON_Delete(b);
-    }
+    (void)w;
+    (void)now;
 }
 
 uint64_t task_next_deadline(const struct wacp *w)
 {
-    uint64_t m = UINT64_MAX;
-    for (size_t i = 0; i < w->n_tasks; i++)
-        if (w->tasks[i]->status == TASK_DRAFT && w->tasks[i]->approve_at_ms &&
-            w->tasks[i]->approve_at_ms < m)
-            m = w->tasks[i]->approve_at_ms;
-    return m;
+    (void)w;
+    return UINT64_MAX;
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 struct wacp;
+struct wacp_err;
 
 /* What a newly created workspace needs from the run to exist as a process. All strings live as
  * long as the workspace. */
@@ -55,6 +56,10 @@ struct wacp_hooks {
     /* Sends a notification (method, params taken) to the agent of WS; the run releases it
      * after this turn's commit. A workspace whose agent is gone just drops it (0). */
     int (*notify)(void *data, const char *ws, const char *method, cJSON *params);
+    /* The answer to a request wacp_call_ref deferred (WACP_DEFERRED: it waited on a gate):
+     * RESULT (taken) on success, else E. May be NULL: gated requests are then refused. */
+    void (*reply)(void *data, const char *ws, uint64_t call_ref, cJSON *result,
+                  const struct wacp_err *e);
 };
 
 struct wacp_opts {
@@ -100,6 +105,28 @@ struct wacp_err {
  * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e);
+
+/* wacp_call for a caller that can wait: CALL_REF (not 0) names the request. WACP_DEFERRED: a
+ * gate of the human highway holds it; hooks->reply answers it later with the same CALL_REF. */
+#define WACP_DEFERRED 1
+int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                  uint64_t call_ref, cJSON **result, struct wacp_err *e);
+
+/* A tool call of WS under needs_approval waits for a person (the highway's tool_call gate): 1 it
+ * waits (GATE_ID filled; DONE is called once, later, from the model's calls), 0 approved now
+ * (the re-entry guard), < 0 refused (E). DONE's APPROVED: run it; else answer the refusal. */
+#define WACP_GATE_ID_LEN 48
+typedef void (*wacp_tool_done_fn)(void *data, bool approved, const char *gate_id,
+                                  const char *action, const char *actor);
+int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON *args,
+                   wacp_tool_done_fn done, void *data, char gate_id[WACP_GATE_ID_LEN],
+                   struct wacp_err *e);
+
+/* A request of an authenticated person U (the control socket): OP gate.list, gate.show,
+ * gate.approve, gate.reject, gate.modify, inject, escalations.list, escalations.respond,
+ * whoami. What U may not do is refused and recorded (capability_denied). */
+int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op, const cJSON *p,
+                    cJSON **result, struct wacp_err *e);
 
 /* The agent of WS has ended (exit, signal, killed for a budget): a workspace that is not yet
  * terminal fails with REASON ("agent_exited", "budget_exceeded:memory", "timeout", ...). */

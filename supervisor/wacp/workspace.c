@@ -157,6 +157,7 @@ int ws_set_state(struct wacp *w, struct wacp_ws *ws, enum ws_state to, const cha
     if (!terminal(to))
         return 0;
     env_drop_for(w, ws);
+    human_invalidate(w, ws->id, NULL); /* gates and escalations about it (highway spec 6.5) */
     r = cascade(w, ws, to == WS_FAILED ? "parent_failed" : "parent_closed");
     if (!ws->stopped) {
         ws->stopped = true;
