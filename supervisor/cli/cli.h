@@ -19,5 +19,8 @@ int cmd_policy(int argc, char **argv);
 int cmd_trail(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
+int cmd_inject(int argc, char **argv);
+int cmd_escalations(int argc, char **argv);
 
 #endif

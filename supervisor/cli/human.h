@@ -32,9 +32,4 @@ void human_cli_print_json(const cJSON *x);
 /* Seconds as "12s", "4m05s", "1h02m", or "never" for a negative value. */
 void human_cli_duration(double sec, char *buf, size_t len);
 
-/* The subcommands (main.c's table). */
-int cmd_gate(int argc, char **argv);
-int cmd_inject(int argc, char **argv);
-int cmd_escalations(int argc, char **argv);
-
 #endif

@@ -34,6 +34,9 @@ struct tool_job {
     bool is_error;
     int rc;
     struct tool_job *next_staged;
+    bool approved;             /* a person approved it: its own ctx with the rule lifted */
+    struct tool_ctx ctx;
+    struct tool_rule *rules;
 };
 
 struct agent_host {
@@ -60,6 +63,8 @@ struct agent {
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
+    unsigned held; /* tool calls waiting for a person */
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -557,7 +562,7 @@ static void agent_maybe_end(struct agent *a)
         return;
     if (a->failing)
         agent_end(a, AGENT_END_ABUSE);
-    else if (a->in_eof && a->inflight == 0 && rpc_reader_pending(a->reader) == 0)
+    else if (a->in_eof && a->inflight == 0 && a->held == 0 && rpc_reader_pending(a->reader) == 0)
         agent_end(a, AGENT_END_EOF);
 }
 
@@ -569,6 +574,7 @@ static void tool_job_free(struct tool_job *j)
     cJSON_Delete(j->args);
     cJSON_Delete(j->result);
     free(j->name);
+    free(j->rules);
     free(j);
 }
 
@@ -576,8 +582,8 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = j->a->surface->call(j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
-                                &j->is_error);
+    j->rc = j->a->surface->call(j->approved ? &j->ctx : j->a->tools, j->name,
+                                j->args ? j->args : &empty, &j->result, &j->is_error);
 }
 
 static void agent_really_free(struct agent *a);
@@ -646,11 +652,29 @@ static void tool_job_done(struct pool_job *pj)
     }
 }
 
-int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
+static int call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
+                     bool approved)
 {
     struct tool_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
+    if (approved) {
+        /* The person's approval lifts needs_approval for this one call, nothing else. */
+        j->approved = true;
+        j->ctx = *a->tools;
+        if (a->tools->n_rules) {
+            j->rules = calloc(a->tools->n_rules, sizeof(*j->rules));
+            if (!j->rules) {
+                free(j);
+                return -ENOMEM;
+            }
+            memcpy(j->rules, a->tools->rules, a->tools->n_rules * sizeof(*j->rules));
+            for (size_t i = 0; i < a->tools->n_rules; i++)
+                if (j->rules[i].name && !strcmp(j->rules[i].name, name))
+                    j->rules[i].needs_approval = false;
+            j->ctx.rules = j->rules;
+        }
+    }
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
     j->a = a;
@@ -675,6 +699,45 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
         h->staged_head = j;
     h->staged_tail = j;
     return 0;
+}
+
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
+{
+    return call_tool(a, id, name, args, false);
+}
+
+int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args)
+{
+    const struct tool_rule *rule = tool_rule_find(a->tools, tool);
+    if (!a->approve || !rule || !rule->needs_approval)
+        return -ENOENT;
+    int r = a->approve(a, id, tool, args, a->data);
+    if (r == 0)
+        a->held++;
+    if (r != 1)
+        return r;
+    r = call_tool(a, id, tool, args, true);
+    if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: the call could not be made");
+    return 0;
+}
+
+void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                        bool approved)
+{
+    if (a->held)
+        a->held--;
+    if (a->ended || a->freeing) {
+        agent_maybe_end(a);
+        return;
+    }
+    int r = call_tool(a, id, tool, args, approved);
+    if (r == -EIO)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR,
+                          "internal error: the trail cannot be written, so the call was not made");
+    else if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+    mark_dirty(a);
 }
 
 /* ---- the turn ---- */
@@ -784,6 +847,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->win.fd = a->wout.fd = -1;
     a->surface = c->surface;
     a->wacp = c->wacp;
+    a->approve = c->approve;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;
