@@ -683,8 +683,18 @@ static int wap_call(struct tool_ctx *ctx, const char *name, const cJSON *args, c
     struct broker_err e = {0};
     struct args a;
     cJSON *res = NULL;
-    if (parse_args(t, args, &a, &e) == 0)
-        res = t->fn(ctx, &a, &e);
+    const struct tool_rule *rule = tool_rule_find(ctx, name);
+    if (parse_args(t, args, &a, &e) == 0) {
+        /* Arguments, then the policy, then the tool. A call that needed a person's approval
+         * reaches here with the rule lifted (corral run's highway), or not at all. */
+        if (rule && rule->needs_approval)
+            broker_fail(&e, BROKER_E_DENIED, NULL,
+                        "%s needs a person's approval under this agent's policy, and it was not "
+                        "approved (rejected, timed out, or no highway to ask); nothing was done",
+                        name);
+        else
+            res = t->fn(ctx, &a, &e);
+    }
     /* A handler's result is its answer, except executeCommand's TIMEOUT, which carries one. */
     if (res && e.kind != BROKER_E_TIMEOUT) {
         *result = res;
