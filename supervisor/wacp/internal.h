@@ -55,6 +55,7 @@ struct wacp_checkpoint {
     struct wacp_manifest files;
     char payload_hash[WACP_HASH_HEX];
     uint64_t timestamp_ms;
+    char mac[INTEGRITY_HEX];  /* the supervisor's proof over all of the above (integrity.h) */
 };
 
 struct wacp_ws {
@@ -245,6 +246,10 @@ cJSON *cp_json(const struct wacp_checkpoint *cp, bool with_files);
 int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 int cp_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 void cp_free(struct wacp_checkpoint *cp);
+/* At integration (security spec 4.3): the checkpoint's proof, then every file object re-hashed.
+ * A mismatch is recorded (integrity_violation) and fails E (code integrity_violation). */
+int cp_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e);
+int cp_seal(struct wacp *w, struct wacp_checkpoint *cp);
 
 /* ---- task.c */
 const char *task_status_name(enum task_status s);
