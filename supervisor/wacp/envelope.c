@@ -234,7 +234,7 @@ void env_flush(struct wacp *w, struct wacp_ws *ws)
     uint64_t now = wacp_now_ms();
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
-        if (v->state != ENV_VALIDATED || v->sent || v->undeliverable || strcmp(v->to, ws->id))
+        if (v->state != ENV_VALIDATED || v->sent || v->gated || v->undeliverable || strcmp(v->to, ws->id))
             continue;
         first_attempt(w, v, now);
     }
@@ -314,6 +314,79 @@ static cJSON *created_body(const struct wacp_env *v, const char *originator)
     return b;
 }
 
+/* The envelope_delivery gate (highway spec 2.2): the envelope waits before the inbox. */
+static void deliver_or_queue(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
+{
+    /* Channel order: nothing queued before it, so it goes now; else it waits its turn. */
+    if (takes_delivery(to->state) && !to->queued)
+        first_attempt(w, v, wacp_now_ms());
+    else
+        to->queued++;
+}
+
+static void on_delivery_gate(void *data, const struct highway_gate *g, enum highway_action a,
+                             const cJSON *mods)
+{
+    struct wacp *w = data;
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(g->subject, "envelope_id");
+    struct wacp_env *v = cJSON_IsString(sid) ? env_find(w, sid->valuestring) : NULL;
+    struct wacp_ws *to = v ? ws_find(w, v->to) : NULL;
+    if (!v || !v->gated || v->state != ENV_VALIDATED || v->undeliverable || !to)
+        return;
+    v->gated = false;
+    if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
+        const cJSON *np = cJSON_GetObjectItemCaseSensitive(mods, "payload");
+        if (a == HIGHWAY_MODIFY && np) {
+            cJSON *c = cJSON_Duplicate(np, true);
+            if (c) {
+                cJSON_Delete(v->payload);
+                v->payload = c;
+                env_seal(w, v); /* the supervisor vouches for the person's change */
+            }
+        }
+        deliver_or_queue(w, v, to);
+        return;
+    }
+    cJSON *b = wacp_obj();
+    wacp_add_str(b, "envelope_id", v->id);
+    wacp_add_str(b, "from", v->from);
+    wacp_add_str(b, "to", v->to);
+    wacp_add_str(b, "type", v->type);
+    wacp_add_str(b, "reason", a == HIGHWAY_ESCALATE ? "gate_escalated" : "gate_rejected_by_human");
+    if (wacp_rec(w, v->to, g->actor, "envelope_rejected", b) == 0) {
+        v->state = ENV_REJECTED;
+        if (to->inbox)
+            to->inbox--;
+    }
+    cJSON_Delete(b);
+}
+
+/* 1: held by the gate; 0: deliver now. */
+static int delivery_gate(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
+{
+    double timeout;
+    enum policy_fallback fb;
+    /* The runtime's own and a person's own envelopes are not held for a person. */
+    if (!strcmp(v->from, "system") || !strcmp(v->origin, "human") ||
+        !human_rule(w, POLICY_GATE_ENVELOPE_DELIVERY, &timeout, &fb))
+        return 0;
+    struct wacp_ws *from = ws_find(w, v->from);
+    cJSON *s = env_json(v);
+    struct highway_gate_req r = {
+        .type = POLICY_GATE_ENVELOPE_DELIVERY, .subject = s, .subject_id = v->id,
+        .workspace = to->id, .requester = from ? from->id : NULL, .task_ref = to->task,
+        .graph_ref = w->graph, .timeout = timeout, .fallback = fb,
+        .by_coordinator = from && wacp_is_coordinator(from), .fn = on_delivery_gate, .fn_data = w,
+        .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
+    };
+    struct highway_gate *g;
+    int rc = highway_gate_open(w->hw, &r, &g);
+    cJSON_Delete(s);
+    if (rc == 1)
+        v->gated = true;
+    return rc == 1;
+}
+
 static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 {
     if (!wacp_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)) ||
@@ -323,11 +396,9 @@ static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
     w->env[w->n_env++] = v;
     to->inbox++;
     w->sum.envelopes++;
-    /* Channel order: nothing queued before it, so it goes now; else it waits its turn. */
-    if (takes_delivery(to->state) && !to->queued)
-        first_attempt(w, v, wacp_now_ms());
-    else
-        to->queued++;
+    if (delivery_gate(w, v, to) == 1)
+        return 0;
+    deliver_or_queue(w, v, to);
     return 0;
 }
 

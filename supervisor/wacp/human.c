@@ -30,7 +30,7 @@ void human_free(struct wacp *w)
 }
 
 /* The rule of a gate type: the policy's highway (tool calls: its tool_call rule). Off: false. */
-static bool rule_of(const struct wacp *w, int type, double *timeout, enum policy_fallback *fb)
+bool human_rule(const struct wacp *w, int type, double *timeout, enum policy_fallback *fb)
 {
     const struct policy_highway *h = w->session.highway;
     if (!h)
@@ -99,7 +99,7 @@ int human_gate_task(struct wacp *w, struct wacp_task *t, bool by_coordinator)
 {
     double timeout;
     enum policy_fallback fb;
-    if (!rule_of(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
+    if (!human_rule(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
         return 0; /* off: the caller approves at once */
     cJSON *s = wacp_obj();
     wacp_add_str(s, "task_id", t->id);
@@ -191,7 +191,7 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
 {
     double timeout;
     enum policy_fallback fb;
-    if (w->gate_pass || type < 0 || !rule_of(w, type, &timeout, &fb))
+    if (w->gate_pass || type < 0 || !human_rule(w, type, &timeout, &fb))
         return 0;
     if (!wacp_is_coordinator(c) && !c->delegate)
         return 0; /* not its to do: the method itself refuses it, no person is asked */
@@ -265,7 +265,7 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
         return wacp_fail(e, WACP_E_STATE, "invalid_state", "the workspace is not live");
     double timeout = 300;
     enum policy_fallback fb = POLICY_FALLBACK_REJECT;
-    rule_of(w, HIGHWAY_TOOL_CALL, &timeout, &fb);
+    human_rule(w, HIGHWAY_TOOL_CALL, &timeout, &fb);
     cJSON *s = wacp_obj();
     wacp_add_str(s, "tool", tool);
     cJSON_AddItemToObject(s, "arguments", args ? cJSON_Duplicate(args, true) : cJSON_CreateObject());
@@ -411,8 +411,10 @@ static bool modifiable(int type, const char *field)
 {
     static const char *const task[] = {"name", "description", NULL};
     static const char *const create[] = {"budgets", "timeout", "directive", "context", NULL};
+    static const char *const envelope[] = {"payload", NULL};
     const char *const *ok = type == POLICY_GATE_TASK_APPROVAL ? task
-                            : type == POLICY_GATE_WORKSPACE_CREATE ? create : NULL;
+                            : type == POLICY_GATE_WORKSPACE_CREATE ? create
+                            : type == POLICY_GATE_ENVELOPE_DELIVERY ? envelope : NULL;
     for (size_t i = 0; ok && ok[i]; i++)
         if (!strcmp(ok[i], field))
             return true;

@@ -99,6 +99,7 @@ struct wacp_env {
     unsigned attempt;           /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
     char *originator;           /* the injecting person's user id (origin human), else NULL */
+    bool gated;                 /* held by an envelope_delivery gate */
     char mac[INTEGRITY_HEX];    /* the supervisor's proof over every field above (integrity.h) */
 };
 
@@ -272,6 +273,8 @@ void task_free(struct wacp_task *t);
 
 /* ---- human.c: the highway in the model */
 int human_init(struct wacp *w);
+/* Whether gate TYPE is on in this run's highway, with its timeout and fallback. */
+bool human_rule(const struct wacp *w, int type, double *timeout, enum policy_fallback *fb);
 void human_free(struct wacp *w);
 /* The draft -> pending gate of T: 1 it waits, 0 approve now (gate off, or the guard), < 0. */
 int human_gate_task(struct wacp *w, struct wacp_task *t, bool by_coordinator);

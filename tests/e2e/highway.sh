@@ -62,7 +62,7 @@ t = sys.argv[1] if len(sys.argv) > 1 else None
 try: g = json.load(sys.stdin)["gates"]
 except Exception: g = []
 ids = [x["id"] for x in g if t is None or x["type"] == t]
-if len(ids) >= int(sys.argv[2]): print(" ".join(ids))' "${2:-}" "$1")
+if len(ids) >= int(sys.argv[2]): print(" ".join(ids[:int(sys.argv[2])]))' "${2:-}" "$1")
         [ -n "$got" ] && { echo "$got"; return 0; }
         sleep 0.1; i=$((i + 1))
     done
@@ -144,7 +144,7 @@ q() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; } # a step inside a JSON 
 ESC_STEPS='["wacp/signal.emit {\"type\":\"started\"}", "wacp/signal.emit {\"type\":\"blocked\",\"reason\":\"which file?\"}", "wacp/signal.emit {\"type\":\"escalation\",\"reason\":\"which file?\"}", "e=@envelope", "@log:answer {{e.payload.text}} from {{e.origin}} {{e.originator}}", "e2=@envelope", "@exit:0"]'
 WORK_STEPS='["wacp/signal.emit {\"type\":\"started\"}", "tools/call {\"name\":\"writeFile\",\"arguments\":{\"path\":\"out.txt\",\"content\":\"work\\n\"}}", "wacp/checkpoint.create {\"type\":\"artifact\",\"intent\":\"out\",\"status\":\"final\",\"confidence\":\"high\",\"parent\":null,\"files\":[\"out.txt\"]}", "wacp/signal.emit {\"type\":\"complete\"}", "@hold"]'
 policy "$T_TMP/B.json" \
-    '{"preset": "gated", "gate_overrides": {"task_approval": {"timeout": "1s", "fallback": "escalate_to_coordinator"},
+    '{"preset": "gated", "gates": {"envelope_delivery": false}, "gate_overrides": {"task_approval": {"timeout": "1s", "fallback": "escalate_to_coordinator"},
       "workspace_create": {"timeout": "60s", "fallback": "reject"}, "integration": {"timeout": "60s", "fallback": "reject"},
       "workspace_abort": {"timeout": "60s", "fallback": "reject"}}, "escalation": {"timeout": "60s", "fallback": "reject"}}' \
     "[\"@envelope\", \"t=wacp/task.create {\\\"name\\\":\\\"guarded\\\"}\", \"go=@envelope\",
@@ -237,3 +237,28 @@ n_trig=$(trail --type gate_triggered | grep -c '"gate_id"')
 n_res=$(trail --type gate_resolved | grep -c '"gate_id"')
 [ "$n_trig" -eq "$n_res" ] && ok "B: every gate resolved ($n_res)" || fail "B: every gate resolved" "triggered $n_trig resolved $n_res"
 "$CORRAL" trail verify --db "$db" >/dev/null 2>&1 && ok "B: the trail verifies" || fail "B: the trail verifies"
+
+# ---- C: the envelope_delivery gate: a directive modified by a person before delivery, a query
+# rejected; the worker runs the person's version
+policy "$T_TMP/C.json" \
+    '{"preset": "autonomous", "gates": {"task_approval": false, "envelope_delivery": true},
+      "gate_overrides": {"envelope_delivery": {"timeout": "60s", "fallback": "reject"}}}' \
+    '["@envelope", "w=wacp/workspace.create {\"agent\":\"w\",\"directive\":{\"steps\":[\"@log:the original\"]}}",
+      "wacp/envelope.send {\"to\":\"{{w.workspace_id}}\",\"type\":\"feedback\",\"payload\":{\"q\":\"never\"}}",
+      "@until:complete", "wacp/integrate {\"workspace\":\"{{w.workspace_id}}\",\"decision\":\"reject\"}",
+      "wacp/signal.emit {\"type\":\"complete\"}"]' '[]'
+mkdir -p "$T_TMP/C" && mv "$T_TMP/C.json" "$T_TMP/C/policy.json"
+start C
+gs=$(wait_gates 2 envelope_delivery) || fail "C: the directive and the feedback wait at envelope_delivery gates" "$(cat "$d/err")"
+set -- $gs
+eg=$1 qg=$2
+run_capture o e r cli gate reject "$qg"
+expect_match "C: a person rejects an envelope" "reject $qg" "$o"
+run_capture o e r cli gate modify "$eg" --modifications '{"payload": {"steps": ["@log:changed by a person", "wacp/signal.emit {\"type\":\"started\"}", "wacp/signal.emit {\"type\":\"complete\"}", "@hold"]}}'
+expect_match "C: a person modifies an envelope before delivery" "modify $eg" "$o"
+finish; [ -n "${HW_KEEP:-}" ] && rm -rf "$HW_KEEP.C" && cp -r "$d" "$HW_KEEP.C"
+expect_status "C: the run ends" 0 "$rc" "$(tail -5 "$d/err")"
+expect_match "C: the worker got the person's version" '# changed by a person' "$logs"
+expect_nomatch "C: ... not the original" '# the original' "$logs"
+expect_match "C: the rejected envelope is rejected, not delivered" '"reason":[[:space:]]*"gate_rejected_by_human"' "$(trail --type envelope_rejected)"
+expect_nomatch "C: ... and never reached the worker" '"q":"never"' "$logs"
