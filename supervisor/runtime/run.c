@@ -588,7 +588,9 @@ static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, 
         return -ENOMEM;
     }
     cJSON_AddItemToObject(*result, "entries", entries);
-    if (!global && ws && strcmp(ws, s->id))
+    /* Beyond its own: what a visibility grant lets it read (PROTOCOL 6.8). */
+    bool granted = ws && strcmp(ws, s->id) && wacp_can_read(r->w, s->id, ws);
+    if (!global && ws && strcmp(ws, s->id) && !granted)
         return 0; /* outside its scope: nothing */
     if (!r->reader) {
         struct cerr ce = {0};
@@ -601,7 +603,7 @@ static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, 
             return -EIO;
         }
     }
-    struct trail_filter f = {.workspace = global ? ws : s->id, .type = type, .limit = limit};
+    struct trail_filter f = {.workspace = global || granted ? ws : s->id, .type = type, .limit = limit};
     struct cerr ce = {0};
     if (trail_query(r->reader, &f, add_entry, entries, &ce) < 0) {
         cJSON_Delete(*result);

@@ -79,6 +79,8 @@ struct wacp_ws {
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
     size_t inbox;               /* envelopes addressed to it not yet acknowledged */
     size_t queued;              /* of those, not yet notified (it was frozen) */
+    char (*grants)[WACP_ID_LEN]; /* workspaces it was granted to read (add-only: PROTOCOL 6.8) */
+    size_t n_grants;
     char end_reason[64];
 };
 
@@ -285,6 +287,13 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
 void human_escalation(struct wacp *w, struct wacp_ws *ws, const char *signal_id, const char *reason);
 /* WS is terminal or TASK cancelled (either may be NULL): what waits on it resolves. */
 void human_invalidate(struct wacp *w, const char *ws, const char *task);
+
+/* ---- visibility.c: dynamic visibility grants (PROTOCOL 6.8, security spec 6.3) */
+bool vis_granted(const struct wacp_ws *caller, const struct wacp_ws *ws);
+/* workspace.create's "visibility": the new workspace's designated reads (observers). */
+int vis_grant_at_create(struct wacp *w, struct wacp_ws *c, struct wacp_ws *ws, const cJSON *p,
+                        struct wacp_err *e);
+int vis_method_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
 
 /* ---- envelope.c: a person's envelope {to, type, payload, in_reply_to?, priority?} */
 int env_inject(struct wacp *w, const char *user_id, const cJSON *p, cJSON **r, struct wacp_err *e);

@@ -151,7 +151,9 @@ static const struct pspec p_ack[] = {{"envelope_id", P_STR, true}, END};
 static const struct pspec p_create[] = {{"agent", P_STR, true}, {"directive", P_ANY, true},
                                         {"context", P_ANY, false}, {"task", P_STR, false},
                                         {"owner", P_STR, false}, {"budgets", P_OBJ, false},
-                                        {"delegate", P_BOOL, false}, {"timeout", P_NUM, false}, END};
+                                        {"delegate", P_BOOL, false}, {"timeout", P_NUM, false},
+                                        {"visibility", P_ARR, false}, END};
+static const struct pspec p_vis[] = {{"workspace", P_STR, true}, {"target", P_STR, true}, END};
 static const struct pspec p_ws_reason[] = {{"workspace", P_STR, true}, {"reason", P_STR, false}, END};
 static const struct pspec p_ws[] = {{"workspace", P_STR, true}, END};
 static const struct pspec p_transfer[] = {{"workspace", P_STR, true}, {"owner", P_STR, true}, END};
@@ -195,6 +197,7 @@ static const struct method methods[] = {
     {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id, -1},
     {"wacp/task.create", task_method_create, WORKING, p_task, -1},
     {"wacp/task.list", task_method_list, ANY_LIVE, p_none, -1},
+    {"wacp/visibility.grant", vis_method_grant, WORKING, p_vis, -1},
     {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason, POLICY_GATE_WORKSPACE_ABORT},
     {"wacp/workspace.create", ws_method_create, WORKING, p_create, POLICY_GATE_WORKSPACE_CREATE},
     {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none, -1},

@@ -128,6 +128,10 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
 int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op, const cJSON *p,
                     cJSON **result, struct wacp_err *e);
 
+/* Whether the workspace CALLER may read TARGET (itself, the coordinator everything, a
+ * delegate its subtree, anyone what it was granted: wacp/visibility.grant). */
+bool wacp_can_read(const struct wacp *w, const char *caller, const char *target);
+
 /* The agent of WS has ended (exit, signal, killed for a budget): a workspace that is not yet
  * terminal fails with REASON ("agent_exited", "budget_exceeded:memory", "timeout", ...). */
 void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);

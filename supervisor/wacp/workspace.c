@@ -64,7 +64,7 @@ bool ws_visible(const struct wacp_ws *caller, const struct wacp_ws *ws)
 {
     if (!ws)
         return false;
-    if (caller == ws || wacp_is_coordinator(caller))
+    if (caller == ws || wacp_is_coordinator(caller) || vis_granted(caller, ws))
         return true;
     return caller->delegate && ws_is_ancestor(caller, ws);
 }
@@ -96,6 +96,7 @@ void ws_free(struct wacp_ws *ws)
     cJSON_Delete(ws->context);
     wacpf_manifest_clear(&ws->base);
     wacpf_manifest_clear(&ws->conflicts);
+    free(ws->grants);
     free(ws);
 }
 
@@ -518,6 +519,8 @@ int ws_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         return wacp_trail_err(e);
     if (task && task_bind(w, task, ws, c->role) < 0)
         return wacp_trail_err(e);
+    if (vis_grant_at_create(w, c, ws, p, e) < 0)
+        return -1;
     if ((r = ws_start(w, ws, &ce)) < 0) {
         if (ws_set_state(w, ws, WS_FAILED, "protocol", "creation_error") < 0)
             return wacp_trail_err(e);
