@@ -60,6 +60,14 @@ static void summary(const cJSON *g, char *buf, size_t len)
         snprintf(buf, len, "%s %s", str(s, "tool"), text ? text : "{}");
     } else if (!strcmp(type, "task_approval")) {
         snprintf(buf, len, "task \"%s\"", str(s, "name"));
+    } else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "method"))) {
+        /* A coordinator's request: the method and its parameters. */
+        text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(s, "params"));
+        const char *m = str(s, "method");
+        snprintf(buf, len, "%s %s", strncmp(m, "wacp/", 5) ? m : m + 5, text ? text : "{}");
+    } else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "envelope_id"))) {
+        text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(s, "payload"));
+        snprintf(buf, len, "%s from %s: %s", str(s, "type"), str(s, "from"), text ? text : "null");
     } else {
         text = cJSON_PrintUnformatted(s);
         snprintf(buf, len, "%s", text ? text : "-");
