@@ -22,7 +22,11 @@ struct control {
     cJSON *(*state)(void *data);
     control_request_fn request;
     void *data;
+    unsigned clients; /* open at once: bounded, so many slow clients cannot hold much memory */
+    struct control_client *list;
 };
+
+#define CONTROL_MAX_CLIENTS 32
 
 static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
 {
@@ -45,11 +49,16 @@ struct control_client {
     size_t len, cap;
     struct control_peer peer;
     bool done;
+    struct control_client *next, **pprev;
 };
 
 static void client_close(void *data)
 {
     struct control_client *k = data;
+    k->c->clients--;
+    *k->pprev = k->next;
+    if (k->next)
+        k->next->pprev = k->pprev;
     close(k->fd);
     free(k->buf);
     free(k);
@@ -190,6 +199,10 @@ static void on_client(void *data, uint32_t events)
             return;
         int sz = 1 << 20;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        if (c->clients >= CONTROL_MAX_CLIENTS) {
+            close(fd); /* busy: the client sees EOF and may ask again */
+            continue;
+        }
         struct control_client *k = calloc(1, sizeof(*k));
         if (!k || control_peer_get(fd, &k->peer) < 0 ||
             loop_watch_add(c->loop, &k->w, fd, EPOLLIN, on_client_data, k) < 0) {
@@ -199,6 +212,12 @@ static void on_client(void *data, uint32_t events)
         }
         k->c = c;
         k->fd = fd;
+        c->clients++;
+        k->next = c->list;
+        if (c->list)
+            c->list->pprev = &k->next;
+        k->pprev = &c->list;
+        c->list = k;
         /* A client that says nothing gets the live state after a moment (old `corral ps`). */
         if (loop_timer_add(c->loop, &k->timer, 10.0, on_client_timeout, k) < 0)
             client_finish(k, true);
@@ -264,6 +283,12 @@ void control_free(struct control *c)
     if (!c)
         return;
     loop_watch_del(c->loop, &c->w);
+    while (c->list) { /* clients still talking when the run ends: dropped */
+        struct control_client *k = c->list;
+        loop_watch_del(c->loop, &k->w);
+        loop_watch_del(c->loop, &k->timer);
+        client_close(k);
+    }
     close(c->fd);
     unlink(c->path);
     free(c->path);

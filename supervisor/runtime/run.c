@@ -73,6 +73,7 @@ struct run {
     struct cerr trail_err;
     struct deferred *deferred; /* wacp requests waiting on a gate */
     uint64_t next_ref;
+    uint64_t auth_failures;    /* refused callers of the control socket, for the flood bound */
 };
 
 /* A request of an agent the model deferred (a gate holds it): answered by hook_reply. */
@@ -704,6 +705,10 @@ static void on_tool_decided(void *data, bool approved, const char *gate_id, cons
                             const char *actor)
 {
     struct held_call *h = data;
+    if (!gate_id) { /* the run is over (wacp_free): the agents are gone already */
+        held_free(h);
+        return;
+    }
     struct run_ws *s = ws_find(h->r, h->ws);
     (void)gate_id;
     (void)action;
@@ -769,7 +774,9 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
     struct run *r = data;
     const struct policy_user *u = user_of(r, peer->uid);
     struct wacp_err e = {0};
-    if (!u) {
+    /* A local user hammering the socket must not fill the trail: the first 64 refusals are
+     * recorded one by one, then one in 64 with the count so far. */
+    if (!u && (++r->auth_failures <= 64 || r->auth_failures % 64 == 0)) {
         cJSON *b = cJSON_CreateObject();
         char ent[32], src[64];
         snprintf(ent, sizeof(ent), "uid:%u", (unsigned)peer->uid);
@@ -779,8 +786,11 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
         cJSON_AddStringToObject(b, "reason", "unknown_identity");
         cJSON_AddStringToObject(b, "source", src);
         cJSON_AddStringToObject(b, "op", op);
+        cJSON_AddNumberToObject(b, "failures_so_far", (double)r->auth_failures);
         record(r, NULL, "system", "authentication_failed", b);
         cJSON_Delete(b);
+    }
+    if (!u) {
         snprintf(e.code, sizeof(e.code), "unknown_identity");
         snprintf(e.msg, sizeof(e.msg),
                  "uid %u is not in this run's policy \"users\": the highway answers only the people it names",

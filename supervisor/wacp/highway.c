@@ -135,8 +135,11 @@ void highway_free(struct highway *h)
 {
     if (!h)
         return;
-    for (size_t i = 0; i < h->n_gates; i++)
+    for (size_t i = 0; i < h->n_gates; i++) {
+        if (h->gates[i]->pending && h->gates[i]->drop)
+            h->gates[i]->drop(h->gates[i]->fn_data);
         gate_free(h->gates[i]);
+    }
     for (size_t i = 0; i < h->n_escs; i++)
         esc_free(h->escs[i]);
     free(h->gates);
@@ -251,6 +254,7 @@ int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struc
     g->pending = true;
     g->fn = r->fn;
     g->fn_data = r->fn_data;
+    g->drop = r->drop;
     /* The gate event of section 3, all fields; the subject by reference only (section 8), except
      * its id, which names it. */
     cJSON *b = cJSON_CreateObject();

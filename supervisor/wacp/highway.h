@@ -58,6 +58,7 @@ struct highway_gate {
     char reason[48];
     highway_gate_fn fn;
     void *fn_data;
+    void (*drop)(void *fn_data); /* frees FN_DATA of a gate still pending at highway_free */
 };
 
 struct highway_escalation;
@@ -108,6 +109,7 @@ struct highway_gate_req {
     bool by_coordinator;
     highway_gate_fn fn;
     void *fn_data;
+    void (*drop)(void *fn_data); /* may be NULL */
     uint64_t now_ms, wall_ms;
 };
 /* 1: the gate is open and pending (*out, owned by the highway; FN runs later). 0: the re-entry

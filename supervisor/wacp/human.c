@@ -148,6 +148,14 @@ static void reply_err(struct wacp *w, struct method_wait *mw, const char *code, 
         w->h.reply(w->h.data, mw->caller, mw->call_ref, NULL, &e);
 }
 
+static void method_wait_free(void *data)
+{
+    struct method_wait *mw = data;
+    free(mw->method);
+    cJSON_Delete(mw->params);
+    free(mw);
+}
+
 static void on_method_gate(void *data, const struct highway_gate *g, enum highway_action a,
                            const cJSON *mods)
 {
@@ -181,9 +189,7 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
             ws_set_state(w, t, WS_FAILED, g->actor, "gate_rejected_by_human");
         reply_err(w, mw, "gate_rejected_by_human", "a person rejected it", g->id);
     }
-    free(mw->method);
-    cJSON_Delete(mw->params);
-    free(mw);
+    method_wait_free(mw);
 }
 
 int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int type,
@@ -221,7 +227,7 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
         .workspace = cJSON_IsString(tw) ? tw->valuestring : c->id, .requester = c->id,
         .task_ref = cJSON_IsString(tt) ? tt->valuestring : NULL, .graph_ref = w->graph,
         .timeout = timeout, .fallback = fb, .by_coordinator = wacp_is_coordinator(c),
-        .fn = on_method_gate, .fn_data = mw, .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
+        .fn = on_method_gate, .fn_data = mw, .drop = method_wait_free, .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -254,6 +260,14 @@ static void on_tool_gate(void *data, const struct highway_gate *g, enum highway_
     free(tw);
 }
 
+/* The run ends with the call still waiting: its owner frees what it holds, nothing runs. */
+static void tool_wait_drop(void *data)
+{
+    struct tool_wait *tw = data;
+    tw->done(tw->data, false, NULL, NULL, NULL);
+    free(tw);
+}
+
 int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON *args,
                    wacp_tool_done_fn done, void *data, char gate_id[WACP_GATE_ID_LEN],
                    struct wacp_err *e)
@@ -282,7 +296,7 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
     struct highway_gate_req r = {
         .type = HIGHWAY_TOOL_CALL, .subject = s, .workspace = c->id, .requester = c->id,
         .task_ref = c->task, .graph_ref = w->graph, .timeout = timeout, .fallback = fb,
-        .by_coordinator = wacp_is_coordinator(c), .fn = on_tool_gate, .fn_data = tw,
+        .by_coordinator = wacp_is_coordinator(c), .fn = on_tool_gate, .fn_data = tw, .drop = tool_wait_drop,
         .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
     };
     struct highway_gate *g;

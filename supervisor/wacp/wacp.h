@@ -114,7 +114,8 @@ int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const 
 
 /* A tool call of WS under needs_approval waits for a person (the highway's tool_call gate): 1 it
  * waits (GATE_ID filled; DONE is called once, later, from the model's calls), 0 approved now
- * (the re-entry guard), < 0 refused (E). DONE's APPROVED: run it; else answer the refusal. */
+ * (the re-entry guard), < 0 refused (E). DONE's APPROVED: run it; else answer the refusal.
+ * GATE_ID NULL: the model is being freed with the call still waiting: free DATA, nothing else. */
 #define WACP_GATE_ID_LEN 48
 typedef void (*wacp_tool_done_fn)(void *data, bool approved, const char *gate_id,
                                   const char *action, const char *actor);
