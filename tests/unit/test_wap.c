@@ -648,10 +648,31 @@ static void execute_command_denied_without_role(void **state)
     fx_err(f, "executeCommand", "{\"command\":\"true\"}", "PERMISSION_DENIED", NULL);
 }
 
+/* needs_approval: without a person's approval (corral run lifts the rule for an approved call
+ * only) the call is refused in WAP's own shape and nothing is written. The surface used to run
+ * such calls as if no rule were set. */
+static void test_needs_approval_refused(void **state)
+{
+    struct fx *f = *state;
+    struct tool_rule rules[] = {{.name = "writeFile", .enabled = true, .needs_approval = true}};
+    f->ctx.rules = rules;
+    f->ctx.n_rules = 1;
+    fx_err(f, "writeFile", "{\"path\": \"held.txt\", \"content\": \"x\"}", "PERMISSION_DENIED", "denied");
+    char p[600];
+    snprintf(p, sizeof(p), "%s/held.txt", f->ws);
+    assert_false(fx_exists_host(p));
+    rules[0].needs_approval = false; /* approved: it runs */
+    fx_ok(f, "writeFile", "{\"path\": \"held.txt\", \"content\": \"x\"}");
+    assert_true(fx_exists_host(p));
+    f->ctx.rules = NULL;
+    f->ctx.n_rules = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         FX_TEST(list_has_seven_tools_with_schemas),
+        FX_TEST(test_needs_approval_refused),
         FX_TEST(unknown_tool_is_enoent),
         FX_TEST(wrong_types_name_the_field),
         FX_TEST(explore_flat_sorted),
