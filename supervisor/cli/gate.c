@@ -128,10 +128,11 @@ static int do_list(struct human_cli *h, bool all, bool follow)
         return CORRAL_EXIT_OK;
     }
     /* --follow: the run is asked again every half second; each gate is printed once, when first
-     * seen; it ends when the run does. */
+     * seen (pending, or already resolved if it was decided between two looks); it ends when the
+     * run does. */
     cJSON *seen = cJSON_CreateObject();
     if (!h->json) {
-        print_header(false);
+        print_header(true);
         fflush(stdout);
     }
     for (;;) {
@@ -154,8 +155,10 @@ static int do_list(struct human_cli *h, bool all, bool follow)
         cJSON_Delete(res);
         res = NULL;
         poll(NULL, 0, 500);
+        /* With the resolved ones: a gate decided between two looks is still printed once. */
         req = cJSON_CreateObject();
         cJSON_AddStringToObject(req, "op", "gate.list");
+        cJSON_AddBoolToObject(req, "all", true);
         rc = human_cli_ask(h, req, &res, true);
         if (rc == -2) { /* the run is over */
             cJSON_Delete(seen);

@@ -88,6 +88,9 @@ start A
 tasks=$(wait_gates 3 task_approval) || fail "A: three task_approval gates open" "$(cat "$d/err")"
 set -- $tasks
 g1=$1 g2=$2 g3=$3
+# A second person follows the gates as they open, until the run ends.
+cli gate list --follow --json >"$d/follow" 2>&1 &
+follower=$!
 list=$(cli gate list)
 expect_match "A: gate list shows type, what happens on timeout and the subject" 'task_approval .*reject +task "first"' "$list"
 show=$(cli gate show "$g3")
@@ -119,6 +122,10 @@ tg2=$(wait_gates 1 tool_call) || fail "A: the second tool call opens a gate"
 run_capture o e r cli gate reject "$tg2"
 finish; [ -n "${HW_KEEP:-}" ] && rm -rf "$HW_KEEP.$1" && cp -r "$d" "$HW_KEEP.${d##*/}"
 expect_status "A: the run ends with the coordinator's complete" 0 "$rc" "$(tail -5 "$d/err")"
+wait "$follower"; frc=$?
+expect_status "A: gate list --follow ends with the run" 0 "$frc" "$(cat "$d/follow")"
+nf=$(grep -c '"type":"tool_call"' "$d/follow"); nt=$(grep -c '"type":"task_approval"' "$d/follow")
+[ "$nf" -ge 1 ] && [ "$nt" -eq 3 ] && ok "A: ... having printed each gate it saw once (the three tasks, the first tool call)" || fail "A: ... having printed each new gate once" "$(cat "$d/follow")"
 # The readFile (id 2) answered before the held writeFile (id 1): its other calls flowed.
 order=$(printf '%s\n' "$logs" | grep -Eo '< id=[0-9]+' | tr '\n' ' ')
 expect_match "A: the agent's other call answered while the tool call waited" '< id=0 < id=2 < id=1 < id=4 < id=3' "$order"
