@@ -12,14 +12,14 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"exec", cmd_exec, "run one program in a fresh sandbox (like bwrap / nsjail)", NULL},
-    {"run", cmd_run, "run a WACP session from a policy", NULL},
-    {"policy", cmd_policy, "check policy files; show a role's resolved profile", NULL},
-    {"trail", cmd_trail, "print, follow, verify and export the trail", NULL},
-    {"ps", cmd_ps, "show the live workspace tree of a run", NULL},
-    {"gate", cmd_gate, "list and answer the gates of a running session (approve, reject, modify)", NULL},
-    {"inject", cmd_inject, "send an envelope as yourself into a running session", NULL},
-    {"escalations", cmd_escalations, "list and answer the escalations of a running session", NULL},
+    {"exec", cli_exec, "run one program in a fresh sandbox (like bwrap / nsjail)", NULL},
+    {"run", cli_run, "run a WACP session from a policy", NULL},
+    {"policy", cli_policy, "check policy files; show a role's resolved profile", NULL},
+    {"trail", cli_trail, "print, follow, verify and export the trail", NULL},
+    {"ps", cli_ps, "show the live workspace tree of a run", NULL},
+    {"gate", cli_gate, "list and answer the gates of a running session (approve, reject, modify)", NULL},
+    {"inject", cli_inject, "send an envelope as yourself into a running session", NULL},
+    {"escalations", cli_escalations, "list and answer the escalations of a running session", NULL},
     {"mcp", NULL, "serve the tool surfaces as an MCP server on stdio",
      "not built yet; use 'corral exec --workspace DIR -- AGENT' to serve tools to an agent"},
 };

@@ -28,7 +28,7 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "-";
 }
 
-int cmd_escalations(int argc, char **argv)
+int cli_escalations(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,

@@ -250,7 +250,7 @@ static int do_resolve(struct human_cli *h, const char *op, const char *id, const
     return CORRAL_EXIT_OK;
 }
 
-int cmd_gate(int argc, char **argv)
+int cli_gate(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,

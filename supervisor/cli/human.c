@@ -75,7 +75,7 @@ int human_cli_ask(struct human_cli *h, cJSON *req, cJSON **result, bool quiet_go
     }
     char *text = NULL;
     struct cerr err = {0};
-    rc = control_request(h->path, line, &text, &err);
+    rc = control_human_request(h->path, line, &text, &err);
     free(line);
     if (rc < 0) {
         if (quiet_gone && (rc == -ENOENT || rc == -ECONNREFUSED))

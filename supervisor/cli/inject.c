@@ -26,7 +26,7 @@ static const char usage[] =
     "Exit status: 0 delivered or queued, 1 refused (the workspace is closed, failed or being\n"
     "integrated; you may not inject; ...) or no run listening, 2 usage error.\n";
 
-int cmd_inject(int argc, char **argv)
+int cli_inject(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,

@@ -39,17 +39,21 @@ enum agent_end {
 const char *agent_end_name(enum agent_end e);
 
 struct agent_config {
-    const char *name;                    /* for logs and the trail ("agent", a workspace id) */
-    int in_fd;                           /* read end: the agent's stdout (borrowed) */
-    int out_fd;                          /* write end: the agent's stdin (borrowed; may equal in_fd) */
-    const struct tool_surface *surface;  /* borrowed */
-    struct tool_ctx *tools;              /* borrowed; used from worker threads during calls */
+    const char *name;                   /* for logs and the trail ("agent", a workspace id) */
+    int in_fd;                          /* read end: the agent's stdout (borrowed) */
+    int out_fd;                         /* write end: the agent's stdin (borrowed; may equal in_fd) */
+    const struct tool_surface *surface; /* borrowed */
+    struct tool_ctx *tools;             /* borrowed; used from worker threads during calls */
     /* Called once on the loop thread when the connection ends; the agent stays allocated. */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     /* Requests whose method starts with "wacp/" (corral run): answered by this handler on the
      * loop thread (agent_reply / agent_reply_error_data); NULL: they are unknown methods. */
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    /* Acts on each decoded message (the protocol's method table: dispatch_message of
+     * supervisor/conn/dispatch.h). Required: the connection frames, counts and answers; what a
+     * message means is decided above it, so this file never calls up into dispatch.c. */
+    void (*on_message)(struct agent *a, const struct rpc_msg *m);
     /* A tools/call of a tool under needs_approval (corral run: the human highway's tool gate).
      * 0: held; the handler answers it later with agent_tool_release, and the agent's other
      * requests keep flowing meanwhile. 1: approved at once. < 0 (or NULL handler): the surface
@@ -70,11 +74,11 @@ size_t agent_host_inflight(const struct agent_host *h);
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t bytes_in, bytes_out;
-    uint64_t trail_bytes;  /* message content this agent has put in the trail */
-    unsigned abuse;        /* malformed messages (and unknown notifications) so far */
-    size_t queued_bytes;   /* output waiting */
+    uint64_t trail_bytes; /* message content this agent has put in the trail */
+    unsigned abuse;       /* malformed messages (and unknown notifications) so far */
+    size_t queued_bytes;  /* output waiting */
     unsigned inflight;
-    bool reading;          /* false while back-pressure holds its input */
+    bool reading; /* false while back-pressure holds its input */
 };
 void agent_get_stats(const struct agent *a, struct agent_stats *s);
 bool agent_ended(const struct agent *a);
@@ -115,11 +119,5 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
                         bool approved);
 /* Whether A's config holds calls for approval (dispatch.c). */
 int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args);
-
-/* dispatch.c: acts on one decoded message of A (answers requests, never notifications). */
-void dispatch_message(struct agent *a, const struct rpc_msg *m);
-/* The protocol versions answered by initialize and server/discover, newest first. */
-extern const char *const dispatch_protocol_versions[];
-extern const size_t dispatch_n_protocol_versions;
 
 #endif

@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int control_peer_get(int fd, struct control_peer *p)
+int control_human_peer_get(int fd, struct control_peer *p)
 {
     struct ucred uc;
     socklen_t len = sizeof(uc);
@@ -21,7 +21,7 @@ int control_peer_get(int fd, struct control_peer *p)
     return 0;
 }
 
-int control_request(const char *path, const char *line, char **out, struct cerr *err)
+int control_human_request(const char *path, const char *line, char **out, struct cerr *err)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof(a.sun_path))

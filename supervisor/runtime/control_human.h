@@ -17,10 +17,10 @@ struct control_peer {
     gid_t gid;
 };
 /* The credentials of the process at the other end of FD (a connected Unix socket). */
-int control_peer_get(int fd, struct control_peer *p);
+int control_human_peer_get(int fd, struct control_peer *p);
 
 /* Client side: connects to PATH, sends LINE (a newline is added) and reads the answer to EOF
  * (malloc'd, NUL terminated, at most 64 MiB). -ENOENT / -ECONNREFUSED when no run listens. */
-int control_request(const char *path, const char *line, char **out, struct cerr *err);
+int control_human_request(const char *path, const char *line, char **out, struct cerr *err);
 
 #endif

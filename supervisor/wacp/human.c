@@ -3,7 +3,11 @@
  * what each decision does, escalations and their three answers, injection, and the requests of
  * authenticated people (corral gate / inject / escalations) checked against what the policy's
  * users map lets each of them do. The waiting itself is highway.c's. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/human.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +16,7 @@
 
 static int hw_record(void *data, const char *ws, const char *actor, const char *type, const cJSON *body)
 {
-    return wacp_rec(data, ws, actor, type, body);
+    return wacp_core_rec(data, ws, actor, type, body);
 }
 
 int human_init(struct wacp *w)
@@ -27,105 +31,6 @@ void human_free(struct wacp *w)
     highway_free(w->hw);
     w->hw = NULL;
     integrity_key_wipe(&w->key);
-}
-
-/* The rule of a gate type: the policy's highway (tool calls: its tool_call rule). Off: false. */
-bool human_rule(const struct wacp *w, int type, double *timeout, enum policy_fallback *fb)
-{
-    const struct policy_highway *h = w->session.highway;
-    if (!h)
-        return false;
-    const struct policy_gate_rule *g = type == HIGHWAY_TOOL_CALL ? &h->tool_call : &h->gates[type];
-    *timeout = g->timeout;
-    *fb = g->fallback;
-    return type == HIGHWAY_TOOL_CALL || g->enabled;
-}
-
-static void notify_coordinator(struct wacp *w, const struct highway_gate *g, const char *what)
-{
-    struct wacp_ws *root = ws_root(w);
-    if (!root)
-        return;
-    cJSON *p = highway_gate_json(g, true, wacp_now_ms());
-    cJSON_AddStringToObject(p, "event", what);
-    w->h.notify(w->h.data, root->id, "wacp/highway", p);
-}
-
-/* ---- task approval (task spec 4, highway spec 4) */
-
-static void on_task_gate(void *data, const struct highway_gate *g, enum highway_action a,
-                         const cJSON *mods)
-{
-    struct wacp *w = data;
-    struct wacp_task *t = task_find(w, g->task_ref);
-    if (!t || t->status != TASK_DRAFT)
-        return; /* cancelled meanwhile: the gate was invalidated with it */
-    if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
-        const cJSON *v;
-        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "name")) && cJSON_IsString(v)) {
-            char *s = strdup(v->valuestring);
-            if (s) {
-                free(t->name);
-                t->name = s;
-            }
-        }
-        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "description")) && cJSON_IsString(v)) {
-            char *s = strdup(v->valuestring);
-            if (s) {
-                free(t->description);
-                t->description = s;
-            }
-        }
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "task_id", t->id);
-        wacp_add_str(b, "from", "draft");
-        wacp_add_str(b, "to", "pending");
-        wacp_add_str(b, "gate_id", g->id);
-        const char *src = !strcmp(g->actor, "fallback") ? "timeout_auto_approve" : "human";
-        wacp_add_str(b, "approval", src);
-        wacp_add_str(b, "approval_source", src);
-        int r = wacp_rec(w, NULL, g->actor, "task_approved", b);
-        cJSON_Delete(b);
-        if (r == 0)
-            t->status = TASK_PENDING;
-        return;
-    }
-    task_set(w, t, TASK_CANCELLED, NULL, g->actor, NULL);
-    if (a == HIGHWAY_ESCALATE)
-        notify_coordinator(w, g, "escalated_to_coordinator");
-}
-
-int human_gate_task(struct wacp *w, struct wacp_task *t, bool by_coordinator)
-{
-    double timeout;
-    enum policy_fallback fb;
-    if (!human_rule(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
-        return 0; /* off: the caller approves at once */
-    cJSON *s = wacp_obj();
-    wacp_add_str(s, "task_id", t->id);
-    wacp_add_str(s, "name", t->name);
-    wacp_add_str(s, "description", t->description);
-    cJSON *d = cJSON_AddArrayToObject(s, "depends_on");
-    for (size_t i = 0; d && i < t->n_depends; i++)
-        cJSON_AddItemToArray(d, cJSON_CreateString(t->depends_on[i]));
-    wacp_add_str(s, "parent_task", t->parent_task);
-    /* Its guard key is what it asks for, not its id: a re-submitted task is the same subject. */
-    cJSON *k = cJSON_Duplicate(s, true);
-    cJSON_DeleteItemFromObject(k, "task_id");
-    char key[72];
-    highway_subject_key(k, key);
-    cJSON_Delete(k);
-    struct highway_gate_req r = {
-        .type = POLICY_GATE_TASK_APPROVAL, .subject = s, .subject_id = key, .task_ref = t->id,
-        .graph_ref = w->graph, .timeout = timeout, .fallback = fb, .by_coordinator = by_coordinator,
-        .fn = on_task_gate, .fn_data = w, .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
-    };
-    struct highway_gate *g;
-    int rc = highway_gate_open(w->hw, &r, &g);
-    cJSON_Delete(s);
-    if (rc < 0)
-        return rc;
-    return rc == 1 ? 1 : 0; /* 0: the guard let the coordinator's re-submission through */
 }
 
 /* ---- the coordinator's gated methods: the request waits (deferred), then runs or is refused */
@@ -170,7 +75,7 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
         cJSON *res = NULL;
         struct wacp_err e = {0};
         w->gate_pass = true; /* the same request again, this time through */
-        int rc = wacp_call_ref(w, mw->caller, mw->method, mw->params, mw->call_ref, &res, &e);
+        int rc = w->rerun(w, mw->caller, mw->method, mw->params, mw->call_ref, &res, &e);
         w->gate_pass = false;
         if (w->h.reply)
             w->h.reply(w->h.data, mw->caller, mw->call_ref, rc == 0 ? res : NULL, rc == 0 ? NULL : &e);
@@ -184,9 +89,9 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
         reply_err(w, mw, "gate_subject_invalidated", "withdrawn: its subject is gone", g->id);
     } else {
         /* An integration a person rejects fails the workspace (highway spec 3). */
-        struct wacp_ws *t = g->type == POLICY_GATE_INTEGRATION ? ws_find(w, g->workspace) : NULL;
+        struct wacp_ws *t = g->type == POLICY_GATE_INTEGRATION ? wacp_tree_find(w, g->workspace) : NULL;
         if (t && (WS_BIT(t->state) & WS_LIVE_MASK))
-            ws_set_state(w, t, WS_FAILED, g->actor, "gate_rejected_by_human");
+            wacp_tree_set_state(w, t, WS_FAILED, g->actor, "gate_rejected_by_human");
         reply_err(w, mw, "gate_rejected_by_human", "a person rejected it", g->id);
     }
     method_wait_free(mw);
@@ -197,19 +102,19 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
 {
     double timeout;
     enum policy_fallback fb;
-    if (w->gate_pass || type < 0 || !human_rule(w, type, &timeout, &fb))
+    if (w->gate_pass || type < 0 || !wacp_gate_rule(w, type, &timeout, &fb))
         return 0;
-    if (!wacp_is_coordinator(c) && !c->delegate)
+    if (!wacp_tree_is_coordinator(c) && !c->delegate)
         return 0; /* not its to do: the method itself refuses it, no person is asked */
     if (!call_ref || !w->h.reply)
-        return wacp_deny(w, c, method, e, WACP_E_DENIED, "gate_unavailable",
+        return wacp_core_deny(w, c, method, e, WACP_E_DENIED, "gate_unavailable",
                          "%s waits for a person's approval under this run's highway, and this "
                          "caller cannot wait", method);
     const cJSON *tw = cJSON_GetObjectItemCaseSensitive(params, "workspace");
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(params, "task");
-    cJSON *s = wacp_obj();
-    wacp_add_str(s, "method", method);
-    wacp_add_str(s, "requested_by", c->id);
+    cJSON *s = wacp_core_obj();
+    wacp_core_add_str(s, "method", method);
+    wacp_core_add_str(s, "requested_by", c->id);
     cJSON_AddItemToObject(s, "params", cJSON_Duplicate(params, true));
     struct method_wait *mw = calloc(1, sizeof(*mw));
     if (!mw || !(mw->method = strdup(method)) || !(mw->params = cJSON_Duplicate(params, true))) {
@@ -217,7 +122,7 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
             free(mw->method);
         free(mw);
         cJSON_Delete(s);
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     mw->w = w;
     mw->call_ref = call_ref;
@@ -226,8 +131,8 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
         .type = type, .subject = s,
         .workspace = cJSON_IsString(tw) ? tw->valuestring : c->id, .requester = c->id,
         .task_ref = cJSON_IsString(tt) ? tt->valuestring : NULL, .graph_ref = w->graph,
-        .timeout = timeout, .fallback = fb, .by_coordinator = wacp_is_coordinator(c),
-        .fn = on_method_gate, .fn_data = mw, .drop = method_wait_free, .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
+        .timeout = timeout, .fallback = fb, .by_coordinator = wacp_tree_is_coordinator(c),
+        .fn = on_method_gate, .fn_data = mw, .drop = method_wait_free, .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -240,8 +145,8 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
     if (rc == 0)
         return 0; /* the guard: the coordinator's own decision, through */
     if (rc < 0)
-        return rc == -EAGAIN ? wacp_deny(w, c, method, e, WACP_E_LIMIT, "limit", "too many gates are waiting")
-                             : wacp_trail_err(e);
+        return rc == -EAGAIN ? wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "limit", "too many gates are waiting")
+                             : wacp_core_trail_err(e);
     return WACP_DEFERRED;
 }
 
@@ -274,30 +179,30 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
 {
     memset(e, 0, sizeof(*e));
     gate_id[0] = 0;
-    struct wacp_ws *c = ws_find(w, ws);
+    struct wacp_ws *c = wacp_tree_find(w, ws);
     if (!c || !(WS_BIT(c->state) & WS_LIVE_MASK))
-        return wacp_fail(e, WACP_E_STATE, "invalid_state", "the workspace is not live");
+        return wacp_core_fail(e, WACP_E_STATE, "invalid_state", "the workspace is not live");
     double timeout = 300;
     enum policy_fallback fb = POLICY_FALLBACK_REJECT;
-    human_rule(w, HIGHWAY_TOOL_CALL, &timeout, &fb);
-    cJSON *s = wacp_obj();
-    wacp_add_str(s, "tool", tool);
+    wacp_gate_rule(w, HIGHWAY_TOOL_CALL, &timeout, &fb);
+    cJSON *s = wacp_core_obj();
+    wacp_core_add_str(s, "tool", tool);
     cJSON_AddItemToObject(s, "arguments", args ? cJSON_Duplicate(args, true) : cJSON_CreateObject());
-    wacp_add_str(s, "workspace", c->id);
-    wacp_add_str(s, "role", c->role);
-    wacp_add_str(s, "agent", c->agent);
+    wacp_core_add_str(s, "workspace", c->id);
+    wacp_core_add_str(s, "role", c->role);
+    wacp_core_add_str(s, "agent", c->agent);
     struct tool_wait *tw = calloc(1, sizeof(*tw));
     if (!tw) {
         cJSON_Delete(s);
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     tw->done = done;
     tw->data = data;
     struct highway_gate_req r = {
         .type = HIGHWAY_TOOL_CALL, .subject = s, .workspace = c->id, .requester = c->id,
         .task_ref = c->task, .graph_ref = w->graph, .timeout = timeout, .fallback = fb,
-        .by_coordinator = wacp_is_coordinator(c), .fn = on_tool_gate, .fn_data = tw, .drop = tool_wait_drop,
-        .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
+        .by_coordinator = wacp_tree_is_coordinator(c), .fn = on_tool_gate, .fn_data = tw, .drop = tool_wait_drop,
+        .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -305,92 +210,11 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
     if (rc != 1)
         free(tw);
     if (rc < 0)
-        return rc == -EAGAIN ? wacp_fail(e, WACP_E_LIMIT, "limit", "too many gates are waiting")
-                             : wacp_trail_err(e);
+        return rc == -EAGAIN ? wacp_core_fail(e, WACP_E_LIMIT, "limit", "too many gates are waiting")
+                             : wacp_core_trail_err(e);
     if (rc == 1)
         snprintf(gate_id, WACP_GATE_ID_LEN, "%s", g->id);
     return rc;
-}
-
-/* ---- escalations (highway spec 2.4) */
-
-static const struct policy_user *user_by_id(const struct wacp *w, const char *id)
-{
-    for (size_t i = 0; id && i < w->session.n_users; i++)
-        if (!strcmp(w->session.users[i].user_id, id))
-            return &w->session.users[i];
-    return NULL;
-}
-
-static void on_escalation(void *data, const struct highway_escalation *x, enum highway_response r,
-                          const cJSON *payload)
-{
-    struct wacp *w = data;
-    struct wacp_ws *ws = ws_find(w, x->workspace);
-    if (!ws || !(WS_BIT(ws->state) & WS_LIVE_MASK))
-        return;
-    switch (r) {
-    case HIGHWAY_RESP_ENVELOPE:
-        /* The answer was injected by the responder (response_ref); an empty fallback answer
-         * still unblocks the agent. */
-        if (ws->state == WS_BLOCKED)
-            ws_set_state(w, ws, WS_ACTIVE, x->actor, "escalation_answered");
-        break;
-    case HIGHWAY_RESP_ABORT:
-        ws_set_state(w, ws, WS_FAILED, x->actor, !strcmp(x->actor, "fallback") ? "escalation_timeout" : "aborted_by_human");
-        break;
-    case HIGHWAY_RESP_DELEGATION: {
-        struct wacp_ws *root = ws_root(w);
-        cJSON *p = wacp_obj();
-        wacp_add_str(p, "event", "escalation_delegated");
-        wacp_add_str(p, "signal_id", x->id);
-        wacp_add_str(p, "workspace", x->workspace);
-        wacp_add_str(p, "reason", x->reason);
-        if (root)
-            w->h.notify(w->h.data, root->id, "wacp/highway", p);
-        else
-            cJSON_Delete(p);
-        break;
-    }
-    }
-    (void)payload;
-}
-
-void human_escalation(struct wacp *w, struct wacp_ws *ws, const char *signal_id, const char *reason)
-{
-    const struct policy_highway *h = w->session.highway;
-    if (!h || !h->escalation)
-        return;
-    const struct policy_user *u = user_by_id(w, ws->owner);
-    struct highway_esc_req r = {
-        .signal_id = signal_id, .workspace = ws->id, .reason = reason, .owner = ws->owner,
-        .owner_state = u && u->state ? u->state : "active", .timeout = h->escalation_timeout,
-        .fallback = h->escalation_fallback, .fn = on_escalation, .fn_data = w,
-        .now_ms = wacp_now_ms(), .wall_ms = wacp_wall_ms(),
-    };
-    struct highway_escalation *x;
-    if (highway_esc_open(w->hw, &r, &x) == 0) {
-        /* Its owner is deactivated: the coordinator must reroute it (highway spec 2.4). */
-        struct wacp_ws *root = ws_root(w);
-        cJSON *p = wacp_obj();
-        wacp_add_str(p, "event", "escalation_rejected");
-        wacp_add_str(p, "signal_id", signal_id);
-        wacp_add_str(p, "workspace", ws->id);
-        wacp_add_str(p, "reason", "owner_deactivated");
-        if (root)
-            w->h.notify(w->h.data, root->id, "wacp/highway", p);
-        else
-            cJSON_Delete(p);
-    }
-}
-
-/* The workspace is terminal, or the task cancelled: what waited on it is settled. */
-void human_invalidate(struct wacp *w, const char *ws, const char *task)
-{
-    uint64_t now = wacp_now_ms();
-    highway_invalidate(w->hw, ws, task, now);
-    if (ws)
-        highway_esc_invalidate(w->hw, ws, now);
 }
 
 /* ---- requests of people (the control socket's highway operations) */
@@ -398,15 +222,15 @@ void human_invalidate(struct wacp *w, const char *ws, const char *task)
 static int refuse(struct wacp *w, const struct policy_user *u, const char *capability,
                   const char *reason, const char *ws, struct wacp_err *e, const char *msg)
 {
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "user_id", u->user_id);
-    wacp_add_str(b, "capability", capability);
-    wacp_add_str(b, "reason", reason);
-    int r = wacp_rec(w, ws, u->user_id, "capability_denied", b);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "user_id", u->user_id);
+    wacp_core_add_str(b, "capability", capability);
+    wacp_core_add_str(b, "reason", reason);
+    int r = wacp_core_rec(w, ws, u->user_id, "capability_denied", b);
     cJSON_Delete(b);
     if (r < 0)
-        return wacp_trail_err(e);
-    return wacp_fail(e, WACP_E_DENIED, reason, "%s", msg);
+        return wacp_core_trail_err(e);
+    return wacp_core_fail(e, WACP_E_DENIED, reason, "%s", msg);
 }
 
 static const char *pstr(const cJSON *p, const char *k)
@@ -443,7 +267,7 @@ static int op_gate_resolve(struct wacp *w, const struct policy_user *u, const ch
                              : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "next")) ? highway_gate_head(w->hw)
                                                                                            : NULL;
     if (!g)
-        return wacp_fail(e, WACP_E_NOT_FOUND, "not_found", id ? "no gate %.64s" : "no gate is waiting%s", id ? id : "");
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", id ? "no gate %.64s" : "no gate is waiting%s", id ? id : "");
     if (!(u->approve & (1u << g->type))) {
         char msg[200];
         snprintf(msg, sizeof(msg), "user %s may not decide %s gates (the policy's users map)", u->user_id,
@@ -454,31 +278,31 @@ static int op_gate_resolve(struct wacp *w, const struct policy_user *u, const ch
         return refuse(w, u, highway_type_name(g->type), "user_not_active", g->workspace, e,
                       "your user is not active in this run's policy");
     if (!g->pending)
-        return wacp_fail(e, WACP_E_STATE, "already_resolved", "gate %s was resolved already (%s by %s)", g->id,
+        return wacp_core_fail(e, WACP_E_STATE, "already_resolved", "gate %s was resolved already (%s by %s)", g->id,
                          highway_action_name(g->action), g->actor);
     enum highway_action a = !strcmp(op, "gate.approve") ? HIGHWAY_APPROVE
                             : !strcmp(op, "gate.reject") ? HIGHWAY_REJECT : HIGHWAY_MODIFY;
     const cJSON *mods = cJSON_GetObjectItemCaseSensitive(p, "modifications");
     if (a == HIGHWAY_MODIFY) {
         if (!cJSON_IsObject(mods) || !mods->child)
-            return wacp_fail(e, -32602, "invalid_params", "modify takes modifications: an object of the fields to change");
+            return wacp_core_fail(e, -32602, "invalid_params", "modify takes modifications: an object of the fields to change");
         const cJSON *m;
         cJSON_ArrayForEach(m, mods)
             if (!modifiable(g->type, m->string))
-                return wacp_fail(e, -32602, "not_modifiable", "'%.64s' of a %s gate cannot be modified",
+                return wacp_core_fail(e, -32602, "not_modifiable", "'%.64s' of a %s gate cannot be modified",
                                  m->string, highway_type_name(g->type));
     }
     char gid[HIGHWAY_ID_LEN];
     snprintf(gid, sizeof(gid), "%s", g->id);
     const char *reason = pstr(p, "reason");
     int rc = highway_gate_resolve(w->hw, g, a, mods, u->user_id, reason && strlen(reason) < 40 ? reason : NULL,
-                                  wacp_now_ms());
+                                  wacp_core_now_ms());
     if (rc < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
     g = highway_gate_find(w->hw, gid);
-    *res = wacp_obj();
+    *res = wacp_core_obj();
     if (g)
-        cJSON_AddItemToObject(*res, "gate", highway_gate_json(g, false, wacp_now_ms()));
+        cJSON_AddItemToObject(*res, "gate", highway_gate_json(g, false, wacp_core_now_ms()));
     return 0;
 }
 
@@ -492,7 +316,7 @@ static int op_inject(struct wacp *w, const struct policy_user *u, const cJSON *p
         return refuse(w, u, "inject", "user_not_active", to, e, "only active users inject (your user is not)");
     if (!w->session.highway || !w->session.highway->injection)
         return refuse(w, u, "inject", "injection_disabled", to, e, "this run's highway has injection off");
-    return env_inject(w, u->user_id, p, res, e);
+    return wacp_envelope_inject(w, u->user_id, p, res, e);
 }
 
 static int op_escalations(struct wacp *w, const struct policy_user *u, const char *op, const cJSON *p,
@@ -500,7 +324,7 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
 {
     if (!strcmp(op, "escalations.list")) {
         cJSON *all = highway_escs_json(w->hw, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "all")),
-                                       wacp_now_ms());
+                                       wacp_core_now_ms());
         cJSON *mine = cJSON_CreateArray();
         cJSON *x;
         cJSON_ArrayForEach(x, all) {
@@ -510,13 +334,13 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
                 cJSON_AddItemToArray(mine, cJSON_Duplicate(x, true));
         }
         cJSON_Delete(all);
-        *res = wacp_obj();
+        *res = wacp_core_obj();
         cJSON_AddItemToObject(*res, "escalations", mine);
         return 0;
     }
     struct highway_escalation *x = highway_esc_find(w->hw, pstr(p, "id"));
     if (!x)
-        return wacp_fail(e, WACP_E_NOT_FOUND, "not_found", "no escalation %.64s", pstr(p, "id") ? pstr(p, "id") : "");
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no escalation %.64s", pstr(p, "id") ? pstr(p, "id") : "");
     bool may = u->escalations == POLICY_USER_ESC_ALL ||
                (u->escalations == POLICY_USER_ESC_OWN && !strcmp(x->owner, u->user_id));
     if (!may)
@@ -525,21 +349,21 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
     if (!active(u))
         return refuse(w, u, "escalation", "user_not_active", x->workspace, e, "only active users answer escalations");
     if (!x->pending)
-        return wacp_fail(e, WACP_E_STATE, "already_resolved", "escalation %s was answered already", x->id);
+        return wacp_core_fail(e, WACP_E_STATE, "already_resolved", "escalation %s was answered already", x->id);
     int r = highway_response_parse(pstr(p, "response"));
     if (r < 0)
-        return wacp_fail(e, -32602, "invalid_params", "response is envelope, abort or delegation");
+        return wacp_core_fail(e, -32602, "invalid_params", "response is envelope, abort or delegation");
     char ref[WACP_ID_LEN] = "";
     if (r == HIGHWAY_RESP_ENVELOPE) {
         /* The answer goes in as an injection from this person (feedback by default). */
-        cJSON *inj = wacp_obj();
-        wacp_add_str(inj, "to", x->workspace);
-        wacp_add_str(inj, "type", pstr(p, "type") ? pstr(p, "type") : "feedback");
-        wacp_add_str(inj, "in_reply_to", NULL);
+        cJSON *inj = wacp_core_obj();
+        wacp_core_add_str(inj, "to", x->workspace);
+        wacp_core_add_str(inj, "type", pstr(p, "type") ? pstr(p, "type") : "feedback");
+        wacp_core_add_str(inj, "in_reply_to", NULL);
         const cJSON *pl = cJSON_GetObjectItemCaseSensitive(p, "payload");
         cJSON_AddItemToObject(inj, "payload", pl ? cJSON_Duplicate(pl, true) : cJSON_CreateObject());
         cJSON *ir = NULL;
-        int rc = env_inject(w, u->user_id, inj, &ir, e);
+        int rc = wacp_envelope_inject(w, u->user_id, inj, &ir, e);
         cJSON_Delete(inj);
         if (rc < 0)
             return rc;
@@ -549,12 +373,12 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
     char id[HIGHWAY_ID_LEN];
     snprintf(id, sizeof(id), "%s", x->id);
     if (highway_esc_respond(w->hw, x, (enum highway_response)r, cJSON_GetObjectItemCaseSensitive(p, "payload"),
-                            ref, u->user_id, wacp_now_ms()) < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
-    wacp_add_str(*res, "id", id);
-    wacp_add_str(*res, "response_type", highway_response_name((enum highway_response)r));
-    wacp_add_str(*res, "response_ref", ref);
+                            ref, u->user_id, wacp_core_now_ms()) < 0)
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "id", id);
+    wacp_core_add_str(*res, "response_type", highway_response_name((enum highway_response)r));
+    wacp_core_add_str(*res, "response_ref", ref);
     return 0;
 }
 
@@ -564,24 +388,24 @@ int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op,
     *res = NULL;
     memset(e, 0, sizeof(*e));
     if (!cJSON_IsObject(p))
-        return wacp_fail(e, -32602, "invalid_params", "a request is a JSON object");
-    uint64_t now = wacp_now_ms();
+        return wacp_core_fail(e, -32602, "invalid_params", "a request is a JSON object");
+    uint64_t now = wacp_core_now_ms();
     if (!strcmp(op, "whoami")) {
-        *res = wacp_obj();
-        wacp_add_str(*res, "user_id", u->user_id);
-        wacp_add_str(*res, "state", u->state ? u->state : "active");
+        *res = wacp_core_obj();
+        wacp_core_add_str(*res, "user_id", u->user_id);
+        wacp_core_add_str(*res, "state", u->state ? u->state : "active");
         return 0;
     }
     if (!strcmp(op, "gate.list")) {
-        *res = wacp_obj();
+        *res = wacp_core_obj();
         cJSON_AddItemToObject(*res, "gates", highway_gates_json(w->hw, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "all")), now));
         return 0;
     }
     if (!strcmp(op, "gate.show")) {
         struct highway_gate *g = highway_gate_find(w->hw, pstr(p, "id"));
         if (!g)
-            return wacp_fail(e, WACP_E_NOT_FOUND, "not_found", "no gate %.64s", pstr(p, "id") ? pstr(p, "id") : "");
-        *res = wacp_obj();
+            return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no gate %.64s", pstr(p, "id") ? pstr(p, "id") : "");
+        *res = wacp_core_obj();
         cJSON_AddItemToObject(*res, "gate", highway_gate_json(g, true, now));
         return 0;
     }
@@ -591,6 +415,6 @@ int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op,
         return op_inject(w, u, p, res, e);
     if (!strcmp(op, "escalations.list") || !strcmp(op, "escalations.respond"))
         return op_escalations(w, u, op, p, res, e);
-    return wacp_fail(e, -32601, "unknown_op", "no operation '%.64s' (gate.list, gate.show, gate.approve, "
+    return wacp_core_fail(e, -32601, "unknown_op", "no operation '%.64s' (gate.list, gate.show, gate.approve, "
                      "gate.reject, gate.modify, inject, escalations.list, escalations.respond, whoami)", op);
 }

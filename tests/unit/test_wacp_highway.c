@@ -73,7 +73,7 @@ static void test_envelope_altered_refused(void **state)
     /* Delivered once and sealed; now the stored payload is altered and redelivery is due. */
     cJSON_ReplaceItemInObject(v->payload, "text", cJSON_CreateString("forged"));
     size_t before = fx_notes_count(f, a, "wacp/envelope");
-    wacp_tick(f->w, wacp_now_ms() + 60000);
+    wacp_tick(f->w, wacp_core_now_ms() + 60000);
     assert_int_equal(fx_notes_count(f, a, "wacp/envelope"), before);
     const cJSON *iv = fx_last(f, "integrity_violation");
     assert_non_null(iv);
