@@ -1645,8 +1645,8 @@ static void load_agents(struct lctx *c, const cJSON *n)
 }
 
 /* ---- session-level settings for the runtime */
-static const char *const gate_names[] = {"task_approval", "workspace_create", "envelope_delivery",
-                                         "integration", "conflict_resolution", "workspace_abort",
+static const char *const gate_names[] = {"task_approval", "workspace_create",    "envelope_delivery",
+                                         "integration",   "conflict_resolution", "workspace_abort",
                                          "tool_call"};
 
 const char *policy_gate_name(enum policy_gate g)
@@ -1787,7 +1787,7 @@ static bool load_user_rights(struct lctx *c, const cJSON *m, const char *path, s
         join(p, sizeof(p), path, "approve");
         if (!cJSON_IsArray(v))
             ERR_VAL(c, v, "%s: a list of gate types (or \"all\")", p);
-        cJSON_ArrayForEach(x, v) {
+        cJSON_ArrayForEach (x, v) {
             if (cJSON_IsString(x) && !strcmp(x->valuestring, "all")) {
                 u->approve = POLICY_USER_APPROVE_ALL;
                 continue;
@@ -1798,7 +1798,8 @@ static bool load_user_rights(struct lctx *c, const cJSON *m, const char *path, s
     }
     if ((v = get(m, "inject")))
         want_bool(c, v, join(p, sizeof(p), path, "inject"), &u->inject);
-    if ((v = get(m, "escalations")) && want_enum(c, v, join(p, sizeof(p), path, "escalations"), esc, 3, &e))
+    if ((v = get(m, "escalations")) &&
+        want_enum(c, v, join(p, sizeof(p), path, "escalations"), esc, 3, &e))
         u->escalations = (enum policy_user_esc)e;
     if ((v = get(m, "state")) && want_enum(c, v, join(p, sizeof(p), path, "state"), states, 4, &e))
         u->state = states[e];
@@ -1829,8 +1830,10 @@ static void load_users(struct lctx *c, const cJSON *n)
                     S(c, m->string));
             continue;
         }
-        struct policy_user u = {.uid = (uid_t)uid, .approve = POLICY_USER_APPROVE_ALL, .inject = true,
-                             .escalations = POLICY_USER_ESC_ALL};
+        struct policy_user u = {.uid = (uid_t)uid,
+                                .approve = POLICY_USER_APPROVE_ALL,
+                                .inject = true,
+                                .escalations = POLICY_USER_ESC_ALL};
         const cJSON *idn = cJSON_IsObject(m) ? get(m, "user_id") : m;
         if (cJSON_IsObject(m) && !load_user_rights(c, m, path, &u))
             continue;

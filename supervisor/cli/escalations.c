@@ -11,7 +11,8 @@
 
 static const char usage[] =
     "usage: corral escalations list [--all] [options]\n"
-    "       corral escalations respond ID (--text TEXT | --payload JSON | --abort | --delegate) [options]\n"
+    "       corral escalations respond ID (--text TEXT | --payload JSON | --abort | --delegate) "
+    "[options]\n"
     "\n"
     "  list          escalations waiting for you (--all: every one, with the resolved)\n"
     "  respond ID    --text/--payload: an envelope (feedback) to the blocked agent, which resumes;\n"
@@ -32,9 +33,13 @@ int cli_escalations(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,
-        {"all", no_argument, NULL, 'a'}, {"text", required_argument, NULL, 'x'},
-        {"payload", required_argument, NULL, 'P'}, {"abort", no_argument, NULL, 'A'},
-        {"delegate", no_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"all", no_argument, NULL, 'a'},
+        {"text", required_argument, NULL, 'x'},
+        {"payload", required_argument, NULL, 'P'},
+        {"abort", no_argument, NULL, 'A'},
+        {"delegate", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct human_cli h = {.prog = "corral escalations"};
     bool all = false, abort_ = false, delegate = false;
@@ -63,7 +68,10 @@ int cli_escalations(int argc, char **argv)
                (text != NULL) + (payload != NULL) + abort_ + delegate == 1) {
         cJSON_AddStringToObject(req, "op", "escalations.respond");
         cJSON_AddStringToObject(req, "id", argv[optind]);
-        cJSON_AddStringToObject(req, "response", abort_ ? "abort" : delegate ? "delegation" : "envelope");
+        cJSON_AddStringToObject(req, "response",
+                                abort_     ? "abort"
+                                : delegate ? "delegation"
+                                           : "envelope");
         if (text || payload) {
             cJSON *p = payload ? cJSON_Parse(payload) : cJSON_CreateObject();
             if (!cJSON_IsObject(p)) {
@@ -99,7 +107,7 @@ int cli_escalations(int argc, char **argv)
             printf("%-40s %-36s %-10s %-8s %7s %-24s %s\n", "ESCALATION", "WORKSPACE", "OWNER", "STATUS",
                    "LEFT", "ON TIMEOUT", "REASON");
             const cJSON *x;
-            cJSON_ArrayForEach(x, list) {
+            cJSON_ArrayForEach (x, list) {
                 char left[16];
                 const cJSON *l = cJSON_GetObjectItemCaseSensitive(x, "seconds_left");
                 human_cli_duration(cJSON_IsNumber(l) ? l->valuedouble : -1, left, sizeof(left));

@@ -121,7 +121,7 @@ static int do_list(struct human_cli *h, bool all, bool follow)
         } else {
             print_header(all);
             const cJSON *g;
-            cJSON_ArrayForEach(g, gates)
+            cJSON_ArrayForEach (g, gates)
                 print_gate_line(g);
         }
         cJSON_Delete(res);
@@ -137,7 +137,7 @@ static int do_list(struct human_cli *h, bool all, bool follow)
     }
     for (;;) {
         const cJSON *g;
-        cJSON_ArrayForEach(g, gates) {
+        cJSON_ArrayForEach (g, gates) {
             const char *id = str(g, "id");
             if (cJSON_HasObjectItem(seen, id))
                 continue;
@@ -194,12 +194,14 @@ static int do_show(struct human_cli *h, const char *id)
         printf("workspace  %s\n", str(g, "workspace"));
         if (strcmp(str(g, "task_ref"), "-"))
             printf("task       %s (graph %s)\n", str(g, "task_ref"), str(g, "graph_ref"));
-        printf("waiting    %s, position %.0f in the queue when it opened\n", waited, num(g, "queue_position"));
+        printf("waiting    %s, position %.0f in the queue when it opened\n", waited,
+               num(g, "queue_position"));
         if (!strcmp(str(g, "status"), "pending"))
             printf("timeout    %s left; then: %s\n", left, str(g, "fallback"));
         else
             printf("resolved   %s by %s%s%s\n", str(g, "action"), str(g, "actor"),
-                   strcmp(str(g, "reason"), "-") ? ", " : "", strcmp(str(g, "reason"), "-") ? str(g, "reason") : "");
+                   strcmp(str(g, "reason"), "-") ? ", " : "",
+                   strcmp(str(g, "reason"), "-") ? str(g, "reason") : "");
         char *t = cJSON_Print(cJSON_GetObjectItemCaseSensitive(g, "subject"));
         printf("subject    %s\n", t ? t : "-");
         free(t);
@@ -224,7 +226,8 @@ static int add_set(cJSON *mods, const char *kv)
     return 0;
 }
 
-static int do_resolve(struct human_cli *h, const char *op, const char *id, const char *reason, cJSON *mods)
+static int do_resolve(struct human_cli *h, const char *op, const char *id, const char *reason,
+                      cJSON *mods)
 {
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "op", op);
@@ -254,10 +257,14 @@ int cli_gate(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,
-        {"all", no_argument, NULL, 'a'}, {"follow", no_argument, NULL, 'f'},
-        {"next", no_argument, NULL, 'n'}, {"reason", required_argument, NULL, 'r'},
-        {"set", required_argument, NULL, 's'}, {"modifications", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"all", no_argument, NULL, 'a'},
+        {"follow", no_argument, NULL, 'f'},
+        {"next", no_argument, NULL, 'n'},
+        {"reason", required_argument, NULL, 'r'},
+        {"set", required_argument, NULL, 's'},
+        {"modifications", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct human_cli h = {.prog = "corral gate"};
     bool all = false, follow = false, next = false;
@@ -290,7 +297,10 @@ int cli_gate(int argc, char **argv)
                 goto out;
             }
             break;
-        case 'h': fputs(usage, stdout); rc = CORRAL_EXIT_OK; goto out;
+        case 'h':
+            fputs(usage, stdout);
+            rc = CORRAL_EXIT_OK;
+            goto out;
         default: fputs(usage, stderr); goto out;
         }
     }
@@ -316,7 +326,10 @@ int cli_gate(int argc, char **argv)
         rc = do_resolve(&h, "gate.modify", id, reason, mods);
         mods = NULL;
     } else {
-        fprintf(stderr, "corral gate: %s\n%s", "give a subcommand and what it needs (approve and reject take a GATE or --next; modify takes a GATE and --set or --modifications)", usage);
+        fprintf(stderr, "corral gate: %s\n%s",
+                "give a subcommand and what it needs (approve and reject take a GATE or --next; modify "
+                "takes a GATE and --set or --modifications)",
+                usage);
     }
 out:
     cJSON_Delete(mods);

@@ -9,18 +9,21 @@
 #include <stdbool.h>
 
 struct human_cli {
-    const char *prog;              /* "corral gate", for messages */
+    const char *prog; /* "corral gate", for messages */
     const char *db, *policy, *control;
     bool json;
-    char path[4096];               /* the socket found */
+    char path[4096]; /* the socket found */
 };
 
 /* Handles --db, --policy, --control, --json (returns 1 when OPT was one of them, 0 not, -1 a
  * bad value). Options are the getopt_long codes 'd', 'p', 'c', 'j'. */
 int human_cli_opt(struct human_cli *h, int opt, const char *arg);
-#define HUMAN_CLI_LONGOPTS                                                                         \
-    {"db", required_argument, NULL, 'd'}, {"policy", required_argument, NULL, 'p'},               \
-        {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'}
+#define HUMAN_CLI_LONGOPTS                                                          \
+    {"db", required_argument, NULL, 'd'}, {"policy", required_argument, NULL, 'p'}, \
+        {"control", required_argument, NULL, 'c'},                                  \
+    {                                                                               \
+        "json", no_argument, NULL, 'j'                                              \
+    }
 /* Finds the socket (once). A CORRAL_EXIT_* on failure (message printed). */
 int human_cli_locate(struct human_cli *h);
 /* Sends REQ (taken) and returns the run's answer: 0 with *RESULT (owned by the caller) when it

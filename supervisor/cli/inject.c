@@ -30,9 +30,12 @@ int cli_inject(int argc, char **argv)
 {
     static const struct option longopts[] = {
         HUMAN_CLI_LONGOPTS,
-        {"type", required_argument, NULL, 't'}, {"text", required_argument, NULL, 'x'},
-        {"payload", required_argument, NULL, 'P'}, {"in-reply-to", required_argument, NULL, 'r'},
-        {"priority", required_argument, NULL, 'y'}, {"help", no_argument, NULL, 'h'},
+        {"type", required_argument, NULL, 't'},
+        {"text", required_argument, NULL, 'x'},
+        {"payload", required_argument, NULL, 'P'},
+        {"in-reply-to", required_argument, NULL, 'r'},
+        {"priority", required_argument, NULL, 'y'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct human_cli h = {.prog = "corral inject"};

@@ -34,7 +34,7 @@ struct tool_job {
     bool is_error;
     int rc;
     struct tool_job *next_staged;
-    bool approved;             /* a person approved it: its own ctx with the rule lifted */
+    bool approved; /* a person approved it: its own ctx with the rule lifted */
     struct tool_ctx ctx;
     struct tool_rule *rules;
 };

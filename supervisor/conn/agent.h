@@ -58,8 +58,7 @@ struct agent_config {
      * 0: held; the handler answers it later with agent_tool_release, and the agent's other
      * requests keep flowing meanwhile. 1: approved at once. < 0 (or NULL handler): the surface
      * refuses it itself. */
-    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
-                   void *data);
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */

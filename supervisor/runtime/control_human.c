@@ -33,9 +33,13 @@ int control_human_request(const char *path, const char *line, char **out, struct
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         int e = errno;
         if (e == ENOENT || e == ECONNREFUSED)
-            return cerr_set(err, e, "no run is listening at %s: is `corral run` running with this trail?", path);
+            return cerr_set(err, e,
+                            "no run is listening at %s: is `corral run` running with this trail?", path);
         if (e == EACCES)
-            return cerr_set(err, e, "cannot reach %s: permission denied (the run's policy maps no uid of yours, or the directory is closed to you)", path);
+            return cerr_set(err, e,
+                            "cannot reach %s: permission denied (the run's policy maps no uid of yours, "
+                            "or the directory is closed to you)",
+                            path);
         return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
     }
     struct timeval tv = {30, 0};
@@ -68,7 +72,8 @@ int control_human_request(const char *path, const char *line, char **out, struct
         if (r < 0) {
             int e = errno;
             free(buf);
-            return cerr_set(err, e, "reading from %s: %s", path, e == EAGAIN ? "no answer within 30 s" : strerror(e));
+            return cerr_set(err, e, "reading from %s: %s", path,
+                            e == EAGAIN ? "no answer within 30 s" : strerror(e));
         }
         if (r == 0)
             break;

@@ -75,7 +75,7 @@ struct run {
     struct cerr trail_err;
     struct deferred *deferred; /* wacp requests waiting on a gate */
     uint64_t next_ref;
-    uint64_t auth_failures;    /* refused callers of the control socket, for the flood bound */
+    uint64_t auth_failures; /* refused callers of the control socket, for the flood bound */
 };
 
 /* A request of an agent the model deferred (a gate holds it): answered by hook_reply. */
@@ -714,7 +714,8 @@ static cJSON *answer(cJSON *result, const struct wacp_err *e)
 
 /* A person's request: who asks is the kernel's word (SO_PEERCRED), mapped through the policy's
  * users; an unknown uid is refused and recorded (security spec 3.3, 9). */
-static cJSON *human_request(void *data, const struct control_peer *peer, const char *op, const cJSON *req)
+static cJSON *human_request(void *data, const struct control_peer *peer, const char *op,
+                            const cJSON *req)
 {
     struct run *r = data;
     const struct policy_user *u = user_of(r, peer->uid);
@@ -737,9 +738,10 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
     }
     if (!u) {
         snprintf(e.code, sizeof(e.code), "unknown_identity");
-        snprintf(e.msg, sizeof(e.msg),
-                 "uid %u is not in this run's policy \"users\": the highway answers only the people it names",
-                 (unsigned)peer->uid);
+        snprintf(
+            e.msg, sizeof(e.msg),
+            "uid %u is not in this run's policy \"users\": the highway answers only the people it names",
+            (unsigned)peer->uid);
         return answer(NULL, &e);
     }
     cJSON *res = NULL;

@@ -87,9 +87,9 @@ static int cp_mac(const struct wacp *w, const struct wacp_checkpoint *cp, char o
     char ts[24];
     snprintf(ts, sizeof(ts), "%llu", (unsigned long long)cp->timestamp_ms);
     struct integrity_field f[] = {
-        {.s = cp->id}, {.s = cp->ws}, {.s = cp->type}, {.json = cp->payload}, {.s = cp->intent},
-        {.s = cp->parent}, {.s = cp->status}, {.s = cp->confidence}, {.json = files},
-        {.s = cp->payload_hash}, {.s = ts},
+        {.s = cp->id},     {.s = cp->ws},           {.s = cp->type},   {.json = cp->payload},
+        {.s = cp->intent}, {.s = cp->parent},       {.s = cp->status}, {.s = cp->confidence},
+        {.json = files},   {.s = cp->payload_hash}, {.s = ts},
     };
     int r = 0;
     if (!files)
@@ -123,15 +123,18 @@ static int violation(struct wacp *w, const struct wacp_checkpoint *cp, const cha
     w->sum.denials++;
     if (r < 0)
         return wacp_core_trail_err(e);
-    return wacp_core_fail(e, WACP_E_STATE, "integrity_violation",
-                     "checkpoint %s fails its integrity check (%s): it is not integrated; reject it "
-                     "or have the agent make a new one", cp->id, what);
+    return wacp_core_fail(
+        e, WACP_E_STATE, "integrity_violation",
+        "checkpoint %s fails its integrity check (%s): it is not integrated; reject it "
+        "or have the agent make a new one",
+        cp->id, what);
 }
 
 int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
 {
     if (cp_mac(w, cp, NULL, cp->mac) < 0)
-        return violation(w, cp, "its fields changed since it was made", cp->mac, "recomputed proof differs", e);
+        return violation(w, cp, "its fields changed since it was made", cp->mac,
+                         "recomputed proof differs", e);
     for (size_t i = 0; i < cp->files.n; i++) {
         const struct wacp_file *f = &cp->files.v[i];
         if (!f->hash[0])

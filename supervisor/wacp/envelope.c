@@ -240,7 +240,8 @@ void wacp_envelope_flush(struct wacp *w, struct wacp_ws *ws)
     uint64_t now = wacp_core_now_ms();
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
-        if (v->state != ENV_VALIDATED || v->sent || v->gated || v->undeliverable || strcmp(v->to, ws->id))
+        if (v->state != ENV_VALIDATED || v->sent || v->gated || v->undeliverable ||
+            strcmp(v->to, ws->id))
             continue;
         first_attempt(w, v, now);
     }
@@ -379,11 +380,20 @@ static int delivery_gate(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
     struct wacp_ws *from = wacp_tree_find(w, v->from);
     cJSON *s = env_json(v);
     struct highway_gate_req r = {
-        .type = POLICY_GATE_ENVELOPE_DELIVERY, .subject = s, .subject_id = v->id,
-        .workspace = to->id, .requester = from ? from->id : NULL, .task_ref = to->task,
-        .graph_ref = w->graph, .timeout = timeout, .fallback = fb,
-        .by_coordinator = from && wacp_tree_is_coordinator(from), .fn = on_delivery_gate, .fn_data = w,
-        .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
+        .type = POLICY_GATE_ENVELOPE_DELIVERY,
+        .subject = s,
+        .subject_id = v->id,
+        .workspace = to->id,
+        .requester = from ? from->id : NULL,
+        .task_ref = to->task,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = from && wacp_tree_is_coordinator(from),
+        .fn = on_delivery_gate,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -826,7 +836,8 @@ static int inject_refused(struct wacp *w, const char *user, const char *id, cons
     return wacp_core_fail(e, rpc, reason, "%s", msg);
 }
 
-int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON **res, struct wacp_err *e)
+int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON **res,
+                         struct wacp_err *e)
 {
     const cJSON *tj = cJSON_GetObjectItemCaseSensitive(p, "to");
     const cJSON *yj = cJSON_GetObjectItemCaseSensitive(p, "type");
@@ -834,7 +845,8 @@ int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON
     const cJSON *irt = cJSON_GetObjectItemCaseSensitive(p, "in_reply_to");
     const cJSON *pri = cJSON_GetObjectItemCaseSensitive(p, "priority");
     if (!cJSON_IsString(tj) || !cJSON_IsString(yj) || !payload || strlen(tj->valuestring) >= WACP_ID_LEN)
-        return wacp_core_fail(e, -32602, "invalid_params", "inject takes {to, type, payload, in_reply_to?, priority?}");
+        return wacp_core_fail(e, -32602, "invalid_params",
+                              "inject takes {to, type, payload, in_reply_to?, priority?}");
     const char *to = tj->valuestring, *type = yj->valuestring;
     char id[WACP_ID_LEN];
     wacp_core_new_id("env", id);
@@ -860,18 +872,22 @@ int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON
                               "in_reply_to names no envelope");
     struct wacp_ws *t = wacp_tree_find(w, to);
     if (!t)
-        return inject_refused(w, user, id, to, type, "target_not_found", e, WACP_E_NOT_FOUND, "no such workspace");
+        return inject_refused(w, user, id, to, type, "target_not_found", e, WACP_E_NOT_FOUND,
+                              "no such workspace");
     if (!type_registered(w, type))
         return inject_refused(w, user, id, to, type, "invalid_type", e, -32602,
-                              "that envelope type is not registered (directive, feedback, query, or the policy's envelope_types)");
+                              "that envelope type is not registered (directive, feedback, query, or the "
+                              "policy's envelope_types)");
     if (!(WS_BIT(t->state) & WS_LIVE_MASK))
-        return inject_refused(w, user, id, to, type, "workspace_terminal", e, WACP_E_STATE,
-                              "the workspace is closed or failed: inject into the coordinator's instead");
+        return inject_refused(
+            w, user, id, to, type, "workspace_terminal", e, WACP_E_STATE,
+            "the workspace is closed or failed: inject into the coordinator's instead");
     if (t->state == WS_INTEGRATING || t->state == WS_CONFLICTED)
         return inject_refused(w, user, id, to, type, "workspace_sealed", e, WACP_E_STATE,
                               "the workspace is being integrated: its inbox is sealed");
     if (t->inbox >= w->max_envelopes || w->n_env >= WACP_MAX_ENVELOPES_TOTAL)
-        return inject_refused(w, user, id, to, type, "limit", e, WACP_E_LIMIT, "the workspace's inbox is full");
+        return inject_refused(w, user, id, to, type, "limit", e, WACP_E_LIMIT,
+                              "the workspace's inbox is full");
     struct wacp_env *v = env_alloc("human", to, type, payload);
     if (!v || !(v->originator = strdup(user))) {
         wacp_envelope_free(v);
@@ -885,7 +901,10 @@ int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON
     cJSON *b = created_body(v, user);
     int r = wacp_core_rec(w, t->id, user, "envelope_created", b);
     cJSON_Delete(b);
-    if (r < 0 || injection_rec(w, user, id, to, type, t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered", NULL) < 0) {
+    if (r < 0 ||
+        injection_rec(w, user, id, to, type,
+                      t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered",
+                      NULL) < 0) {
         wacp_envelope_free(v);
         return wacp_core_trail_err(e);
     }
@@ -895,7 +914,8 @@ int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON
     }
     *res = wacp_core_obj();
     wacp_core_add_str(*res, "envelope_id", v->id);
-    wacp_core_add_str(*res, "status", t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered");
+    wacp_core_add_str(*res, "status",
+                      t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered");
     wacp_core_add_str(*res, "origin", "human");
     wacp_core_add_str(*res, "originator", user);
     return 0;

@@ -28,8 +28,8 @@ struct highway {
 };
 
 static const char *const type_names[HIGHWAY_NTYPES] = {
-    "task_approval", "workspace_create", "envelope_delivery", "integration",
-    "conflict_resolution", "workspace_abort", "tool_call"};
+    "task_approval",       "workspace_create", "envelope_delivery", "integration",
+    "conflict_resolution", "workspace_abort",  "tool_call"};
 
 const char *highway_type_name(int type)
 {
@@ -186,8 +186,8 @@ void highway_subject_key(const cJSON *subject, char out[72])
 {
     char *text = cJSON_PrintUnformatted(subject);
     unsigned char d[16];
-    crypto_generichash(d, sizeof(d), (const unsigned char *)(text ? text : ""),
-                       text ? strlen(text) : 0, NULL, 0);
+    crypto_generichash(d, sizeof(d), (const unsigned char *)(text ? text : ""), text ? strlen(text) : 0,
+                       NULL, 0);
     free(text);
     char hex[33];
     sodium_bin2hex(hex, sizeof(hex), d, sizeof(d));
@@ -507,8 +507,8 @@ void highway_tick(struct highway *h, uint64_t now_ms)
         for (size_t i = 0; i < h->n_gates && h->gates[i]->pending; i++) {
             struct highway_gate *g = h->gates[i];
             if (g->deadline_ms && g->deadline_ms <= now_ms &&
-                highway_gate_resolve(h, g, fallback_action(g->fallback), NULL, "fallback",
-                                     "timeout", now_ms) == 0) {
+                highway_gate_resolve(h, g, fallback_action(g->fallback), NULL, "fallback", "timeout",
+                                     now_ms) == 0) {
                 again = true; /* FIFO: the scan restarts at the new head */
                 break;
             }
@@ -521,15 +521,15 @@ void highway_tick(struct highway *h, uint64_t now_ms)
         cJSON *t = cJSON_CreateObject();
         add_str(t, "signal_id", x->id);
         add_str(t, "workspace", x->workspace);
-        add_str(t, "fallback_action", x->fallback == POLICY_FALLBACK_ESCALATE
-                                          ? "delegate_to_coordinator"
-                                          : policy_fallback_name(x->fallback));
+        add_str(t, "fallback_action",
+                x->fallback == POLICY_FALLBACK_ESCALATE ? "delegate_to_coordinator"
+                                                        : policy_fallback_name(x->fallback));
         cJSON_AddNumberToObject(t, "elapsed", (double)(now_ms - x->opened_ms) / 1000.0);
         if (rec(h, x->workspace, "fallback", "escalation_timeout", t) < 0)
             continue;
         /* approve: the agent goes on as it is (an empty envelope unblocks it); reject: it fails;
          * delegate: the coordinator handles it. */
-        enum highway_response r = x->fallback == POLICY_FALLBACK_APPROVE ? HIGHWAY_RESP_ENVELOPE
+        enum highway_response r = x->fallback == POLICY_FALLBACK_APPROVE  ? HIGHWAY_RESP_ENVELOPE
                                   : x->fallback == POLICY_FALLBACK_REJECT ? HIGHWAY_RESP_ABORT
                                                                           : HIGHWAY_RESP_DELEGATION;
         esc_settle(h, x, r, NULL, NULL, "fallback", "timeout");
@@ -579,7 +579,8 @@ cJSON *highway_gate_json(const struct highway_gate *g, bool with_subject, uint64
         cJSON_AddNullToObject(o, "timeout");
     add_str(o, "fallback", policy_fallback_name(g->fallback));
     cJSON_AddNumberToObject(o, "queue_position", (double)g->queue_position);
-    cJSON_AddNumberToObject(o, "waited", now_ms > g->opened_ms ? (double)(now_ms - g->opened_ms) / 1000.0 : 0);
+    cJSON_AddNumberToObject(o, "waited",
+                            now_ms > g->opened_ms ? (double)(now_ms - g->opened_ms) / 1000.0 : 0);
     add_left(o, g->deadline_ms, now_ms, g->pending);
     add_str(o, "status", g->pending ? "pending" : "resolved");
     if (!g->pending) {
@@ -617,8 +618,9 @@ cJSON *highway_escs_json(const struct highway *h, bool all, uint64_t now_ms)
             cJSON_AddNumberToObject(o, "timeout", x->timeout);
         else
             cJSON_AddNullToObject(o, "timeout");
-        add_str(o, "fallback", x->fallback == POLICY_FALLBACK_ESCALATE ? "delegate_to_coordinator"
-                                                                        : policy_fallback_name(x->fallback));
+        add_str(o, "fallback",
+                x->fallback == POLICY_FALLBACK_ESCALATE ? "delegate_to_coordinator"
+                                                        : policy_fallback_name(x->fallback));
         add_left(o, x->deadline_ms, now_ms, x->pending);
         add_str(o, "status", x->pending ? (x->queued ? "queued" : "pending") : "resolved");
         if (!x->pending) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define HIGHWAY_ID_LEN 48
-#define HIGHWAY_MAX_PENDING 4096 /* gates or escalations waiting at once: more are refused */
+#define HIGHWAY_MAX_PENDING 4096  /* gates or escalations waiting at once: more are refused */
 #define HIGHWAY_KEEP_RESOLVED 256 /* resolved ones kept for `corral gate show` */
 
 /* The six WACP gate types (enum policy_gate order), and corral's own: a tool call under
@@ -43,18 +43,18 @@ typedef void (*highway_gate_fn)(void *data, const struct highway_gate *g, enum h
 struct highway_gate {
     char id[HIGHWAY_ID_LEN];
     int type;
-    cJSON *subject;            /* owned: what the person decides on */
-    char subject_id[72];       /* the guard's key (an id, or a hash of the subject) */
+    cJSON *subject;      /* owned: what the person decides on */
+    char subject_id[72]; /* the guard's key (an id, or a hash of the subject) */
     char workspace[HIGHWAY_ID_LEN], task_ref[HIGHWAY_ID_LEN], graph_ref[HIGHWAY_ID_LEN];
-    char requester[HIGHWAY_ID_LEN]; /* the workspace whose action is paused ("" the run) */
-    uint64_t timestamp_ms;     /* wall clock at trigger */
+    char requester[HIGHWAY_ID_LEN];  /* the workspace whose action is paused ("" the run) */
+    uint64_t timestamp_ms;           /* wall clock at trigger */
     uint64_t opened_ms, deadline_ms; /* monotonic; deadline 0: waits for ever */
-    double timeout;            /* seconds, 0: none */
+    double timeout;                  /* seconds, 0: none */
     enum policy_fallback fallback;
-    size_t queue_position;     /* gates pending ahead of it at trigger */
+    size_t queue_position; /* gates pending ahead of it at trigger */
     bool pending;
     enum highway_action action;
-    char actor[80];            /* user id, "fallback" or "protocol" once resolved */
+    char actor[80]; /* user id, "fallback" or "protocol" once resolved */
     char reason[48];
     highway_gate_fn fn;
     void *fn_data;
@@ -65,13 +65,13 @@ struct highway_escalation;
 enum highway_response { HIGHWAY_RESP_ENVELOPE = 0, HIGHWAY_RESP_ABORT, HIGHWAY_RESP_DELEGATION };
 const char *highway_response_name(enum highway_response r);
 int highway_response_parse(const char *name);
-typedef void (*highway_esc_fn)(void *data, const struct highway_escalation *x,
-                               enum highway_response r, const cJSON *payload);
+typedef void (*highway_esc_fn)(void *data, const struct highway_escalation *x, enum highway_response r,
+                               const cJSON *payload);
 
 struct highway_escalation {
-    char id[HIGHWAY_ID_LEN];       /* the escalation signal's id */
+    char id[HIGHWAY_ID_LEN]; /* the escalation signal's id */
     char workspace[HIGHWAY_ID_LEN];
-    char owner[80];                /* the user it is routed to */
+    char owner[80]; /* the user it is routed to */
     char *reason;
     uint64_t timestamp_ms, opened_ms, deadline_ms;
     double timeout;
@@ -87,8 +87,7 @@ struct highway_escalation {
 struct highway_hooks {
     void *data;
     /* As struct wacp_hooks.record: stages one trail entry; < 0 when the trail cannot take it. */
-    int (*record)(void *data, const char *ws, const char *actor, const char *type,
-                  const cJSON *body);
+    int (*record)(void *data, const char *ws, const char *actor, const char *type, const cJSON *body);
 };
 
 struct highway;
@@ -142,7 +141,8 @@ struct highway_esc_req {
     void *fn_data;
     uint64_t now_ms, wall_ms;
 };
-int highway_esc_open(struct highway *h, const struct highway_esc_req *r, struct highway_escalation **out);
+int highway_esc_open(struct highway *h, const struct highway_esc_req *r,
+                     struct highway_escalation **out);
 struct highway_escalation *highway_esc_find(struct highway *h, const char *id);
 /* A person's answer: records escalation_resolved then calls FN. REF: the response envelope's id
  * (envelope only; may be NULL). PAYLOAD borrowed. */

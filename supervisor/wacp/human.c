@@ -68,7 +68,7 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
     struct wacp *w = mw->w;
     if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
         const cJSON *m;
-        cJSON_ArrayForEach(m, mods) {
+        cJSON_ArrayForEach (m, mods) {
             cJSON_DeleteItemFromObjectCaseSensitive(mw->params, m->string);
             cJSON_AddItemToObject(mw->params, m->string, cJSON_Duplicate(m, true));
         }
@@ -84,7 +84,8 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
     } else if (a == HIGHWAY_ESCALATE) {
         reply_err(w, mw, "gate_escalated",
                   "no person answered in time: it falls to you, the coordinator; send the same "
-                  "request again to go ahead", g->id);
+                  "request again to go ahead",
+                  g->id);
     } else if (!strcmp(g->actor, "protocol")) {
         reply_err(w, mw, "gate_subject_invalidated", "withdrawn: its subject is gone", g->id);
     } else {
@@ -108,8 +109,9 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
         return 0; /* not its to do: the method itself refuses it, no person is asked */
     if (!call_ref || !w->h.reply)
         return wacp_core_deny(w, c, method, e, WACP_E_DENIED, "gate_unavailable",
-                         "%s waits for a person's approval under this run's highway, and this "
-                         "caller cannot wait", method);
+                              "%s waits for a person's approval under this run's highway, and this "
+                              "caller cannot wait",
+                              method);
     const cJSON *tw = cJSON_GetObjectItemCaseSensitive(params, "workspace");
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(params, "task");
     cJSON *s = wacp_core_obj();
@@ -128,11 +130,20 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
     mw->call_ref = call_ref;
     snprintf(mw->caller, sizeof(mw->caller), "%s", c->id);
     struct highway_gate_req r = {
-        .type = type, .subject = s,
-        .workspace = cJSON_IsString(tw) ? tw->valuestring : c->id, .requester = c->id,
-        .task_ref = cJSON_IsString(tt) ? tt->valuestring : NULL, .graph_ref = w->graph,
-        .timeout = timeout, .fallback = fb, .by_coordinator = wacp_tree_is_coordinator(c),
-        .fn = on_method_gate, .fn_data = mw, .drop = method_wait_free, .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
+        .type = type,
+        .subject = s,
+        .workspace = cJSON_IsString(tw) ? tw->valuestring : c->id,
+        .requester = c->id,
+        .task_ref = cJSON_IsString(tt) ? tt->valuestring : NULL,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = wacp_tree_is_coordinator(c),
+        .fn = on_method_gate,
+        .fn_data = mw,
+        .drop = method_wait_free,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -145,8 +156,9 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
     if (rc == 0)
         return 0; /* the guard: the coordinator's own decision, through */
     if (rc < 0)
-        return rc == -EAGAIN ? wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "limit", "too many gates are waiting")
-                             : wacp_core_trail_err(e);
+        return rc == -EAGAIN
+                   ? wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "limit", "too many gates are waiting")
+                   : wacp_core_trail_err(e);
     return WACP_DEFERRED;
 }
 
@@ -157,11 +169,13 @@ struct tool_wait {
     void *data;
 };
 
-static void on_tool_gate(void *data, const struct highway_gate *g, enum highway_action a, const cJSON *mods)
+static void on_tool_gate(void *data, const struct highway_gate *g, enum highway_action a,
+                         const cJSON *mods)
 {
     struct tool_wait *tw = data;
     (void)mods;
-    tw->done(tw->data, a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY, g->id, highway_action_name(a), g->actor);
+    tw->done(tw->data, a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY, g->id, highway_action_name(a),
+             g->actor);
     free(tw);
 }
 
@@ -199,10 +213,20 @@ int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON
     tw->done = done;
     tw->data = data;
     struct highway_gate_req r = {
-        .type = HIGHWAY_TOOL_CALL, .subject = s, .workspace = c->id, .requester = c->id,
-        .task_ref = c->task, .graph_ref = w->graph, .timeout = timeout, .fallback = fb,
-        .by_coordinator = wacp_tree_is_coordinator(c), .fn = on_tool_gate, .fn_data = tw, .drop = tool_wait_drop,
-        .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
+        .type = HIGHWAY_TOOL_CALL,
+        .subject = s,
+        .workspace = c->id,
+        .requester = c->id,
+        .task_ref = c->task,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = wacp_tree_is_coordinator(c),
+        .fn = on_tool_gate,
+        .fn_data = tw,
+        .drop = tool_wait_drop,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -250,53 +274,60 @@ static bool modifiable(int type, const char *field)
     static const char *const task[] = {"name", "description", NULL};
     static const char *const create[] = {"budgets", "timeout", "directive", "context", NULL};
     static const char *const envelope[] = {"payload", NULL};
-    const char *const *ok = type == POLICY_GATE_TASK_APPROVAL ? task
-                            : type == POLICY_GATE_WORKSPACE_CREATE ? create
-                            : type == POLICY_GATE_ENVELOPE_DELIVERY ? envelope : NULL;
+    const char *const *ok = type == POLICY_GATE_TASK_APPROVAL       ? task
+                            : type == POLICY_GATE_WORKSPACE_CREATE  ? create
+                            : type == POLICY_GATE_ENVELOPE_DELIVERY ? envelope
+                                                                    : NULL;
     for (size_t i = 0; ok && ok[i]; i++)
         if (!strcmp(ok[i], field))
             return true;
     return false;
 }
 
-static int op_gate_resolve(struct wacp *w, const struct policy_user *u, const char *op,
-                           const cJSON *p, cJSON **res, struct wacp_err *e)
+static int op_gate_resolve(struct wacp *w, const struct policy_user *u, const char *op, const cJSON *p,
+                           cJSON **res, struct wacp_err *e)
 {
     const char *id = pstr(p, "id");
     struct highway_gate *g = id ? highway_gate_find(w->hw, id)
-                             : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "next")) ? highway_gate_head(w->hw)
-                                                                                           : NULL;
+                             : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "next"))
+                                 ? highway_gate_head(w->hw)
+                                 : NULL;
     if (!g)
-        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", id ? "no gate %.64s" : "no gate is waiting%s", id ? id : "");
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found",
+                              id ? "no gate %.64s" : "no gate is waiting%s", id ? id : "");
     if (!(u->approve & (1u << g->type))) {
         char msg[200];
-        snprintf(msg, sizeof(msg), "user %s may not decide %s gates (the policy's users map)", u->user_id,
-                 highway_type_name(g->type));
+        snprintf(msg, sizeof(msg), "user %s may not decide %s gates (the policy's users map)",
+                 u->user_id, highway_type_name(g->type));
         return refuse(w, u, highway_type_name(g->type), "not_permitted", g->workspace, e, msg);
     }
     if (!active(u))
         return refuse(w, u, highway_type_name(g->type), "user_not_active", g->workspace, e,
                       "your user is not active in this run's policy");
     if (!g->pending)
-        return wacp_core_fail(e, WACP_E_STATE, "already_resolved", "gate %s was resolved already (%s by %s)", g->id,
-                         highway_action_name(g->action), g->actor);
-    enum highway_action a = !strcmp(op, "gate.approve") ? HIGHWAY_APPROVE
-                            : !strcmp(op, "gate.reject") ? HIGHWAY_REJECT : HIGHWAY_MODIFY;
+        return wacp_core_fail(e, WACP_E_STATE, "already_resolved",
+                              "gate %s was resolved already (%s by %s)", g->id,
+                              highway_action_name(g->action), g->actor);
+    enum highway_action a = !strcmp(op, "gate.approve")  ? HIGHWAY_APPROVE
+                            : !strcmp(op, "gate.reject") ? HIGHWAY_REJECT
+                                                         : HIGHWAY_MODIFY;
     const cJSON *mods = cJSON_GetObjectItemCaseSensitive(p, "modifications");
     if (a == HIGHWAY_MODIFY) {
         if (!cJSON_IsObject(mods) || !mods->child)
-            return wacp_core_fail(e, -32602, "invalid_params", "modify takes modifications: an object of the fields to change");
+            return wacp_core_fail(e, -32602, "invalid_params",
+                                  "modify takes modifications: an object of the fields to change");
         const cJSON *m;
-        cJSON_ArrayForEach(m, mods)
+        cJSON_ArrayForEach (m, mods)
             if (!modifiable(g->type, m->string))
-                return wacp_core_fail(e, -32602, "not_modifiable", "'%.64s' of a %s gate cannot be modified",
-                                 m->string, highway_type_name(g->type));
+                return wacp_core_fail(e, -32602, "not_modifiable",
+                                      "'%.64s' of a %s gate cannot be modified", m->string,
+                                      highway_type_name(g->type));
     }
     char gid[HIGHWAY_ID_LEN];
     snprintf(gid, sizeof(gid), "%s", g->id);
     const char *reason = pstr(p, "reason");
-    int rc = highway_gate_resolve(w->hw, g, a, mods, u->user_id, reason && strlen(reason) < 40 ? reason : NULL,
-                                  wacp_core_now_ms());
+    int rc = highway_gate_resolve(w->hw, g, a, mods, u->user_id,
+                                  reason && strlen(reason) < 40 ? reason : NULL, wacp_core_now_ms());
     if (rc < 0)
         return wacp_core_trail_err(e);
     g = highway_gate_find(w->hw, gid);
@@ -311,11 +342,14 @@ static int op_inject(struct wacp *w, const struct policy_user *u, const cJSON *p
 {
     const char *to = pstr(p, "to");
     if (!u->inject)
-        return refuse(w, u, "inject", "not_permitted", to, e, "your user may not inject (the policy's users map)");
+        return refuse(w, u, "inject", "not_permitted", to, e,
+                      "your user may not inject (the policy's users map)");
     if (!active(u))
-        return refuse(w, u, "inject", "user_not_active", to, e, "only active users inject (your user is not)");
+        return refuse(w, u, "inject", "user_not_active", to, e,
+                      "only active users inject (your user is not)");
     if (!w->session.highway || !w->session.highway->injection)
-        return refuse(w, u, "inject", "injection_disabled", to, e, "this run's highway has injection off");
+        return refuse(w, u, "inject", "injection_disabled", to, e,
+                      "this run's highway has injection off");
     return wacp_envelope_inject(w, u->user_id, p, res, e);
 }
 
@@ -327,7 +361,7 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
                                        wacp_core_now_ms());
         cJSON *mine = cJSON_CreateArray();
         cJSON *x;
-        cJSON_ArrayForEach(x, all) {
+        cJSON_ArrayForEach (x, all) {
             const char *owner = pstr(x, "owner");
             if (u->escalations == POLICY_USER_ESC_ALL ||
                 (u->escalations == POLICY_USER_ESC_OWN && owner && !strcmp(owner, u->user_id)))
@@ -340,16 +374,20 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
     }
     struct highway_escalation *x = highway_esc_find(w->hw, pstr(p, "id"));
     if (!x)
-        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no escalation %.64s", pstr(p, "id") ? pstr(p, "id") : "");
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no escalation %.64s",
+                              pstr(p, "id") ? pstr(p, "id") : "");
     bool may = u->escalations == POLICY_USER_ESC_ALL ||
                (u->escalations == POLICY_USER_ESC_OWN && !strcmp(x->owner, u->user_id));
     if (!may)
-        return refuse(w, u, "escalation", "not_permitted", x->workspace, e,
-                      "this escalation is routed to its workspace's owner, and your user may not answer it");
+        return refuse(
+            w, u, "escalation", "not_permitted", x->workspace, e,
+            "this escalation is routed to its workspace's owner, and your user may not answer it");
     if (!active(u))
-        return refuse(w, u, "escalation", "user_not_active", x->workspace, e, "only active users answer escalations");
+        return refuse(w, u, "escalation", "user_not_active", x->workspace, e,
+                      "only active users answer escalations");
     if (!x->pending)
-        return wacp_core_fail(e, WACP_E_STATE, "already_resolved", "escalation %s was answered already", x->id);
+        return wacp_core_fail(e, WACP_E_STATE, "already_resolved", "escalation %s was answered already",
+                              x->id);
     int r = highway_response_parse(pstr(p, "response"));
     if (r < 0)
         return wacp_core_fail(e, -32602, "invalid_params", "response is envelope, abort or delegation");
@@ -372,8 +410,9 @@ static int op_escalations(struct wacp *w, const struct policy_user *u, const cha
     }
     char id[HIGHWAY_ID_LEN];
     snprintf(id, sizeof(id), "%s", x->id);
-    if (highway_esc_respond(w->hw, x, (enum highway_response)r, cJSON_GetObjectItemCaseSensitive(p, "payload"),
-                            ref, u->user_id, wacp_core_now_ms()) < 0)
+    if (highway_esc_respond(w->hw, x, (enum highway_response)r,
+                            cJSON_GetObjectItemCaseSensitive(p, "payload"), ref, u->user_id,
+                            wacp_core_now_ms()) < 0)
         return wacp_core_trail_err(e);
     *res = wacp_core_obj();
     wacp_core_add_str(*res, "id", id);
@@ -398,13 +437,16 @@ int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op,
     }
     if (!strcmp(op, "gate.list")) {
         *res = wacp_core_obj();
-        cJSON_AddItemToObject(*res, "gates", highway_gates_json(w->hw, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "all")), now));
+        cJSON_AddItemToObject(
+            *res, "gates",
+            highway_gates_json(w->hw, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "all")), now));
         return 0;
     }
     if (!strcmp(op, "gate.show")) {
         struct highway_gate *g = highway_gate_find(w->hw, pstr(p, "id"));
         if (!g)
-            return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no gate %.64s", pstr(p, "id") ? pstr(p, "id") : "");
+            return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no gate %.64s",
+                                  pstr(p, "id") ? pstr(p, "id") : "");
         *res = wacp_core_obj();
         cJSON_AddItemToObject(*res, "gate", highway_gate_json(g, true, now));
         return 0;
@@ -415,6 +457,9 @@ int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op,
         return op_inject(w, u, p, res, e);
     if (!strcmp(op, "escalations.list") || !strcmp(op, "escalations.respond"))
         return op_escalations(w, u, op, p, res, e);
-    return wacp_core_fail(e, -32601, "unknown_op", "no operation '%.64s' (gate.list, gate.show, gate.approve, "
-                     "gate.reject, gate.modify, inject, escalations.list, escalations.respond, whoami)", op);
+    return wacp_core_fail(
+        e, -32601, "unknown_op",
+        "no operation '%.64s' (gate.list, gate.show, gate.approve, "
+        "gate.reject, gate.modify, inject, escalations.list, escalations.respond, whoami)",
+        op);
 }

@@ -8,7 +8,7 @@
 int human_init(struct wacp *w);
 void human_free(struct wacp *w);
 /* Before a gated method (TYPE, or -1 for none): 0 go on, WACP_DEFERRED it waits, < 0 refused. */
-int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int type, const cJSON *params,
-                      uint64_t call_ref, struct wacp_err *e);
+int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int type,
+                      const cJSON *params, uint64_t call_ref, struct wacp_err *e);
 
 #endif

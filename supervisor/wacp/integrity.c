@@ -68,8 +68,8 @@ static int mac_raw(const struct integrity_key *key, const char *kind, const stru
     return 0;
 }
 
-int integrity_mac(const struct integrity_key *key, const char *kind,
-                  const struct integrity_field *f, size_t n, char out[INTEGRITY_HEX])
+int integrity_mac(const struct integrity_key *key, const char *kind, const struct integrity_field *f,
+                  size_t n, char out[INTEGRITY_HEX])
 {
     unsigned char d[crypto_generichash_BYTES];
     int r = mac_raw(key, kind, f, n, d);
@@ -79,8 +79,8 @@ int integrity_mac(const struct integrity_key *key, const char *kind,
     return 0;
 }
 
-bool integrity_check(const struct integrity_key *key, const char *kind,
-                     const struct integrity_field *f, size_t n, const char *hex)
+bool integrity_check(const struct integrity_key *key, const char *kind, const struct integrity_field *f,
+                     size_t n, const char *hex)
 {
     unsigned char want[crypto_generichash_BYTES], got[crypto_generichash_BYTES];
     size_t len = 0;

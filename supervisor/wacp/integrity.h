@@ -26,14 +26,14 @@ void integrity_key_wipe(struct integrity_key *key);
  * lists share an encoding; a NULL field is distinct from "". JSON values go in as their
  * unformatted text. OUT: hex. */
 struct integrity_field {
-    const char *s;      /* a string field, or NULL */
-    const cJSON *json;  /* or a JSON field (used when S is NULL and JSON is not) */
+    const char *s;     /* a string field, or NULL */
+    const cJSON *json; /* or a JSON field (used when S is NULL and JSON is not) */
 };
-int integrity_mac(const struct integrity_key *key, const char *kind,
-                  const struct integrity_field *f, size_t n, char out[INTEGRITY_HEX]);
+int integrity_mac(const struct integrity_key *key, const char *kind, const struct integrity_field *f,
+                  size_t n, char out[INTEGRITY_HEX]);
 /* Whether HEX is the MAC of the fields (constant time). */
-bool integrity_check(const struct integrity_key *key, const char *kind,
-                     const struct integrity_field *f, size_t n, const char *hex);
+bool integrity_check(const struct integrity_key *key, const char *kind, const struct integrity_field *f,
+                     size_t n, const char *hex);
 
 /* Re-hashes the object OBJECTS/HASH (unkeyed BLAKE2b-256, the store's content address): 1 it
  * matches, 0 it does not (ACTUAL filled: the hash found, or "missing"), < 0 an I/O error. */

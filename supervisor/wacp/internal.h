@@ -176,7 +176,8 @@ struct wacp {
 
 /* Whether gate TYPE (enum policy_gate, or HIGHWAY_TOOL_CALL) is on in this run's highway, with
  * its timeout and fallback. */
-static inline bool wacp_gate_rule(const struct wacp *w, int type, double *timeout, enum policy_fallback *fb)
+static inline bool wacp_gate_rule(const struct wacp *w, int type, double *timeout,
+                                  enum policy_fallback *fb)
 {
     const struct policy_highway *h = w->session.highway;
     if (!h)

@@ -52,10 +52,11 @@ static const struct pspec p_send[] = {{"to", P_STR, true},
                                       {"rights", P_ARR, false},
                                       END};
 static const struct pspec p_ack[] = {{"envelope_id", P_STR, true}, END};
-static const struct pspec p_create[] = {
-    {"agent", P_STR, true},      {"directive", P_ANY, true}, {"context", P_ANY, false},
-    {"task", P_STR, false},      {"owner", P_STR, false},    {"budgets", P_OBJ, false},
-    {"delegate", P_BOOL, false}, {"timeout", P_NUM, false},  {"visibility", P_ARR, false}, END};
+static const struct pspec p_create[] = {{"agent", P_STR, true},       {"directive", P_ANY, true},
+                                        {"context", P_ANY, false},    {"task", P_STR, false},
+                                        {"owner", P_STR, false},      {"budgets", P_OBJ, false},
+                                        {"delegate", P_BOOL, false},  {"timeout", P_NUM, false},
+                                        {"visibility", P_ARR, false}, END};
 static const struct pspec p_vis[] = {{"workspace", P_STR, true}, {"target", P_STR, true}, END};
 static const struct pspec p_ws_reason[] = {{"workspace", P_STR, true}, {"reason", P_STR, false}, END};
 static const struct pspec p_ws[] = {{"workspace", P_STR, true}, END};
@@ -92,11 +93,13 @@ static const struct method methods[] = {
     {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED),
      p_cp, 0},
     {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, 0},
-    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve, 1 + POLICY_GATE_CONFLICT_RESOLUTION},
+    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve,
+     1 + POLICY_GATE_CONFLICT_RESOLUTION},
     {"wacp/envelope.ack", wacp_envelope_method_ack,
      WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, 0},
     {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, 0},
-    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate, 1 + POLICY_GATE_INTEGRATION},
+    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate,
+     1 + POLICY_GATE_INTEGRATION},
     {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, 0},
     {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, 0},
     {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, 0},
@@ -110,8 +113,10 @@ static const struct method methods[] = {
      * table and keep their own checks and messages (params NULL: the handler checks). */
     {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, 0},
     {"wacp/visibility.grant", wacp_visibility_method_grant, WORKING, p_vis, 0},
-    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason, 1 + POLICY_GATE_WORKSPACE_ABORT},
-    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create, 1 + POLICY_GATE_WORKSPACE_CREATE},
+    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason,
+     1 + POLICY_GATE_WORKSPACE_ABORT},
+    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create,
+     1 + POLICY_GATE_WORKSPACE_CREATE},
     {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, 0},
     {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, 0},
     {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, 0},

@@ -136,7 +136,8 @@ static void on_escalation(void *data, const struct highway_escalation *x, enum h
             wacp_tree_set_state(w, ws, WS_ACTIVE, x->actor, "escalation_answered");
         break;
     case HIGHWAY_RESP_ABORT:
-        wacp_tree_set_state(w, ws, WS_FAILED, x->actor, !strcmp(x->actor, "fallback") ? "escalation_timeout" : "aborted_by_human");
+        wacp_tree_set_state(w, ws, WS_FAILED, x->actor,
+                            !strcmp(x->actor, "fallback") ? "escalation_timeout" : "aborted_by_human");
         break;
     case HIGHWAY_RESP_DELEGATION: {
         struct wacp_ws *root = wacp_tree_root(w);
@@ -162,10 +163,17 @@ static void to_highway(struct wacp *w, struct wacp_ws *ws, const char *signal_id
         return;
     const struct policy_user *u = user_by_id(w, ws->owner);
     struct highway_esc_req r = {
-        .signal_id = signal_id, .workspace = ws->id, .reason = reason, .owner = ws->owner,
-        .owner_state = u && u->state ? u->state : "active", .timeout = h->escalation_timeout,
-        .fallback = h->escalation_fallback, .fn = on_escalation, .fn_data = w,
-        .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
+        .signal_id = signal_id,
+        .workspace = ws->id,
+        .reason = reason,
+        .owner = ws->owner,
+        .owner_state = u && u->state ? u->state : "active",
+        .timeout = h->escalation_timeout,
+        .fallback = h->escalation_fallback,
+        .fn = on_escalation,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_escalation *x;
     if (highway_esc_open(w->hw, &r, &x) == 0) {
@@ -182,7 +190,6 @@ static void to_highway(struct wacp *w, struct wacp_ws *ws, const char *signal_id
             cJSON_Delete(p);
     }
 }
-
 
 int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                             struct wacp_err *e)

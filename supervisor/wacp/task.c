@@ -245,14 +245,16 @@ static void on_task_gate(void *data, const struct highway_gate *g, enum highway_
         return; /* cancelled meanwhile: the gate was invalidated with it */
     if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
         const cJSON *v;
-        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "name")) && cJSON_IsString(v)) {
+        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "name")) &&
+            cJSON_IsString(v)) {
             char *s = strdup(v->valuestring);
             if (s) {
                 free(t->name);
                 t->name = s;
             }
         }
-        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "description")) && cJSON_IsString(v)) {
+        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "description")) &&
+            cJSON_IsString(v)) {
             char *s = strdup(v->valuestring);
             if (s) {
                 free(t->description);
@@ -299,9 +301,18 @@ static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
     highway_subject_key(k, key);
     cJSON_Delete(k);
     struct highway_gate_req r = {
-        .type = POLICY_GATE_TASK_APPROVAL, .subject = s, .subject_id = key, .task_ref = t->id,
-        .graph_ref = w->graph, .timeout = timeout, .fallback = fb, .by_coordinator = by_coordinator,
-        .fn = on_task_gate, .fn_data = w, .now_ms = wacp_core_now_ms(), .wall_ms = wacp_core_wall_ms(),
+        .type = POLICY_GATE_TASK_APPROVAL,
+        .subject = s,
+        .subject_id = key,
+        .task_ref = t->id,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = by_coordinator,
+        .fn = on_task_gate,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
     };
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
@@ -320,9 +331,10 @@ static int gate(struct wacp *w, struct wacp_task *t, const struct wacp_ws *c)
         return g < 0 ? g : 0;
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "task_id", t->id);
-    wacp_core_add_str(b, "approval", w->session.highway && w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].enabled
-                                         ? "reentry_guard"
-                                         : "gate_off");
+    wacp_core_add_str(b, "approval",
+                      w->session.highway && w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].enabled
+                          ? "reentry_guard"
+                          : "gate_off");
     wacp_core_add_str(b, "from", "draft");
     wacp_core_add_str(b, "to", "pending");
     int r = wacp_core_rec(w, NULL, "system", "task_approved", b);

@@ -27,15 +27,19 @@ static int grant(struct wacp *w, struct wacp_ws *c, struct wacp_ws *to, const ch
 {
     struct wacp_ws *t = wacp_tree_find(w, target);
     if (!t)
-        return wacp_core_deny(w, c, method, e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'", target);
+        return wacp_core_deny(w, c, method, e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'",
+                              target);
     /* A delegate grants only what it sees itself: its own subtree, to its own subtree. */
-    if (!wacp_tree_is_coordinator(c) && !(c->delegate && wacp_tree_is_ancestor(c, to) && wacp_tree_visible(c, t)))
-        return wacp_core_deny(w, c, method, e, WACP_E_DENIED, "permission_denied",
-                         "visibility is granted by the coordinator (or a delegate within its subtree)");
+    if (!wacp_tree_is_coordinator(c) &&
+        !(c->delegate && wacp_tree_is_ancestor(c, to) && wacp_tree_visible(c, t)))
+        return wacp_core_deny(
+            w, c, method, e, WACP_E_DENIED, "permission_denied",
+            "visibility is granted by the coordinator (or a delegate within its subtree)");
     if (t == to || granted(to, t))
         return 0;
     if (to->n_grants >= MAX_GRANTS)
-        return wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "limit", "a workspace holds %d grants at most", MAX_GRANTS);
+        return wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "limit",
+                              "a workspace holds %d grants at most", MAX_GRANTS);
     char(*g)[WACP_ID_LEN] = realloc(to->grants, (to->n_grants + 1) * sizeof(*to->grants));
     if (!g)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -52,11 +56,11 @@ static int grant(struct wacp *w, struct wacp_ws *c, struct wacp_ws *to, const ch
     return 1;
 }
 
-int wacp_visibility_grant_at_create(struct wacp *w, struct wacp_ws *c, struct wacp_ws *ws, const cJSON *p,
-                        struct wacp_err *e)
+int wacp_visibility_grant_at_create(struct wacp *w, struct wacp_ws *c, struct wacp_ws *ws,
+                                    const cJSON *p, struct wacp_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, "visibility"), *x;
-    cJSON_ArrayForEach(x, v) {
+    cJSON_ArrayForEach (x, v) {
         if (!cJSON_IsString(x))
             return wacp_core_fail(e, -32602, "invalid_params", "visibility lists workspace ids");
         if (grant(w, c, ws, x->valuestring, "wacp/workspace.create", e) < 0)
@@ -66,16 +70,17 @@ int wacp_visibility_grant_at_create(struct wacp *w, struct wacp_ws *c, struct wa
 }
 
 int wacp_visibility_method_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                     struct wacp_err *e)
+                                 struct wacp_err *e)
 {
     static const char M[] = "wacp/visibility.grant";
-    struct wacp_ws *to = wacp_tree_find(w, cJSON_GetObjectItemCaseSensitive(p, "workspace")->valuestring);
+    struct wacp_ws *to = wacp_tree_find(w,
+                                        cJSON_GetObjectItemCaseSensitive(p, "workspace")->valuestring);
     if (!to)
         return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such workspace");
     if (to->state != WS_ACTIVE && to->state != WS_BLOCKED)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                         "visibility is granted to an active or blocked workspace (%s is %s)", to->id,
-                         wacp_tree_state_name(to->state));
+                              "visibility is granted to an active or blocked workspace (%s is %s)",
+                              to->id, wacp_tree_state_name(to->state));
     int r = grant(w, c, to, cJSON_GetObjectItemCaseSensitive(p, "target")->valuestring, M, e);
     if (r < 0)
         return -1;

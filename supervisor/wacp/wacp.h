@@ -123,7 +123,8 @@ int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const 
 typedef void (*wacp_tool_done_fn)(void *data, bool approved, const char *gate_id, const char *action,
                                   const char *actor);
 int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON *args,
-                   wacp_tool_done_fn done, void *data, char gate_id[WACP_GATE_ID_LEN], struct wacp_err *e);
+                   wacp_tool_done_fn done, void *data, char gate_id[WACP_GATE_ID_LEN],
+                   struct wacp_err *e);
 
 /* A request of an authenticated person U (the control socket): OP gate.list, gate.show,
  * gate.approve, gate.reject, gate.modify, inject, escalations.list, escalations.respond,

@@ -20,7 +20,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char policy_text[] =
-    "{\"version\": 1, \"highway\": {\"preset\": \"gated\", \"gate_defaults\": {\"timeout\": \"2s\", \"fallback\": \"escalate_to_coordinator\"},"
+    "{\"version\": 1, \"highway\": {\"preset\": \"gated\", \"gate_defaults\": {\"timeout\": \"2s\", "
+    "\"fallback\": \"escalate_to_coordinator\"},"
     " \"escalation\": {\"timeout\": \"1s\"}},"
     " \"roles\": {\"coordinator\": {\"budgets\": {\"memory\": \"512M\", \"pids\": 64}}},"
     " \"agents\": {\"lead\": {\"binary\": \"/usr/bin/true\", \"role\": \"coordinator\"},"
@@ -96,7 +97,7 @@ static char *ids_of(struct wacp *w, const char *wanted_parent, char out[64])
     cJSON *t = wacp_tree_json(w);
     out[0] = 0;
     const cJSON *x;
-    cJSON_ArrayForEach(x, t) {
+    cJSON_ArrayForEach (x, t) {
         const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(x, "parent"));
         if (p && !strcmp(p, wanted_parent) && !out[0])
             snprintf(out, 64, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(x, "workspace_id")));
@@ -156,9 +157,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(root, sizeof(root), "%s/root", tmp);
     snprintf(run, sizeof(run), "%s/run", tmp);
     struct fz f = {0};
-    struct wacp_hooks h = {&f, rec, start, stop, notify, reply};
-    struct wacp_opts o = {.policy = policy_once(), .run_dir = run, .root_dir = root,
-                          .root_owner = "fuzz", .max_workspaces = 8, .max_envelopes = 8,
+    struct wacp_hooks h = {.data = &f, .record = rec, .start = start, .stop = stop, .notify = notify, .reply = reply};
+    struct wacp_opts o = {.policy = policy_once(),
+                          .run_dir = run,
+                          .root_dir = root,
+                          .root_owner = "fuzz",
+                          .max_workspaces = 8,
+                          .max_envelopes = 8,
                           .max_payload = 4096};
     struct wacp *w = NULL;
     struct cerr err = {0};
@@ -208,11 +213,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (strlen(line) < 3 || line[1] != ' ')
             continue;
         if (line[0] == 'H' || line[0] == 'N') {
-            static const struct policy_user all = {.uid = 1, .user_id = "alice",
-                                                   .approve = POLICY_USER_APPROVE_ALL, .inject = true,
+            static const struct policy_user all = {.uid = 1,
+                                                   .user_id = "alice",
+                                                   .approve = POLICY_USER_APPROVE_ALL,
+                                                   .inject = true,
                                                    .escalations = POLICY_USER_ESC_ALL};
-            static const struct policy_user none = {.uid = 2, .user_id = "bob",
-                                                    .escalations = POLICY_USER_ESC_NONE};
+            static const struct policy_user none = {
+                .uid = 2, .user_id = "bob", .escalations = POLICY_USER_ESC_NONE};
             char *op = line + 2, *sp = strchr(op, ' ');
             if (sp)
                 *sp = 0;
@@ -246,7 +253,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             f.fail = false;
         }
         if (res && !strcmp(m, "wacp/checkpoint.create") && caller == w_id)
-            snprintf(k_id, sizeof(k_id), "%s", cJSON_GetStringValue(cJSON_GetObjectItem(res, "checkpoint_id")) ?: "");
+            snprintf(k_id, sizeof(k_id), "%s",
+                     cJSON_GetStringValue(cJSON_GetObjectItem(res, "checkpoint_id")) ?: "");
         cJSON_Delete(res);
         cJSON_Delete(params);
     }

@@ -25,8 +25,8 @@ struct fx {
     struct highway *h;
     struct entry e[256];
     size_t n;
-    bool refuse;        /* the trail refuses every record */
-    int calls;          /* gate callbacks */
+    bool refuse; /* the trail refuses every record */
+    int calls;   /* gate callbacks */
     enum highway_action last;
     char order[8][HIGHWAY_ID_LEN];
     int esc_calls;
@@ -57,7 +57,8 @@ static void on_gate(void *data, const struct highway_gate *g, enum highway_actio
     f->last = a;
 }
 
-static void on_esc(void *data, const struct highway_escalation *x, enum highway_response r, const cJSON *p)
+static void on_esc(void *data, const struct highway_escalation *x, enum highway_response r,
+                   const cJSON *p)
 {
     struct fx *f = data;
     (void)x;
@@ -112,9 +113,16 @@ static struct highway_gate *open_gate(struct fx *f, int type, const char *name, 
 {
     cJSON *subj = cJSON_CreateObject();
     cJSON_AddStringToObject(subj, "name", name);
-    struct highway_gate_req r = {.type = type, .subject = subj, .workspace = "ws-1",
-                                 .task_ref = "task-1", .timeout = timeout, .fallback = fb,
-                                 .fn = on_gate, .fn_data = f, .now_ms = now, .wall_ms = 1000 + now,
+    struct highway_gate_req r = {.type = type,
+                                 .subject = subj,
+                                 .workspace = "ws-1",
+                                 .task_ref = "task-1",
+                                 .timeout = timeout,
+                                 .fallback = fb,
+                                 .fn = on_gate,
+                                 .fn_data = f,
+                                 .now_ms = now,
+                                 .wall_ms = 1000 + now,
                                  .by_coordinator = coord};
     struct highway_gate *g = NULL;
     int rc = highway_gate_open(f->h, &r, &g);
@@ -126,12 +134,14 @@ static struct highway_gate *open_gate(struct fx *f, int type, const char *name, 
 static void test_gate_schema(void **state)
 {
     struct fx *f = *state;
-    struct highway_gate *g = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 30, POLICY_FALLBACK_APPROVE, 0, false);
+    struct highway_gate *g = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 30, POLICY_FALLBACK_APPROVE, 0,
+                                       false);
     assert_non_null(g);
     const struct entry *t = last_of(f, "gate_triggered");
     assert_non_null(t);
-    static const char *const keys[] = {"gate_id", "gate_type", "subject_id", "workspace", "task_ref",
-                                       "graph_ref", "timestamp", "timeout", "fallback", "queue_position"};
+    static const char *const keys[] = {"gate_id",  "gate_type",     "subject_id", "workspace",
+                                       "task_ref", "graph_ref",     "timestamp",  "timeout",
+                                       "fallback", "queue_position"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (!cJSON_HasObjectItem(t->body, keys[i]))
             fail_msg("gate_triggered has no %s", keys[i]);
@@ -148,9 +158,12 @@ static void test_gate_schema(void **state)
 static void test_three_actions(void **state)
 {
     struct fx *f = *state;
-    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 0, POLICY_FALLBACK_REJECT, 0, false);
-    struct highway_gate *b = open_gate(f, POLICY_GATE_INTEGRATION, "b", 0, POLICY_FALLBACK_REJECT, 0, false);
-    struct highway_gate *c = open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "c", 0, POLICY_FALLBACK_REJECT, 0, false);
+    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 0, POLICY_FALLBACK_REJECT, 0,
+                                       false);
+    struct highway_gate *b = open_gate(f, POLICY_GATE_INTEGRATION, "b", 0, POLICY_FALLBACK_REJECT, 0,
+                                       false);
+    struct highway_gate *c = open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "c", 0, POLICY_FALLBACK_REJECT,
+                                       0, false);
     assert_int_equal(highway_gate_resolve(f->h, a, HIGHWAY_APPROVE, NULL, "alice", NULL, 10), 0);
     assert_int_equal(f->last, HIGHWAY_APPROVE);
     assert_string_equal(last_of(f, "gate_resolved")->actor, "alice");
@@ -174,9 +187,12 @@ static void test_three_actions(void **state)
 static void test_timeout_fifo(void **state)
 {
     struct fx *f = *state;
-    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 2, POLICY_FALLBACK_APPROVE, 0, false);
-    struct highway_gate *b = open_gate(f, POLICY_GATE_TASK_APPROVAL, "b", 1, POLICY_FALLBACK_REJECT, 100, false);
-    struct highway_gate *c = open_gate(f, POLICY_GATE_TASK_APPROVAL, "c", 0, POLICY_FALLBACK_REJECT, 200, false);
+    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 2, POLICY_FALLBACK_APPROVE, 0,
+                                       false);
+    struct highway_gate *b = open_gate(f, POLICY_GATE_TASK_APPROVAL, "b", 1, POLICY_FALLBACK_REJECT, 100,
+                                       false);
+    struct highway_gate *c = open_gate(f, POLICY_GATE_TASK_APPROVAL, "c", 0, POLICY_FALLBACK_REJECT, 200,
+                                       false);
     assert_int_equal(a->queue_position, 0);
     assert_int_equal(b->queue_position, 1);
     assert_int_equal(c->queue_position, 2);
@@ -203,18 +219,22 @@ static void test_timeout_fifo(void **state)
 static void test_reentry_guard(void **state)
 {
     struct fx *f = *state;
-    struct highway_gate *a = open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE, 0, true);
+    struct highway_gate *a = open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE,
+                                       0, true);
     highway_tick(f->h, 1000);
     assert_int_equal(f->last, HIGHWAY_ESCALATE);
     (void)a;
-    assert_null(open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE, 2000, true));
+    assert_null(
+        open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE, 2000, true));
     const struct entry *e = last_of(f, "gate_reentry_blocked");
     assert_non_null(e);
     assert_string_equal(bstr(e, "converted_to"), "approve");
     assert_int_equal(highway_pending(f->h), 0);
     /* Not the coordinator: a gate as usual. Another subject: a gate as usual. */
-    assert_non_null(open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE, 2000, false));
-    assert_non_null(open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "y", 1, POLICY_FALLBACK_ESCALATE, 2000, true));
+    assert_non_null(
+        open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "x", 1, POLICY_FALLBACK_ESCALATE, 2000, false));
+    assert_non_null(
+        open_gate(f, POLICY_GATE_WORKSPACE_CREATE, "y", 1, POLICY_FALLBACK_ESCALATE, 2000, true));
 }
 
 /* S-8: the subject goes away: the gate resolves itself, reject, actor "protocol". */
@@ -238,7 +258,8 @@ static void test_invalidation(void **state)
 static void test_write_ahead(void **state)
 {
     struct fx *f = *state;
-    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 0, POLICY_FALLBACK_REJECT, 0, false);
+    struct highway_gate *a = open_gate(f, POLICY_GATE_TASK_APPROVAL, "a", 0, POLICY_FALLBACK_REJECT, 0,
+                                       false);
     f->refuse = true;
     assert_null(open_gate(f, POLICY_GATE_TASK_APPROVAL, "b", 0, POLICY_FALLBACK_REJECT, 0, false));
     assert_int_equal(highway_gate_resolve(f->h, a, HIGHWAY_APPROVE, NULL, "alice", NULL, 1), -EIO);
@@ -250,11 +271,17 @@ static void test_write_ahead(void **state)
 }
 
 static struct highway_escalation *open_esc(struct fx *f, const char *id, const char *state, double t,
-                                          enum policy_fallback fb)
+                                           enum policy_fallback fb)
 {
-    struct highway_esc_req r = {.signal_id = id, .workspace = "ws-2", .reason = "unclear",
-                                .owner = "alice", .owner_state = state, .timeout = t,
-                                .fallback = fb, .fn = on_esc, .fn_data = f};
+    struct highway_esc_req r = {.signal_id = id,
+                                .workspace = "ws-2",
+                                .reason = "unclear",
+                                .owner = "alice",
+                                .owner_state = state,
+                                .timeout = t,
+                                .fallback = fb,
+                                .fn = on_esc,
+                                .fn_data = f};
     struct highway_escalation *x = NULL;
     return highway_esc_open(f->h, &r, &x) == 1 ? x : NULL;
 }
@@ -294,7 +321,8 @@ static void test_mac(void **state)
     integrity_key_new(&k);
     integrity_key_new(&k2);
     cJSON *p = cJSON_Parse("{\"text\": \"do x\"}");
-    struct integrity_field fs[] = {{.s = "env-1"}, {.s = "ws-a"}, {.s = "ws-b"}, {.s = "directive"}, {.json = p}, {NULL, NULL}};
+    struct integrity_field fs[] = {{.s = "env-1"},     {.s = "ws-a"}, {.s = "ws-b"},
+                                   {.s = "directive"}, {.json = p},   {NULL, NULL}};
     char mac[INTEGRITY_HEX];
     assert_int_equal(integrity_mac(&k, "envelope", fs, 6, mac), 0);
     assert_true(integrity_check(&k, "envelope", fs, 6, mac));

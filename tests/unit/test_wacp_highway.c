@@ -12,14 +12,17 @@ static void test_visibility_grants(void **state)
     const char *b = fx_child(f, f->rootid, "coder", NULL);
     fx_write(fx_dir(f, b), "x.txt", "x\n");
     assert_non_null(fx_call(f, b, "wacp/checkpoint.create",
-                            "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"provisional\", \"confidence\": \"high\", \"parent\": null}"));
+                            "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"provisional\", "
+                            "\"confidence\": \"high\", \"parent\": null}"));
     /* Without a grant: nothing of B. */
     assert_null(fx_call(f, a, "wacp/checkpoint.list", "{\"workspace\": \"%s\"}", b));
     assert_false(wacp_can_read(f->w, a, b));
     /* A worker cannot grant. */
-    assert_null(fx_call(f, a, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", a, b));
+    assert_null(
+        fx_call(f, a, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", a, b));
     EXPECT_ERR("permission_denied");
-    cJSON *g = fx_call(f, f->rootid, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", a, b);
+    cJSON *g = fx_call(f, f->rootid, "wacp/visibility.grant",
+                       "{\"workspace\": \"%s\", \"target\": \"%s\"}", a, b);
     assert_non_null(g);
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(g, "already")));
     assert_int_equal(fx_count(f, "visibility_granted"), 1);
@@ -28,13 +31,15 @@ static void test_visibility_grants(void **state)
     cJSON *l = fx_call(f, a, "wacp/checkpoint.list", "{\"workspace\": \"%s\"}", b);
     assert_non_null(l);
     /* Add-only, idempotent: a second grant records nothing new; there is no revoke. */
-    g = fx_call(f, f->rootid, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", a, b);
+    g = fx_call(f, f->rootid, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", a,
+                b);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(g, "already")));
     assert_int_equal(fx_count(f, "visibility_granted"), 1);
     assert_false(wacp_can_read(f->w, b, a)); /* one way */
     /* Only to an active or blocked workspace. */
     assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", b));
-    assert_null(fx_call(f, f->rootid, "wacp/visibility.grant", "{\"workspace\": \"%s\", \"target\": \"%s\"}", b, a));
+    assert_null(fx_call(f, f->rootid, "wacp/visibility.grant",
+                        "{\"workspace\": \"%s\", \"target\": \"%s\"}", b, a));
     EXPECT_ERR("invalid_state");
 }
 
@@ -60,8 +65,9 @@ static void test_envelope_altered_refused(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *s = fx_call(f, f->rootid, "wacp/envelope.send",
-                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": {\"text\": \"the real one\"}}", a);
+    cJSON *s = fx_call(
+        f, f->rootid, "wacp/envelope.send",
+        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": {\"text\": \"the real one\"}}", a);
     assert_non_null(s);
     struct wacp_env *v = NULL;
     for (size_t i = 0; i < f->w->n_env; i++)
@@ -88,7 +94,8 @@ static void test_injection(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    const struct policy_user u = {.uid = 1000, .user_id = "alice", .approve = POLICY_USER_APPROVE_ALL, .inject = true};
+    const struct policy_user u = {
+        .uid = 1000, .user_id = "alice", .approve = POLICY_USER_APPROVE_ALL, .inject = true};
     cJSON *p = cJSON_Parse("{}"), *r = NULL;
     cJSON_AddStringToObject(p, "to", a);
     cJSON_AddStringToObject(p, "type", "directive");
