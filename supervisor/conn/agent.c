@@ -49,6 +49,8 @@ struct agent_host {
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
     bool trail_warned; /* the first trail failure is said once on stderr */
+    bool in_turn;                        /* host_turn_end is walking its lists */
+    struct agent *graveyard;             /* freed during that walk: released after it */
 };
 
 struct agent {
@@ -78,6 +80,7 @@ struct agent {
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
     struct agent_stats st;
+    struct agent *grave_next;
 };
 
 static void agent_pump(struct agent *a);
@@ -762,6 +765,7 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
+    h->in_turn = true;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -803,6 +807,12 @@ static void host_turn_end(void *data)
      * committed at the end of the turn too. */
     if (h->trail && trail_pending(h->trail) > 0)
         host_trail_commit(h);
+    h->in_turn = false;
+    while (h->graveyard) {
+        struct agent *a = h->graveyard;
+        h->graveyard = a->grave_next;
+        agent_really_free(a);
+    }
 }
 
 int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
@@ -937,6 +947,14 @@ void agent_free(struct agent *a)
     h->n_agents--;
     if (a->inflight > 0) {
         a->freeing = true; /* the last tool_job_done frees it */
+        return;
+    }
+    if (h->in_turn) {
+        /* Freed from a callback of the turn's walk (its end, said by agent_flush): the walk
+         * still holds it; it is released when the walk is over. */
+        a->freeing = true;
+        a->grave_next = h->graveyard;
+        h->graveyard = a;
         return;
     }
     agent_really_free(a);
