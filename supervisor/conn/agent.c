@@ -48,9 +48,9 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
-    bool trail_warned; /* the first trail failure is said once on stderr */
-    bool in_turn;                        /* host_turn_end is walking its lists */
-    struct agent *graveyard;             /* freed during that walk: released after it */
+    bool trail_warned;       /* the first trail failure is said once on stderr */
+    bool in_turn;            /* host_turn_end is walking its lists */
+    struct agent *graveyard; /* freed during that walk: released after it */
 };
 
 struct agent {
