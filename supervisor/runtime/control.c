@@ -106,6 +106,16 @@ static cJSON *error_doc(const char *code, const char *msg)
     return o;
 }
 
+/* The live state: for the run's own user and root at once; anyone else (the socket is open to
+ * the policy's other users) is asked about like any other request. */
+static cJSON *live_state(struct control *c, struct control_client *k)
+{
+    if (!c->request || k->peer.uid == 0 || k->peer.uid == geteuid())
+        return c->state(c->data);
+    static const cJSON empty = {.type = cJSON_Object};
+    return c->request(c->data, &k->peer, "ps", &empty);
+}
+
 static void client_finish(struct control_client *k, bool eof)
 {
     struct control *c = k->c;
@@ -117,7 +127,7 @@ static void client_finish(struct control_client *k, bool eof)
     while (n && (k->buf[n - 1] == '\n' || k->buf[n - 1] == '\r' || k->buf[n - 1] == ' '))
         n--;
     if (n == 0 && eof) {
-        doc = c->state(c->data); /* no request: the live state (`corral ps` of old) */
+        doc = live_state(c, k); /* no request: the live state (`corral ps` of old) */
     } else if (!eof && !memchr(k->buf, '\n', k->len)) {
         doc = error_doc("bad_request", "a request is one JSON line, at most 2 MiB, sent within 10 s");
     } else {
@@ -126,7 +136,7 @@ static void client_finish(struct control_client *k, bool eof)
         if (!cJSON_IsObject(req) || !cJSON_IsString(op))
             doc = error_doc("bad_request", "a request is a JSON object with an \"op\"");
         else if (!strcmp(op->valuestring, "ps"))
-            doc = c->state(c->data);
+            doc = live_state(c, k);
         else if (c->request)
             doc = c->request(c->data, &k->peer, op->valuestring, req);
         else
