@@ -455,6 +455,13 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
 
 const char *cgroup_path(const struct cgroup *cg) { return cg ? cg->rel : NULL; }
 
+int cgroup_clone_fd(const struct cgroup *cg)
+{
+    if (!cg || !cg->v2 || !cg->leaf)
+        return -1;
+    return open(cg->leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* SIGKILL every process listed in DIR/cgroup.procs (v1 has no cgroup.kill). */
 static int kill_listed(const char *dir)
 {

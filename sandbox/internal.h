@@ -14,7 +14,10 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err);
 void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r);
 const char *cgroup_path(const struct cgroup *cg); /* relative to the hierarchy root(s) */
-int cgroup_kill(struct cgroup *cg);              /* SIGKILL every process in it */
+int cgroup_kill(struct cgroup *cg);
+/* cgroup v2: an fd of the directory the sandbox's processes live in, for CLONE_INTO_CGROUP;
+ * -1 on v1 (there the pid is moved after the clone). */
+int cgroup_clone_fd(const struct cgroup *cg);              /* SIGKILL every process in it */
 void cgroup_destroy(struct cgroup *cg);          /* kill what is left, rmdir, free; NULL ok */
 
 /* seccomp.c: the filter as raw BPF, built in the parent so failures are reported before clone.
@@ -42,5 +45,20 @@ int net_loopback_up(const struct net_request *req, struct cerr *err);
 /* landlock.c: restrict writes to the given absolute paths (inside the new root) for this process
  * and its future children. Returns 0, or a negative code with err set. */
 int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *err);
+
+/* spawn.c: the half of a start that clones init (see spawn_clone), run by the zygote or, when
+ * none was started, by the caller. spawn_fds are init's ends of the caller's pipes, the
+ * program's stdio (-1: inherit) and a cgroup v2 directory to be born in (-1: none). */
+#define SPAWN_MAX_KEEP 256 /* fds init keeps: its pipes, stdio, and one per bind of the root */
+struct spawn_fds {
+    int go_rd, err_wr, status_wr, notify_wr, in, out, err, cgroup;
+};
+struct spawn_cloned {
+    pid_t pid;
+    int pidfd;
+    uint64_t exec_ptr; /* the exec page's address in init (the filter allows that execve) */
+};
+int spawn_clone(const struct sandbox_profile *p, const char *program, char *const argv[],
+                const struct spawn_fds *f, bool sibling, struct spawn_cloned *out, struct cerr *err);
 
 #endif

@@ -5,6 +5,7 @@
  * stays as pid 1 to reap and forward signals. Nothing runs the program with less isolation than
  * asked: any failure before execve is reported on a pipe and the sandbox is torn down. */
 #include "sandbox/root.h"
+#include "sandbox/zygote.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -311,9 +312,41 @@ static int send_filter(int fd, const struct seccomp_prog *p)
     return r;
 }
 
+/* The first thing init does: close every fd it does not need. A clone copies its parent's whole
+ * fd table (in a supervisor: the trail, the control socket, every agent's pipes) and nothing of
+ * that may live in a sandbox, or count against the nofile budget applied below (a role's small
+ * RLIMIT_NOFILE made landlock fail with EMFILE while init still held a big supervisor's fds). */
+static void init_close_inherited(const struct spawn_args *a)
+{
+    int keep[SPAWN_MAX_KEEP];
+    size_t n = 0;
+    int mine[] = {0, 1, 2, a->go_rd, a->err_wr, a->status_wr, a->notify_wr, a->in, a->out, a->err};
+    for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+        if (mine[i] >= 0)
+            keep[n++] = mine[i];
+    for (size_t i = 0; i < a->plan->n && n < ARRAY_SIZE(keep); i++)
+        if (a->plan->e[i].fd >= 0)
+            keep[n++] = a->plan->e[i].fd;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen fds, and no malloc here */
+        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    int next = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (keep[i] > next)
+            syscall(SYS_close_range, (unsigned)next, (unsigned)keep[i] - 1, 0);
+        if (keep[i] + 1 > next)
+            next = keep[i] + 1;
+    }
+    syscall(SYS_close_range, (unsigned)next, ~0U, 0);
+}
+
 __attribute__((noreturn)) static void init_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
+    init_close_inherited(a);
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
     char c;
@@ -535,6 +568,98 @@ static int read_setup_outcome(int fd, const char *program, struct cerr *err)
     return cerr_set(err, EPERM, "sandbox set-up failed: %s", buf + 1);
 }
 
+/* The half of a start that needs a process to clone from: the root's detached mounts (host
+ * lookups, id-mapped binds), the exec page, and clone3 of init. It runs in the zygote (a fork
+ * server made before the supervisor had threads; see zygote.c) or, when none was started, in
+ * the caller. SIBLING (the zygote): CLONE_PARENT makes init the supervisor's child, not the
+ * zygote's, so the supervisor waits for it, signals it and is its parent for PR_SET_PDEATHSIG,
+ * exactly as if it had cloned init itself. F holds init's ends of the supervisor's pipes; they
+ * stay the caller's to close. */
+int spawn_clone(const struct sandbox_profile *p, const char *program, char *const argv[],
+                const struct spawn_fds *f, bool sibling, struct spawn_cloned *out, struct cerr *err)
+{
+    int r;
+    struct root_plan plan = {0};
+    const char *ll_paths[64];
+    size_t n_ll = 0;
+    if (sibling)
+        TRACE_START();
+    void *exec_page = map_exec_page(program);
+    if (!exec_page)
+        return cerr_set(err, ENOMEM, "cannot map the exec page");
+    CTT("start");
+    if ((r = root_plan_build(&plan, p, program, err)) < 0)
+        goto out;
+    if (plan.n > SPAWN_MAX_KEEP - 8) {
+        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 8);
+        goto out;
+    }
+    CTT("plan");
+    ll_paths[n_ll++] = "/tmp";
+    ll_paths[n_ll++] = "/dev/null";
+    ll_paths[n_ll++] = "/dev/zero";
+    ll_paths[n_ll++] = "/dev/full";
+    for (size_t i = 0; i < p->n_binds && n_ll < ARRAY_SIZE(ll_paths); i++)
+        if (p->binds[i].writable)
+            ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
+
+    struct spawn_args a = {
+        .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
+        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
+        .in = f->in, .out = f->out, .err = f->err,
+        .go_rd = f->go_rd, .err_wr = f->err_wr, .status_wr = f->status_wr, .alive_rd = f->go_rd,
+        .notify_wr = f->notify_wr, .listener = -1,
+    };
+    own_args(&a.arg_start, &a.arg_len);
+    a.no_caps = cap_init();
+    a.prog.insns = malloc(BPF_MAXINSNS * sizeof(struct sock_filter));
+    if (!a.no_caps || !a.prog.insns) {
+        r = cerr_set(err, ENOMEM, "out of memory");
+        goto out_args;
+    }
+    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0)
+        goto out_args;
+    int pidfd = -1;
+    struct clone_args ca = {
+        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_NEWNET | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    if (sibling) {
+        /* The kernel refuses an exit signal with CLONE_PARENT: init gets the zygote's own, which
+         * is SIGCHLD (it was forked). */
+        ca.flags |= CLONE_PARENT;
+        ca.exit_signal = 0;
+    }
+    if (f->cgroup >= 0) {
+        /* cgroup v2: born in its cgroup, so no move (and no wait on the cgroup lock) later. */
+        ca.flags |= CLONE_INTO_CGROUP;
+        ca.cgroup = (uint64_t)f->cgroup;
+    }
+    fflush(NULL);
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+    if (pid < 0) {
+        r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
+                     errno == EPERM || errno == ENOSPC ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)" : "");
+        goto out_args;
+    }
+    if (pid == 0)
+        init_main(&a);
+    CTT("clone");
+    out->pid = pid;
+    out->pidfd = pidfd;
+    out->exec_ptr = (uint64_t)(uintptr_t)exec_page;
+    r = 0;
+out_args:
+    cap_free(a.no_caps); /* the child has its own copies */
+    free(a.prog.insns);
+out:
+    root_plan_free(&plan);
+    munmap(exec_page, 4096); /* init has its own copy, at the same address */
+    return r;
+}
+
 int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
                   const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
 {
@@ -554,95 +679,40 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     c->pidfd = c->status_fd = c->alive_fd = c->notify_fd = -1;
     c->pid = -1;
     struct seccomp_prog prog = {0};
-    struct root_plan plan = {0};
-    void *exec_page = NULL;
     int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1};
-    const char *ll_paths[64];
-    size_t n_ll = 0;
+    int cgfd = -1;
 
     TRACE_START();
-#define TT(x) CTT(x)
-    exec_page = map_exec_page(program);
-    if (!exec_page) {
-        r = cerr_set(err, ENOMEM, "cannot map the exec page");
-        goto fail;
-    }
-    TT("start");
     /* The cgroup is made (and its budgets set) before the clone: only the move into it has to
      * wait for the child, and that overlaps with the child building its root. */
     if (!p->no_cgroup) {
         const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
         if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
             goto fail;
+        cgfd = cgroup_clone_fd(c->cg);
     }
-    if ((r = root_plan_build(&plan, p, program, err)) < 0)
-        goto fail;
-    TT("plan");
-    ll_paths[n_ll++] = "/tmp";
-    ll_paths[n_ll++] = "/dev/null";
-    ll_paths[n_ll++] = "/dev/zero";
-    ll_paths[n_ll++] = "/dev/full";
-    for (size_t i = 0; i < p->n_binds && n_ll < ARRAY_SIZE(ll_paths); i++)
-        if (p->binds[i].writable)
-            ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
-
+    CTT("cgroup-made");
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
         (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
-    struct spawn_args a = {
-        .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
-        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
+    struct spawn_fds f = {
+        .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .notify_wr = np[1],
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
-        .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
-        .notify_wr = np[1], .listener = -1,
+        .cgroup = cgfd,
     };
-    own_args(&a.arg_start, &a.arg_len);
-    a.no_caps = cap_init();
-    a.prog.insns = malloc(BPF_MAXINSNS * sizeof(struct sock_filter));
-    if (!a.no_caps || !a.prog.insns) {
-        cap_free(a.no_caps);
-        free(a.prog.insns);
-        r = cerr_set(err, ENOMEM, "out of memory");
-        goto fail;
-    }
-    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0) {
-        cap_free(a.no_caps);
-        free(a.prog.insns);
-        goto fail;
-    }
-    int pidfd = -1;
-    struct clone_args ca = {
-        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                 CLONE_NEWNET | CLONE_PIDFD,
-        .pidfd = (uint64_t)(uintptr_t)&pidfd,
-        .exit_signal = SIGCHLD,
-    };
-    fflush(NULL);
+    struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
-    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-    if (pid < 0) {
-        r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
-                     errno == EPERM || errno == ENOSPC ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)" : "");
-        cap_free(a.no_caps);
-        free(a.prog.insns);
+    if (zygote_running())
+        r = zygote_clone(p, program, argv, &f, &cl, err);
+    else
+        r = spawn_clone(p, program, argv, &f, false, &cl, err);
+    if (r < 0)
         goto fail;
-    }
-    if (pid == 0) {
-        close(go[1]);
-        close(ep[0]);
-        close(sp[0]);
-        if (np[0] >= 0)
-            close(np[0]);
-        init_main(&a);
-    }
+    pid_t pid = cl.pid;
     c->pid = pid;
-    c->pidfd = pidfd;
-    cap_free(a.no_caps); /* the child has its own copy */
-    free(a.prog.insns);
-    a.no_caps = NULL;
-    a.prog.insns = NULL;
+    c->pidfd = cl.pidfd;
     close(go[0]);
     go[0] = -1;
     close(ep[1]);
@@ -653,31 +723,31 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         close(np[1]);
     np[1] = -1;
 
-    TT("clone");
+    CTT("cloned");
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
-    TT("idmaps");
+    CTT("idmaps");
     if (util_write_all(go[1], "g", 1) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
     /* While init builds its root: into the cgroup, the filter, then phase two. */
-    if (c->cg && (r = cgroup_attach(c->cg, pid, err)) < 0)
+    if (c->cg && cgfd < 0 && (r = cgroup_attach(c->cg, pid, err)) < 0)
         goto fail;
-    TT("cgroup");
-    if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
+    CTT("cgroup");
+    if ((r = seccomp_build(&p->seccomp, (const void *)(uintptr_t)cl.exec_ptr, &prog, err)) < 0)
         goto fail;
-    TT("seccomp");
+    CTT("seccomp");
     if (send_filter(go[1], &prog) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
         (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
         goto fail;
     }
     c->alive_fd = steal_fd(&go[1]);
-    TT("go");
+    CTT("go");
     if ((r = read_setup_outcome(ep[0], program, err)) < 0)
         goto fail;
-    TT("execd");
+    CTT("execd");
     if (np[0] >= 0 && (c->notify_fd = recv_listener(np[0])) < 0) {
         r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
         goto fail;
@@ -687,9 +757,9 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     c->status_fd = steal_fd(&sp[0]);
     if (np[0] >= 0)
         close(np[0]);
-    root_plan_free(&plan);
+    if (cgfd >= 0)
+        close(cgfd);
     seccomp_prog_release(&prog);
-    munmap(exec_page, 4096);
     *out = c;
     return 0;
 
@@ -700,10 +770,9 @@ fail:
         if (sp[i] >= 0) close(sp[i]);
         if (np[i] >= 0) close(np[i]);
     }
-    root_plan_free(&plan);
+    if (cgfd >= 0)
+        close(cgfd);
     seccomp_prog_release(&prog);
-    if (exec_page)
-        munmap(exec_page, 4096);
     sandbox_child_free(c);
     return r;
 }
