@@ -347,6 +347,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
     init_close_inherited(a);
+    (void)prctl(PR_SET_NAME, "corral-init", 0, 0, 0); /* not the zygote's name it was cloned with */
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
     char c;

@@ -28,12 +28,16 @@
 #define ZYGOTE_REQ_MAGIC 0x315a5143u /* "CQZ1" */
 #define ZYGOTE_REP_MAGIC 0x315a5243u /* "CRZ1" */
 enum { ZYGOTE_NFDS = 8 };            /* the fields of struct spawn_fds, in order */
+/* A bind named by an fd of the supervisor's (/proc/self/fd/N: the broker binds the workspace
+ * through the directory fd it serves, so a renamed path cannot redirect it) travels as that fd,
+ * since the same name in the zygote would be another file or none. */
+enum { ZYGOTE_MAX_BIND_FDS = 8, ZYGOTE_MAX_FDS = ZYGOTE_NFDS + ZYGOTE_MAX_BIND_FDS };
 
 struct zygote_hdr {
     uint32_t magic;
     uint32_t len;    /* body bytes that follow */
     uint32_t fdmask; /* which of the ZYGOTE_NFDS slots came as SCM_RIGHTS, in slot order */
-    uint32_t reserved;
+    uint32_t nbindfds; /* then this many binds' fds, in bind order (ZB_FD) */
 };
 
 struct zygote_reply {
@@ -94,7 +98,26 @@ enum {
     ZB_WRITABLE = 1u << 0,
     ZB_OPTIONAL = 1u << 1,
     ZB_INSIDE = 1u << 2,
+    ZB_FD = 1u << 3, /* the host is the request's next bind fd, not a path */
 };
+
+/* The N of a host path "/proc/self/fd/N", or -1. */
+static int self_fd_path(const char *host)
+{
+    static const char pre[] = "/proc/self/fd/";
+    if (strncmp(host, pre, sizeof(pre) - 1))
+        return -1;
+    const char *d = host + sizeof(pre) - 1;
+    long v = 0;
+    if (!*d)
+        return -1;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9' || v > 1 << 24)
+            return -1;
+        v = v * 10 + (*d - '0');
+    }
+    return (int)v;
+}
 
 static size_t count_strv(char *const *v)
 {
@@ -108,9 +131,10 @@ static size_t count_strv(char *const *v)
  * network, rlimits, landlock, cwd) and the program's argv and environment. Budgets, seccomp and
  * the cgroup stay with the supervisor, which applies them. */
 int zygote_encode(const struct sandbox_profile *p, const char *program, char *const argv[],
-                  unsigned char **buf, size_t *len, struct cerr *err)
+                  unsigned char **buf, size_t *len, int *bind_fds, size_t *n_bind_fds, struct cerr *err)
 {
     struct zbuf z = {0};
+    *n_bind_fds = 0;
     uint32_t flags = (p->landlock ? ZF_LANDLOCK : 0) | (p->envp ? ZF_ENVP : 0) | (p->cwd ? ZF_CWD : 0) |
                      (p->hostname ? ZF_HOSTNAME : 0);
     size_t argc = count_strv(argv), envc = count_strv(p->envp);
@@ -133,8 +157,19 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
         zb_str(&z, p->cwd);
     for (size_t i = 0; i < p->n_binds; i++) {
         const struct sandbox_bind *b = &p->binds[i];
-        zb_u32(&z, (b->writable ? ZB_WRITABLE : 0) | (b->optional ? ZB_OPTIONAL : 0) | (b->inside ? ZB_INSIDE : 0));
-        zb_str(&z, b->host);
+        int bfd = self_fd_path(b->host);
+        if (bfd >= 0 && bind_fds) {
+            if (*n_bind_fds == ZYGOTE_MAX_BIND_FDS) {
+                free(z.b);
+                return cerr_set(err, E2BIG, "zygote: more than %d binds name an fd", ZYGOTE_MAX_BIND_FDS);
+            }
+            bind_fds[(*n_bind_fds)++] = bfd;
+        } else
+            bfd = -1;
+        zb_u32(&z, (b->writable ? ZB_WRITABLE : 0) | (b->optional ? ZB_OPTIONAL : 0) | (b->inside ? ZB_INSIDE : 0) |
+                       (bfd >= 0 ? ZB_FD : 0));
+        if (bfd < 0)
+            zb_str(&z, b->host);
         if (b->inside)
             zb_str(&z, b->inside);
     }
@@ -203,14 +238,17 @@ static const char *zr_str(struct zreader *r)
 
 void zygote_decoded_free(struct zygote_decoded *d)
 {
+    free(d->fd_paths);
     free(d->argv);
     free(d->envp);
     free(d->binds);
     memset(d, 0, sizeof(*d));
 }
 
-int zygote_decode(const unsigned char *buf, size_t len, struct zygote_decoded *d, struct cerr *err)
+int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, size_t n_bind_fds,
+                  struct zygote_decoded *d, struct cerr *err)
 {
+    size_t used_fds = 0;
     memset(d, 0, sizeof(*d));
     struct zreader r = {.b = buf, .len = len};
     struct sandbox_profile *p = &d->p;
@@ -243,7 +281,8 @@ int zygote_decode(const unsigned char *buf, size_t len, struct zygote_decoded *d
     d->binds = nb ? calloc(nb, sizeof(*d->binds)) : NULL;
     d->argv = calloc((size_t)argc + 1, sizeof(char *));
     d->envp = (flags & ZF_ENVP) ? calloc((size_t)envc + 1, sizeof(char *)) : NULL;
-    if ((nb && !d->binds) || !d->argv || ((flags & ZF_ENVP) && !d->envp)) {
+    d->fd_paths = n_bind_fds ? calloc(n_bind_fds, sizeof(*d->fd_paths)) : NULL;
+    if ((nb && !d->binds) || !d->argv || ((flags & ZF_ENVP) && !d->envp) || (n_bind_fds && !d->fd_paths)) {
         zygote_decoded_free(d);
         return cerr_set(err, ENOMEM, "zygote: out of memory");
     }
@@ -251,7 +290,15 @@ int zygote_decode(const unsigned char *buf, size_t len, struct zygote_decoded *d
         uint32_t bf = zr_u32(&r);
         d->binds[i].writable = bf & ZB_WRITABLE;
         d->binds[i].optional = bf & ZB_OPTIONAL;
-        d->binds[i].host = zr_str(&r);
+        if (bf & ZB_FD) {
+            if (used_fds == n_bind_fds) {
+                r.bad = true;
+                break;
+            }
+            snprintf(d->fd_paths[used_fds], sizeof(d->fd_paths[used_fds]), "/proc/self/fd/%d", bind_fds[used_fds]);
+            d->binds[i].host = d->fd_paths[used_fds++];
+        } else
+            d->binds[i].host = zr_str(&r);
         if (bf & ZB_INSIDE)
             d->binds[i].inside = zr_str(&r);
     }
@@ -259,7 +306,7 @@ int zygote_decode(const unsigned char *buf, size_t len, struct zygote_decoded *d
         d->argv[i] = (char *)zr_str(&r);
     for (uint32_t i = 0; i < envc && d->envp && !r.bad; i++)
         d->envp[i] = (char *)zr_str(&r);
-    if (r.bad || r.off != len || !d->program) {
+    if (r.bad || r.off != len || !d->program || used_fds != n_bind_fds) {
         zygote_decoded_free(d);
         return cerr_set(err, EPROTO, "zygote: malformed request (a string runs past its end, or bytes are left over)");
     }
@@ -276,7 +323,7 @@ static ssize_t send_with_fds(int sock, const void *data, size_t len, const int *
     struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
     union {
         struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_NFDS)];
+        char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_MAX_FDS)];
     } u;
     memset(&u, 0, sizeof(u));
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -305,7 +352,7 @@ static int recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxf
         struct iovec iov = {.iov_base = (char *)data + got, .iov_len = len - got};
         union {
             struct cmsghdr h;
-            char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_NFDS)];
+            char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_MAX_FDS)];
         } u;
         struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
         ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
@@ -361,24 +408,24 @@ static void zygote_reply_send(int sock, int status, const struct spawn_cloned *c
 static void zygote_serve_one(int sock)
 {
     struct zygote_hdr h;
-    int fds[ZYGOTE_NFDS];
+    int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
-    if (recv_with_fds(sock, &h, sizeof(h), fds, ZYGOTE_NFDS, &nfds) < 0)
+    if (recv_with_fds(sock, &h, sizeof(h), fds, ZYGOTE_MAX_FDS, &nfds) < 0)
         _exit(0);
-    if (h.magic != ZYGOTE_REQ_MAGIC || h.len == 0 || h.len > ZYGOTE_MAX_REQUEST ||
-        (size_t)__builtin_popcount(h.fdmask) != nfds || (h.fdmask >> ZYGOTE_NFDS))
+    if (h.magic != ZYGOTE_REQ_MAGIC || h.len == 0 || h.len > ZYGOTE_MAX_REQUEST || (h.fdmask >> ZYGOTE_NFDS) ||
+        h.nbindfds > ZYGOTE_MAX_BIND_FDS || (size_t)__builtin_popcount(h.fdmask) + h.nbindfds != nfds)
         _exit(0); /* out of step with the supervisor: nothing after this can be trusted */
     unsigned char *body = malloc(h.len);
     if (!body || util_read_all(sock, body, h.len) != (ssize_t)h.len)
         _exit(0);
-    int slot[ZYGOTE_NFDS];
-    for (int i = 0, k = 0; i < ZYGOTE_NFDS; i++)
+    int slot[ZYGOTE_NFDS], k = 0;
+    for (int i = 0; i < ZYGOTE_NFDS; i++)
         slot[i] = (h.fdmask & (1u << i)) ? fds[k++] : -1;
     struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4], slot[5], slot[6], slot[7]};
     struct cerr e = {0};
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     struct zygote_decoded d;
-    int r = zygote_decode(body, h.len, &d, &e);
+    int r = zygote_decode(body, h.len, fds + k, h.nbindfds, &d, &e);
     if (r == 0 && (f.go_rd < 0 || f.err_wr < 0 || f.status_wr < 0))
         r = cerr_set(&e, EPROTO, "zygote: a request without init's pipes");
     if (r == 0) {
@@ -499,21 +546,25 @@ int zygote_clone(const struct sandbox_profile *p, const char *program, char *con
 {
     unsigned char *body = NULL;
     size_t len = 0;
-    int r = zygote_encode(p, program, argv, &body, &len, err);
+    int bind_fds[ZYGOTE_MAX_BIND_FDS];
+    size_t n_bind_fds = 0;
+    int r = zygote_encode(p, program, argv, &body, &len, bind_fds, &n_bind_fds, err);
     if (r < 0)
         return r;
     /* A program that inherits the caller's stdio gets the supervisor's own 0, 1, 2: the zygote
      * holds /dev/null there. */
     int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr,
                              f->in >= 0 ? f->in : 0, f->out >= 0 ? f->out : 1, f->err >= 0 ? f->err : 2, f->cgroup};
-    int fds[ZYGOTE_NFDS];
+    int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
-    struct zygote_hdr h = {.magic = ZYGOTE_REQ_MAGIC, .len = (uint32_t)len};
+    struct zygote_hdr h = {.magic = ZYGOTE_REQ_MAGIC, .len = (uint32_t)len, .nbindfds = (uint32_t)n_bind_fds};
     for (int i = 0; i < ZYGOTE_NFDS; i++)
         if (slot[i] >= 0 && fcntl(slot[i], F_GETFD) >= 0) {
             h.fdmask |= 1u << i;
             fds[nfds++] = slot[i];
         }
+    for (size_t i = 0; i < n_bind_fds; i++)
+        fds[nfds++] = bind_fds[i];
     struct zygote_reply rep;
     int rfd[1];
     size_t nr = 0;

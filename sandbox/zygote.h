@@ -30,10 +30,14 @@ struct zygote_decoded {
     char **argv;
     char **envp;
     struct sandbox_bind *binds;
+    char (*fd_paths)[32]; /* "/proc/self/fd/N" of the binds that came as fds */
 };
+/* Binds whose host is "/proc/self/fd/N" go as fd N: encode lists them in BIND_FDS (room for 8;
+ * NULL: sent as paths), decode names the received ones in their place. */
 int zygote_encode(const struct sandbox_profile *p, const char *program, char *const argv[],
-                  unsigned char **buf, size_t *len, struct cerr *err);
-int zygote_decode(const unsigned char *buf, size_t len, struct zygote_decoded *d, struct cerr *err);
+                  unsigned char **buf, size_t *len, int *bind_fds, size_t *n_bind_fds, struct cerr *err);
+int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, size_t n_bind_fds,
+                  struct zygote_decoded *d, struct cerr *err);
 void zygote_decoded_free(struct zygote_decoded *d);
 
 #define ZYGOTE_MAX_REQUEST (8u << 20) /* argv + environment of a command stay far below */
