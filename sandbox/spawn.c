@@ -347,7 +347,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
     init_close_inherited(a);
-    (void)prctl(PR_SET_NAME, "corral-init", 0, 0, 0); /* not the zygote's name it was cloned with */
+    (void)prctl(PR_SET_NAME, "corral", 0, 0, 0); /* the supervisor's name, not the zygote's */
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
     char c;
@@ -385,6 +385,31 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0, fd, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
     CTT("privs");
 
+    /* corral's own argv strings, which init inherits, are blanked before the program starts, so
+     * it never reads a host path or option in /proc/1/cmdline (blanking after its execve left a
+     * moment where it could). The program's argv may live in them (corral exec's does): it is
+     * copied first, to pages of its own (mmap: no allocator lock in a clone of a threaded
+     * process). */
+    if (a->arg_start && a->arg_len > 12) {
+        size_t argc = 0, bytes = 0;
+        while (a->argv[argc])
+            bytes += strlen(a->argv[argc++]) + 1;
+        size_t need = (argc + 1) * sizeof(char *) + bytes;
+        char **copy = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHILD_CHECK(copy != MAP_FAILED, fd, "cannot copy the program's arguments: %s", strerror(errno));
+        char *sp = (char *)(copy + argc + 1);
+        for (size_t i = 0; i < argc; i++) {
+            size_t l = strlen(a->argv[i]) + 1;
+            memcpy(sp, a->argv[i], l);
+            copy[i] = sp;
+            sp += l;
+        }
+        copy[argc] = NULL;
+        a->argv = copy;
+        memset(a->arg_start, 0, a->arg_len);
+        memcpy(a->arg_start, "corral-init", 11);
+    }
+
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -413,13 +438,6 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
         a->status_wr = 3;
     syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0);
-    /* vfork returned: the program has exec'd and no longer shares these strings (its argv came
-     * from them). */
-    if (a->arg_start && a->arg_len > 12) {
-        memset(a->arg_start, 0, a->arg_len);
-        memcpy(a->arg_start, "corral-init", 11);
-    }
-
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int i = 0; i < 3 && devnull >= 0; i++)
         dup2(devnull, i); /* init must not hold the program's pipes open */
