@@ -37,8 +37,9 @@
 struct sandbox_child {
     pid_t pid;          /* host pid of init */
     int pidfd;
-    int status_fd;      /* init writes the program's wait status here */
-    int alive_fd;       /* our end of a pipe init watches: closes when we die */
+    int status_fd;      /* our end of the control socket: the go byte and the filter went out
+                         * on it, the program's wait status comes back on it, and init watches
+                         * it for hangup (we died). One fd per sandbox for all three. */
     int notify_fd;      /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
     double started;
@@ -436,7 +437,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     /* init keeps nothing of corral's but its status pipe: corral's other fds (a trail, agent
      * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. */
     if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
-        a->status_wr = 3;
+        a->status_wr = a->alive_rd = a->go_rd = 3;
     syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int i = 0; i < 3 && devnull >= 0; i++)
@@ -695,10 +696,10 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     struct sandbox_child *c = calloc(1, sizeof(*c));
     if (!c)
         return cerr_set(err, ENOMEM, "out of memory");
-    c->pidfd = c->status_fd = c->alive_fd = c->notify_fd = -1;
+    c->pidfd = c->status_fd = c->notify_fd = -1;
     c->pid = -1;
     struct seccomp_prog prog = {0};
-    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1};
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, np[2] = {-1, -1};
     int cgfd = -1;
 
     TRACE_START();
@@ -711,13 +712,13 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         cgfd = cgroup_clone_fd(c->cg);
     }
     CTT("cgroup-made");
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
         (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
     struct spawn_fds f = {
-        .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .notify_wr = np[1],
+        .go_rd = go[0], .err_wr = ep[1], .status_wr = go[0], .notify_wr = np[1],
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .cgroup = cgfd,
     };
@@ -736,8 +737,6 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     go[0] = -1;
     close(ep[1]);
     ep[1] = -1;
-    close(sp[1]);
-    sp[1] = -1;
     if (np[1] >= 0)
         close(np[1]);
     np[1] = -1;
@@ -762,7 +761,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
         goto fail;
     }
-    c->alive_fd = steal_fd(&go[1]);
+    c->status_fd = steal_fd(&go[1]);
     CTT("go");
     if ((r = read_setup_outcome(ep[0], program, err)) < 0)
         goto fail;
@@ -773,7 +772,6 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     }
     close(ep[0]);
     ep[0] = -1;
-    c->status_fd = steal_fd(&sp[0]);
     if (np[0] >= 0)
         close(np[0]);
     if (cgfd >= 0)
@@ -786,7 +784,6 @@ fail:
     for (int i = 0; i < 2; i++) {
         if (go[i] >= 0) close(go[i]);
         if (ep[i] >= 0) close(ep[i]);
-        if (sp[i] >= 0) close(sp[i]);
         if (np[i] >= 0) close(np[i]);
     }
     if (cgfd >= 0)
@@ -874,7 +871,6 @@ void sandbox_child_free(struct sandbox_child *c)
     cgroup_destroy(c->cg);
     if (c->pidfd >= 0) close(c->pidfd);
     if (c->status_fd >= 0) close(c->status_fd);
-    if (c->alive_fd >= 0) close(c->alive_fd);
     if (c->notify_fd >= 0) close(c->notify_fd);
     free(c);
 }
