@@ -37,13 +37,26 @@
 struct sandbox_child {
     pid_t pid;          /* host pid of init */
     int pidfd;
-    int status_fd;      /* our end of the control socket: the go byte and the filter went out
-                         * on it, the program's wait status comes back on it, and init watches
-                         * it for hangup (we died). One fd per sandbox for all three. */
+    int status_fd;      /* our end of the control socket: the go byte, the filter and the start
+                         * message go out on it, the program's wait status comes back on it, and
+                         * init watches it for hangup (we died). One fd per sandbox for all. */
+    int err_fd;         /* set-up failures and the program's execve error, until started */
+    int np_fd;          /* seccomp.notify: where init passes the listener, until started */
+    char *program;
+    bool started_prog;
+    const struct sandbox_child *parent; /* the sandbox whose cgroup holds ours (warm.c) */
     int notify_fd;      /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
     double started;
     bool reaped;
+};
+
+/* The start message's header (see init_receive_start). */
+#define SPAWN_START_MAGIC 0x54535a43u /* "CZST" */
+#define SPAWN_START_MAX (8u << 20)
+struct spawn_start_hdr {
+    uint32_t magic;
+    uint32_t len;
 };
 
 /* Messages from the child to the parent on the error pipe: one record each. */
@@ -125,8 +138,9 @@ struct spawn_args {
     const struct root_plan *plan;
     struct seccomp_prog prog; /* received from the parent over the go pipe */
     const char *exec_path;   /* in the random page: the one execve the filter allows */
-    char *const *argv;
-    char *const *envp;
+    char *const *argv;       /* the program's argv, environment and directory: from the start */
+    char *const *envp;       /* message (init_receive_start) */
+    const char *cwd;
     const char *const *ll_paths;
     size_t n_ll;
     int in, out, err;        /* stdio for the program, -1: inherit */
@@ -218,7 +232,7 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
             CHILD_CHECK(dup2(std[i], i) == i, fd, "stdio: dup2: %s", strerror(errno));
     /* Only 0, 1, 2 cross execve; the error pipe stays usable until then. */
     CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s", strerror(errno));
-    CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd, "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/", strerror(errno));
+    CHILD_CHECK(chdir(a->cwd) == 0, fd, "cannot change to the directory %s inside the sandbox: %s", a->cwd, strerror(errno));
     CTT("prog-start");
     if (a->p->landlock) {
         struct cerr e;
@@ -313,6 +327,69 @@ static int send_filter(int fd, const struct seccomp_prog *p)
     return r;
 }
 
+/* The start message (see sandbox_start): a header with the program's three stdio fds as
+ * SCM_RIGHTS, then LEN bytes: argc, envc, the directory, the arguments, the environment, each
+ * string length-prefixed and NUL-ended. Read into pages of its own (mmap: no allocator in a
+ * clone of a threaded process) and checked like any input. A short read: the parent is gone or
+ * gave up (a prepared sandbox it never used), and init leaves. */
+static void init_receive_start(struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    struct spawn_start_hdr h;
+    union {
+        struct cmsghdr c;
+        char buf[CMSG_SPACE(3 * sizeof(int))];
+    } u;
+    struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t n;
+    while ((n = recvmsg(a->go_rd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof(h))
+        _exit(125);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHILD_CHECK(h.magic == SPAWN_START_MAGIC && h.len >= 8 && h.len <= SPAWN_START_MAX && c &&
+                    c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len == CMSG_LEN(3 * sizeof(int)) && !(m.msg_flags & MSG_CTRUNC),
+                fd, "start: a malformed start message");
+    int std[3];
+    memcpy(std, CMSG_DATA(c), sizeof(std));
+    a->in = std[0];
+    a->out = std[1];
+    a->err = std[2];
+    unsigned char *b = mmap(NULL, h.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHILD_CHECK(b != MAP_FAILED, fd, "start: cannot map %u bytes: %s", h.len, strerror(errno));
+    if (util_read_all(a->go_rd, b, h.len) != (ssize_t)h.len)
+        _exit(125);
+    uint32_t argc, envc;
+    memcpy(&argc, b, 4);
+    memcpy(&envc, b + 4, 4);
+    CHILD_CHECK(argc >= 1 && argc <= h.len / 5 && envc <= h.len / 5, fd, "start: %u arguments, %u variables: malformed", argc, envc);
+    char **v = mmap(NULL, ((size_t)argc + envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHILD_CHECK(v != MAP_FAILED, fd, "start: cannot map the argument vector: %s", strerror(errno));
+    size_t off = 8;
+    for (uint32_t i = 0; i < 1 + argc + envc; i++) {
+        uint32_t l;
+        CHILD_CHECK(h.len - off >= 4, fd, "start: a string runs past the message");
+        memcpy(&l, b + off, 4);
+        off += 4;
+        CHILD_CHECK(h.len - off >= (size_t)l + 1 && b[off + l] == 0 && !memchr(b + off, 0, l), fd, "start: a malformed string");
+        char *str = (char *)b + off;
+        off += (size_t)l + 1;
+        if (i == 0)
+            a->cwd = str;
+        else if (i <= argc)
+            v[i - 1] = str;
+        else
+            v[argc + 1 + (i - 1 - argc)] = str;
+    }
+    CHILD_CHECK(off == h.len, fd, "start: bytes left over");
+    v[argc] = NULL;
+    v[argc + 1 + envc] = NULL;
+    a->argv = v;
+    a->envp = v + argc + 1;
+}
+
 /* The first thing init does: close every fd it does not need. A clone copies its parent's whole
  * fd table (in a supervisor: the trail, the control socket, every agent's pipes) and nothing of
  * that may live in a sandbox, or count against the nofile budget applied below (a role's small
@@ -386,27 +463,14 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0, fd, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
     CTT("privs");
 
+    /* Ready. A prepared sandbox waits here for its program (sandbox_start); everything that
+     * made it a sandbox is done, and the program gets nothing init did not check. */
+    init_receive_start(a);
+    CTT("start-msg");
     /* corral's own argv strings, which init inherits, are blanked before the program starts, so
-     * it never reads a host path or option in /proc/1/cmdline (blanking after its execve left a
-     * moment where it could). The program's argv may live in them (corral exec's does): it is
-     * copied first, to pages of its own (mmap: no allocator lock in a clone of a threaded
-     * process). */
+     * it never reads a host path or option in /proc/1/cmdline. (The program's argv came in the
+     * start message, in pages of its own.) */
     if (a->arg_start && a->arg_len > 12) {
-        size_t argc = 0, bytes = 0;
-        while (a->argv[argc])
-            bytes += strlen(a->argv[argc++]) + 1;
-        size_t need = (argc + 1) * sizeof(char *) + bytes;
-        char **copy = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHILD_CHECK(copy != MAP_FAILED, fd, "cannot copy the program's arguments: %s", strerror(errno));
-        char *sp = (char *)(copy + argc + 1);
-        for (size_t i = 0; i < argc; i++) {
-            size_t l = strlen(a->argv[i]) + 1;
-            memcpy(sp, a->argv[i], l);
-            copy[i] = sp;
-            sp += l;
-        }
-        copy[argc] = NULL;
-        a->argv = copy;
         memset(a->arg_start, 0, a->arg_len);
         memcpy(a->arg_start, "corral-init", 11);
     }
@@ -595,8 +659,8 @@ static int read_setup_outcome(int fd, const char *program, struct cerr *err)
  * zygote's, so the supervisor waits for it, signals it and is its parent for PR_SET_PDEATHSIG,
  * exactly as if it had cloned init itself. F holds init's ends of the supervisor's pipes; they
  * stay the caller's to close. */
-int spawn_clone(const struct sandbox_profile *p, const char *program, char *const argv[],
-                const struct spawn_fds *f, bool sibling, struct spawn_cloned *out, struct cerr *err)
+int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f, bool sibling,
+                struct spawn_cloned *out, struct cerr *err)
 {
     int r;
     struct root_plan plan = {0};
@@ -624,8 +688,7 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, char *cons
             ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
 
     struct spawn_args a = {
-        .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
-        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
+        .p = p, .plan = &plan, .exec_path = exec_page, .ll_paths = ll_paths, .n_ll = n_ll,
         .in = f->in, .out = f->out, .err = f->err,
         .go_rd = f->go_rd, .err_wr = f->err_wr, .status_wr = f->status_wr, .alive_rd = f->go_rd,
         .notify_wr = f->notify_wr, .listener = -1,
@@ -680,8 +743,8 @@ out:
     return r;
 }
 
-int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
-                  const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
+int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct sandbox_child **out,
+                    struct cerr *err)
 {
     if (!program || program[0] != '/')
         return cerr_set(err, EINVAL, "program path must be absolute (resolve it with sandbox_find_program)");
@@ -694,10 +757,13 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
 
     int r;
     struct sandbox_child *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c || !(c->program = strdup(program))) {
+        free(c);
         return cerr_set(err, ENOMEM, "out of memory");
-    c->pidfd = c->status_fd = c->notify_fd = -1;
+    }
+    c->pidfd = c->status_fd = c->notify_fd = c->err_fd = c->np_fd = -1;
     c->pid = -1;
+    c->parent = p->cgroup_parent;
     struct seccomp_prog prog = {0};
     int go[2] = {-1, -1}, ep[2] = {-1, -1}, np[2] = {-1, -1};
     int cgfd = -1;
@@ -719,15 +785,14 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     }
     struct spawn_fds f = {
         .go_rd = go[0], .err_wr = ep[1], .status_wr = go[0], .notify_wr = np[1],
-        .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
-        .cgroup = cgfd,
+        .in = -1, .out = -1, .err = -1, .cgroup = cgfd,
     };
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
     if (zygote_running())
-        r = zygote_clone(p, program, argv, &f, &cl, err);
+        r = zygote_clone(p, program, &f, &cl, err);
     else
-        r = spawn_clone(p, program, argv, &f, false, &cl, err);
+        r = spawn_clone(p, program, &f, false, &cl, err);
     if (r < 0)
         goto fail;
     pid_t pid = cl.pid;
@@ -761,19 +826,10 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
         goto fail;
     }
-    c->status_fd = steal_fd(&go[1]);
     CTT("go");
-    if ((r = read_setup_outcome(ep[0], program, err)) < 0)
-        goto fail;
-    CTT("execd");
-    if (np[0] >= 0 && (c->notify_fd = recv_listener(np[0])) < 0) {
-        r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
-        goto fail;
-    }
-    close(ep[0]);
-    ep[0] = -1;
-    if (np[0] >= 0)
-        close(np[0]);
+    c->status_fd = steal_fd(&go[1]);
+    c->err_fd = steal_fd(&ep[0]);
+    c->np_fd = steal_fd(&np[0]);
     if (cgfd >= 0)
         close(cgfd);
     seccomp_prog_release(&prog);
@@ -791,6 +847,102 @@ fail:
     seccomp_prog_release(&prog);
     sandbox_child_free(c);
     return r;
+}
+
+static void put_str(unsigned char *b, size_t *off, const char *str)
+{
+    uint32_t l = (uint32_t)strlen(str);
+    memcpy(b + *off, &l, 4);
+    memcpy(b + *off + 4, str, (size_t)l + 1);
+    *off += 4 + (size_t)l + 1;
+}
+
+int sandbox_start(struct sandbox_child *c, char *const argv[], char *const envp[], const char *cwd,
+                  const struct sandbox_stdio *stdio, struct cerr *err)
+{
+    if (c->started_prog)
+        return cerr_set(err, EALREADY, "sandbox already started");
+    if (!argv || !argv[0])
+        return cerr_set(err, EINVAL, "start: an empty argv");
+    c->started_prog = true;
+    if (!envp)
+        envp = (char *const *)sandbox_default_env;
+    if (!cwd)
+        cwd = "/";
+    size_t argc = 0, envc = 0, len = 8 + 5 + strlen(cwd);
+    for (; argv[argc]; argc++)
+        len += 5 + strlen(argv[argc]);
+    for (; envp[envc]; envc++)
+        len += 5 + strlen(envp[envc]);
+    if (len > SPAWN_START_MAX)
+        return cerr_set(err, E2BIG, "the program's arguments and environment are too large (%zu bytes; at most %u)", len, SPAWN_START_MAX);
+    unsigned char *b = malloc(len);
+    if (!b)
+        return cerr_set(err, ENOMEM, "out of memory");
+    uint32_t n32 = (uint32_t)argc;
+    memcpy(b, &n32, 4);
+    n32 = (uint32_t)envc;
+    memcpy(b + 4, &n32, 4);
+    size_t off = 8;
+    put_str(b, &off, cwd);
+    for (size_t i = 0; i < argc; i++)
+        put_str(b, &off, argv[i]);
+    for (size_t i = 0; i < envc; i++)
+        put_str(b, &off, envp[i]);
+    /* The program's stdio travels with the header; -1 is the caller's own. */
+    int std[3] = {stdio && stdio->in >= 0 ? stdio->in : 0, stdio && stdio->out >= 0 ? stdio->out : 1,
+                  stdio && stdio->err >= 0 ? stdio->err : 2};
+    struct spawn_start_hdr h = {.magic = SPAWN_START_MAGIC, .len = (uint32_t)len};
+    struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+    union {
+        struct cmsghdr cm;
+        char buf[CMSG_SPACE(sizeof(std))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(std));
+    memcpy(CMSG_DATA(cm), std, sizeof(std));
+    int r = 0;
+    c->started = util_now();
+    if (sendmsg(c->status_fd, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(h) || util_write_all(c->status_fd, b, len) < 0)
+        r = cerr_set(err, EPIPE, "the sandbox's init died before its program started");
+    free(b);
+    /* The outcome: EOF on the error pipe once the program is exec'd, or init's reason. */
+    int rr = read_setup_outcome(c->err_fd, c->program, err);
+    if (r == 0)
+        r = rr;
+    else if (rr < 0)
+        r = rr; /* its own reason is the better message */
+    CTT("execd");
+    close(c->err_fd);
+    c->err_fd = -1;
+    if (r == 0 && c->np_fd >= 0 && (c->notify_fd = recv_listener(c->np_fd)) < 0)
+        r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
+    if (c->np_fd >= 0)
+        close(c->np_fd);
+    c->np_fd = -1;
+    return r;
+}
+
+int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
+                  const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
+{
+    struct sandbox_child *c = NULL;
+    int r = warm_take(p, program, &c);
+    if (r == 0 && !c)
+        r = sandbox_prepare(p, program, &c, err);
+    if (r < 0)
+        return r;
+    if ((r = sandbox_start(c, argv, p->envp, p->cwd, stdio, err)) < 0) {
+        sandbox_child_free(c);
+        return r;
+    }
+    warm_refill(p, program, c);
+    *out = c;
+    return 0;
 }
 
 int sandbox_child_pidfd(const struct sandbox_child *c) { return c->pidfd; }
@@ -850,8 +1002,10 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
         r->signal = si.si_status; /* init itself was killed: the whole sandbox ended with it */
     }
     CTT("waited");
+    warm_drop_children(c);
     cgroup_usage(c->cg, r);
-    cgroup_destroy(c->cg);
+    if (!warm_destroy_later(c->cg, c->parent))
+        cgroup_destroy(c->cg);
     CTT("destroyed");
     c->cg = NULL;
     return 0;
@@ -861,6 +1015,7 @@ void sandbox_child_free(struct sandbox_child *c)
 {
     if (!c)
         return;
+    warm_drop_children(c); /* prepared sandboxes nested in our cgroup go first */
     if (c->pid > 0 && !c->reaped) {
         if (c->pidfd >= 0)
             syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -872,5 +1027,8 @@ void sandbox_child_free(struct sandbox_child *c)
     if (c->pidfd >= 0) close(c->pidfd);
     if (c->status_fd >= 0) close(c->status_fd);
     if (c->notify_fd >= 0) close(c->notify_fd);
+    if (c->err_fd >= 0) close(c->err_fd);
+    if (c->np_fd >= 0) close(c->np_fd);
+    free(c->program);
     free(c);
 }

@@ -270,7 +270,7 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
     /* Each string takes at least 5 bytes: a count the body cannot hold is refused before any
      * allocation. */
     size_t left = len - r.off;
-    if (argc == 0 || (uint64_t)nb * 9 > left || (uint64_t)argc * 5 > left || (uint64_t)envc * 5 > left ||
+    if ((uint64_t)nb * 9 > left || (uint64_t)argc * 5 > left || (uint64_t)envc * 5 > left ||
         ((uint64_t)nb * 9 + (uint64_t)argc * 5 + (uint64_t)envc * 5) > left)
         return cerr_set(err, EPROTO, "zygote: counts (%u binds, %u arguments, %u variables) exceed the request", nb, argc, envc);
     d->program = zr_str(&r);
@@ -429,7 +429,7 @@ static void zygote_serve_one(int sock)
     if (r == 0 && (f.go_rd < 0 || f.err_wr < 0 || f.status_wr < 0))
         r = cerr_set(&e, EPROTO, "zygote: a request without init's pipes");
     if (r == 0) {
-        r = spawn_clone(&d.p, d.program, d.argv, &f, true, &cl, &e);
+        r = spawn_clone(&d.p, d.program, &f, true, &cl, &e);
         zygote_decoded_free(&d);
     }
     for (size_t i = 0; i < nfds; i++)
@@ -447,8 +447,8 @@ __attribute__((noreturn)) static void zygote_main(int sock, pid_t parent)
         _exit(0);
     (void)prctl(PR_SET_NAME, "corral-zygote", 0, 0, 0);
     /* Only the socket and stderr (for SPAWN_TRACE and a crash report) stay; stdin and stdout
-     * become /dev/null, so the zygote keeps no pipe of the caller's open. Sandboxes that
-     * inherit the supervisor's stdio get them in the request. */
+     * become /dev/null, so the zygote keeps no pipe of the caller's open. A program's stdio
+     * (the supervisor's own when it inherits) reaches its init in the start message. */
     if (sock != 3) {
         if (dup2(sock, 3) < 0)
             _exit(0);
@@ -533,6 +533,7 @@ void zygote_stop(void)
 {
     if (!zygote_started)
         return;
+    warm_stop(); /* its prepares need the zygote */
     pthread_mutex_lock(&zygote_lock);
     zygote_broken(); /* EOF: it exits */
     pthread_mutex_unlock(&zygote_lock);
@@ -541,20 +542,21 @@ void zygote_stop(void)
     zygote_pid = -1;
 }
 
-int zygote_clone(const struct sandbox_profile *p, const char *program, char *const argv[],
-                 const struct spawn_fds *f, struct spawn_cloned *out, struct cerr *err)
+int zygote_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                 struct spawn_cloned *out, struct cerr *err)
 {
     unsigned char *body = NULL;
     size_t len = 0;
     int bind_fds[ZYGOTE_MAX_BIND_FDS];
     size_t n_bind_fds = 0;
-    int r = zygote_encode(p, program, argv, &body, &len, bind_fds, &n_bind_fds, err);
+    /* The program's argv, environment and stdio come later, in sandbox_start. */
+    struct sandbox_profile q = *p;
+    q.envp = NULL;
+    q.cwd = NULL;
+    int r = zygote_encode(&q, program, NULL, &body, &len, bind_fds, &n_bind_fds, err);
     if (r < 0)
         return r;
-    /* A program that inherits the caller's stdio gets the supervisor's own 0, 1, 2: the zygote
-     * holds /dev/null there. */
-    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr,
-                             f->in >= 0 ? f->in : 0, f->out >= 0 ? f->out : 1, f->err >= 0 ? f->err : 2, f->cgroup};
+    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr, f->in, f->out, f->err, f->cgroup};
     int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
     struct zygote_hdr h = {.magic = ZYGOTE_REQ_MAGIC, .len = (uint32_t)len, .nbindfds = (uint32_t)n_bind_fds};

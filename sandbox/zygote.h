@@ -14,12 +14,13 @@
  * a second call is a no-op. It ends by itself when the supervisor ends or calls zygote_stop. */
 int zygote_start(struct cerr *err);
 bool zygote_running(void);
+/* Ends the prepared sandboxes (warm.c) and the zygote; call before exiting. */
 void zygote_stop(void);
 
-/* Sends one clone request (the profile, program, argv and F's fds over SCM_RIGHTS) and waits for
+/* Sends one clone request (the profile, program and F's fds over SCM_RIGHTS) and waits for
  * the answer: init's pid, pidfd and exec page. Safe from any thread (one request at a time). */
-int zygote_clone(const struct sandbox_profile *p, const char *program, char *const argv[],
-                 const struct spawn_fds *f, struct spawn_cloned *out, struct cerr *err);
+int zygote_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                 struct spawn_cloned *out, struct cerr *err);
 
 /* The request's body, for tests and the fuzz target: encode into a malloc'd buffer; decode
  * checks every length against the buffer (the zygote trusts its supervisor, but not blindly).
