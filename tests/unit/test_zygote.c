@@ -6,7 +6,10 @@
 #include "sandbox/zygote.h"
 
 #include <fcntl.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -208,6 +211,121 @@ static void spawns_from_threads_through_the_zygote(void **state)
     rmdir(ws);
 }
 
+/* Output of `sh -c SCRIPT` in a command sandbox nested in AGENT's, with WS bound at /workspace
+ * by fd, X=VAL in its environment; *warm: its init was made before this call (prepared). */
+static char *run_in(struct sandbox_child *agent, const char *ws, const char *val, bool *warm)
+{
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    int dfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char host[64], env[64];
+    snprintf(host, sizeof(host), "/proc/self/fd/%d", dfd);
+    snprintf(env, sizeof(env), "X=%s", val);
+    char *const envp[] = {env, "PATH=/usr/bin:/bin", NULL};
+    struct sandbox_bind b = {.host = host, .inside = "/workspace", .writable = true};
+    p.binds = &b;
+    p.n_binds = 1;
+    p.cgroup_parent = agent;
+    p.cwd = "/workspace";
+    p.envp = envp;
+    int op[2];
+    assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+    struct sandbox_stdio io = {-1, op[1], op[1]};
+    char *const argv[] = {"sh", "-c", "cat mark; echo \" $X $(pwd)\"", NULL};
+    struct timespec now;
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    unsigned long long ticks = (unsigned long long)now.tv_sec * (unsigned long long)sysconf(_SC_CLK_TCK) +
+                               (unsigned long long)now.tv_nsec / (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+    struct sandbox_child *c = NULL;
+    struct cerr e = {0};
+    if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
+        fail_msg("spawn: %s", e.msg);
+    /* starttime of init (field 22), in clock ticks since boot */
+    char path[64], st[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)sandbox_child_pid(c));
+    unsigned long long start = 0;
+    if (util_read_file(path, st, sizeof(st)) == 0) {
+        char *q = strrchr(st, ')');
+        int field = 2;
+        for (char *tok = q ? strtok(q + 1, " ") : NULL; tok; tok = strtok(NULL, " "))
+            if (++field == 22)
+                start = strtoull(tok, NULL, 10);
+    }
+    *warm = start > 0 && start + 5 < ticks; /* made 50 ms or more before the call */
+    close(op[1]);
+    static char out[256];
+    ssize_t n = util_read_all(op[0], out, sizeof(out) - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(op[0]);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(c, &r, &e), 0);
+    sandbox_child_free(c);
+    close(dfd);
+    return out;
+}
+
+static void prepared_sandboxes_match_their_profile(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    char a[] = "/tmp/corral-warm-a.XXXXXX", b[] = "/tmp/corral-warm-b.XXXXXX";
+    assert_non_null(mkdtemp(a));
+    assert_non_null(mkdtemp(b));
+    char m[64];
+    snprintf(m, sizeof(m), "%s/mark", a);
+    int fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_int_equal(write(fd, "A", 1), 1);
+    close(fd);
+    snprintf(m, sizeof(m), "%s/mark", b);
+    fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_int_equal(write(fd, "B", 1), 1);
+    close(fd);
+    chown(a, 65534, 65534);
+    chown(b, 65534, 65534);
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    char cg[512];
+    snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat cst;
+    if (stat(cg, &cst) < 0) /* cgroup v2 */
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    assert_int_equal(stat(cg, &cst), 0);
+    int warm_a = 0;
+    static const char *const seq[] = {"a", "a", "b", "a", "b", "b", "a", "a"};
+    for (size_t i = 0; i < ARRAY_SIZE(seq); i++) {
+        bool warm;
+        char val[8];
+        snprintf(val, sizeof(val), "v%zu", i);
+        const char *ws = seq[i][0] == 'a' ? a : b;
+        char *out = run_in(agent, ws, val, &warm);
+        char want[64];
+        /* Each sees its own workspace, environment and directory, warm or not. */
+        snprintf(want, sizeof(want), "%c v%zu /workspace\n", seq[i][0] == 'a' ? 'A' : 'B', i);
+        assert_string_equal(out, want);
+        if (seq[i][0] == 'a' && i > 0 && seq[i - 1][0] == 'a')
+            warm_a += warm;
+        usleep(200 * 1000); /* the next one's prepare */
+    }
+    assert_true(warm_a >= 1); /* the second of two runs in a row took a prepared sandbox */
+    /* The agent's end takes its prepared sandboxes and their cgroups with it. */
+    sandbox_child_signal(agent, SIGKILL);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(agent, &r, &e), 0);
+    sandbox_child_free(agent);
+    struct stat st;
+    assert_true(stat(cg, &st) < 0 && errno == ENOENT);
+    unlink(m);
+    snprintf(m, sizeof(m), "%s/mark", a);
+    unlink(m);
+    rmdir(a);
+    rmdir(b);
+}
+
 int main(void)
 {
     /* Before any thread, as the supervisor does. */
@@ -220,6 +338,7 @@ int main(void)
         cmocka_unit_test(body_round_trips),
         cmocka_unit_test(malformed_bodies_refused),
         cmocka_unit_test(spawns_from_threads_through_the_zygote),
+        cmocka_unit_test(prepared_sandboxes_match_their_profile),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     zygote_stop();
