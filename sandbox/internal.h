@@ -63,10 +63,13 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
 
 /* warm.c: prepared sandboxes (sandbox_prepare) kept for profiles that start commands again and
  * again, so a command's start is its program's alone. warm_take hands one whose profile matches
- * (0 with *out NULL: none); warm_refill asks for the next one in the background after a start;
+ * (0 with *out NULL: none); warm_refill_make copies a profile at a start, and warm_refill asks
+ * for the next sandbox of it in the background when that start's sandbox ends;
  * warm_drop_children ends those whose cgroup nests in PARENT's (before PARENT's goes). */
 int warm_take(const struct sandbox_profile *p, const char *program, struct sandbox_child **out);
-void warm_refill(const struct sandbox_profile *p, const char *program, const struct sandbox_child *started);
+void *warm_refill_make(const struct sandbox_profile *p, const char *program); /* NULL: none wanted */
+void warm_refill(void *req);      /* queues it (taking it) */
+void warm_refill_drop(void *req);
 void warm_drop_children(const struct sandbox_child *parent);
 void warm_stop(void);
 /* Hands the cgroup of an ended sandbox nested in PARENT's to the background thread to remove;

@@ -44,6 +44,7 @@ struct sandbox_child {
     int np_fd;          /* seccomp.notify: where init passes the listener, until started */
     char *program;
     bool started_prog;
+    void *refill;       /* warm.c's request for the next sandbox of this profile, at our end */
     const struct sandbox_child *parent; /* the sandbox whose cgroup holds ours (warm.c) */
     int notify_fd;      /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
@@ -940,7 +941,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         sandbox_child_free(c);
         return r;
     }
-    warm_refill(p, program, c);
+    c->refill = warm_refill_make(p, program);
     *out = c;
     return 0;
 }
@@ -1003,6 +1004,8 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
     }
     CTT("waited");
     warm_drop_children(c);
+    warm_refill(c->refill);
+    c->refill = NULL;
     cgroup_usage(c->cg, r);
     if (!warm_destroy_later(c->cg, c->parent))
         cgroup_destroy(c->cg);
@@ -1029,6 +1032,7 @@ void sandbox_child_free(struct sandbox_child *c)
     if (c->notify_fd >= 0) close(c->notify_fd);
     if (c->err_fd >= 0) close(c->err_fd);
     if (c->np_fd >= 0) close(c->np_fd);
+    warm_refill_drop(c->refill);
     free(c->program);
     free(c);
 }

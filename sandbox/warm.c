@@ -7,9 +7,9 @@
  * prepares the next one of that profile (sandbox_prepare: cgroup, namespaces, root, filter,
  * privileges dropped, init waiting), and the next sandbox_spawn of that profile takes it.
  *
- * Only sandboxes nested in another's cgroup (commands of an agent) are kept warm, and only in a
- * supervisor with a zygote: a one-shot `corral exec` or an agent's own start never leaves an
- * unused sandbox behind. At most one per profile and WARM_MAX in all; those of an agent end
+ * Only sandboxes nested in another's cgroup (commands of an agent) and profiles that ask for it
+ * (prepare_next: a run's agents, whose workers share a profile) are kept warm, and only in a
+ * supervisor with a zygote: a one-shot `corral exec` never leaves an unused sandbox behind. At most one per profile and WARM_MAX in all; those of an agent end
  * before its own cgroup goes (warm_drop_children), the rest at zygote_stop. A prepared sandbox
  * has every property a fresh one has: it was made by the same code, and a profile matches only
  * when every field that shapes the sandbox is equal (binds named by an fd compare by the
@@ -61,6 +61,7 @@ struct warm_rm {
 };
 static struct warm_rm *warm_rm_queue;
 static const struct sandbox_child *warm_busy_parent; /* the prepare under way is nested in it */
+static const struct warm_key *warm_busy_key;          /* and is of this profile */
 static bool warm_busy_cancel;
 static bool warm_thread_started, warm_stopping;
 static pthread_t warm_thread;
@@ -292,6 +293,7 @@ static void *warm_main(void *arg)
         struct warm_req *r = warm_queue;
         warm_queue = r->next;
         warm_busy_parent = r->p.cgroup_parent;
+        warm_busy_key = &r->key;
         warm_busy_cancel = false;
         pthread_mutex_unlock(&warm_lock);
 
@@ -322,6 +324,7 @@ static void *warm_main(void *arg)
             warm_slot[victim].used = ++warm_clock;
         }
         warm_busy_parent = NULL;
+        warm_busy_key = NULL;
         pthread_cond_broadcast(&warm_idle);
         pthread_mutex_unlock(&warm_lock);
         sandbox_child_free(drop);
@@ -334,7 +337,7 @@ static void *warm_main(void *arg)
 
 static bool warm_wanted(const struct sandbox_profile *p)
 {
-    return p->cgroup_parent && zygote_running();
+    return (p->cgroup_parent || p->prepare_next) && zygote_running();
 }
 
 int warm_take(const struct sandbox_profile *p, const char *program, struct sandbox_child **out)
@@ -346,13 +349,25 @@ int warm_take(const struct sandbox_profile *p, const char *program, struct sandb
     if (key_make(p, program, &k) < 0)
         return 0; /* no match is no harm: a fresh prepare follows */
     struct sandbox_child *c = NULL;
+    struct warm_req *mine = NULL;
     pthread_mutex_lock(&warm_lock);
+    /* One of this profile under way finishes sooner than a fresh one would: wait for it (commands
+     * sent back to back come faster than a prepare). One queued but not begun is ours to do. */
+    while (warm_busy_key && key_eq(warm_busy_key, &k))
+        pthread_cond_wait(&warm_idle, &warm_lock);
     for (size_t i = 0; i < WARM_MAX; i++)
         if (warm_slot[i].c && key_eq(&warm_slot[i].key, &k)) {
             c = slot_clear(i);
             break;
         }
+    for (struct warm_req **q = &warm_queue; *q && !c; q = &(*q)->next)
+        if (key_eq(&(*q)->key, &k)) {
+            mine = *q;
+            *q = mine->next;
+            break;
+        }
     pthread_mutex_unlock(&warm_lock);
+    req_free(mine);
     free(k.b);
     /* An init that ended while it waited (killed with its cgroup, say) is no use. */
     struct pollfd pf = {.fd = c ? sandbox_child_pidfd(c) : -1, .events = POLLIN};
@@ -364,12 +379,21 @@ int warm_take(const struct sandbox_profile *p, const char *program, struct sandb
     return 0;
 }
 
-void warm_refill(const struct sandbox_profile *p, const char *program, const struct sandbox_child *started)
+void *warm_refill_make(const struct sandbox_profile *p, const char *program)
 {
-    (void)started;
-    if (!warm_wanted(p))
-        return;
-    struct warm_req *r = req_make(p, program);
+    return warm_wanted(p) ? req_make(p, program) : NULL;
+}
+
+void warm_refill_drop(void *req)
+{
+    req_free(req);
+}
+
+/* Queued when the sandbox that asked for it ends, not when it starts: the next one is then made
+ * while the agent thinks, instead of competing for the CPUs with the command that runs. */
+void warm_refill(void *req)
+{
+    struct warm_req *r = req;
     if (!r)
         return;
     pthread_mutex_lock(&warm_lock);
