@@ -21,14 +21,15 @@ for n in $sizes; do
     head -c 4096 /dev/urandom | base64 >"$d/ws/a.txt"
     chown -R 65534:65534 "$d/ws"
     python3 - "$d" "$S" "$n" "$R" <<'PY'
-import json, sys
+import json, os, sys
 d, script, n, r = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+NOMAXWS = os.environ.get("NOMAXWS")  # for a corral without the policy key (a baseline)
 steps = ['@flood:%d:tools/call {"name":"readFile","arguments":{"path":"a.txt"}}' % r,
          'wacp/signal.emit {"type":"complete"}', '@hold']
 create = 'wacp/workspace.create {"agent":"w","directive":{"steps":%s}}' % json.dumps(steps)
 coord = ['@timeout:600000'] + [create] * n + ['@until:complete'] * n + ['wacp/signal.emit {"type":"complete"}', '@hold']
 json.dump({"version": 1, "highway": {"preset": "autonomous", "gates": {"task_approval": False}},
-           "max_workspaces": n + 8,
+           **({"max_workspaces": n + 8} if not NOMAXWS else {}),
            "roles": {"coordinator": {"budgets": {"wall_time": "30m"}},
                      "worker": {"authority": {"write": False, "commands": False},
                                 "budgets": {"memory": "64M", "pids": 8, "wall_time": "30m"}}},
