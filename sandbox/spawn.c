@@ -932,12 +932,25 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
                   const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
 {
     struct sandbox_child *c = NULL;
+#ifdef SPAWN_TRACE
+    double t_in = util_now();
+#endif
     int r = warm_take(p, program, &c);
+#ifdef SPAWN_TRACE
+    double t_taken = util_now();
+#endif
     if (r == 0 && !c)
         r = sandbox_prepare(p, program, &c, err);
     if (r < 0)
         return r;
+#ifdef SPAWN_TRACE
+    double t_prep = util_now();
+    r = sandbox_start(c, argv, p->envp, p->cwd, stdio, err);
+    fprintf(stderr, "  spawn: take %.3f prepare %.3f start %.3f ms\n", (t_taken - t_in) * 1e3, (t_prep - t_taken) * 1e3, (util_now() - t_prep) * 1e3);
+    if (r < 0) {
+#else
     if ((r = sandbox_start(c, argv, p->envp, p->cwd, stdio, err)) < 0) {
+#endif
         sandbox_child_free(c);
         return r;
     }
@@ -975,6 +988,9 @@ int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
 
 int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
 {
+#ifdef SPAWN_TRACE
+    double t_w = util_now();
+#endif
     memset(r, 0, sizeof(*r));
     if (c->reaped)
         return cerr_set(err, ECHILD, "sandbox already waited for");
@@ -1009,6 +1025,9 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
     cgroup_usage(c->cg, r);
     if (!warm_destroy_later(c->cg, c->parent))
         cgroup_destroy(c->cg);
+#ifdef SPAWN_TRACE
+    fprintf(stderr, "  wait: %.3f ms\n", (util_now() - t_w) * 1e3);
+#endif
     CTT("destroyed");
     c->cg = NULL;
     return 0;

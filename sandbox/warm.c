@@ -278,7 +278,7 @@ static void *warm_main(void *arg)
             pthread_cond_wait(&warm_wake, &warm_lock);
         if (warm_stopping)
             break;
-        if (warm_rm_queue) {
+        if (warm_rm_queue && !warm_queue) { /* prepares first: a command may be waiting */
             struct warm_rm *x = warm_rm_queue;
             warm_rm_queue = x->next;
             warm_busy_parent = x->parent;
@@ -375,6 +375,9 @@ int warm_take(const struct sandbox_profile *p, const char *program, struct sandb
         sandbox_child_free(c);
         c = NULL;
     }
+#ifdef SPAWN_TRACE
+    fprintf(stderr, "  warm: %s\n", c ? "hit" : "miss");
+#endif
     *out = c;
     return 0;
 }
