@@ -42,6 +42,8 @@ struct warm_req {
     size_t n_fds;
     char *program;
     struct warm_req *next;
+    struct warm_req *held_next; /* on warm_held from warm_refill_make until queued or dropped */
+    bool cancelled;             /* its parent ended meanwhile: never queued */
 };
 
 static struct {
@@ -60,6 +62,9 @@ struct warm_rm {
     struct warm_rm *next;
 };
 static struct warm_rm *warm_rm_queue;
+/* Requests made at a start, held by their sandbox until it ends: an agent that ends first must
+ * cancel them, or a prepare would use its freed sandbox as the cgroup parent. */
+static struct warm_req *warm_held;
 static const struct sandbox_child *warm_busy_parent; /* the prepare under way is nested in it */
 static const struct warm_key *warm_busy_key;          /* and is of this profile */
 static bool warm_busy_cancel;
@@ -382,13 +387,35 @@ int warm_take(const struct sandbox_profile *p, const char *program, struct sandb
     return 0;
 }
 
+/* Under warm_lock: takes R off warm_held. */
+static void held_remove(struct warm_req *r)
+{
+    for (struct warm_req **q = &warm_held; *q; q = &(*q)->held_next)
+        if (*q == r) {
+            *q = r->held_next;
+            return;
+        }
+}
+
 void *warm_refill_make(const struct sandbox_profile *p, const char *program)
 {
-    return warm_wanted(p) ? req_make(p, program) : NULL;
+    struct warm_req *r = warm_wanted(p) ? req_make(p, program) : NULL;
+    if (r) {
+        pthread_mutex_lock(&warm_lock);
+        r->held_next = warm_held;
+        warm_held = r;
+        pthread_mutex_unlock(&warm_lock);
+    }
+    return r;
 }
 
 void warm_refill_drop(void *req)
 {
+    if (!req)
+        return;
+    pthread_mutex_lock(&warm_lock);
+    held_remove(req);
+    pthread_mutex_unlock(&warm_lock);
     req_free(req);
 }
 
@@ -400,7 +427,8 @@ void warm_refill(void *req)
     if (!r)
         return;
     pthread_mutex_lock(&warm_lock);
-    bool have = false;
+    held_remove(r);
+    bool have = r->cancelled;
     for (size_t i = 0; i < WARM_MAX && !have; i++)
         have = warm_slot[i].c && key_eq(&warm_slot[i].key, &r->key);
     for (struct warm_req *q = warm_queue; q && !have; q = q->next)
@@ -453,6 +481,9 @@ void warm_drop_children(const struct sandbox_child *parent)
     struct warm_req *cancelled = NULL;
     struct warm_rm *rm = NULL;
     pthread_mutex_lock(&warm_lock);
+    for (struct warm_req *h = warm_held; h; h = h->held_next)
+        if (h->p.cgroup_parent == parent)
+            h->cancelled = true;
     if (!warm_thread_started) {
         pthread_mutex_unlock(&warm_lock);
         return;
