@@ -17,7 +17,7 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # fetches the npm peers), and the Kward surface's outliner and differ (universal-ctags, diffutils;
 # run in command sandboxes).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils socat
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat
 # The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
 # the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
 NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
