@@ -1813,9 +1813,9 @@ static void load_trail(struct lctx *c, const cJSON *n)
 
 static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_diags *d)
 {
-    static const char *const keys[] = {"version", "description", "roles", "envelope_types",
-                                       "checkpoint_types", "agents", "highway", "users", "trail",
-                                       "max_message", "max_workspaces", "$schema"};
+    static const char *const keys[] = {
+        "version", "description", "roles", "envelope_types", "checkpoint_types", "agents",
+        "highway", "users",       "trail", "max_message",    "max_workspaces",   "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;

@@ -136,9 +136,11 @@ static void cg_host_load(void)
 {
     pthread_mutex_lock(&cg_host_lock);
     if (!cg_host.done) {
-        cg_host.v2 = v2_usable(cg_host.v2_root, sizeof(cg_host.v2_root), cg_host.v2_own, sizeof(cg_host.v2_own));
+        cg_host.v2 = v2_usable(cg_host.v2_root, sizeof(cg_host.v2_root), cg_host.v2_own,
+                               sizeof(cg_host.v2_own));
         for (int i = 0; i < CG_NCTL && !cg_host.v2; i++) {
-            cg_host.mount_rc[i] = v1_mount_of(cg_ctl_name[i], cg_host.mount[i], sizeof(cg_host.mount[i]));
+            cg_host.mount_rc[i] = v1_mount_of(cg_ctl_name[i], cg_host.mount[i],
+                                              sizeof(cg_host.mount[i]));
             cg_host.own_rc[i] = own_cgroup(cg_ctl_name[i], cg_host.own[i], sizeof(cg_host.own[i]));
         }
         cg_host.done = true;

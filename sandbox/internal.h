@@ -58,8 +58,8 @@ struct spawn_cloned {
     int pidfd;
     uint64_t exec_ptr; /* the exec page's address in init (the filter allows that execve) */
 };
-int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f, bool sibling,
-                struct spawn_cloned *out, struct cerr *err);
+int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                bool sibling, struct spawn_cloned *out, struct cerr *err);
 
 /* warm.c: prepared sandboxes (sandbox_prepare) kept for profiles that start commands again and
  * again, so a command's start is its program's alone. warm_take hands one whose profile matches
@@ -68,12 +68,15 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
  * warm_drop_children ends those whose cgroup nests in PARENT's (before PARENT's goes). */
 int warm_take(const struct sandbox_profile *p, const char *program, struct sandbox_child **out);
 void *warm_refill_make(const struct sandbox_profile *p, const char *program); /* NULL: none wanted */
-void warm_refill(void *req);      /* queues it (taking it) */
+void warm_refill(void *req);                                                  /* queues it (taking it) */
 void warm_refill_drop(void *req);
 void warm_drop_children(const struct sandbox_child *parent);
 void warm_stop(void);
 /* Hands the cgroup of an ended sandbox nested in PARENT's to the background thread to remove;
  * false: remove it yourself (no thread, or no parent to order the removal against). */
-bool warm_destroy_later(struct cgroup *cg, const struct sandbox_child *parent); /* ends the background thread and every prepared sandbox (zygote_stop) */
+bool warm_destroy_later(
+    struct cgroup *cg,
+    const struct sandbox_child
+        *parent); /* ends the background thread and every prepared sandbox (zygote_stop) */
 
 #endif

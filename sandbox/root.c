@@ -79,23 +79,28 @@ static int idmap_helper_main(void *arg)
     return 0;
 }
 
-static int idmap_userns_make(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_gid, struct cerr *err)
+static int idmap_userns_make(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_gid,
+                             struct cerr *err)
 {
     enum { STACK = 16384 };
-    void *stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    void *stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1,
+                       0);
     if (stack == MAP_FAILED)
-        return cerr_set(err, errno, "root: cannot map the user namespace helper's stack: %s", strerror(errno));
+        return cerr_set(err, errno, "root: cannot map the user namespace helper's stack: %s",
+                        strerror(errno));
     /* No signal handler of ours may run on the helper's stack: everything stays blocked in it. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     /* exit_signal 0: no SIGCHLD to the caller, and no waitpid(-1) elsewhere can reap it. */
-    pid_t pid = clone(idmap_helper_main, (char *)stack + STACK, CLONE_NEWUSER | CLONE_VM | CLONE_FILES, NULL);
+    pid_t pid = clone(idmap_helper_main, (char *)stack + STACK, CLONE_NEWUSER | CLONE_VM | CLONE_FILES,
+                      NULL);
     int ce = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         munmap(stack, STACK);
-        return cerr_set(err, ce, "root: cannot create a user namespace for an id-mapped mount: %s", strerror(ce));
+        return cerr_set(err, ce, "root: cannot create a user namespace for an id-mapped mount: %s",
+                        strerror(ce));
     }
     char p[64], map[64];
     snprintf(p, sizeof(p), "/proc/%ld/uid_map", (long)pid);
@@ -137,8 +142,9 @@ static int idmap_userns(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_g
     pthread_mutex_lock(&idmap_lock);
     size_t victim = 0;
     for (size_t i = 0; i < ARRAY_SIZE(idmap_cache); i++) {
-        if (idmap_cache[i].fd > 0 && idmap_cache[i].from_uid == from_uid && idmap_cache[i].to_uid == to_uid &&
-            idmap_cache[i].from_gid == from_gid && idmap_cache[i].to_gid == to_gid) {
+        if (idmap_cache[i].fd > 0 && idmap_cache[i].from_uid == from_uid &&
+            idmap_cache[i].to_uid == to_uid && idmap_cache[i].from_gid == from_gid &&
+            idmap_cache[i].to_gid == to_gid) {
             idmap_cache[i].used = ++idmap_clock;
             int fd = fcntl(idmap_cache[i].fd, F_DUPFD_CLOEXEC, 3);
             int e = errno;

@@ -89,7 +89,7 @@ struct sandbox_profile {
     const char *cwd;                           /* inside; NULL: "/" */
     char *const *envp;                         /* the program's whole environment; NULL: a minimal one */
     const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
-    bool prepare_next;        /* after a start, prepare the next sandbox of this profile in the
+    bool prepare_next; /* after a start, prepare the next sandbox of this profile in the
                                * background (sandbox/warm.c; commands nested in an agent always
                                * are): for profiles started again and again, like a run's workers */
 };

@@ -38,7 +38,7 @@ struct warm_req {
     struct sandbox_bind *binds;
     char **strs; /* every string the copy owns */
     size_t n_strs;
-    int *fds;    /* dups of binds named by an fd */
+    int *fds; /* dups of binds named by an fd */
     size_t n_fds;
     char *program;
     struct warm_req *next;
@@ -66,7 +66,7 @@ static struct warm_rm *warm_rm_queue;
  * cancel them, or a prepare would use its freed sandbox as the cgroup parent. */
 static struct warm_req *warm_held;
 static const struct sandbox_child *warm_busy_parent; /* the prepare under way is nested in it */
-static const struct warm_key *warm_busy_key;          /* and is of this profile */
+static const struct warm_key *warm_busy_key;         /* and is of this profile */
 static bool warm_busy_cancel;
 static bool warm_thread_started, warm_stopping;
 static pthread_t warm_thread;
@@ -107,7 +107,10 @@ static void kstr(struct kbuf *k, const char *s)
         s = "\x01(null)";
     kput(k, s, strlen(s) + 1);
 }
-static void ku64(struct kbuf *k, uint64_t v) { kput(k, &v, sizeof(v)); }
+static void ku64(struct kbuf *k, uint64_t v)
+{
+    kput(k, &v, sizeof(v));
+}
 
 /* The N of "/proc/self/fd/N", or -1. */
 static int fd_of_path(const char *host)

@@ -35,8 +35,8 @@ enum { ZYGOTE_MAX_BIND_FDS = 8, ZYGOTE_MAX_FDS = ZYGOTE_NFDS + ZYGOTE_MAX_BIND_F
 
 struct zygote_hdr {
     uint32_t magic;
-    uint32_t len;    /* body bytes that follow */
-    uint32_t fdmask; /* which of the ZYGOTE_NFDS slots came as SCM_RIGHTS, in slot order */
+    uint32_t len;      /* body bytes that follow */
+    uint32_t fdmask;   /* which of the ZYGOTE_NFDS slots came as SCM_RIGHTS, in slot order */
     uint32_t nbindfds; /* then this many binds' fds, in bind order (ZB_FD) */
 };
 
@@ -81,8 +81,14 @@ static void zb_put(struct zbuf *z, const void *p, size_t n)
     memcpy(z->b + z->len, p, n);
     z->len += n;
 }
-static void zb_u32(struct zbuf *z, uint32_t v) { zb_put(z, &v, sizeof(v)); }
-static void zb_u64(struct zbuf *z, uint64_t v) { zb_put(z, &v, sizeof(v)); }
+static void zb_u32(struct zbuf *z, uint32_t v)
+{
+    zb_put(z, &v, sizeof(v));
+}
+static void zb_u64(struct zbuf *z, uint64_t v)
+{
+    zb_put(z, &v, sizeof(v));
+}
 static void zb_str(struct zbuf *z, const char *s)
 {
     size_t n = strlen(s);
@@ -161,13 +167,14 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
         if (bfd >= 0 && bind_fds) {
             if (*n_bind_fds == ZYGOTE_MAX_BIND_FDS) {
                 free(z.b);
-                return cerr_set(err, E2BIG, "zygote: more than %d binds name an fd", ZYGOTE_MAX_BIND_FDS);
+                return cerr_set(err, E2BIG, "zygote: more than %d binds name an fd",
+                                ZYGOTE_MAX_BIND_FDS);
             }
             bind_fds[(*n_bind_fds)++] = bfd;
         } else
             bfd = -1;
-        zb_u32(&z, (b->writable ? ZB_WRITABLE : 0) | (b->optional ? ZB_OPTIONAL : 0) | (b->inside ? ZB_INSIDE : 0) |
-                       (bfd >= 0 ? ZB_FD : 0));
+        zb_u32(&z, (b->writable ? ZB_WRITABLE : 0) | (b->optional ? ZB_OPTIONAL : 0) |
+                       (b->inside ? ZB_INSIDE : 0) | (bfd >= 0 ? ZB_FD : 0));
         if (bfd < 0)
             zb_str(&z, b->host);
         if (b->inside)
@@ -183,8 +190,10 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
     }
     if (z.len > ZYGOTE_MAX_REQUEST) {
         free(z.b);
-        return cerr_set(err, E2BIG, "zygote: the command's arguments and environment are too large (%zu bytes; at most %u)",
-                        z.len, ZYGOTE_MAX_REQUEST);
+        return cerr_set(
+            err, E2BIG,
+            "zygote: the command's arguments and environment are too large (%zu bytes; at most %u)",
+            z.len, ZYGOTE_MAX_REQUEST);
     }
     *buf = z.b;
     *len = z.len;
@@ -272,7 +281,9 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
     size_t left = len - r.off;
     if ((uint64_t)nb * 9 > left || (uint64_t)argc * 5 > left || (uint64_t)envc * 5 > left ||
         ((uint64_t)nb * 9 + (uint64_t)argc * 5 + (uint64_t)envc * 5) > left)
-        return cerr_set(err, EPROTO, "zygote: counts (%u binds, %u arguments, %u variables) exceed the request", nb, argc, envc);
+        return cerr_set(err, EPROTO,
+                        "zygote: counts (%u binds, %u arguments, %u variables) exceed the request", nb,
+                        argc, envc);
     d->program = zr_str(&r);
     if (flags & ZF_HOSTNAME)
         p->hostname = zr_str(&r);
@@ -282,7 +293,8 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
     d->argv = calloc((size_t)argc + 1, sizeof(char *));
     d->envp = (flags & ZF_ENVP) ? calloc((size_t)envc + 1, sizeof(char *)) : NULL;
     d->fd_paths = n_bind_fds ? calloc(n_bind_fds, sizeof(*d->fd_paths)) : NULL;
-    if ((nb && !d->binds) || !d->argv || ((flags & ZF_ENVP) && !d->envp) || (n_bind_fds && !d->fd_paths)) {
+    if ((nb && !d->binds) || !d->argv || ((flags & ZF_ENVP) && !d->envp) ||
+        (n_bind_fds && !d->fd_paths)) {
         zygote_decoded_free(d);
         return cerr_set(err, ENOMEM, "zygote: out of memory");
     }
@@ -295,7 +307,8 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
                 r.bad = true;
                 break;
             }
-            snprintf(d->fd_paths[used_fds], sizeof(d->fd_paths[used_fds]), "/proc/self/fd/%d", bind_fds[used_fds]);
+            snprintf(d->fd_paths[used_fds], sizeof(d->fd_paths[used_fds]), "/proc/self/fd/%d",
+                     bind_fds[used_fds]);
             d->binds[i].host = d->fd_paths[used_fds++];
         } else
             d->binds[i].host = zr_str(&r);
@@ -308,7 +321,9 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
         d->envp[i] = (char *)zr_str(&r);
     if (r.bad || r.off != len || !d->program || used_fds != n_bind_fds) {
         zygote_decoded_free(d);
-        return cerr_set(err, EPROTO, "zygote: malformed request (a string runs past its end, or bytes are left over)");
+        return cerr_set(
+            err, EPROTO,
+            "zygote: malformed request (a string runs past its end, or bytes are left over)");
     }
     p->binds = d->binds;
     p->n_binds = nb;
@@ -354,7 +369,8 @@ static int recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxf
             struct cmsghdr h;
             char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_MAX_FDS)];
         } u;
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+        struct msghdr m = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
         ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
@@ -412,8 +428,9 @@ static void zygote_serve_one(int sock)
     size_t nfds = 0;
     if (recv_with_fds(sock, &h, sizeof(h), fds, ZYGOTE_MAX_FDS, &nfds) < 0)
         _exit(0);
-    if (h.magic != ZYGOTE_REQ_MAGIC || h.len == 0 || h.len > ZYGOTE_MAX_REQUEST || (h.fdmask >> ZYGOTE_NFDS) ||
-        h.nbindfds > ZYGOTE_MAX_BIND_FDS || (size_t)__builtin_popcount(h.fdmask) + h.nbindfds != nfds)
+    if (h.magic != ZYGOTE_REQ_MAGIC || h.len == 0 || h.len > ZYGOTE_MAX_REQUEST ||
+        (h.fdmask >> ZYGOTE_NFDS) || h.nbindfds > ZYGOTE_MAX_BIND_FDS ||
+        (size_t)__builtin_popcount(h.fdmask) + h.nbindfds != nfds)
         _exit(0); /* out of step with the supervisor: nothing after this can be trusted */
     unsigned char *body = malloc(h.len);
     if (!body || util_read_all(sock, body, h.len) != (ssize_t)h.len)
@@ -519,7 +536,10 @@ int zygote_start(struct cerr *err)
 
 /* True from zygote_start on, even when the zygote has died since: sandbox_spawn must then fail,
  * not clone from a threaded caller. */
-bool zygote_running(void) { return zygote_started; }
+bool zygote_running(void)
+{
+    return zygote_started;
+}
 
 /* The stream is out of step (a failed send or answer): no later request could be read right. */
 static void zygote_broken(void)
@@ -556,10 +576,12 @@ int zygote_clone(const struct sandbox_profile *p, const char *program, const str
     int r = zygote_encode(&q, program, NULL, &body, &len, bind_fds, &n_bind_fds, err);
     if (r < 0)
         return r;
-    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr, f->in, f->out, f->err, f->cgroup};
+    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr,
+                             f->in,    f->out,    f->err,       f->cgroup};
     int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
-    struct zygote_hdr h = {.magic = ZYGOTE_REQ_MAGIC, .len = (uint32_t)len, .nbindfds = (uint32_t)n_bind_fds};
+    struct zygote_hdr h = {
+        .magic = ZYGOTE_REQ_MAGIC, .len = (uint32_t)len, .nbindfds = (uint32_t)n_bind_fds};
     for (int i = 0; i < ZYGOTE_NFDS; i++)
         if (slot[i] >= 0 && fcntl(slot[i], F_GETFD) >= 0) {
             h.fdmask |= 1u << i;
@@ -575,17 +597,21 @@ int zygote_clone(const struct sandbox_profile *p, const char *program, const str
         r = cerr_set(err, ESRCH, "zygote: the sandbox fork server has ended; no sandbox can start");
     else if (send_with_fds(zygote_sock, &h, sizeof(h), fds, nfds) != (ssize_t)sizeof(h) ||
              util_write_all(zygote_sock, body, len) < 0) {
-        r = cerr_set(err, EPIPE, "zygote: the sandbox fork server has ended (%s); no sandbox can start", strerror(errno));
+        r = cerr_set(err, EPIPE, "zygote: the sandbox fork server has ended (%s); no sandbox can start",
+                     strerror(errno));
         zygote_broken();
     } else if ((r = recv_with_fds(zygote_sock, &rep, sizeof(rep), rfd, 1, &nr)) < 0) {
-        r = cerr_set(err, -r, "zygote: no answer from the sandbox fork server (%s); no sandbox can start", strerror(-r));
+        r = cerr_set(err, -r,
+                     "zygote: no answer from the sandbox fork server (%s); no sandbox can start",
+                     strerror(-r));
         zygote_broken();
     }
     pthread_mutex_unlock(&zygote_lock);
     free(body);
     if (r < 0)
         return r;
-    if (rep.magic != ZYGOTE_REP_MAGIC || (rep.status == 0 && (nr != 1 || rep.pid <= 0)) || rep.status > 0) {
+    if (rep.magic != ZYGOTE_REP_MAGIC || (rep.status == 0 && (nr != 1 || rep.pid <= 0)) ||
+        rep.status > 0) {
         for (size_t i = 0; i < nr; i++)
             close(rfd[i]);
         return cerr_set(err, EPROTO, "zygote: a malformed answer");

@@ -234,8 +234,10 @@ static char *run_in(struct sandbox_child *agent, const char *ws, const char *val
     char *const argv[] = {"sh", "-c", "cat mark; echo \" $X $(pwd)\"", NULL};
     struct timespec now;
     clock_gettime(CLOCK_BOOTTIME, &now);
-    unsigned long long ticks = (unsigned long long)now.tv_sec * (unsigned long long)sysconf(_SC_CLK_TCK) +
-                               (unsigned long long)now.tv_nsec / (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+    unsigned long long ticks = (unsigned long long)now.tv_sec *
+                                   (unsigned long long)sysconf(_SC_CLK_TCK) +
+                               (unsigned long long)now.tv_nsec /
+                                   (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
     struct sandbox_child *c = NULL;
     struct cerr e = {0};
     if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
