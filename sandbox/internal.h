@@ -61,6 +61,21 @@ struct spawn_cloned {
 int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
                 bool sibling, struct spawn_cloned *out, struct cerr *err);
 
+/* What sandbox_spawn does through the parts above it, which it never names (the zygote and
+ * warm.c sit on spawn.c, not beneath it): who clones (none: spawn_clone in this process), and
+ * the prepared sandboxes. zygote_start sets them, zygote_stop clears them. */
+struct spawn_hooks {
+    int (*clone)(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                 struct spawn_cloned *out, struct cerr *err);
+    int (*take)(const struct sandbox_profile *p, const char *program, struct sandbox_child **out);
+    void *(*refill_make)(const struct sandbox_profile *p, const char *program);
+    void (*refill)(void *req);
+    void (*refill_drop)(void *req);
+    void (*drop_children)(const struct sandbox_child *parent);
+    bool (*destroy_later)(struct cgroup *cg, const struct sandbox_child *parent);
+};
+void spawn_hooks_set(const struct spawn_hooks *h);
+
 /* warm.c: prepared sandboxes (sandbox_prepare) kept for profiles that start commands again and
  * again, so a command's start is its program's alone. warm_take hands one whose profile matches
  * (0 with *out NULL: none); warm_refill_make copies a profile at a start, and warm_refill asks

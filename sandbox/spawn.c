@@ -5,7 +5,6 @@
  * stays as pid 1 to reap and forward signals. Nothing runs the program with less isolation than
  * asked: any failure before execve is reported on a pipe and the sandbox is torn down. */
 #include "sandbox/root.h"
-#include "sandbox/zygote.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -51,6 +50,14 @@ struct sandbox_child {
     double started;
     bool reaped;
 };
+
+/* Set by zygote_start (see spawn_hooks_set). */
+static struct spawn_hooks spawn_hooks;
+
+void spawn_hooks_set(const struct spawn_hooks *h)
+{
+    spawn_hooks = h ? *h : (struct spawn_hooks){0};
+}
 
 /* The start message's header (see init_receive_start). */
 #define SPAWN_START_MAGIC 0x54535a43u /* "CZST" */
@@ -840,8 +847,8 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     };
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
-    if (zygote_running())
-        r = zygote_clone(p, program, &f, &cl, err);
+    if (spawn_hooks.clone)
+        r = spawn_hooks.clone(p, program, &f, &cl, err);
     else
         r = spawn_clone(p, program, &f, false, &cl, err);
     if (r < 0)
@@ -992,7 +999,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
 #ifdef SPAWN_TRACE
     double t_in = util_now();
 #endif
-    int r = warm_take(p, program, &c);
+    int r = spawn_hooks.take ? spawn_hooks.take(p, program, &c) : 0;
 #ifdef SPAWN_TRACE
     double t_taken = util_now();
 #endif
@@ -1012,7 +1019,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         sandbox_child_free(c);
         return r;
     }
-    c->refill = warm_refill_make(p, program);
+    c->refill = spawn_hooks.refill_make ? spawn_hooks.refill_make(p, program) : NULL;
     *out = c;
     return 0;
 }
@@ -1086,11 +1093,13 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
         r->signal = si.si_status; /* init itself was killed: the whole sandbox ended with it */
     }
     CTT("waited");
-    warm_drop_children(c);
-    warm_refill(c->refill);
+    if (spawn_hooks.drop_children)
+        spawn_hooks.drop_children(c);
+    if (c->refill)
+        spawn_hooks.refill(c->refill);
     c->refill = NULL;
     cgroup_usage(c->cg, r);
-    if (!warm_destroy_later(c->cg, c->parent))
+    if (!spawn_hooks.destroy_later || !spawn_hooks.destroy_later(c->cg, c->parent))
         cgroup_destroy(c->cg);
 #ifdef SPAWN_TRACE
     fprintf(stderr, "  wait: %.3f ms\n", (util_now() - t_w) * 1e3);
@@ -1104,7 +1113,8 @@ void sandbox_child_free(struct sandbox_child *c)
 {
     if (!c)
         return;
-    warm_drop_children(c); /* prepared sandboxes nested in our cgroup go first */
+    if (spawn_hooks.drop_children)
+        spawn_hooks.drop_children(c); /* prepared sandboxes nested in our cgroup go first */
     if (c->pid > 0 && !c->reaped) {
         if (c->pidfd >= 0)
             syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -1123,7 +1133,8 @@ void sandbox_child_free(struct sandbox_child *c)
         close(c->err_fd);
     if (c->np_fd >= 0)
         close(c->np_fd);
-    warm_refill_drop(c->refill);
+    if (c->refill)
+        spawn_hooks.refill_drop(c->refill);
     free(c->program);
     free(c);
 }

@@ -15,7 +15,6 @@
  * when every field that shapes the sandbox is equal (binds named by an fd compare by the
  * directory's device and inode, and the prepared one holds its own dup of that fd). */
 #include "sandbox/internal.h"
-#include "sandbox/zygote.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -345,7 +344,7 @@ static void *warm_main(void *arg)
 
 static bool warm_wanted(const struct sandbox_profile *p)
 {
-    return (p->cgroup_parent || p->prepare_next) && zygote_running();
+    return p->cgroup_parent || p->prepare_next; /* and only while the zygote runs: see zygote_start */
 }
 
 int warm_take(const struct sandbox_profile *p, const char *program, struct sandbox_child **out)

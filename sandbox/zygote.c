@@ -531,6 +531,17 @@ int zygote_start(struct cerr *err)
     zygote_sock = sv[0];
     zygote_pid = pid;
     zygote_started = true;
+    /* From now on sandbox_spawn clones through us, and keeps prepared sandboxes (warm.c). */
+    static const struct spawn_hooks hooks = {
+        .clone = zygote_clone,
+        .take = warm_take,
+        .refill_make = warm_refill_make,
+        .refill = warm_refill,
+        .refill_drop = warm_refill_drop,
+        .drop_children = warm_drop_children,
+        .destroy_later = warm_destroy_later,
+    };
+    spawn_hooks_set(&hooks);
     return 0;
 }
 
