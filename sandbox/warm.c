@@ -9,7 +9,8 @@
  *
  * Only sandboxes nested in another's cgroup (commands of an agent) and profiles that ask for it
  * (prepare_next: a run's agents, whose workers share a profile) are kept warm, and only in a
- * supervisor with a zygote: a one-shot `corral exec` never leaves an unused sandbox behind. At most one per profile and WARM_MAX in all; those of an agent end
+ * supervisor with a zygote: a one-shot `corral exec` never leaves an unused sandbox behind. At
+ * most one per profile and WARM_MAX in all; those of an agent end
  * before its own cgroup goes (warm_drop_children), the rest at zygote_stop. A prepared sandbox
  * has every property a fresh one has: it was made by the same code, and a profile matches only
  * when every field that shapes the sandbox is equal (binds named by an fd compare by the

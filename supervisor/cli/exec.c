@@ -414,15 +414,13 @@ int cli_exec(int argc, char **argv)
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
         goto out;
     }
-    /* --workspace serves tools from a pool of threads, and commands start sandboxes of their
-     * own: every sandbox then comes from the zygote, forked now while corral has one thread. A
-     * bare `corral exec` never has a thread and clones its one sandbox itself (no fork more). */
-    if (o.workspace) {
-        struct cerr zerr = {0};
-        if (zygote_start(&zerr) < 0) {
-            fprintf(stderr, "corral: %s\n", zerr.msg);
-            goto out;
-        }
+    /* Every sandbox comes from the zygote, forked now while corral has one thread: --workspace
+     * serves tools from a pool of threads, and commands start sandboxes of their own. A bare
+     * `corral exec` takes the same path (one spawn path, the one the hostile tests prove). */
+    struct cerr zerr = {0};
+    if (zygote_start(&zerr) < 0) {
+        fprintf(stderr, "corral: %s\n", zerr.msg);
+        goto out;
     }
     /* The profile comes from a policy's role (the embedded default policy without --policy);
      * options given on the command line override it. */
