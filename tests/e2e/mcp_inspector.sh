@@ -2,7 +2,7 @@
 # tests/e2e/mcp_inspector.sh: `corral mcp` driven by the MCP Inspector's CLI mode (npm
 # @modelcontextprotocol/inspector, installed by `make deps`), as a person trying a server would.
 . "$TOP/tests/lib.sh"
-cli=$TOP/tests/mcp/node_modules/@modelcontextprotocol/inspector-cli/build/index.js
+cli=$TOP/tests/mcp/node_modules/@modelcontextprotocol/inspector/cli/build/cli.js
 if [ ! -f "$cli" ]; then
     fail "the MCP Inspector is not installed: run 'make deps' (npm ci in tests/mcp)"
     exit 1

@@ -5,9 +5,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { spawn, spawnSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
+EventEmitter.defaultMaxListeners = 100; // one exit hook per scratch workspace
 
 export const CORRAL = process.env.CORRAL || path.resolve(import.meta.dirname, '../../build/corral');
 
@@ -62,7 +65,7 @@ export async function connect(args, { capabilities = {}, name = 'corral-tests' }
 export function raw(args) {
     const child = spawn(CORRAL, ['mcp', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
     let buf = '', stderr = '';
-    const got = [], waiters = [];
+    const got = [], lines = [], waiters = [];
     child.stderr.on('data', (d) => { stderr += d; });
     child.stdout.on('data', (d) => {
         buf += d;
@@ -70,6 +73,7 @@ export function raw(args) {
         while ((i = buf.indexOf('\n')) >= 0) {
             const line = buf.slice(0, i);
             buf = buf.slice(i + 1);
+            lines.push(line);
             let m;
             try { m = JSON.parse(line); } catch { m = { unparsable: line }; }
             got.push(m);
@@ -78,7 +82,7 @@ export function raw(args) {
     });
     const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
     return {
-        child, exited, got, stderr: () => stderr,
+        child, exited, got, lines, stderr: () => stderr,
         send(m) { child.stdin.write((typeof m === 'string' ? m : JSON.stringify(m)) + '\n'); },
         next(pred, ms = 20000) {
             const m = got.find(pred);

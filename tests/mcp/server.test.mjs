@@ -15,10 +15,10 @@ const init = (id, v, caps = {}) => ({ jsonrpc: '2.0', id, method: 'initialize',
 const files = {
     'a.txt': 'hello world\nsecond line\n',
     'm.py': 'import os\n\nclass Greeter:\n    def hello(self):\n        return "hello"\n\ndef main():\n    Greeter().hello()\n',
-    'skills/demo/SKILL.md': '---\nname: demo\ndescription: a demo skill for hello\n---\n# Demo\nSay hello.\n',
-    'skills/demo/ref.md': 'reference\n',
-    'skills/demo/run.sh': 'echo hi\n',
-    'skills/demo/logo.txt': 'asset\n',
+    'skills/demo/SKILL.md': '---\nname: demo\ndescription: a demo skill for hello\n---\n# Demo\nSay hello. See [the reference](references/ref.md), run [the script](scripts/run.sh), show [the logo](assets/logo.txt).\n',
+    'skills/demo/references/ref.md': 'reference\n',
+    'skills/demo/scripts/run.sh': 'echo hi\n',
+    'skills/demo/assets/logo.txt': 'asset\n',
 };
 
 // ---- version negotiation, each revision, raw ----
@@ -56,12 +56,11 @@ const files = {
     ok(zz.id === null, '\\u0000 inside the id itself: id null (the id cannot be echoed faithfully)', zz);
     // Issue 12: an id the parser reads but cJSON cannot print (1e400) is echoed as sent.
     c.send('{"jsonrpc":"2.0","id":1e400,"method":"ping"}');
-    await c.next((m) => m.result && m.id !== 2);
-    const line = c.got.find((m) => m.result && m.id !== 2 && m.id !== 1);
-    ok(line && line.id === Infinity, 'id 1e400: echoed as sent (JSON.parse reads it back as Infinity), not null', line);
+    await c.next((m) => m.result && m.id === Infinity);
+    ok(c.lines.includes('{"jsonrpc":"2.0","id":1e400,"result":{}}'), 'id 1e400: echoed as sent, not null', c.lines.slice(-3));
     c.send('{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}');
-    const big = await c.next((m) => m.result && typeof m.id === 'number' && m.id > 1e20);
-    ok(big.id === 12345678901234567890123, 'a 23-digit id is echoed digit for digit', big);
+    await c.next((m) => m.result && m.id > 1e20 && m.id !== Infinity);
+    ok(c.lines.includes('{"jsonrpc":"2.0","id":12345678901234567890123,"result":{}}'), 'a 23-digit id is echoed digit for digit', c.lines.slice(-3));
     c.send('{"jsonrpc":"2.0","id":5,"method":"tools/call",');
     const bad = await c.next((m) => m.error && m.id === null);
     ok(bad.error.code === -32700, 'an unreadable line: -32700 with id null', bad);
@@ -101,12 +100,12 @@ const ARGS = {
         workspace_search: { query: 'hello' }, workspace_list_skills: {}, workspace_search_skills: { query: 'hello' },
         workspace_read_skill: { skill_id: 'demo' }, workspace_activate_skill: { skill_id: 'demo' },
         workspace_deactivate_skill: { skill_id: 'demo' },
-        workspace_read_skill_reference: { skill_id: 'demo', reference: 'ref.md' },
-        workspace_read_skill_script: { skill_id: 'demo', script: 'run.sh' },
-        workspace_read_skill_asset: { skill_id: 'demo', asset: 'logo.txt' },
+        workspace_read_skill_reference: { skill_id: 'demo', reference: 'references/ref.md' },
+        workspace_read_skill_script: { skill_id: 'demo', script: 'scripts/run.sh' },
+        workspace_read_skill_asset: { skill_id: 'demo', asset: 'assets/logo.txt' },
     },
 };
-const WRITES = /write|modify|patch|delete|edit|mkdir|rmdir|index_content|activate/i;
+const WRITES = /write|modify|patch|delete|edit|mkdir|rmdir/i;
 const COMMANDS = /command|shell/i;
 
 for (const surface of Object.keys(ARGS)) {
@@ -148,12 +147,14 @@ for (const surface of Object.keys(ARGS)) {
     const logs = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
     await client.setLoggingLevel('info');
-    for (const p of ['../../etc/passwd', '/etc/passwd', 'out']) {
+    for (const p of ['../../etc/passwd', 'out', 'sub/../../x']) {
         const r = await client.callTool({ name: 'readFile', arguments: { path: p } });
         const s = seed(r);
-        ok(r.isError && /PERMISSION_DENIED|INVALID_PATH|outside/i.test(JSON.stringify(s)) && !/root:x:0/.test(JSON.stringify(r)),
-            `escape refused: readFile ${p}`, r);
+        ok(r.isError && s.code === 'PERMISSION_DENIED' && !/root:x:0/.test(JSON.stringify(r)), `escape refused: readFile ${p}`, r);
     }
+    // An absolute path names a file of the workspace (WAP paths are rooted there), never the host's.
+    const abs = await client.callTool({ name: 'readFile', arguments: { path: '/etc/passwd' } });
+    ok(abs.isError && seed(abs).code === 'FILE_NOT_FOUND' && !/root:x:0/.test(JSON.stringify(abs)), 'readFile /etc/passwd is the workspace\'s /etc/passwd: not found', abs);
     const w = await client.callTool({ name: 'writeFile', arguments: { path: '../escaped.txt', content: 'x' } });
     ok(w.isError && !fs.existsSync(path.join(ws, '..', 'escaped.txt')), 'escape refused: writeFile ../escaped.txt', w);
     ok(logs.some((l) => l.level === 'warning' && /denied|refused/i.test(JSON.stringify(l.data))),
@@ -161,7 +162,7 @@ for (const surface of Object.keys(ARGS)) {
     // Faults (b) and (c): endless output stops at the cap, answered normally; NUL keeps the rest.
     const y = await client.callTool({ name: 'executeCommand', arguments: { command: 'yes', timeout: 20000 } });
     const ys = seed(y);
-    ok(!y.isError && ys.truncated === true && ys.stdout?.length > 0, 'yes: stopped at the output cap, truncated set, not TIMEOUT', JSON.stringify(ys).slice(0, 400));
+    ok(!y.isError && ys.isOutputTruncated === true && ys.stdout?.length > 0 && ys.stdout.length <= 1048576, 'yes: stopped at the output cap, truncated set, not TIMEOUT', JSON.stringify(ys).slice(0, 400));
     const nul = await client.callTool({ name: 'executeCommand', arguments: { command: "printf 'before\\000after'" } });
     const ns = seed(nul);
     ok(!nul.isError && /before.*after/s.test(ns.stdout), 'a NUL in stdout: the text after it is kept', ns);
