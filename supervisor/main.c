@@ -20,8 +20,7 @@ static const struct command commands[] = {
     {"gate", NULL, "answer human gates of a running session", "the human highway is not built yet"},
     {"inject", NULL, "inject a message into a running session", "the human highway is not built yet"},
     {"escalations", NULL, "list escalations of a running session", "the human highway is not built yet"},
-    {"mcp", NULL, "serve the tool surfaces as an MCP server on stdio",
-     "not built yet; use 'corral exec --workspace DIR -- AGENT' to serve tools to an agent"},
+    {"mcp", cli_mcp, "serve the tool surfaces as an MCP server on stdio (for MCP hosts)", NULL},
 };
 
 static void usage(FILE *f)

@@ -88,6 +88,32 @@ for (const answer of ['accept', 'decline']) {
     ok(trailVerify(db).status === 0, `${answer}: the trail verifies`);
 }
 {
+    // The host cancels a call while the person is still being asked: the question is withdrawn
+    // (notifications/cancelled of corral's own elicitation request), nothing runs.
+    const ws = workspace({});
+    const db = dbOf(ws);
+    const pol = policy(ws, { surface: 'wap', extra: { authority: { write: true, commands: true }, tools: { needs_approval: ['writeFile'] } } });
+    const { client } = await connect(['--workspace', ws, '--policy', pol, '--role', 'r', '--trail', db], { capabilities: { elicitation: {} } });
+    let asked = 0, withdrawn = false;
+    client.setRequestHandler(ElicitRequestSchema, (req, extra) => new Promise((resolve) => {
+        asked++;
+        extra.signal.addEventListener('abort', () => { withdrawn = true; resolve({ action: 'accept', content: { approve: true } }); });
+    }));
+    const ac = new AbortController();
+    const call = client.callTool({ name: 'writeFile', arguments: { path: 'held.txt', content: 'x' } }, undefined, { signal: ac.signal })
+        .then((r) => ({ r }), (e) => ({ e }));
+    await until(() => asked === 1);
+    ac.abort('changed my mind');
+    const res = await call;
+    ok(res.e, 'a held call cancelled by the host ends without an answer', res);
+    ok(await until(() => withdrawn, 5000) >= 0, 'corral withdraws its question (notifications/cancelled of elicitation/create)');
+    const r = await client.callTool({ name: 'getWorkspaceInfo', arguments: {} });
+    ok(!r.isError && !fs.existsSync(path.join(ws, 'held.txt')), 'nothing was written, and the connection goes on', r);
+    await client.close();
+    const gates = trailJson(db).filter((e) => e.type === 'gate_resolved');
+    ok(gates.length === 1 && gates[0].body.decision === 'cancelled', 'the trail says the approval was cancelled', gates.map((g) => g.body));
+}
+{
     // Without the elicitation capability: refused as before, with how to allow it.
     const ws = workspace({});
     const pol = policy(ws, { surface: 'wap', extra: { authority: { write: true, commands: true }, tools: { needs_approval: ['writeFile'] } } });

@@ -9,10 +9,11 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 EventEmitter.defaultMaxListeners = 100; // one exit hook per scratch workspace
 
-export const CORRAL = process.env.CORRAL || path.resolve(import.meta.dirname, '../../build/corral');
+export const CORRAL = process.env.CORRAL || path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../build/corral');
 
 let failed = 0;
 export function ok(cond, name, ...evidence) {
