@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #define READ_CHUNK 65536
+#define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
 
 struct outbuf {
@@ -545,6 +546,13 @@ static void agent_take_answer(struct agent *a, const struct rpc_msg *m)
 int agent_request(struct agent *a, const char *method, const cJSON *params, const cJSON *about,
                   agent_answer_fn done, void *data)
 {
+    /* Each waits on the other end, holding a copy of a call: bounded like calls in flight, so a
+     * host that never answers cannot make corral hold an unbounded number of them. */
+    size_t waiting = 0;
+    for (const struct out_request *w = a->requests; w; w = w->next)
+        waiting++;
+    if (waiting >= AGENT_MAX_REQUESTS)
+        return -EBUSY;
     struct out_request *q = calloc(1, sizeof(*q));
     cJSON *n = cJSON_CreateObject();
     if (q && about)

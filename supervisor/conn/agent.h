@@ -126,7 +126,7 @@ void agent_cancel_call(struct agent *a, const cJSON *id);
 /* Sends a request to the other end (elicitation/create, ...) on behalf of the other end's request
  * ABOUT (may be NULL); DONE runs once on the loop thread with its result or its error, or with
  * DROPPED set (both NULL) when the connection ended first or ABOUT was cancelled: then nothing
- * may be answered. PARAMS and ABOUT borrowed. 0 or -ENOMEM. */
+ * may be answered. PARAMS and ABOUT borrowed. 0, -EBUSY (16 are already waiting), or -ENOMEM. */
 typedef void (*agent_answer_fn)(struct agent *a, const cJSON *result, const cJSON *error, bool dropped,
                                 void *data);
 int agent_request(struct agent *a, const char *method, const cJSON *params, const cJSON *about,

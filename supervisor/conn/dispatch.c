@@ -267,9 +267,16 @@ static void ask_approval(struct agent *a, const struct rpc_msg *m, const char *n
                           "internal error: the trail cannot be written, so the call was not made");
         return;
     }
-    if (agent_request(a, "elicitation/create", params, m->id, approval_answered, c) < 0) {
+    int r = agent_request(a, "elicitation/create", params, m->id, approval_answered, c);
+    if (r < 0) {
+        (void)agent_record(a, "gate_resolved", gate_body(c, mcp_decision_name(MCP_DECISION_CANCELLED)));
+        if (r == -EBUSY)
+            agent_reply_error(a, m->id, RPC_INVALID_REQUEST,
+                              "invalid request: 16 calls already wait for a person's approval; "
+                              "wait for their answers first");
+        else
+            agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
         held_call_free(c);
-        agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
     }
     cJSON_Delete(params);
 }

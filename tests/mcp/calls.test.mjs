@@ -124,6 +124,42 @@ for (const answer of ['accept', 'decline']) {
     await client.close();
 }
 
+// ---- a host that never answers its elicitations: bounded ----
+{
+    const ws = workspace({});
+    const pol = policy(ws, { surface: 'wap', extra: { authority: { write: true, commands: true }, tools: { needs_approval: ['writeFile'] } } });
+    const c = raw(['--workspace', ws, '--policy', pol, '--role', 'r']);
+    c.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'raw', version: '1' } } });
+    await c.next((m) => m.id === 0);
+    for (let i = 1; i <= 17; i++)
+        c.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'writeFile', arguments: { path: `f${i}.txt`, content: 'x' } } });
+    const refused = await c.next((m) => m.id === 17);
+    const asks = c.got.filter((m) => m.method === 'elicitation/create');
+    ok(asks.length === 16 && refused.error && /16 calls already wait/.test(refused.error.message),
+        'at most 16 calls wait for approval; the 17th is refused at once', { asks: asks.length, refused });
+    c.child.stdin.end();
+    const e = await c.exited;
+    ok(e.code === 0, 'closing with approvals pending ends the session cleanly', e, c.stderr());
+}
+
+// ---- SIGTERM to corral mcp mid-call ----
+{
+    const ws = workspace({});
+    const db = dbOf(ws);
+    const c = raw(['--workspace', ws, '--trail', db]);
+    c.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await c.next((m) => m.id === 1);
+    c.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'executeCommand', arguments: { command: 'sleep 60', timeout: 120000 } } });
+    await until(() => sleeper(c.child.pid));
+    const s = sleeper(c.child.pid);
+    c.child.kill('SIGTERM');
+    const e = await Promise.race([c.exited, new Promise((r) => setTimeout(() => r('still running'), 15000))]);
+    ok(e !== 'still running' && e.code === 0, 'SIGTERM ends corral mcp in order (status 0)', e, c.stderr());
+    ok(s && !alive(s.pid), 'its running command was killed', s);
+    const stop = trailJson(db).find((x) => x.type === 'supervisor_stopped');
+    ok(stop && stop.body.reason === 'SIGTERM' && trailVerify(db).status === 0, 'the trail says why the session ended, and verifies', stop);
+}
+
 // ---- a host that disconnects mid-call ----
 {
     const ws = workspace({});
