@@ -119,6 +119,11 @@ static void m_initialized(struct agent *a, const struct rpc_msg *m)
     (void)a, (void)m; /* the handshake is complete on our side once initialize was answered */
 }
 
+static void m_roots_changed(struct agent *a, const struct rpc_msg *m)
+{
+    (void)a, (void)m; /* hosts that declare roots send it; the workspace is corral's to choose */
+}
+
 static void m_cancelled(struct agent *a, const struct rpc_msg *m)
 {
     const cJSON *id = cJSON_IsObject(m->params)
@@ -337,6 +342,7 @@ static const struct method methods[] = {
     {"logging/setLevel", m_set_level, M_REQUEST},
     {"notifications/cancelled", m_cancelled, M_NOTIFICATION | M_BEFORE_INIT},
     {"notifications/initialized", m_initialized, M_NOTIFICATION},
+    {"notifications/roots/list_changed", m_roots_changed, M_NOTIFICATION},
     {"ping", m_ping, M_REQUEST | M_BEFORE_INIT},
     {"server/discover", m_discover, M_REQUEST | M_BEFORE_INIT},
     {"tools/call", m_tools_call, M_REQUEST},

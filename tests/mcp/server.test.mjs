@@ -61,6 +61,11 @@ const files = {
     c.send('{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}');
     await c.next((m) => m.result && m.id > 1e20 && m.id !== Infinity);
     ok(c.lines.includes('{"jsonrpc":"2.0","id":12345678901234567890123,"result":{}}'), 'a 23-digit id is echoed digit for digit', c.lines.slice(-3));
+    // Hosts that declare roots tell of changes; many of them are not abuse.
+    for (let i = 0; i < 150; i++) c.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    c.send({ jsonrpc: '2.0', id: 'after-roots', method: 'ping' });
+    const pr = await c.next((m) => m.id === 'after-roots');
+    ok(pr.result, '150 notifications/roots/list_changed: ignored, the connection stays', pr);
     c.send('{"jsonrpc":"2.0","id":5,"method":"tools/call",');
     const bad = await c.next((m) => m.error && m.id === null);
     ok(bad.error.code === -32700, 'an unreadable line: -32700 with id null', bad);
