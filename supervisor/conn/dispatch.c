@@ -230,16 +230,23 @@ static void approval_answered(struct agent *a, const cJSON *result, const cJSON 
     int rec = agent_record(a, "gate_resolved", gate_body(c, mcp_decision_name(d)));
     /* Dropped: the host cancelled the call or went away; nobody waits for an answer. */
     if (!dropped && !agent_ended(a)) {
-        /* Declined or dismissed, the call still goes through the gate, which refuses it in the
-         * surface's own words and records the denial. */
-        enum tool_approval ap = d == MCP_DECISION_APPROVED && rec == 0 ? TOOL_APPROVAL_GRANTED
-                                                                       : TOOL_APPROVAL_DECLINED;
-        int r = agent_call_tool(a, c->id, c->name, c->args, c->progress, ap);
-        if (r == -EIO || rec < 0)
+        if (rec < 0) {
+            /* The decision is not on record, so nothing is done on it. */
             agent_reply_error(a, c->id, RPC_INTERNAL_ERROR,
                               "internal error: the trail cannot be written, so the call was not made");
-        else if (r < 0)
-            agent_reply_error(a, c->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+        } else {
+            /* Declined or dismissed, the call still goes through the gate, which refuses it in
+             * the surface's own words and records the denial. */
+            enum tool_approval ap = d == MCP_DECISION_APPROVED ? TOOL_APPROVAL_GRANTED
+                                                               : TOOL_APPROVAL_DECLINED;
+            int r = agent_call_tool(a, c->id, c->name, c->args, c->progress, ap);
+            if (r == -EIO)
+                agent_reply_error(
+                    a, c->id, RPC_INTERNAL_ERROR,
+                    "internal error: the trail cannot be written, so the call was not made");
+            else if (r < 0)
+                agent_reply_error(a, c->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+        }
     }
     held_call_free(c);
 }
