@@ -65,9 +65,7 @@ int tool_gate_check(const struct tool_surface *s, const struct tool_ctx *ctx, co
         v->rule = TOOL_RULE_APPROVAL;
         if (ctx->approval == TOOL_APPROVAL_DECLINED)
             snprintf(v->words, sizeof(v->words),
-                     "%.64s was declined by the person asked to approve it (through the MCP host); "
-                     "nothing was done",
-                     tool);
+                     "%.64s was declined by the person asked to approve it; nothing was done", tool);
         else
             snprintf(
                 v->words, sizeof(v->words),

@@ -64,7 +64,9 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
-    bool trail_warned; /* the first trail failure is said once on stderr */
+    bool trail_warned;       /* the first trail failure is said once on stderr */
+    bool in_turn;            /* host_turn_end is walking its lists */
+    struct agent *graveyard; /* freed during that walk: released after it */
 };
 
 struct agent {
@@ -80,6 +82,8 @@ struct agent {
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
+    unsigned held; /* tool calls waiting for a person */
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -98,6 +102,7 @@ struct agent {
     struct tool_job *calls;       /* in flight, for cancellation */
     struct out_request *requests; /* sent, not yet answered */
     unsigned long next_request;
+    struct agent *grave_next;
 };
 
 static void agent_pump(struct agent *a);
@@ -771,7 +776,7 @@ static void agent_maybe_end(struct agent *a)
         return;
     if (a->failing)
         agent_end(a, AGENT_END_ABUSE);
-    else if (a->in_eof && a->inflight == 0 && rpc_reader_pending(a->reader) == 0)
+    else if (a->in_eof && a->inflight == 0 && a->held == 0 && rpc_reader_pending(a->reader) == 0)
         agent_end(a, AGENT_END_EOF);
 }
 
@@ -973,11 +978,49 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     return 0;
 }
 
+int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args)
+{
+    const struct tool_rule *rule = tool_rule_find(a->tools, tool);
+    if (!a->approve || !rule || !rule->needs_approval)
+        return -ENOENT;
+    int r = a->approve(a, id, tool, args, a->data);
+    if (r == 0)
+        a->held++;
+    if (r != 1)
+        return r;
+    r = agent_call_tool(a, id, tool, args, NULL, TOOL_APPROVAL_GRANTED);
+    if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: the call could not be made");
+    return 0;
+}
+
+void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                        bool approved)
+{
+    if (a->held)
+        a->held--;
+    if (a->ended || a->freeing) {
+        agent_maybe_end(a);
+        return;
+    }
+    /* A person's answer either way: approved lifts needs_approval for this one call; a refusal
+     * goes through the gate, which answers it in the surface's words. */
+    int r = agent_call_tool(a, id, tool, args, NULL,
+                            approved ? TOOL_APPROVAL_GRANTED : TOOL_APPROVAL_DECLINED);
+    if (r == -EIO)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR,
+                          "internal error: the trail cannot be written, so the call was not made");
+    else if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+    mark_dirty(a);
+}
+
 /* ---- the turn ---- */
 
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
+    h->in_turn = true;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -1023,6 +1066,12 @@ static void host_turn_end(void *data)
      * committed at the end of the turn too. */
     if (h->trail && trail_pending(h->trail) > 0)
         host_trail_commit(h);
+    h->in_turn = false;
+    while (h->graveyard) {
+        struct agent *a = h->graveyard;
+        h->graveyard = a->grave_next;
+        agent_really_free(a);
+    }
 }
 
 int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
@@ -1090,6 +1139,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->surface = c->surface;
     a->wacp = c->wacp;
     a->on_message = c->on_message;
+    a->approve = c->approve;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;
@@ -1160,6 +1210,14 @@ void agent_free(struct agent *a)
     h->n_agents--;
     if (a->inflight > 0) {
         a->freeing = true; /* the last tool_job_done frees it */
+        return;
+    }
+    if (h->in_turn) {
+        /* Freed from a callback of the turn's walk (its end, said by agent_flush): the walk
+         * still holds it; it is released when the walk is over. */
+        a->freeing = true;
+        a->grave_next = h->graveyard;
+        h->graveyard = a;
         return;
     }
     agent_really_free(a);

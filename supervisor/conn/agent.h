@@ -58,6 +58,11 @@ struct agent_config {
      * input ends the session (running calls are cancelled), denials are sent as log messages
      * unless it sets another level, and needs_approval may ask the person (elicitation). */
     bool host;
+    /* A tools/call of a tool under needs_approval (corral run: the human highway's tool gate).
+     * 0: held; the handler answers it later with agent_tool_release, and the agent's other
+     * requests keep flowing meanwhile. 1: approved at once. < 0 (or NULL handler): the surface
+     * refuses it itself. */
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */
@@ -141,5 +146,12 @@ void agent_set_log_level(struct agent *a, int level);
 /* Records an entry of TYPE (gate_triggered, gate_resolved, ...) in this connection's workspace;
  * takes BODY. 0, or -EIO (no-op 0 without a trail). */
 int agent_record(struct agent *a, const char *type, cJSON *body);
+
+/* A held call (see approve) is decided: APPROVED runs it as if the tool needed no approval;
+ * else it goes to the surface as it is, which refuses it in its own error shape. */
+void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                        bool approved);
+/* Whether A's config holds calls for approval (dispatch.c). */
+int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args);
 
 #endif

@@ -331,10 +331,14 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
     }
     const cJSON *progress = mcp_progress_token(p);
     const struct tool_rule *rule = tool_rule_find(agent_tools(a), name->valuestring);
+    /* Under needs_approval: an MCP host that can elicit asks its person; else a highway that
+     * can ask holds the call for a person (corral run), answered later; else the gate refuses. */
     if (rule && rule->needs_approval && agent_client_can_elicit(a)) {
         ask_approval(a, m, name->valuestring, args, progress);
         return;
     }
+    if (agent_hold_for_approval(a, m->id, name->valuestring, args) == 0)
+        return;
     int r = agent_call_tool(a, m->id, name->valuestring, args, progress, TOOL_APPROVAL_NONE);
     if (r == -EIO)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
