@@ -5,6 +5,7 @@
  * file tools through the broker, commands in command sandboxes with the role's profile, the one
  * tool gate, every message and call in the trail. See docs/mcp.md. */
 #include "policy/policy.h"
+#include "sandbox/zygote.h"
 #include "supervisor/cli/cli.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/trail/trail.h"
@@ -149,6 +150,13 @@ int cli_mcp(int argc, char **argv)
         fprintf(stderr, "corral mcp: serving MCP on stdin/stdout; an MCP host launches this "
                         "(docs/mcp.md). Ctrl-D ends it.\n");
 
+    /* Every command sandbox comes from the zygote, forked now while corral has one thread: the
+     * tools are served from a pool of threads. */
+    struct cerr zerr = {0};
+    if (zygote_start(&zerr) < 0) {
+        fprintf(stderr, "corral mcp: %s\n", zerr.msg);
+        return CORRAL_EXIT_INTERNAL;
+    }
     int status = CORRAL_EXIT_INTERNAL;
     struct policy *pol = NULL;
     struct trail *trail = NULL;
@@ -157,6 +165,7 @@ int cli_mcp(int argc, char **argv)
     if (lr < 0) {
         policy_diags_print(&diags, stderr);
         policy_diags_free(&diags);
+        zygote_stop();
         fprintf(stderr, "corral mcp: policy %s has problems (listed above)\n",
                 o.policy ? o.policy : "(embedded default)");
         return CORRAL_EXIT_USAGE;
@@ -167,6 +176,7 @@ int cli_mcp(int argc, char **argv)
     if (policy_role_resolve(pol, o.role ? o.role : "default", &view, &err) < 0) {
         fprintf(stderr, "corral mcp: %s\n", err.msg);
         policy_free(pol);
+        zygote_stop();
         return CORRAL_EXIT_USAGE;
     }
     char ws_id[64];
@@ -215,6 +225,7 @@ int cli_mcp(int argc, char **argv)
         status = CORRAL_EXIT_INTERNAL;
     }
 out:
+    zygote_stop(); /* with any prepared command sandbox */
     trail_close(trail);
     policy_free(pol);
     return status;
