@@ -482,7 +482,8 @@ static void on_pid_end(void *data, uint32_t events)
         record(r, s->id, "protocol", "budget_exceeded", x);
         cJSON_Delete(x);
     }
-    wacp_agent_ended(r->w, s->id, reason);
+    bool clean = res.exited && res.exit_code == 0 && !res.oom && !res.pids_limited;
+    wacp_agent_exited(r->w, s->id, clean, reason);
     /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
     run_ws_maybe_finalize(s);
 }
