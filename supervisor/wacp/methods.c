@@ -311,6 +311,12 @@ void wacp_agent_exited(struct wacp *w, const char *id, bool clean, const char *r
     wacp_agent_ended(w, id, reason);
 }
 
+const char *wacp_state_of(const struct wacp *w, const char *id)
+{
+    const struct wacp_ws *ws = wacp_tree_find(w, id);
+    return ws ? wacp_tree_state_name(ws->state) : NULL;
+}
+
 static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t m = a < b ? a : b;

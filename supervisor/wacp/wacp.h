@@ -113,6 +113,9 @@ void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);
  * is wacp_agent_ended with REASON. */
 void wacp_agent_exited(struct wacp *w, const char *ws, bool clean, const char *reason);
 
+/* The state name of WS ("active", ...), NULL when there is no such workspace. */
+const char *wacp_state_of(const struct wacp *w, const char *ws);
+
 /* Time: the earliest deadline in CLOCK_MONOTONIC milliseconds (UINT64_MAX: none), and the
  * work due at NOW (redeliveries, workspace timeouts). */
 uint64_t wacp_next_deadline(const struct wacp *w);
