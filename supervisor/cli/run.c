@@ -116,8 +116,8 @@ static int check_unfinished(const struct run_opts *o, bool resume)
                                  : "a run whose supervisor is still running");
         return CORRAL_EXIT_USAGE;
     }
-    uint64_t bad = 0;
-    if (trail_verify_file(o->trail_path, &bad, &err) != 0) {
+    uint64_t bad = 0, count = 0;
+    if (trail_verify_file_count(o->trail_path, &count, &bad, &err) != 0) {
         fprintf(stderr,
                 "corral run: --resume: the trail %s fails its integrity check at entry %llu (%s); "
                 "nothing was resumed\n",
@@ -135,8 +135,7 @@ static int check_unfinished(const struct run_opts *o, bool resume)
             "corral run: --resume: the trail verifies (%llu entries); the dead run's root %s, %zu "
             "of %zu workspaces live, run directory %s. Restarting their agents is not implemented "
             "yet: nothing was changed\n",
-            (unsigned long long)sc.last_seq, sc.root[0] ? sc.root : "(none)", sc.n_live, sc.n_ws,
-            sc.run_dir);
+            (unsigned long long)count, sc.root[0] ? sc.root : "(none)", sc.n_live, sc.n_ws, sc.run_dir);
     return CORRAL_EXIT_INTERNAL;
 }
 

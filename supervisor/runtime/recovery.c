@@ -43,8 +43,6 @@ static int on_entry(const struct trail_entry *e, void *data)
 {
     struct scan *s = data;
     struct recovery_scan *o = s->out;
-    o->last_seq = e->seq;
-    o->last_ts_us = e->ts_us;
     bool started = !strcmp(e->type, "supervisor_started");
     bool created = !strcmp(e->type, "workspace_created");
     bool changed = !strcmp(e->type, "workspace_state_changed");
@@ -101,9 +99,16 @@ int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr 
     int rc = trail_reader_open(path, &r, err);
     if (rc < 0)
         return rc;
+    /* Three indexed reads rather than the whole trail (a shared default trail holds many runs):
+     * the runs' starts, then the last run's workspaces and their state changes. */
     struct scan s = {.out = out};
-    struct trail_filter f = {0};
+    struct trail_filter f = {.type = "supervisor_started"};
     rc = trail_query(r, &f, on_entry, &s, err);
+    static const char *const later[] = {"workspace_created", "workspace_state_changed"};
+    for (size_t i = 0; rc >= 0 && out->found && i < ARRAY_SIZE(later); i++) {
+        struct trail_filter g = {.type = later[i], .after_seq = out->started_seq};
+        rc = trail_query(r, &g, on_entry, &s, err);
+    }
     trail_reader_close(r);
     if (rc >= 0 && out->found) {
         out->n_ws = s.n;

@@ -1,5 +1,5 @@
 /* supervisor/runtime/recovery.h: what the trail says about the last `corral run` recorded in it,
- * read in one forward pass (WACP recovery spec section 6: a single scan): whether that run ended,
+ * read forward (WACP recovery spec section 6: a single scan, of the entries that matter): whether that run ended,
  * where its run directory is, and each workspace's last recorded lifecycle state (section 3.2).
  * `corral run` uses it to refuse starting a new run on top of one whose supervisor died. */
 #ifndef CORRAL_RECOVERY_H
@@ -16,8 +16,6 @@ struct recovery_scan {
     bool found;           /* the trail records a `corral run` */
     bool unfinished;      /* ... whose root workspace never reached closed or failed */
     uint64_t started_seq; /* its supervisor_started entry */
-    uint64_t last_seq;    /* the trail's last entry */
-    int64_t last_ts_us;   /* ... and its time: a recovered clock starts strictly after it */
     pid_t pid;            /* the supervisor that recorded it */
     char run_dir[PATH_MAX];
     char workspace[PATH_MAX];
