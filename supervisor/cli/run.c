@@ -104,7 +104,8 @@ static int check_unfinished(const struct run_opts *o, bool resume)
         fprintf(stderr,
                 "corral run: the trail %s holds an unfinished run (started at entry %llu, pid %d, run "
                 "directory %s; %zu of its %zu workspaces still live): its supervisor died. Resume it "
-                "with: corral run %s --workspace %s --trail %s --resume\n",
+                "with: corral run %s --workspace %s --trail %s --resume (or start a new run on "
+                "another --trail FILE)\n",
                 o->trail_path, (unsigned long long)sc.started_seq, (int)sc.pid, sc.run_dir, sc.n_live,
                 sc.n_ws, o->policy_path, sc.workspace[0] ? sc.workspace : o->workspace, o->trail_path);
         return CORRAL_EXIT_USAGE;
