@@ -21,12 +21,16 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
              libgraphviz-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
-# fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils;
-# run in command sandboxes), the report's test browser (chromium, headless) and the packaging's
-# tools (debhelper, lintian, bash-completion and systemd's systemd-analyze for make test-package).
+# fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils; run
+# in command sandboxes), Node.js for the MCP clients of tests/mcp (NPM_DIRS below), the report's
+# test browser (chromium, headless) and the packaging's tools (debhelper, lintian, bash-completion
+# and systemd's systemd-analyze for make test-package).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat \
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat nodejs \
              chromium debhelper dpkg-dev lintian bash-completion systemd
+# npm projects installed by `make deps` from their committed package-lock.json (npm ci), never at
+# run time: tests/mcp holds @modelcontextprotocol/sdk, inspector and server-filesystem.
+NPM_DIRS  := tests/mcp
 # The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
 # the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
 NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
@@ -119,6 +123,12 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all build and test packages are installed"; fi
+	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	@for d in $(NPM_DIRS); do \
+	  if cmp -s $$d/package-lock.json $$d/node_modules/.corral-installed-lock 2>/dev/null; then \
+	    echo "npm packages of $$d are installed"; \
+	  else echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error && \
+	    cp package-lock.json node_modules/.corral-installed-lock) || exit 1; fi; done
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
