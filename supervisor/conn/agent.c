@@ -1,13 +1,18 @@
 /* supervisor/conn/agent.c: one JSON-RPC connection per agent on the shared loop (see agent.h).
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
- * end of the turn, and only then are responses written and tool calls started. */
+ * end of the turn, and only then are responses written and tool calls that act (writes,
+ * commands) started. A read acts on nothing: it runs at once, before its entries commit, and
+ * its answer waits for the commit like every response, so a read costs one group commit. */
 #include "supervisor/conn/agent.h"
 #include "supervisor/trail/trail.h"
 
 #include <sodium.h>
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -18,6 +23,7 @@ struct outbuf {
     struct outbuf *next;
     char *data;
     size_t len, off;
+    cJSON *answer_id; /* a tool call's answer: withheld if the turn's commit fails */
 };
 
 struct outq {
@@ -33,6 +39,7 @@ struct tool_job {
     cJSON *result;
     bool is_error;
     int rc;
+    bool early; /* a read, running before its entries commit */
     struct tool_job *next_staged;
 };
 
@@ -45,6 +52,7 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
+    unsigned turn;     /* counts turn ends: the per-turn budget of inline calls */
     bool trail_warned; /* the first trail failure is said once on stderr */
 };
 
@@ -72,6 +80,7 @@ struct agent {
     bool ended;
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
+    unsigned inline_turn, inline_n; /* inline calls in turn inline_turn */
     struct agent_stats st;
 };
 
@@ -265,6 +274,7 @@ static void outq_clear(struct outq *q)
         struct outbuf *b = q->head;
         q->head = b->next;
         free(b->data);
+        cJSON_Delete(b->answer_id);
         free(b);
     }
     q->tail = NULL;
@@ -291,20 +301,23 @@ static void mark_dirty(struct agent *a)
     a->h->dirty = a;
 }
 
-/* Takes LINE (malloc'd, ending in '\n'). */
-static void stage_line(struct agent *a, char *line, size_t len)
+/* Takes LINE (malloc'd, ending in '\n'); ANSWER_ID (taken, may be NULL) marks a tool call's answer. */
+static void stage_line_answer(struct agent *a, char *line, size_t len, cJSON *answer_id)
 {
     if (!line) {
         /* Out of memory building a response: the connection cannot keep its promises. */
+        cJSON_Delete(answer_id);
         a->failing = true;
         return;
     }
     if (a->ended) {
+        cJSON_Delete(answer_id);
         free(line);
         return;
     }
     struct outbuf *b = malloc(sizeof(*b));
     if (!b) {
+        cJSON_Delete(answer_id);
         free(line);
         a->failing = true;
         return;
@@ -314,12 +327,42 @@ static void stage_line(struct agent *a, char *line, size_t len)
     b->data = line;
     b->len = len;
     b->off = 0;
+    b->answer_id = answer_id;
     struct outq one = {b, b};
     outq_append(&a->staged, &one);
     a->queued += len;
     mark_dirty(a);
 }
 
+static void stage_line(struct agent *a, char *line, size_t len)
+{
+    stage_line_answer(a, line, len, NULL);
+}
+
+/* The turn's commit failed: its entries are not in the trail, so no tool answer staged in it
+ * may leave. Each is replaced by an error saying why (nothing more can be recorded). */
+static void withhold_answers(struct agent *a)
+{
+    for (struct outbuf *b = a->staged.head; b; b = b->next) {
+        if (!b->answer_id)
+            continue;
+        size_t len = 0;
+        char *line = rpc_error_line(b->answer_id, RPC_INTERNAL_ERROR,
+                                    "internal error: the trail cannot be written, so the answer is "
+                                    "withheld",
+                                    NULL, &len);
+        if (!line) {
+            a->failing = true;
+            len = 0;
+        }
+        a->queued = a->queued - b->len + len;
+        free(b->data);
+        b->data = line ? line : strdup("");
+        b->len = line ? len : 0;
+        cJSON_Delete(b->answer_id);
+        b->answer_id = NULL;
+    }
+}
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result)
 {
     size_t len = 0;
@@ -555,6 +598,7 @@ static void agent_flush(struct agent *a)
             if (!a->ready.head)
                 a->ready.tail = NULL;
             free(b->data);
+            cJSON_Delete(b->answer_id);
             free(b);
         }
     }
@@ -623,9 +667,9 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
     return r;
 }
 
-static void tool_job_done(struct pool_job *pj)
+/* Records the call's end and stages its answer; returns false when the agent was freed. */
+static bool tool_job_finish(struct tool_job *j)
 {
-    struct tool_job *j = (struct tool_job *)pj;
     struct agent *a = j->a;
     a->inflight--;
     a->h->inflight--;
@@ -633,7 +677,7 @@ static void tool_job_done(struct pool_job *pj)
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
-        return;
+        return false;
     }
     host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
     if (!a->ended) {
@@ -649,18 +693,69 @@ static void tool_job_done(struct pool_job *pj)
             agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, msg);
         } else {
             cJSON *r = mcp_tool_result(j->result, j->is_error);
-            if (r)
-                agent_reply(a, j->id, r);
-            else
+            size_t len = 0;
+            char *line = r ? rpc_result_line(j->id, r, &len) : NULL;
+            cJSON *id = line ? cJSON_Duplicate(j->id, false) : NULL;
+            if (line && id) {
+                a->st.responses++;
+                stage_line_answer(a, line, len, id);
+            } else {
+                free(line);
+                cJSON_Delete(id);
                 agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+            }
             cJSON_Delete(r);
         }
     }
     tool_job_free(j);
-    if (!a->ended) {
+    return true;
+}
+
+static void tool_job_done(struct pool_job *pj)
+{
+    struct tool_job *j = (struct tool_job *)pj;
+    struct agent *a = j->a;
+    if (tool_job_finish(j) && !a->ended) {
         agent_pump(a);
         agent_maybe_end(a);
     }
+}
+
+/* A call whose cost is bounded and smaller than a hand-off to a worker and back (an eventfd
+ * wake-up each way, measured in bench/roundtrip.sh) runs inline on the loop: a read of a regular
+ * file of at most INLINE_FILE_MAX bytes. The check is only about cost (the read resolves and
+ * checks the path again, opens it O_NONBLOCK and caps what it reads at max_file_size), so a
+ * file swapped meanwhile costs at most one capped read. INLINE_PER_TURN bounds an agent's inline
+ * calls per turn, so one agent's storm of reads cannot hold the loop from the others. */
+#define INLINE_FILE_MAX 65536
+#define INLINE_PER_TURN 8
+
+static bool tool_is_small_read(const struct agent *a, const char *name, const cJSON *args)
+{
+    static const char *const reads[] = {"readFile", "file.read", "read_file"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+        known |= !strcmp(name, reads[i]);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(args, "path");
+    if (!known || !cJSON_IsString(p) || !*p->valuestring)
+        return false;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, a->tools->root_fd, p->valuestring, &how, sizeof(how));
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool small = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= INLINE_FILE_MAX;
+    close(fd);
+    return small;
+}
+
+/* Whether a call acts on nothing but may answer: a READ tool of its surface's table. kward's
+ * reads are left out: an outline starts a command sandbox, an effect the trail records first. */
+static bool tool_is_read(const struct agent *a, const char *name)
+{
+    const struct tool_def *d = tool_surface_def(a->surface, name);
+    return d && d->kind == TOOL_KIND_READ && strcmp(a->surface->name, "kward") != 0;
 }
 
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
@@ -686,6 +781,21 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     a->inflight++;
     h->inflight++;
     a->st.tool_calls++;
+    if (tool_is_read(a, name)) {
+        j->early = true;
+        if (a->inline_turn != h->turn) {
+            a->inline_turn = h->turn;
+            a->inline_n = 0;
+        }
+        if (a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args)) {
+            a->inline_n++;
+            tool_job_run(&j->pj);
+            tool_job_finish(j);
+        } else {
+            pool_submit(h->pool, &j->pj);
+        }
+        return 0;
+    }
     if (h->staged_tail)
         h->staged_tail->next_staged = j;
     else
@@ -699,6 +809,7 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
+    h->turn++;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -727,6 +838,8 @@ static void host_turn_end(void *data)
             next = a->dirty_next; /* saved: pumping may mark A dirty again, on a new list */
             a->dirty = false;
             a->dirty_next = NULL;
+            if (committed < 0)
+                withhold_answers(a);
             outq_append(&a->ready, &a->staged);
             if (a->ended)
                 continue;
