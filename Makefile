@@ -18,6 +18,10 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
              bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format
 
+# npm packages the benchmarks run as peers, installed by `make deps` into NPM_DIR.
+NPM_DIR   := .deps/npm
+NPM_PEERS := @modelcontextprotocol/server-filesystem
+
 CC      ?= cc
 BUILD   ?= build
 PREFIX  ?= /usr/local
@@ -106,6 +110,11 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all build and test packages are installed"; fi
+	@# The round-trip benchmark's peer, in a project-local dir (never fetched at run time).
+	@if [ ! -f $(NPM_DIR)/node_modules/@modelcontextprotocol/server-filesystem/package.json ]; then \
+	  command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }; \
+	  mkdir -p $(NPM_DIR) && cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PEERS); \
+	else echo "the benchmarks' npm peers are installed ($(NPM_DIR))"; fi
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)

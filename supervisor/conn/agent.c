@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <string.h>
@@ -52,7 +53,11 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
-    unsigned turn;     /* counts turn ends: the per-turn budget of inline calls */
+    unsigned turn; /* counts turn ends: the per-turn budgets of lines and inline calls */
+    struct agent *backlog, *backlog_tail; /* agents that used a budget with input left, FIFO */
+    unsigned turn_lines;                  /* lines handled this turn, over every agent */
+    int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
+    struct loop_watch kick;
     bool trail_warned; /* the first trail failure is said once on stderr */
 };
 
@@ -81,6 +86,9 @@ struct agent {
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
     unsigned inline_turn, inline_n; /* inline calls in turn inline_turn */
+    unsigned pump_turn, pump_n;     /* lines handled in turn pump_turn */
+    bool in_backlog;
+    struct agent *backlog_next;
     struct agent_stats st;
 };
 
@@ -428,7 +436,96 @@ void agent_call_wacp(struct agent *a, const struct rpc_msg *m)
 static bool agent_can_read(const struct agent *a)
 {
     const struct agent_host_opts *o = &a->h->o;
-    return !a->ended && !a->failing && a->queued < o->max_queued_bytes && a->inflight < o->max_inflight;
+    return !a->ended && !a->failing && !a->in_backlog && a->queued < o->max_queued_bytes &&
+           a->inflight < o->max_inflight;
+}
+
+/* Fairness: an agent handles at most AGENT_LINES_PER_TURN lines per turn, and a turn at most
+ * HOST_LINES_PER_TURN over all agents. An agent past either budget with input left (a flood of
+ * pipelined requests, garbage, a request storm) waits in the backlog, first in first out, not
+ * read from, and the next turns serve it in order: a turn's work, and so the wait of every
+ * answer released at its end, stays bounded whatever the agents send, and a well-behaved
+ * agent's request waits at most for the backlog ahead of it (bench/flood_bench.c). */
+#define AGENT_LINES_PER_TURN 8
+#define HOST_LINES_PER_TURN 16
+
+static void backlog_add(struct agent *a)
+{
+    struct agent_host *h = a->h;
+    if (a->in_backlog)
+        return;
+    if (!h->backlog) {
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* the counter cannot overflow at one write per empty backlog */
+        }
+    }
+    a->in_backlog = true;
+    a->backlog_next = NULL;
+    if (h->backlog_tail)
+        h->backlog_tail->backlog_next = a;
+    else
+        h->backlog = a;
+    h->backlog_tail = a;
+}
+
+static void backlog_remove(struct agent *a)
+{
+    if (!a->in_backlog)
+        return;
+    struct agent_host *h = a->h;
+    h->backlog_tail = NULL;
+    for (struct agent **pp = &h->backlog; *pp;) {
+        if (*pp == a)
+            *pp = a->backlog_next;
+        else {
+            h->backlog_tail = *pp;
+            pp = &(*pp)->backlog_next;
+        }
+    }
+    a->in_backlog = false;
+    a->backlog_next = NULL;
+}
+
+/* The eventfd only makes the next epoll_wait return at once while agents wait in the backlog;
+ * they are served at the end of the turn (backlog_serve), after the agents whose pipes woke the
+ * turn: an agent that sends little is never queued behind the floods. */
+static void on_kick(void *data, uint32_t events)
+{
+    struct agent_host *h = data;
+    uint64_t v;
+    if (read(h->kick_fd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: already drained */
+    }
+}
+
+static void backlog_serve(struct agent_host *h)
+{
+    struct agent *list = h->backlog;
+    h->backlog = h->backlog_tail = NULL;
+    while (list && h->turn_lines < HOST_LINES_PER_TURN) {
+        struct agent *a = list;
+        list = a->backlog_next; /* pumping may put A back, at the end of a new list */
+        a->in_backlog = false;
+        a->backlog_next = NULL;
+        if (a->ended)
+            continue;
+        agent_pump(a);
+        agent_maybe_end(a);
+    }
+    if (list) { /* the turn's budget ran out: those not served stay first in line */
+        struct agent *tail = list;
+        while (tail->backlog_next)
+            tail = tail->backlog_next;
+        tail->backlog_next = h->backlog;
+        if (!h->backlog)
+            h->backlog_tail = tail;
+        h->backlog = list;
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* cannot overflow */
+        }
+    }
 }
 
 static void on_readable(void *data, uint32_t events);
@@ -507,7 +604,18 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
 
 static void agent_pump(struct agent *a)
 {
+    struct agent_host *h = a->h;
     while (agent_can_read(a)) {
+        if (a->pump_turn != h->turn) {
+            a->pump_turn = h->turn;
+            a->pump_n = 0;
+        }
+        if (a->pump_n >= AGENT_LINES_PER_TURN || h->turn_lines >= HOST_LINES_PER_TURN) {
+            backlog_add(a);
+            break;
+        }
+        a->pump_n++;
+        h->turn_lines++;
         const char *line;
         size_t len;
         enum rpc_frame f = rpc_reader_next(a->reader, &line, &len);
@@ -809,7 +917,9 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
+    backlog_serve(h);
     h->turn++;
+    h->turn_lines = 0;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -876,6 +986,14 @@ int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
         h->o.max_inflight = 4;
     if (!h->o.abuse_limit)
         h->o.abuse_limit = 100;
+    h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int r = h->kick_fd < 0 ? -errno : loop_watch_add(loop, &h->kick, h->kick_fd, EPOLLIN, on_kick, h);
+    if (r < 0) {
+        if (h->kick_fd >= 0)
+            close(h->kick_fd);
+        free(h);
+        return cerr_set(err, -r, "agents: eventfd: %s", strerror(-r));
+    }
     loop_set_turn_end(loop, host_turn_end, h);
     *out = h;
     return 0;
@@ -886,6 +1004,8 @@ void agent_host_free(struct agent_host *h)
     if (!h)
         return;
     loop_set_turn_end(h->loop, NULL, NULL);
+    loop_watch_del(h->loop, &h->kick);
+    close(h->kick_fd);
     free(h);
 }
 
@@ -963,6 +1083,7 @@ void agent_free(struct agent *a)
     struct agent_host *h = a->h;
     a->on_end = NULL;
     agent_end(a, AGENT_END_EOF);
+    backlog_remove(a);
     /* Out of the turn's lists: nothing may point at it once it is gone. */
     for (struct agent **pp = &h->dirty; *pp; pp = &(*pp)->dirty_next)
         if (*pp == a) {
