@@ -15,6 +15,7 @@
 
 #define CKPT_PAGES 1000     /* SQLite's default autocheckpoint threshold */
 #define CKPT_PERIOD_MS 1000 /* at most this long between checkpoints while the WAL has frames */
+#define CKPT_GAP_MS 250     /* at least this long between two checkpoints */
 
 struct trail_ckpt {
     sqlite3 *db;
@@ -25,15 +26,25 @@ struct trail_ckpt {
     int frames; /* WAL frames after the writer's last commit */
 };
 
+static void deadline(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 static void *ckpt_main(void *arg)
 {
     struct trail_ckpt *c = arg;
+    struct timespec ts;
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         if (!c->poked) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += CKPT_PERIOD_MS / 1000;
+            deadline(&ts, CKPT_PERIOD_MS);
             pthread_cond_timedwait(&c->cv, &c->mu, &ts);
         }
         if (c->stop)
@@ -45,6 +56,12 @@ static void *ckpt_main(void *arg)
         if (due) /* errors are the next checkpoint's to retry; the writer's commits stand */
             sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&c->mu);
+        /* Paced: the writer restarts the WAL at its next transaction once a checkpoint has
+         * copied it all; checkpointing again meanwhile would only hold it from doing so (and
+         * cost two more flushes). */
+        deadline(&ts, CKPT_GAP_MS);
+        while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+            ;
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
