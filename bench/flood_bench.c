@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,26 @@ static void good_agent(int in, int out, long n, int report)
     _exit(0);
 }
 
+/* In a forked agent: keep only its own two pipe ends (and stderr, and REPORT when >= 0), so
+ * that no pipe stays open through another agent when the run ends, and die with the bench. */
+static void agent_fds_only(int in, int out, int report)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (int fd = 3; fd < 4096; fd++)
+        if (fd != in && fd != out && fd != report)
+            close(fd);
+    if (report < 0) { /* stdout may be a shell's command substitution: not ours to hold */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            close(null);
+        }
+    }
+}
+
 static void hostile_agent(int kind, int in, int out)
 {
+    agent_fds_only(in, out, -1);
     signal(SIGPIPE, SIG_DFL);
     /* Under corral run each agent's sandbox has a CPU budget (its cgroup): here SCHED_IDLE stands
      * for it, so that 128 spinning processes on a small machine measure the loop's fairness, not
@@ -123,6 +142,7 @@ static void hostile_agent(int kind, int in, int out)
     /* storm: a drainer process reads every answer, this one writes requests without pause */
     if (fork() == 0) {
         static char sink[65536];
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         while (read(in, sink, sizeof(sink)) > 0)
             ;
         _exit(0);
@@ -176,6 +196,8 @@ int main(int argc, char **argv)
             return 2;
         pids[i] = fork();
         if (pids[i] == 0) {
+            if (i == 0)
+                agent_fds_only(to[i][0], from[i][1], rep[1]);
             if (i == 0)
                 good_agent(to[i][0], from[i][1], n, rep[1]);
             hostile_agent((i - 1) % 3, to[i][0], from[i][1]);
