@@ -13,10 +13,14 @@ PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsod
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
-# libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
-# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
+# libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
+# fetches the npm peers), and the Kward surface's outliner and differ (universal-ctags, diffutils;
+# run in command sandboxes).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat
+# The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
+# the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
+NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
 
 # npm packages the benchmarks run as peers, installed by `make deps` into NPM_DIR.
 NPM_DIR   := .deps/npm
@@ -67,7 +71,7 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all test test-asan test-build deps fuzz bench demo demo-exec install clean check-deps
+.PHONY: all test test-asan test-build deps fuzz bench bench-deps demo demo-gated demo-exec install clean check-deps
 all: check-deps $(CORRAL)
 
 check-deps:
@@ -128,11 +132,20 @@ fuzz: $(FUZZ_BIN)
 	    tail -40 build/fuzz/$$n.log; echo "fuzz: $$n found a crash (log: build/fuzz/$$n.log)"; exit 1; fi; \
 	  tail -1 build/fuzz/$$n.log; done
 
-bench: test-build
+bench-deps:
+	@mkdir -p build/bench/npm-srt
+	@[ -x build/bench/npm-srt/node_modules/.bin/srt ] || (cd build/bench/npm-srt && npm install --no-audit --no-fund --silent $(NPM_SRT))
+
+bench: test-build bench-deps
 	@CORRAL=$(abspath $(CORRAL)) sh bench/run.sh
 
 demo: all $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo.sh
+
+# The same session under the supervised highway, its gates approved by a scripted person
+# through `corral gate` from another process.
+demo-gated: all $(AGENT_BIN)
+	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_gated.sh
 
 demo-exec: all $(HOSTILE_BIN) $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_exec.sh
@@ -145,3 +158,7 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# The libraries a program linking build/libcorral.a needs (tests/replay/wacp_params.c uses it).
+print-libs:
+	@echo $(LDLIBS)

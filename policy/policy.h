@@ -185,6 +185,9 @@ struct policy_highway {
     bool visibility;
     bool injection;
     struct policy_gate_rule gates[POLICY_GATE_COUNT];
+    /* corral's own gate: a tool call under needs_approval (always on for such tools; its
+     * timeout and fallback: gate_defaults, then gate_overrides.tool_call; default 300 s, reject) */
+    struct policy_gate_rule tool_call;
     bool escalation;
     double escalation_timeout; /* 0: indefinitely */
     enum policy_fallback escalation_fallback;
@@ -192,9 +195,19 @@ struct policy_highway {
 const char *policy_gate_name(enum policy_gate g);
 const char *policy_fallback_name(enum policy_fallback f);
 
+/* A person the control socket knows by uid. The short form ("1000": "alice") may do
+ * everything; the long form lists it: the gate types it decides (bit per enum policy_gate, and
+ * POLICY_USER_APPROVE_TOOL), injection, whose escalations it answers, and its state. */
+#define POLICY_USER_APPROVE_TOOL (1u << POLICY_GATE_COUNT)
+#define POLICY_USER_APPROVE_ALL ((1u << (POLICY_GATE_COUNT + 1)) - 1)
+enum policy_user_esc { POLICY_USER_ESC_OWN = 0, POLICY_USER_ESC_ALL, POLICY_USER_ESC_NONE };
 struct policy_user {
     uid_t uid;
     const char *user_id;
+    unsigned approve;
+    bool inject;
+    enum policy_user_esc escalations;
+    const char *state; /* "active" (default), "suspended", "blocked", "deactivated" */
 };
 
 struct policy_session {
@@ -204,8 +217,11 @@ struct policy_session {
     const char *trail_path;     /* NULL: the runtime's default */
     bool trail_durability_full; /* "full" (default): synchronous=FULL; "normal" */
     uint64_t max_message;       /* bytes of one JSON-RPC line (default 8 MiB) */
+    uint64_t max_workspaces;    /* live and ended workspaces of one run (default 256) */
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
+#define POLICY_DEFAULT_MAX_WORKSPACES 256
+#define POLICY_MAX_MAX_WORKSPACES 100000
 
 /* Prints what a reviewer of the policy needs to see about ROLE (every effective setting). */
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err);
