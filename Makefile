@@ -14,17 +14,16 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
-# fetches the npm peers), and the Kward surface's outliner and differ (universal-ctags, diffutils;
-# run in command sandboxes).
+# fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils; run
+# in command sandboxes), and Node.js for the MCP clients of tests/mcp (NPM_DIRS below).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat nodejs
+# npm projects installed by `make deps` from their committed package-lock.json (npm ci), never at
+# run time: tests/mcp holds @modelcontextprotocol/sdk, inspector and server-filesystem.
+NPM_DIRS  := tests/mcp
 # The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
 # the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
 NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
-
-# npm packages the benchmarks run as peers, installed by `make deps` into NPM_DIR.
-NPM_DIR   := .deps/npm
-NPM_PEERS := @modelcontextprotocol/server-filesystem
 
 CC      ?= cc
 BUILD   ?= build
@@ -114,11 +113,12 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all build and test packages are installed"; fi
-	@# The round-trip benchmark's peer, in a project-local dir (never fetched at run time).
-	@if [ ! -f $(NPM_DIR)/node_modules/@modelcontextprotocol/server-filesystem/package.json ]; then \
-	  command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }; \
-	  mkdir -p $(NPM_DIR) && cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PEERS); \
-	else echo "the benchmarks' npm peers are installed ($(NPM_DIR))"; fi
+	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	@for d in $(NPM_DIRS); do \
+	  if cmp -s $$d/package-lock.json $$d/node_modules/.corral-installed-lock 2>/dev/null; then \
+	    echo "npm packages of $$d are installed"; \
+	  else echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error && \
+	    cp package-lock.json node_modules/.corral-installed-lock) || exit 1; fi; done
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)

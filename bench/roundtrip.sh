@@ -17,8 +17,8 @@ mkdir -p "$work"
 cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c"
 drv=$work/rt_driver
 
-# The peer, installed by `make deps` into .deps/npm (never fetched here).
-peer_dir=$top/.deps/npm/node_modules/@modelcontextprotocol/server-filesystem
+# The peer, installed by `make deps` (npm ci in tests/mcp; never fetched here).
+peer_dir=$top/tests/mcp/node_modules/@modelcontextprotocol/server-filesystem
 peer=$peer_dir/dist/index.js
 [ -f "$peer" ] || { echo "bench/roundtrip.sh: the MCP filesystem server is not installed: run 'make deps'" >&2; exit 2; }
 peer_version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$peer_dir/package.json" | head -1)
