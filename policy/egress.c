@@ -121,7 +121,9 @@ int egress_rule_parse(const char *text, struct egress_rule *out, char *why, size
         if (colon)
             port = colon + 1;
     }
-    if (port) {
+    if (port && !strcmp(port, "*")) {
+        out->any_port = true;
+    } else if (port) {
         char *end;
         errno = 0;
         unsigned long v = strtoul(port, &end, 10);
@@ -245,7 +247,7 @@ bool egress_addr_private(int family, const uint8_t addr[16])
 
 static bool port_ok(const struct egress_rule *r, uint16_t port)
 {
-    return r->port ? r->port == port : (port == 80 || port == 443);
+    return r->any_port || (r->port ? r->port == port : (port == 80 || port == 443));
 }
 
 static bool name_matches(const struct egress_rule *r, const char *name)
@@ -339,6 +341,8 @@ size_t egress_ports(const struct egress_policy *p, uint16_t *out, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < p->n_allow; i++) {
+        if (p->allow[i].any_port)
+            continue; /* every port: reachable through the proxies, not captured */
         uint16_t want[2] = {p->allow[i].port, 0};
         size_t k = 1;
         if (!want[0]) {

@@ -28,6 +28,7 @@ struct egress_rule {
     uint8_t addr[16];               /* ADDR: network byte order, host bits cleared */
     unsigned prefix;                /* ADDR: 32 / 128 for a literal */
     uint16_t port;                  /* 0: the default ports, 80 and 443 */
+    bool any_port;                  /* "HOST:*": every port */
     char text[EGRESS_RULE_TEXT];    /* as written, for the trail */
 };
 
@@ -53,7 +54,7 @@ struct egress_policy {
 };
 #define EGRESS_DEFAULT_CONNECTIONS 256
 
-/* Parses one rule. Returns 0, or -EINVAL with a one-line reason in why. */
+/* Parses one rule ("HOST:*" is every port). Returns 0, or -EINVAL with a one-line reason in why. */
 int egress_rule_parse(const char *text, struct egress_rule *out, char *why, size_t why_len);
 /* Parses "NAME:ADDRESS" (an `egress.hosts` entry / `--add-host`). 0 or -EINVAL with why. */
 int egress_host_parse(const char *name, const char *addr, struct egress_host *out, char *why,
