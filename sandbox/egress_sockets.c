@@ -71,6 +71,23 @@ fail:
     return fd;
 }
 
+int sandbox_egress_hand_up(const struct sandbox_egress *spec, int sock, struct cerr *err)
+{
+    int fds[SANDBOX_EGRESS_MAX_FDS];
+    size_t n = sandbox_egress_count(spec);
+    if (n == 0)
+        return 0;
+    int r = sandbox_egress_open(spec, fds, err);
+    if (r < 0)
+        return r;
+    r = sandbox_egress_send(sock, fds, n);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    if (r < 0)
+        return cerr_set(err, -r, "egress: cannot pass the listeners to the supervisor: %s", strerror(-r));
+    return 0;
+}
+
 int sandbox_egress_send(int sock, const int *fds, size_t n)
 {
     if (n == 0 || n > SANDBOX_EGRESS_MAX_FDS)

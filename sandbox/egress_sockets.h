@@ -34,6 +34,8 @@ size_t sandbox_egress_count(const struct sandbox_egress *spec);
  * comment (absent ones skipped), non-blocking and close-on-exec. 0, or -errno with err set (the
  * sandbox then fails to start: it never runs without the proxies it was promised). */
 int sandbox_egress_open(const struct sandbox_egress *spec, int *fds, struct cerr *err);
+/* In init: open, send over sock, close its copies: what spawn.c calls. 0 or -errno with err. */
+int sandbox_egress_hand_up(const struct sandbox_egress *spec, int sock, struct cerr *err);
 /* Sends the n fds in one SCM_RIGHTS message. 0 or -errno. */
 int sandbox_egress_send(int sock, const int *fds, size_t n);
 /* In the supervisor: receives exactly n fds, each checked to be a socket; 0 or -EPROTO. */

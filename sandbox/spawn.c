@@ -39,6 +39,8 @@ struct sandbox_child {
     int status_fd;      /* init writes the program's wait status here */
     int alive_fd;       /* our end of a pipe init watches: closes when we die */
     int notify_fd;      /* the seccomp listener, until the caller takes it */
+    int egress_fds[SANDBOX_EGRESS_MAX_FDS]; /* SANDBOX_NET_PROXY: until the caller takes them */
+    size_t n_egress;
     struct cgroup *cg;
     double started;
     bool reaped;
@@ -130,6 +132,7 @@ struct spawn_args {
     int in, out, err;        /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
     int notify_wr;           /* seccomp.notify: init passes the listener to the parent here */
+    int egress_wr;           /* SANDBOX_NET_PROXY: init passes the egress listeners here */
     int listener;            /* set by the program (memory shared until its execve), or -1 */
     cap_t no_caps;           /* an empty capability set, allocated by the parent (no malloc in the child) */
     char *arg_start;         /* corral's own argv strings, which init inherits: blanked so the */
@@ -330,7 +333,10 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CTT("root");
     const char *hn = a->p->hostname ? a->p->hostname : "corral";
     CHILD_CHECK(sethostname(hn, strlen(hn)) == 0, fd, "uts: sethostname: %s", strerror(errno));
-    if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&a->lo_req, &e) < 0)
+    if (a->p->net != SANDBOX_NET_NONE && net_loopback_up(&a->lo_req, &e) < 0)
+        child_fail(fd, e.msg);
+    /* Still privileged in our namespaces: ports below 1024 (the DNS stub) are ours to bind. */
+    if (a->egress_wr >= 0 && sandbox_egress_hand_up(a->p->egress, a->egress_wr, &e) < 0)
         child_fail(fd, e.msg);
     /* Phase two: the parent has put us in our cgroup and sends the seccomp filter it built
      * (in parallel with the root above). A short read means it died or gave up. */
@@ -556,7 +562,12 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     struct seccomp_prog prog = {0};
     struct root_plan plan = {0};
     void *exec_page = NULL;
-    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1};
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1}, eg[2] = {-1, -1};
+    size_t n_eg = p->net == SANDBOX_NET_PROXY && p->egress ? sandbox_egress_count(p->egress) : 0;
+    if (p->net == SANDBOX_NET_PROXY && !n_eg) {
+        r = cerr_set(err, EINVAL, "network \"proxy\" needs the egress listeners to make");
+        goto fail;
+    }
     const char *ll_paths[64];
     size_t n_ll = 0;
 
@@ -587,7 +598,8 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
             ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
 
     if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
-        (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
+        (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0) ||
+        (n_eg && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
@@ -596,7 +608,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
         .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
         .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
-        .notify_wr = np[1], .listener = -1,
+        .notify_wr = np[1], .listener = -1, .egress_wr = eg[1],
     };
     own_args(&a.arg_start, &a.arg_len);
     a.no_caps = cap_init();
@@ -607,7 +619,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         r = cerr_set(err, ENOMEM, "out of memory");
         goto fail;
     }
-    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0) {
+    if (p->net != SANDBOX_NET_NONE && (r = net_loopback_prepare(&a.lo_req, err)) < 0) {
         cap_free(a.no_caps);
         free(a.prog.insns);
         goto fail;
@@ -635,6 +647,8 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         close(sp[0]);
         if (np[0] >= 0)
             close(np[0]);
+        if (eg[0] >= 0)
+            close(eg[0]);
         init_main(&a);
     }
     c->pid = pid;
@@ -652,6 +666,9 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     if (np[1] >= 0)
         close(np[1]);
     np[1] = -1;
+    if (eg[1] >= 0)
+        close(eg[1]);
+    eg[1] = -1;
 
     TT("clone");
     if ((r = write_id_maps(pid, p, err)) < 0)
@@ -682,6 +699,15 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
         goto fail;
     }
+    /* Sent before init went on to the program: waiting in the socket now. */
+    if (n_eg && sandbox_egress_recv(eg[0], c->egress_fds, n_eg) < 0) {
+        r = cerr_set(err, EPROTO, "egress: the sandbox's init did not pass its listeners");
+        goto fail;
+    }
+    c->n_egress = n_eg;
+    if (eg[0] >= 0)
+        close(eg[0]);
+    eg[0] = -1;
     close(ep[0]);
     ep[0] = -1;
     c->status_fd = steal_fd(&sp[0]);
@@ -699,6 +725,7 @@ fail:
         if (ep[i] >= 0) close(ep[i]);
         if (sp[i] >= 0) close(sp[i]);
         if (np[i] >= 0) close(np[i]);
+        if (eg[i] >= 0) close(eg[i]);
     }
     root_plan_free(&plan);
     seccomp_prog_release(&prog);
@@ -715,6 +742,15 @@ const char *sandbox_child_cgroup(const struct sandbox_child *c) { return cgroup_
 int sandbox_child_take_notify_fd(struct sandbox_child *c)
 {
     return steal_fd(&c->notify_fd);
+}
+
+int sandbox_child_take_egress_fds(struct sandbox_child *c, int *fds, size_t n)
+{
+    if (!c->n_egress || n != c->n_egress)
+        return -ENOENT;
+    memcpy(fds, c->egress_fds, n * sizeof(int));
+    c->n_egress = 0;
+    return 0;
 }
 
 int sandbox_child_signal(struct sandbox_child *c, int sig)
@@ -788,5 +824,7 @@ void sandbox_child_free(struct sandbox_child *c)
     if (c->status_fd >= 0) close(c->status_fd);
     if (c->alive_fd >= 0) close(c->alive_fd);
     if (c->notify_fd >= 0) close(c->notify_fd);
+    for (size_t i = 0; i < c->n_egress; i++)
+        close(c->egress_fds[i]);
     free(c);
 }
