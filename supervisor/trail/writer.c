@@ -23,6 +23,7 @@ static const char *const registry[] = {
     "graceful_termination_expired", "graceful_termination_initiated", "graph_created", "human_injection",
     "integration_aborted", "integration_completed", "integration_started", "integrity_violation",
     "liveness_warning", "migration_completed", "migration_failed", "migration_started",
+    "network_closed", "network_connect",
     "port_right_consumed", "port_right_created", "port_right_revoked", "port_right_transferred",
     "priority_changed", "process_exited", "process_started", "protocol_error",
     "protocol_message", "recovery_completed", "resource_discrepancy", "sandbox_created",
