@@ -8,6 +8,8 @@
 #include "supervisor/cli/cli.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/listeners/listener.h"
+#include "supervisor/conn/loop.h"
+#include "supervisor/egress/setup.h"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -29,7 +31,12 @@ static void exec_usage(FILE *f)
           "on the host (PATH, or a path like ./agent) and shown read-only inside.\n"
           "\n"
           "options:\n"
-          "  --net none|loopback   network: none (default) or only a private loopback\n"
+          "  --net none|loopback|proxy  network: none (default), only a private loopback, or\n"
+          "                        egress through corral's filtering proxies (docs/egress.md)\n"
+          "  --allow HOST[:PORT]   --net proxy: allow connections to HOST (a name, *.DOMAIN, an\n"
+          "                        IP address or CIDR; no port: 80 and 443; :* every port)\n"
+          "  --deny HOST[:PORT]    --net proxy: refuse them, whatever allows them (repeatable)\n"
+          "  --add-host NAME:ADDR  --net proxy: resolve NAME to ADDR (repeatable)\n"
           "  --memory SIZE         memory budget, e.g. 256M (default: the role's; 256M)\n"
           "  --pids N              process budget (default: the role's; 256)\n"
           "  --cpus FRACTION       cpu budget in CPUs, e.g. 0.5 (default: the role's; 1)\n"
@@ -60,6 +67,7 @@ static void exec_usage(FILE *f)
 #define MAX_BINDS 64
 enum { SET_NET = 1, SET_MEMORY = 2, SET_PIDS = 4, SET_CPUS = 8, SET_TMP = 16, SET_LANDLOCK = 32, SET_CWD = 64 };
 #define MAX_ENV 128
+#define MAX_EGRESS 256
 
 struct exec_opts {
     struct sandbox_profile prof;
@@ -67,13 +75,15 @@ struct exec_opts {
     char *bind_store[MAX_BINDS * 2];
     size_t n_binds;
     struct sandbox_bind *all_binds; /* the role's binds, then the command line's */
-    char *env[MAX_ENV + 8];
+    char *env[MAX_ENV + 16];
     size_t n_env;
     double timeout;
     unsigned set; /* SET_* bits: options given on the command line, which override the policy */
     bool stats;
     const char *policy, *role, *workspace, *trail;
     enum trail_durability durability;
+    const char *egress_args[3][MAX_EGRESS]; /* --allow, --deny, --add-host */
+    size_t n_egress[3];
 };
 
 static int add_bind(struct exec_opts *o, const char *spec, bool writable)
@@ -111,7 +121,7 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
 static int parse(int argc, char **argv, struct exec_opts *o)
 {
     enum { O_NET = 256, O_MEMORY, O_PIDS, O_CPUS, O_TIMEOUT, O_TMP, O_RO, O_RW, O_CHDIR, O_ENV,
-           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL, O_DURABILITY };
+           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL, O_DURABILITY, O_ALLOW, O_DENY, O_ADDHOST };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},       {"memory", required_argument, 0, O_MEMORY},
         {"pids", required_argument, 0, O_PIDS},     {"cpus", required_argument, 0, O_CPUS},
@@ -122,6 +132,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         {"policy", required_argument, 0, O_POLICY}, {"role", required_argument, 0, O_ROLE},
         {"workspace", required_argument, 0, O_WS},  {"trail", required_argument, 0, O_TRAIL},
         {"trail-durability", required_argument, 0, O_DURABILITY},
+        {"allow", required_argument, 0, O_ALLOW},   {"deny", required_argument, 0, O_DENY},
+        {"add-host", required_argument, 0, O_ADDHOST},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
     };
     optind = 1;
@@ -139,8 +151,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 o->prof.net = SANDBOX_NET_NONE;
             else if (!strcmp(optarg, "loopback"))
                 o->prof.net = SANDBOX_NET_LOOPBACK;
+            else if (!strcmp(optarg, "proxy"))
+                o->prof.net = SANDBOX_NET_PROXY;
             else {
-                fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --net takes 'none', 'loopback' or 'proxy', not '%s'\n", optarg);
                 return -1;
             }
             o->set |= SET_NET;
@@ -218,6 +232,17 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_ROLE: o->role = optarg; break;
         case O_WS: o->workspace = optarg; break;
         case O_TRAIL: o->trail = optarg; break;
+        case O_ALLOW:
+        case O_DENY:
+        case O_ADDHOST: {
+            size_t k = (size_t)(c - O_ALLOW);
+            if (o->n_egress[k] >= MAX_EGRESS) {
+                fprintf(stderr, "corral exec: too many --%s (at most %d)\n", (const char *[]){"allow", "deny", "add-host"}[k], MAX_EGRESS);
+                return -1;
+            }
+            o->egress_args[k][o->n_egress[k]++] = optarg;
+            break;
+        }
         case O_DURABILITY:
             if (trail_durability_parse(optarg, &o->durability) < 0) {
                 fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n", optarg);
@@ -239,10 +264,12 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 /* The minimal environment plus --env, later entries replacing earlier ones of the same name. */
 static void build_env(struct exec_opts *o)
 {
-    char *all[MAX_ENV + 8];
+    char *all[MAX_ENV + 16];
     size_t n = 0;
     for (size_t i = 0; sandbox_default_env[i] && n < 8; i++)
         all[n++] = (char *)sandbox_default_env[i];
+    for (size_t i = 0; o->prof.net == SANDBOX_NET_PROXY && egress_env()[i] && i < 8; i++)
+        all[n++] = (char *)egress_env()[i]; /* before --env: a program may be told otherwise */
     for (size_t i = 0; i < o->n_env; i++) {
         size_t kl = (size_t)(strchr(o->env[i], '=') - o->env[i]);
         size_t j;
@@ -283,7 +310,7 @@ static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
         /* With a policy file the admin decides; the embedded default lets the command line ask. */
         if (cli.net != SANDBOX_NET_NONE && !v->authority.network && o->policy) {
             fprintf(stderr, "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
-                    cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "?", v->name);
+                    cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "proxy", v->name);
             return -1;
         }
     }
@@ -350,6 +377,9 @@ int cmd_exec(int argc, char **argv)
     struct trail *trail = NULL;
     struct exec_record rec = {0};
     struct scnotify *notify = NULL;
+    struct egress_setup egress_setup = {0};
+    struct loop *eloop = NULL;
+    struct egress *egress = NULL;
     _cleanup_close_ int sample_fd = -1;
     _cleanup_close_ int warn_fd = -1;
     sigset_t fwd, old;
@@ -381,6 +411,20 @@ int cmd_exec(int argc, char **argv)
         goto out;
     }
     if (apply_role(&o, &view) < 0) {
+        status = CORRAL_EXIT_USAGE;
+        goto out;
+    }
+    if (o.prof.net == SANDBOX_NET_PROXY) {
+        struct cerr ee = {0};
+        if (egress_setup_init(&egress_setup, view.egress, o.egress_args[0], o.n_egress[0], o.egress_args[1],
+                              o.n_egress[1], o.egress_args[2], o.n_egress[2], &ee) < 0) {
+            fprintf(stderr, "corral exec: %s\n", ee.msg);
+            status = CORRAL_EXIT_USAGE;
+            goto out;
+        }
+        egress_setup_profile(&egress_setup, &o.prof);
+    } else if (o.n_egress[0] + o.n_egress[1] + o.n_egress[2]) {
+        fprintf(stderr, "corral exec: --allow, --deny and --add-host need --net proxy\n");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
@@ -457,6 +501,13 @@ int cmd_exec(int argc, char **argv)
             goto out_sig;
         }
     }
+    struct egress_opts eopts = {.trail = trail, .workspace = rec.workspace[0] ? rec.workspace : NULL,
+                                .actor = view.name};
+    if (o.prof.net == SANDBOX_NET_PROXY && !o.workspace &&
+        (loop_new(&eloop, &err) < 0 || egress_setup_start(&egress_setup, eloop, child, &eopts, &egress, &err) < 0)) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        goto out_sig;
+    }
     struct sampler sampler = {.rec = &rec, .child = child, .prof = &o.prof};
     if (o.timeout > 0) {
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -480,7 +531,9 @@ int cmd_exec(int argc, char **argv)
                                      .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
                                      .notify = notify,
                                      .sample_sec = trail ? SAMPLE_SEC : 0,
-                                     .sample = sample_budgets, .sample_data = &sampler};
+                                     .sample = sample_budgets, .sample_data = &sampler,
+                                     .egress = o.prof.net == SANDBOX_NET_PROXY ? &egress_setup : NULL,
+                                     .egress_opts = eopts};
         tool_limits_default(&so.limits);
         policy_tool_limits_apply(&view, &so.limits);
         struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
@@ -518,10 +571,10 @@ int cmd_exec(int argc, char **argv)
     bool notify_failed = false, notify_watch = notify != NULL;
     while (!o.workspace) {
         /* Every slot is always there; poll skips a negative fd. */
-        struct pollfd pfd[6] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
+        struct pollfd pfd[7] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
                                 {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
-                                {warn_fd, POLLIN, 0}};
-        int n = poll(pfd, 6, -1);
+                                {warn_fd, POLLIN, 0}, {eloop ? loop_fd(eloop) : -1, POLLIN, 0}};
+        int n = poll(pfd, 7, -1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -547,6 +600,10 @@ int cmd_exec(int argc, char **argv)
             }
             if (sample_budgets_staged(&sampler) > 0)
                 (void)exec_record_finish(&rec); /* a failure leaves rec failed: status 125 at the end */
+        }
+        if (pfd[6].revents) {
+            struct cerr e = {0};
+            (void)loop_run_once(eloop, 0, &e); /* the egress proxies' turn */
         }
         if (pfd[0].revents)
             break;
@@ -593,6 +650,9 @@ int cmd_exec(int argc, char **argv)
 out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+    egress_free(egress); /* records the end of every connection still open */
+    loop_free(eloop);
+    egress_setup_free(&egress_setup);
     scnotify_free(notify);
     sandbox_child_free(child);
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {

@@ -175,4 +175,5 @@ int loop_run(struct loop *l, struct cerr *err)
 }
 
 void loop_stop(struct loop *l) { l->stop = true; }
+int loop_fd(const struct loop *l) { return l->epfd; }
 bool loop_stopped(const struct loop *l) { return l->stop; }

@@ -194,6 +194,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     struct cmddeny *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
+    struct egress *egress = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
         sigaction(SIGPIPE, &old_pipe, NULL);
@@ -208,6 +209,8 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         ctx.adopt_data = cmd_denials;
         ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
     }
+    if (o->egress && (r = egress_setup_start(o->egress, s.loop, child, &o->egress_opts, &egress, err)) < 0)
+        goto out;
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
         goto out;
@@ -286,6 +289,7 @@ out:
     pool_free(pool);
     cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
+    egress_free(egress);
     loop_free(s.loop);
     sigaction(SIGPIPE, &old_pipe, NULL);
     if (timed_out)

@@ -5,6 +5,7 @@
 
 #include "common/util.h"
 #include "sandbox/sandbox.h"
+#include "supervisor/egress/setup.h"
 #include "tools/tool.h"
 
 struct trail;
@@ -28,6 +29,8 @@ struct serve_exec_opts {
                                    * sandbox runs; what it stages commits at the turn's end */
     void (*sample)(void *data);
     void *sample_data;
+    struct egress_setup *egress;  /* network "proxy": the proxies run on the serving loop */
+    struct egress_opts egress_opts;
 };
 
 /* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both
