@@ -140,7 +140,8 @@ ssize_t egress_http_parse(const char *buf, size_t len, struct egress_http_req *o
     *w++ = ' ';
     if (!pl || *path == '?')
         *w++ = '/';
-    memcpy(w, path, pl);
+    if (pl)
+        memcpy(w, path, pl);
     w += pl;
     *w++ = ' ';
     memcpy(w, sp2 + 1, 8);
