@@ -14,9 +14,10 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
-# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
+# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes),
+# the egress tests' clients and throwaway CA (curl, openssl) and srt's bridge (socat, bench/egress.sh).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils
+             bubblewrap ripgrep hyperfine universal-ctags diffutils curl openssl socat
 
 CC      ?= cc
 BUILD   ?= build
