@@ -22,7 +22,7 @@
 #include <sys/socket.h>
 
 #define RESOLVE_MAX 8           /* addresses of one name considered */
-#define PIPE_SIZE (256u << 10)  /* splice pipe per direction */
+#define PIPE_SIZE (256u << 10)  /* splice pipe per direction: at most 2 of these per connection are held */
 #define PUMP_ROUNDS 16          /* splices per direction per wake-up: fairness between agents */
 #define CAP_RECORDED 16         /* cap refusals recorded one by one; the rest counted */
 #define SOCKS_BUF 600           /* greeting (<= 257) + request (<= 262) */

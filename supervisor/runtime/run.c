@@ -11,6 +11,7 @@
 #include "supervisor/runtime/exec_record.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
+#include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 #include "tools/session.h"
@@ -50,6 +51,8 @@ struct run_ws {
     struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
     struct loop_watch pid_watch, grace_watch, wall_watch;
     bool exited, conn_ended, stopping, finalized;
+    struct egress_setup egress_setup; /* network "proxy": its rules and listeners */
+    struct egress *egress;            /* its proxies, on the run's loop */
     struct run_ws *next;
 };
 
@@ -114,6 +117,8 @@ static void ws_free(struct run_ws *s)
 {
     if (!s)
         return;
+    egress_free(s->egress); /* records the end of each connection still open */
+    egress_setup_free(&s->egress_setup);
     sandbox_child_free(s->child);
     if (s->to_agent >= 0)
         close(s->to_agent);
@@ -194,7 +199,7 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     size_t nd = 0;
     while (sandbox_default_env[nd])
         nd++;
-    s->envp = calloc(nd + ag->n_env + 3, sizeof(char *));
+    s->envp = calloc(nd + 8 + ag->n_env + 3, sizeof(char *));
     if (!s->envp)
         return cerr_set(err, ENOMEM, "out of memory");
     size_t n = 0;
@@ -202,6 +207,11 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     char *v;
     for (size_t i = 0; i < nd; i++)
         if ((v = strdup(sandbox_default_env[i])))
+            env_put(s->envp, &n, v);
+        else
+            oom = true;
+    for (size_t i = 0; s->prof.net == SANDBOX_NET_PROXY && egress_env()[i] && i < 8; i++)
+        if ((v = strdup(egress_env()[i])))
             env_put(s->envp, &n, v);
         else
             oom = true;
@@ -263,6 +273,13 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         s->prof.limits.cpus = info->budgets.cpus;
     s->prof.limits.fsize = LOG_FILE_MAX;
     s->prof.hostname = "corral";
+    if (s->prof.net == SANDBOX_NET_PROXY) {
+        if ((rc = egress_setup_init(&s->egress_setup, s->view.egress, NULL, 0, NULL, 0, NULL, 0, err)) < 0) {
+            ws_free(s);
+            return rc;
+        }
+        egress_setup_profile(&s->egress_setup, &s->prof);
+    }
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
         ws_free(s);
         return rc;
@@ -311,6 +328,13 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     cJSON_AddStringToObject(pb, "cgroup", sandbox_child_cgroup(s->child));
     record(r, info->id, "protocol", "process_started", pb);
     cJSON_Delete(pb);
+    struct egress_opts eo = {.trail = r->trail, .workspace = info->id, .actor = info->role};
+    if (s->prof.net == SANDBOX_NET_PROXY &&
+        (rc = egress_setup_start(&s->egress_setup, r->loop, s->child, &eo, &s->egress, err)) < 0) {
+        sandbox_child_signal(s->child, SIGKILL);
+        ws_free(s);
+        return rc;
+    }
 
     /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
     s->root_fd = open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -646,6 +670,16 @@ static cJSON *ps_json(void *data)
         }
         cJSON_AddNumberToObject(u, "memory_limit", (double)s->prof.limits.memory);
         cJSON_AddNumberToObject(u, "pids_limit", (double)s->prof.limits.pids);
+        if (s->egress) {
+            struct egress_stats es;
+            egress_get_stats(s->egress, &es);
+            cJSON *n = cJSON_AddObjectToObject(u, "egress");
+            cJSON_AddNumberToObject(n, "open", (double)es.open);
+            cJSON_AddNumberToObject(n, "allowed", (double)es.allowed);
+            cJSON_AddNumberToObject(n, "refused", (double)es.refused);
+            cJSON_AddNumberToObject(n, "bytes_out", (double)es.bytes_out);
+            cJSON_AddNumberToObject(n, "bytes_in", (double)es.bytes_in);
+        }
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "pid", getpid());

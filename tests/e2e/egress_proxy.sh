@@ -255,3 +255,38 @@ sys.stderr.write("flood %d, tool answers %d of 50\n" % (len(conns), answers))
 PY
 run_capture out err rc "$CORRAL" exec --timeout 60 --net proxy $H $A --ro "$D" --workspace "$D/ws" -- /usr/bin/python3 "$D/flood_agent.py"
 expect_match "half-open flood: every tool call of the agent is still answered" 'flood 240, tool answers 50 of 50' "$err"
+
+# --- corral run: a coordinator with network "proxy"; `corral ps` shows its connections
+mkdir -p "$D/runws"
+cat >"$D/run_agent.py" <<PY
+import urllib.request, sys, time
+try:
+    print("fetched:", urllib.request.urlopen("http://web.test:$HTTP_PORT/index.html").read().decode().strip(), file=sys.stderr)
+except Exception as e:
+    print("fetch failed:", e, file=sys.stderr)
+try:
+    urllib.request.urlopen("http://other.test:$HTTP_PORT/")
+except Exception as e:
+    print("refused:", e, file=sys.stderr)
+sys.stderr.flush()
+time.sleep(3)
+PY
+cat >"$D/run.json" <<JSON
+{ "version": 1,
+  "roles": { "coordinator": { "authority": { "network": true }, "sandbox": { "network": "proxy",
+      "egress": { "allow": ["web.test:$HTTP_PORT", "127.0.0.1:$HTTP_PORT"], "hosts": { "web.test": "127.0.0.1" } } } } },
+  "agents": { "lead": { "binary": "/usr/bin/python3", "args": ["-u", "$D/run_agent.py"], "role": "coordinator" } } }
+JSON
+rdb=$D/run.db
+"$CORRAL" run "$D/run.json" --workspace "$D/runws" --trail "$rdb" --run-dir "$D/run" >"$D/run.out" 2>"$D/run.err" &
+rpid=$!
+i=0; while [ ! -S "$rdb.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1.5
+run_capture ps psErr psRc "$CORRAL" ps --db "$rdb"
+wait $rpid
+log=$(cat "$D"/run/logs/*.log 2>/dev/null)
+expect_match "corral run: a proxy agent fetches an allowed host" '^fetched: hello-egress' "$log"
+expect_match "corral run: ... and is refused an unlisted one (403)" '^refused: HTTP Error 403' "$log"
+expect_match "corral ps: the agent's egress counters (open/allowed/refused)" ' 0/1/1 [0-9.]+[BKM]/[0-9.]+[BKM]' "$ps $psErr"
+tr=$("$CORRAL" trail --db "$rdb" --type network_connect)
+expect_match "corral run: its connections are in the trail" 'network_connect.*"decision":"allowed","host":"web.test"' "$tr"
