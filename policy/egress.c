@@ -159,7 +159,8 @@ int egress_rule_parse(const char *text, struct egress_rule *out, char *why, size
     if (!strncmp(host, "*.", 2)) {
         out->kind = EGRESS_RULE_WILDCARD;
         name = host + 2;
-    } else if (strchr(host, '*')) {
+    }
+    if (strchr(name, '*')) {
         set_why(why, why_len, "a wildcard is only '*.' at the start of a name");
         return -EINVAL;
     }

@@ -124,6 +124,8 @@ static void conn_update(struct conn *c);
 
 /* Decisions are staged as they are made and committed together at the start of the next turn
  * (an eventfd the loop watches), before any of them is carried out: group commit. */
+static void flush(void *data, uint32_t events);
+
 static void queue_flush(struct egress *e)
 {
     uint64_t one = 1;
@@ -370,7 +372,10 @@ static void conn_decided(struct conn *c)
     loop_watch_del(e->loop, &c->cw); /* nothing more is read until the decision is carried out */
     c->next_pending = e->pending;
     e->pending = c;
-    queue_flush(e);
+    if (!e->trail)
+        flush(e, 0); /* nothing to commit: carried out at once */
+    else
+        queue_flush(e);
 }
 
 static void on_connected(struct conn *c);
@@ -409,7 +414,8 @@ static void flush(void *data, uint32_t events)
 {
     struct egress *e = data;
     uint64_t ticks;
-    (void)!read(e->flush_fd, &ticks, sizeof(ticks));
+    if (e->flush_queued)
+        (void)!read(e->flush_fd, &ticks, sizeof(ticks));
     e->flush_queued = false;
     bool committed = true;
     if (e->trail && trail_pending(e->trail) && trail_commit(e->trail, &e->err) < 0)
@@ -887,6 +893,8 @@ static void on_accept(void *data, uint32_t events)
             close(fd);
             continue;
         }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* the relay forwards as it gets */
         c->e = e;
         c->kind = l->kind;
         c->bcap = cap;
@@ -911,6 +919,8 @@ static void on_accept(void *data, uint32_t events)
             continue;
         }
         sweep_arm(e);
+        /* A client usually sends its request with its connect: read it now, not a turn later. */
+        client_event(c, EPOLLIN);
     }
 }
 

@@ -77,6 +77,30 @@ px() { # px SHELL-SCRIPT: run it in a proxy sandbox with the test's rules, recor
 }
 NOPX='env -u http_proxy -u HTTP_PROXY -u https_proxy -u HTTPS_PROXY -u ALL_PROXY -u all_proxy'
 
+# --- the policy and the command line refuse what they cannot mean
+cat >"$D/bad.json" <<'JSON'
+{ "version": 1,
+  "roles": { "worker": { "authority": { "network": true }, "sandbox": { "network": "proxy",
+    "egress": { "allow": ["ok.test", "bad host", "*.x*.test", "a.test:99999"], "deny": ["10.0.0.0/40"],
+                "privat": true, "hosts": { "h.test": "not-an-ip" } } } } } }
+JSON
+run_capture out err rc "$CORRAL" policy check "$D/bad.json"
+expect_status "policy check: bad egress rules are problems" 1 "$rc" "$out $err"
+expect_match "policy check: a bad rule is named at its line" 'bad.json:3:[0-9]+: roles.worker.sandbox.egress.allow\[1\]: .bad host. is not a rule' "$out $err"
+expect_match "policy check: a misplaced wildcard" "allow\\[2\\]: '\\*\\.x\\*\\.test' is not a rule: a wildcard is only" "$out $err"
+expect_match "policy check: a port out of range" 'allow\[3\]: .a.test:99999. is not a rule: the port' "$out $err"
+expect_match "policy check: a bad CIDR" 'deny\[0\]: .10.0.0.0/40. is not a rule' "$out $err"
+expect_match "policy check: a typo in a key" "unknown key 'privat'.*did you mean 'private'" "$out $err"
+expect_match "policy check: a pinned host must be an address" 'hosts.h.test: must map a host name to an IP address' "$out $err"
+printf '{ "version": 1, "roles": { "worker": { "authority": { "network": false }, "sandbox": { "network": "proxy" } } } }' >"$D/noauth.json"
+run_capture out err rc "$CORRAL" policy check "$D/noauth.json"
+expect_match "policy check: proxy needs network authority" 'network is "proxy" but role .worker. has no network authority' "$out $err"
+run_capture out err rc "$CORRAL" exec --allow web.test -- /bin/true
+expect_status "exec: --allow without --net proxy is a usage error" 2 "$rc" "$err"
+run_capture out err rc "$CORRAL" exec --net proxy --allow 'bad host' -- /bin/true
+expect_status "exec: a bad --allow is a usage error" 2 "$rc" "$err"
+expect_match "exec: ... naming the rule" "--allow bad host: not a host name" "$err"
+
 # --- allowed, end to end, four ways
 run_capture out err rc px "curl -sS http://web.test:$HTTP_PORT/index.html"
 expect_match "http proxy (HTTP_PROXY): allowed name fetched" '^hello-egress *$' "$out $err"
