@@ -82,10 +82,6 @@ int policy_role_resolve(const struct policy *p, const char *role, struct policy_
     s->uid = r->uid;
     s->gid = r->gid;
     out->command_sandbox = *s;
-    /* A command sandbox gets no egress listeners of its own yet (docs/egress.md): a private
-     * loopback, no way out, rather than a profile that cannot start. */
-    if (s->net == SANDBOX_NET_PROXY)
-        out->command_sandbox.net = SANDBOX_NET_LOOPBACK;
     if (r->authority.commands)
         out->command_sandbox.seccomp.groups |= SANDBOX_SC_EXEC | SANDBOX_SC_PROCESS;
     return 0;

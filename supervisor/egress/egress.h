@@ -30,6 +30,8 @@ struct egress_opts {
     const char *workspace;              /* the sandbox's workspace id in the trail */
     const char *actor;                  /* its role */
     double head_timeout;                /* 0: EGRESS_HEAD_TIMEOUT */
+    const char *sandbox;                /* which sandbox of the workspace, in each entry ("agent",
+                                         * "command-N"); NULL: "agent" */
 };
 
 /* The listeners spec asks for, from the policy: both proxies, the DNS stub and a capture

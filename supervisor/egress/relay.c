@@ -95,7 +95,7 @@ struct egress {
     struct pool *pool;
     const struct egress_policy *p;
     struct trail *trail;
-    char *workspace, *actor;
+    char *workspace, *actor, *sandbox;
     double head_timeout;
     struct listener ls[SANDBOX_EGRESS_MAX_FDS];
     size_t n_ls;
@@ -165,6 +165,7 @@ static void record_decision(struct conn *c)
     cJSON *b = cJSON_CreateObject();
     if (b) {
         cJSON_AddNumberToObject(b, "conn", (double)c->id);
+        cJSON_AddStringToObject(b, "sandbox", e->sandbox);
         cJSON_AddStringToObject(b, "proxy", lkind_name[c->kind]);
         cJSON_AddStringToObject(b, "host", c->host);
         cJSON_AddNumberToObject(b, "port", c->port);
@@ -208,6 +209,7 @@ static void record_end(struct conn *c, const char *outcome)
     cJSON *b = cJSON_CreateObject();
     if (b) {
         cJSON_AddNumberToObject(b, "conn", (double)c->id);
+        cJSON_AddStringToObject(b, "sandbox", c->e->sandbox);
         cJSON_AddStringToObject(b, "host", c->host);
         cJSON_AddNumberToObject(b, "port", c->port);
         add_str_or_null(b, "address", c->addr_text);
@@ -1018,7 +1020,8 @@ int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox
     }
     e->workspace = o->workspace ? strdup(o->workspace) : NULL;
     e->actor = strdup(o->actor ? o->actor : "system");
-    if ((o->workspace && !e->workspace) || !e->actor) {
+    e->sandbox = strdup(o->sandbox ? o->sandbox : "agent");
+    if ((o->workspace && !e->workspace) || !e->actor || !e->sandbox) {
         r = cerr_set(err, ENOMEM, "egress: out of memory");
         goto fail;
     }
@@ -1117,5 +1120,6 @@ void egress_free(struct egress *e)
         free(e->fake[i]);
     free(e->workspace);
     free(e->actor);
+    free(e->sandbox);
     free(e);
 }

@@ -11,6 +11,7 @@
 #include "supervisor/runtime/exec_record.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
+#include "supervisor/egress/hub.h"
 #include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
@@ -53,6 +54,7 @@ struct run_ws {
     bool exited, conn_ended, stopping, finalized;
     struct egress_setup egress_setup; /* network "proxy": its rules and listeners */
     struct egress *egress;            /* its proxies, on the run's loop */
+    struct egress_hub *egress_hub;    /* its command sandboxes' proxies */
     struct run_ws *next;
 };
 
@@ -117,6 +119,7 @@ static void ws_free(struct run_ws *s)
 {
     if (!s)
         return;
+    egress_hub_free(s->egress_hub);
     egress_free(s->egress); /* records the end of each connection still open */
     egress_setup_free(&s->egress_setup);
     sandbox_child_free(s->child);
@@ -330,7 +333,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     cJSON_Delete(pb);
     struct egress_opts eo = {.trail = r->trail, .workspace = info->id, .actor = info->role};
     if (s->prof.net == SANDBOX_NET_PROXY &&
-        (rc = egress_setup_start(&s->egress_setup, r->loop, s->child, &eo, &s->egress, err)) < 0) {
+        ((rc = egress_setup_start(&s->egress_setup, r->loop, s->child, &eo, &s->egress, err)) < 0 ||
+         (s->view.authority.commands &&
+          (rc = egress_hub_new(r->loop, &s->egress_setup.policy, &s->egress_setup.spec, &eo, &s->egress_hub, err)) < 0))) {
         sandbox_child_signal(s->child, SIGKILL);
         ws_free(s);
         return rc;
@@ -352,6 +357,12 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->ctx.allow_commands = s->view.authority.commands;
     s->ctx.command_profile = &s->view.command_sandbox;
     s->ctx.cgroup_parent = s->child;
+    if (s->egress_hub) {
+        s->ctx.egress_spec = &s->egress_setup.spec;
+        s->ctx.egress_env = egress_env();
+        s->ctx.adopt_egress = egress_hub_adopt;
+        s->ctx.egress_data = s->egress_hub;
+    }
     s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
     s->ctx.rules = s->rules;
     s->ctx.session = s->session;

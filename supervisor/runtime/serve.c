@@ -1,6 +1,7 @@
 /* supervisor/runtime/serve.c: serve_exec: the general loop (loop.c, pool.c, agent.c) with one agent, its
  * sandbox's pidfd and an optional timeout timer, for `corral exec --workspace DIR`. */
 #include "supervisor/runtime/serve.h"
+#include "supervisor/egress/hub.h"
 
 #include "supervisor/conn/agent.h"
 #include "supervisor/listeners/handoff.h"
@@ -195,6 +196,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     struct egress *egress = NULL;
+    struct egress_hub *hub = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
         sigaction(SIGPIPE, &old_pipe, NULL);
@@ -211,6 +213,15 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     }
     if (o->egress && (r = egress_setup_start(o->egress, s.loop, child, &o->egress_opts, &egress, err)) < 0)
         goto out;
+    if (o->egress && o->allow_commands) {
+        /* Its command sandboxes get proxies of their own, by the same policy. */
+        if ((r = egress_hub_new(s.loop, &o->egress->policy, &o->egress->spec, &o->egress_opts, &hub, err)) < 0)
+            goto out;
+        ctx.egress_spec = &o->egress->spec;
+        ctx.egress_env = egress_env();
+        ctx.adopt_egress = egress_hub_adopt;
+        ctx.egress_data = hub;
+    }
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
         goto out;
@@ -289,6 +300,7 @@ out:
     pool_free(pool);
     cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
+    egress_hub_free(hub); /* after the pool: no command is left to hand one over */
     egress_free(egress);
     loop_free(s.loop);
     sigaction(SIGPIPE, &old_pipe, NULL);

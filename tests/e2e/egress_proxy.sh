@@ -150,7 +150,7 @@ c = {}
 for l in sys.stdin:
     e = json.loads(l); b = e.get("body") or {}
     if e["type"] in ("network_connect", "network_closed") and b.get("conn") is not None:
-        c.setdefault((e["workspace"], b["conn"]), []).append(e["type"])
+        c.setdefault((e["workspace"], b.get("sandbox"), b["conn"]), []).append(e["type"])
 print("bad" if any(v[0] != "network_connect" for v in c.values()) else "ok")')
 expect_match "trail: each connection's decision precedes its end" '^ok$' "$seqs"
 run_capture out err rc "$CORRAL" trail verify --db "$DB"
@@ -279,6 +279,27 @@ sys.stderr.write("flood %d, tool answers %d of 50\n" % (len(conns), answers))
 PY
 run_capture out err rc "$CORRAL" exec --timeout 60 --net proxy $H $A --ro "$D" --workspace "$D/ws" -- /usr/bin/python3 "$D/flood_agent.py"
 expect_match "half-open flood: every tool call of the agent is still answered" 'flood 240, tool answers 50 of 50' "$err"
+
+# --- command sandboxes of a proxy agent: proxies of their own, the same rules, the same trail
+mkdir -p "$D/cmdws"
+cat >"$D/cmd_agent.py" <<PY
+import sys, json
+def call(i, method, params):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"); sys.stdout.flush()
+    return json.loads(sys.stdin.readline())
+call(0, "initialize", {"protocolVersion": "2025-06-18"})
+for i, cmd in enumerate(["curl -sS http://web.test:$HTTP_PORT/index.html",
+                         "curl -sS -i http://other.test:$HTTP_PORT/ | head -1",
+                         "env -u http_proxy -u HTTP_PROXY -u ALL_PROXY -u all_proxy curl -sS http://web.test:$HTTP_PORT/index.html"], 1):
+    r = call(i, "tools/call", {"name": "executeCommand", "arguments": {"command": cmd}})
+    sys.stderr.write("cmd%d: %s\n" % (i, json.dumps(r.get("result", {}).get("structuredContent", r))))
+PY
+run_capture out err rc "$CORRAL" exec --timeout 60 --trail "$D/cmd.db" --net proxy $H $A --ro "$D" --workspace "$D/cmdws" -- /usr/bin/python3 "$D/cmd_agent.py"
+expect_match "command sandbox: fetches an allowed host through its own proxy" '^cmd1: .*hello-egress' "$err"
+expect_match "command sandbox: an unlisted host is refused (403)" '^cmd2: .*403 Forbidden' "$err"
+expect_match "command sandbox: transparent mode too" '^cmd3: .*hello-egress' "$err"
+tr=$("$CORRAL" trail --db "$D/cmd.db" --type network_connect --json)
+expect_match "command sandbox: its connections are in the agent's trail, labelled" '"decision":"allowed","host":"web.test".*"sandbox":"command-1"' "$tr"
 
 # --- corral run: a coordinator with network "proxy"; `corral ps` shows its connections
 mkdir -p "$D/runws"
