@@ -390,6 +390,7 @@ static void upstream_event(void *data, uint32_t events)
 static void start_connect(struct conn *c)
 {
     struct egress *e = c->e;
+    c->state = C_CONNECTING; /* off the pending list: a failure below frees it */
     c->ufd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->ufd < 0) {
         c->refuse_why = "the supervisor cannot open a socket";
@@ -405,7 +406,6 @@ static void start_connect(struct conn *c)
         conn_close(c, "connect failed");
         return;
     }
-    c->state = C_CONNECTING;
     c->deadline = util_now() + 30;
     sweep_arm(e);
     if (loop_watch_add(e->loop, &c->uw, c->ufd, EPOLLOUT, upstream_event, c) < 0)
@@ -823,8 +823,6 @@ static void on_connected(struct conn *c)
 static void client_event(void *data, uint32_t events)
 {
     struct conn *c = data;
-    if (c->state == C_CONNECTING)
-        return on_connected(c); /* the upstream watch, sharing this handler */
     size_t cap = c->bcap;
     if (c->blen >= cap)
         return conn_bad(c, "the request head is too long", 400);
