@@ -12,6 +12,7 @@ D=$T_TMP
 chmod 755 "$D"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 HTTP_PORT=$(free_port); TLS_PORT=$(free_port); ECHO_PORT=$(free_port); UDP_PORT=$(free_port)
+CLOSED_PORT=$(free_port) # nothing listens there
 echo "hello-egress" >"$D/index.html"
 
 # --- a throwaway CA and a certificate for tls.test, made here
@@ -69,6 +70,7 @@ H="--add-host web.test:127.0.0.1 --add-host tls.test:127.0.0.1 --add-host echo.t
    --add-host bad.wild.test:127.0.0.1"
 A="--allow web.test:$HTTP_PORT --allow tls.test:$TLS_PORT --allow echo.test:$ECHO_PORT \
    --allow 127.0.0.1:$HTTP_PORT --allow 127.0.0.1:$TLS_PORT --allow 127.0.0.1:$ECHO_PORT \
+   --allow 127.0.0.1:$CLOSED_PORT \
    --allow priv.test:$UDP_PORT --allow *.wild.test:$HTTP_PORT --deny bad.wild.test:$HTTP_PORT"
 DB="$D/trail.db"
 px() { # px SHELL-SCRIPT: run it in a proxy sandbox with the test's rules, recorded
@@ -132,6 +134,10 @@ run_capture out err rc px "curl -sS --socks5-hostname 127.0.0.1:1080 http://othe
 expect_match "SOCKS5: refused by the ruleset" 'not allowed|ruleset|rejected|97' "$out $err $rc"
 run_capture out err rc px "$NOPX curl -sS http://other.test:$HTTP_PORT/"
 expect_match "transparent: an unlisted name is refused (reset)" '^(7|56) *$' "$rc"
+
+run_capture out err rc px "curl -sS -i --noproxy '' http://127.0.0.1:$CLOSED_PORT/; curl -sS --socks5 127.0.0.1:1080 http://127.0.0.1:$CLOSED_PORT/"
+expect_match "allowed but nobody listens: HTTP 502 saying why" '502 Bad Gateway' "$out"
+expect_match "allowed but nobody listens: SOCKS5 connection refused" 'refused|\(97\)' "$err"
 
 # --- the trail: every decision, before the connection, and its end
 tr=$("$CORRAL" trail --db "$DB" --type network_connect --json)
