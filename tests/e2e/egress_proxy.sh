@@ -135,7 +135,7 @@ expect_match "SOCKS5: refused by the ruleset" 'not allowed|ruleset|rejected|97' 
 run_capture out err rc px "$NOPX curl -sS http://other.test:$HTTP_PORT/"
 expect_match "transparent: an unlisted name is refused (reset)" '^(7|56) *$' "$rc"
 
-run_capture out err rc px "curl -sS -i --noproxy '' http://127.0.0.1:$CLOSED_PORT/; curl -sS --socks5 127.0.0.1:1080 http://127.0.0.1:$CLOSED_PORT/"
+run_capture out err rc px "curl -sS -i --noproxy '' http://127.0.0.1:$CLOSED_PORT/; curl -sS --noproxy '' --socks5 127.0.0.1:1080 http://127.0.0.1:$CLOSED_PORT/"
 expect_match "allowed but nobody listens: HTTP 502 saying why" '502 Bad Gateway' "$out"
 expect_match "allowed but nobody listens: SOCKS5 connection refused" 'refused|\(97\)' "$err"
 
