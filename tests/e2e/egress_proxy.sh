@@ -263,6 +263,17 @@ print("beside 100 slow-loris clients:", r.returncode, r.stdout.strip())
 PY
 run_capture out err rc px "python3 $D/loris.py $HTTP_PORT"
 expect_match "slow loris: 100 dribbling clients tie up nothing else" '^beside 100 slow-loris clients: 0 hello-egress *$' "$out $err"
+cat >"$D/loris_end.py" <<'PY'
+import socket
+s = socket.create_connection(("127.0.0.1", 3128)); s.sendall(b"GET http://web")
+s.settimeout(60)
+try:
+    print("slow client:", "closed by the proxy" if s.recv(100) == b"" else "answered")
+except socket.timeout:
+    print("slow client: still open after 60 s")
+PY
+run_capture out err rc px "python3 $D/loris_end.py"
+expect_match "slow loris: a head never finished is dropped (head timeout)" '^slow client: closed by the proxy' "$out $err"
 
 # --- a half-open flood against the proxies while the same supervisor serves tool calls
 mkdir -p "$D/ws"
