@@ -7,8 +7,8 @@
  * timeout, and nothing of anyone else's. */
 #include "supervisor/egress/egress.h"
 #include "supervisor/conn/loop.h"
-#include "supervisor/conn/pool.h"
 #include "supervisor/egress/internal.h"
+#include "supervisor/egress/resolve.h"
 #include "supervisor/trail/trail.h"
 
 #include <arpa/inet.h>
@@ -21,7 +21,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-#define RESOLVE_MAX 8           /* addresses of one name considered */
+#define RESOLVE_MAX EGRESS_RESOLVE_MAX /* addresses of one name considered */
 #define PIPE_SIZE (256u << 10)  /* splice pipe per direction: at most 2 of these per connection are held */
 #define PUMP_ROUNDS 16          /* splices per direction per wake-up: fairness between agents */
 #define CAP_RECORDED 16         /* cap refusals recorded one by one; the rest counted */
@@ -41,7 +41,7 @@ struct listener {
 enum cstate {
     C_HEAD,       /* reading the HTTP head / SOCKS greeting */
     C_SOCKS_REQ,  /* greeting answered, reading the SOCKS request */
-    C_RESOLVING,  /* on a worker thread: getaddrinfo */
+    C_RESOLVING,  /* the supervisor's lookup (resolve.c) */
     C_COMMIT,     /* decided, recorded, waiting for the commit */
     C_CONNECTING, /* non-blocking connect to the checked address */
     C_RELAY,
@@ -65,7 +65,7 @@ struct conn {
     enum cstate state;
     int cfd, ufd;
     struct loop_watch cw, uw;
-    bool dead;                      /* closed while a worker held it: freed when it returns */
+    bool dead;                      /* closed while on the pending list: freed by flush */
     uint8_t *buf;                   /* request bytes */
     size_t blen, bcap;
     char host[EGRESS_NAME_MAX + 1];
@@ -83,16 +83,15 @@ struct conn {
     uint64_t id;
     double started, deadline;
     struct dir cu, uc;              /* client->upstream, upstream->client */
-    /* the lookup, on a worker thread */
-    struct pool_job job;
-    int n_res, gai_err;
+    struct egress_lookup *lk;       /* while resolving */
+    int n_res;
     struct sockaddr_storage res[RESOLVE_MAX];
     socklen_t res_len[RESOLVE_MAX];
 };
 
 struct egress {
     struct loop *loop;
-    struct pool *pool;
+    struct egress_resolver *resolver;
     const struct egress_policy *p;
     struct trail *trail;
     char *workspace, *actor, *sandbox;
@@ -351,9 +350,11 @@ static void conn_close(struct conn *c, const char *outcome)
         c->next->prev = c->prev;
     e->n_conns--;
     c->dead = true;
-    /* Still referenced by a worker (resolving) or the pending list (flush skips dead ones):
-     * freed there. Otherwise after this turn, as events of this turn may name its watches. */
-    if (c->state != C_RESOLVING && c->state != C_COMMIT)
+    if (c->state == C_RESOLVING)
+        egress_resolve_cancel(e->resolver, c->lk); /* never delivered now */
+    /* Still on the pending list: freed by flush. Otherwise after this turn, as events of this
+     * turn may name its watches. */
+    if (c->state != C_COMMIT)
         loop_defer(e->loop, (void (*)(void *))conn_free, c) == 0 ? (void)0 : conn_free(c);
 }
 
@@ -443,23 +444,6 @@ static void flush(void *data, uint32_t events)
     }
 }
 
-static void resolve_run(struct pool_job *j)
-{
-    struct conn *c = (struct conn *)((char *)j - offsetof(struct conn, job));
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    c->gai_err = getaddrinfo(c->host, NULL, &hints, &res);
-    c->n_res = 0;
-    for (struct addrinfo *a = res; a && c->n_res < RESOLVE_MAX; a = a->ai_next) {
-        if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(c->res[0]))
-            continue;
-        memcpy(&c->res[c->n_res], a->ai_addr, a->ai_addrlen);
-        c->res_len[c->n_res++] = a->ai_addrlen;
-    }
-    if (res)
-        freeaddrinfo(res);
-}
-
 static void addr_bytes(const struct sockaddr_storage *ss, uint8_t out[16])
 {
     memset(out, 0, 16);
@@ -514,14 +498,14 @@ static void decide_addresses(struct conn *c)
     conn_refuse(c, first.reason, true);
 }
 
-static void resolve_done(struct pool_job *j)
+static void resolve_done(void *owner, const struct egress_lookup *lk)
 {
-    struct conn *c = (struct conn *)((char *)j - offsetof(struct conn, job));
-    if (c->dead) {
-        conn_free(c);
-        return;
-    }
+    struct conn *c = owner;
+    c->lk = NULL;
     c->state = C_HEAD;
+    c->n_res = lk->n;
+    memcpy(c->res, lk->addr, sizeof(c->res));
+    memcpy(c->res_len, lk->len, sizeof(c->res_len));
     decide_addresses(c);
 }
 
@@ -574,11 +558,12 @@ static void conn_request(struct conn *c)
         set_addr(c, &ss, len);
         return conn_decided(c); /* a literal: the address rules decided already */
     }
-    c->state = C_RESOLVING;
     loop_watch_del(e->loop, &c->cw);
-    c->job.run = resolve_run;
-    c->job.done = resolve_done;
-    pool_submit(e->pool, &c->job);
+    if (egress_resolve(e->resolver, c->host, c, &c->lk) < 0) {
+        c->d.rule = NULL;
+        return conn_refuse(c, "the supervisor is out of memory", false);
+    }
+    c->state = C_RESOLVING;
 }
 
 /* ---- reading requests ------------------------------------------------------------------------ */
@@ -1024,8 +1009,8 @@ int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox
         goto fail;
     }
     /* Lookups run on two threads of the egress's own: a slow resolver delays only the
-     * connections waiting for it. */
-    if ((r = pool_new(l, 2, &e->pool, err)) < 0)
+     * connections waiting for it, and never the loop, not even when the sandbox ends. */
+    if ((r = egress_resolver_new(l, resolve_done, &e->resolver, err)) < 0)
         goto fail;
     enum lkind kinds[SANDBOX_EGRESS_MAX_FDS];
     uint16_t ports[SANDBOX_EGRESS_MAX_FDS];
@@ -1096,7 +1081,7 @@ void egress_free(struct egress *e)
         }
         stage(e, "denial", d);
     }
-    pool_free(e->pool); /* runs the done callbacks: dead connections are freed there */
+    egress_resolver_free(e->resolver); /* does not wait for a lookup in progress */
     struct conn *list = e->pending;
     while (list) {
         struct conn *c = list;

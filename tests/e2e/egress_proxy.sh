@@ -70,7 +70,7 @@ H="--add-host web.test:127.0.0.1 --add-host tls.test:127.0.0.1 --add-host echo.t
    --add-host bad.wild.test:127.0.0.1"
 A="--allow web.test:$HTTP_PORT --allow tls.test:$TLS_PORT --allow echo.test:$ECHO_PORT \
    --allow 127.0.0.1:$HTTP_PORT --allow 127.0.0.1:$TLS_PORT --allow 127.0.0.1:$ECHO_PORT \
-   --allow 127.0.0.1:$CLOSED_PORT \
+   --allow 127.0.0.1:$CLOSED_PORT --allow localhost:$HTTP_PORT --allow localhost:$UDP_PORT \
    --allow priv.test:$UDP_PORT --allow *.wild.test:$HTTP_PORT --deny bad.wild.test:$HTTP_PORT"
 DB="$D/trail.db"
 px() { # px SHELL-SCRIPT: run it in a proxy sandbox with the test's rules, recorded
@@ -117,6 +117,13 @@ run_capture out err rc px "python3 -c 'import urllib.request; print(urllib.reque
 expect_match "python urllib through the proxy variables" '^hello-egress *$' "$out $err"
 run_capture out err rc px "curl -sS --socks5-hostname 127.0.0.1:1080 http://web.test:$HTTP_PORT/index.html"
 expect_match "SOCKS5 (names resolved by the supervisor)" '^hello-egress *$' "$out $err"
+
+# The system resolver (getaddrinfo on the supervisor's threads, no pinned name): localhost is
+# loopback on the host; on $HTTP_PORT the rule 127.0.0.1:$HTTP_PORT names that address, on
+# $UDP_PORT no rule does.
+run_capture out err rc px "curl -sS --noproxy '' -x http://127.0.0.1:3128 http://localhost:$HTTP_PORT/index.html; curl -sS -i --noproxy '' -x http://127.0.0.1:3128 http://localhost:$UDP_PORT/"
+expect_match "system resolver: a name looked up by the supervisor, its address checked" '^hello-egress *$' "$out $err"
+expect_match "system resolver: a name resolving to loopback is refused without an address rule" 'localhost:[0-9]+ the host resolved to a private address' "$out"
 
 # --- refused, each with its rule
 run_capture out err rc px "curl -sS -i http://other.test:$HTTP_PORT/"
