@@ -734,9 +734,12 @@ static void budget_record(struct egress *e)
 {
     cJSON *b = cJSON_CreateObject();
     if (b) {
-        cJSON_AddStringToObject(b, "budget", "egress_bytes");
+        /* the shape of the sandbox's other budgets (docs/trail.md) */
+        if (e->workspace)
+            cJSON_AddStringToObject(b, "workspace_id", e->workspace);
+        cJSON_AddStringToObject(b, "budget_dimension", "egress_bytes");
+        cJSON_AddNumberToObject(b, "consumed", (double)e->bytes_total);
         cJSON_AddNumberToObject(b, "limit", (double)e->p->max_bytes);
-        cJSON_AddNumberToObject(b, "used", (double)e->bytes_total);
     }
     stage(e, "budget_exceeded", b);
 }

@@ -258,6 +258,16 @@ expect_match "connection cap: a slot freed is usable again" '^after: 0 hello-egr
 den=$("$CORRAL" trail --db "$D/cap.db" --type denial --json)
 expect_match "connection cap: the refusal names egress.max_connections" '"rule":"egress.max_connections"' "$den"
 
+sed 's/"max_connections": 4/"max_bytes": "1M"/' "$D/cap.json" >"$D/bytes.json"
+head -c 4194304 /dev/urandom >"$D/big.bin"
+run_capture out err rc "$CORRAL" exec --policy "$D/bytes.json" --role netter --trail "$D/bytes.db" --ro "$D" -- /bin/sh -c "curl -sS -o /tmp/big http://web.test:$HTTP_PORT/big.bin; echo curl=\$?; wc -c </tmp/big; curl -sS -i http://web.test:$HTTP_PORT/index.html | head -1"
+expect_match "byte budget: the download is cut short" '^curl=(18|56)' "$out $err"
+got=$(echo "$out" | sed -n 2p)
+if [ -n "$got" ] && [ "$got" -le 1048576 ]; then ok "byte budget: no more than max_bytes got through"; else fail "byte budget: no more than max_bytes got through" "got $got bytes"; fi
+expect_match "byte budget: new connections are refused once it is spent" '403 Forbidden' "$out"
+b=$("$CORRAL" trail --db "$D/bytes.db" --type budget_exceeded --json)
+expect_match "byte budget: budget_exceeded egress_bytes in the trail" '"budget_dimension":"egress_bytes","consumed":[0-9]+,"limit":1048576' "$b"
+
 cat >"$D/loris.py" <<'PY'
 import socket, subprocess, sys, time
 slow = []
