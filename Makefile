@@ -17,7 +17,7 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes),
 # the egress tests' clients and throwaway CA (curl, openssl) and srt's bridge (socat, bench/egress.sh).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils curl openssl socat
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format curl openssl socat
 
 CC      ?= cc
 BUILD   ?= build

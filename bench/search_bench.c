@@ -21,7 +21,8 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "search") == 0 && argc != 5)) {
-        fprintf(stderr, "usage: search_bench search ROOT QUERY regex|literal | explore ROOT | read ROOT PATH\n");
+        fprintf(stderr,
+                "usage: search_bench search ROOT QUERY regex|literal | explore ROOT | read ROOT PATH\n");
         return 2;
     }
     struct tool_ctx ctx = {0};
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
     }
     cJSON *res = NULL;
     bool is_error = false;
-    int r = s->call(&ctx, tool, args, &res, &is_error);
+    int r = tool_surface_call(s, &ctx, tool, args, &res, &is_error);
     if (r < 0 || is_error) {
         char *t = res ? cJSON_PrintUnformatted(res) : NULL;
         fprintf(stderr, "%s failed: %s\n", tool, t ? t : "?");
@@ -73,15 +74,15 @@ int main(int argc, char **argv)
         double *t = calloc((size_t)n, sizeof(double));
         for (int i = 0; i < n; i++) {
             double t0 = util_now();
-            s->call(&ctx, tool, args, &res, &is_error);
+            tool_surface_call(s, &ctx, tool, args, &res, &is_error);
             char *j = cJSON_PrintUnformatted(res);
             t[i] = util_now() - t0;
             free(j);
             cJSON_Delete(res);
         }
         qsort(t, (size_t)n, sizeof(double), cmp_double);
-        printf("in-process %s: median %.3f ms, min %.3f ms over %d calls\n", tool,
-               t[n / 2] * 1000.0, t[0] * 1000.0, n);
+        printf("in-process %s: median %.3f ms, min %.3f ms over %d calls\n", tool, t[n / 2] * 1000.0,
+               t[0] * 1000.0, n);
         free(t);
     }
     cJSON_Delete(args);

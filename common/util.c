@@ -7,40 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-int cerr_set(struct cerr *e, int code, const char *fmt, ...)
-{
-    if (code > 0)
-        code = -code;
-    if (code == 0)
-        code = -EIO;
-    if (e) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-        va_end(ap);
-        e->code = code;
-    }
-    return code;
-}
-
-void cerr_prefix(struct cerr *e, const char *fmt, ...)
-{
-    if (!e)
-        return;
-    char pre[256], old[sizeof(e->msg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(pre, sizeof(pre), fmt, ap);
-    va_end(ap);
-    memcpy(old, e->msg, sizeof(old));
-    size_t pl = strnlen(pre, sizeof(pre));
-    memcpy(e->msg, pre, pl);
-    size_t ol = strnlen(old, sizeof(e->msg) - 1 - pl);
-    memcpy(e->msg + pl, old, ol);
-    e->msg[pl + ol] = '\0';
-}
-
-void die(const char *fmt, ...)
+void util_die(const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -84,10 +51,26 @@ int util_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: return -EINVAL;
     }
     if (shift && (*end == 'i' || *end == 'I'))
@@ -173,7 +156,10 @@ int util_write_fileat(int dirfd, const char *name, const char *s)
     return r;
 }
 
-int util_write_file(const char *path, const char *s) { return util_write_fileat(AT_FDCWD, path, s); }
+int util_write_file(const char *path, const char *s)
+{
+    return util_write_fileat(AT_FDCWD, path, s);
+}
 
 int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap)
 {
@@ -190,7 +176,10 @@ int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap)
     return 0;
 }
 
-int util_read_file(const char *path, char *buf, size_t cap) { return util_read_fileat(AT_FDCWD, path, buf, cap); }
+int util_read_file(const char *path, char *buf, size_t cap)
+{
+    return util_read_fileat(AT_FDCWD, path, buf, cap);
+}
 
 char *util_printf(const char *fmt, ...)
 {

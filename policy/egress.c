@@ -140,8 +140,7 @@ int egress_rule_parse(const char *text, struct egress_rule *out, char *why, size
         errno = 0;
         unsigned long pl = strtoul(slash + 1, &end, 10);
         if (!egress_addr_parse(host, &out->family, out->addr) || !slash[1] || *end ||
-            !isdigit((unsigned char)slash[1]) || errno ||
-            pl > (out->family == AF_INET ? 32u : 128u)) {
+            !isdigit((unsigned char)slash[1]) || errno || pl > (out->family == AF_INET ? 32u : 128u)) {
             set_why(why, why_len, "a CIDR is ADDRESS/PREFIX with a prefix length the family allows");
             return -EINVAL;
         }
@@ -193,7 +192,10 @@ struct range {
 
 static bool v4_private(const uint8_t a[4])
 {
-    static const struct { uint8_t net[4]; unsigned prefix; } r[] = {
+    static const struct {
+        uint8_t net[4];
+        unsigned prefix;
+    } r[] = {
         {{0, 0, 0, 0}, 8},       /* "this network" */
         {{10, 0, 0, 0}, 8},      /* RFC 1918 */
         {{100, 64, 0, 0}, 10},   /* CGNAT (RFC 6598) */
@@ -231,14 +233,14 @@ bool egress_addr_private(int family, const uint8_t addr[16])
     if (!memcmp(addr, zero12, 12))
         return true; /* ::, ::1, and the deprecated IPv4-compatible form */
     static const struct range r[] = {
-        {{0xfc}, 7},                          /* unique local, incl. AWS metadata fd00:ec2::254 */
-        {{0xfe, 0x80}, 10},                   /* link-local */
-        {{0xfe, 0xc0}, 10},                   /* site-local (deprecated) */
-        {{0xff}, 8},                          /* multicast */
-        {{0x01, 0x00}, 64},                   /* discard-only 100::/64 */
-        {{0x20, 0x01, 0x0d, 0xb8}, 32},       /* documentation */
-        {{0x20, 0x02}, 16},                   /* 6to4: carries any IPv4, private ones included */
-        {{0x20, 0x01, 0x00, 0x00}, 32},       /* Teredo */
+        {{0xfc}, 7},                    /* unique local, incl. AWS metadata fd00:ec2::254 */
+        {{0xfe, 0x80}, 10},             /* link-local */
+        {{0xfe, 0xc0}, 10},             /* site-local (deprecated) */
+        {{0xff}, 8},                    /* multicast */
+        {{0x01, 0x00}, 64},             /* discard-only 100::/64 */
+        {{0x20, 0x01, 0x0d, 0xb8}, 32}, /* documentation */
+        {{0x20, 0x02}, 16},             /* 6to4: carries any IPv4, private ones included */
+        {{0x20, 0x01, 0x00, 0x00}, 32}, /* Teredo */
     };
     for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
         if (in_prefix(addr, r[i].net, r[i].prefix))
@@ -307,7 +309,8 @@ void egress_decide_name(const struct egress_policy *p, const char *host, uint16_
             return verdict(d, EGRESS_DENY_RULE, r, "denied by an egress deny rule");
         if ((r = find_addr(p->allow, p->n_allow, family, addr, port)))
             return verdict(d, EGRESS_ALLOW, r, "allowed");
-        return verdict(d, EGRESS_DENY_UNLISTED, NULL, "no egress allow rule names this address and port");
+        return verdict(d, EGRESS_DENY_UNLISTED, NULL,
+                       "no egress allow rule names this address and port");
     }
     if ((r = find_name(p->deny, p->n_deny, host, port)))
         return verdict(d, EGRESS_DENY_RULE, r, "denied by an egress deny rule");
@@ -316,8 +319,8 @@ void egress_decide_name(const struct egress_policy *p, const char *host, uint16_
     verdict(d, EGRESS_DENY_UNLISTED, NULL, "no egress allow rule names this host and port");
 }
 
-void egress_decide_addr(const struct egress_policy *p, int family, const uint8_t addr[16],
-                        uint16_t port, struct egress_decision *d)
+void egress_decide_addr(const struct egress_policy *p, int family, const uint8_t addr[16], uint16_t port,
+                        struct egress_decision *d)
 {
     const struct egress_rule *r;
     if ((r = find_addr(p->deny, p->n_deny, family, addr, port)))
@@ -327,8 +330,9 @@ void egress_decide_addr(const struct egress_policy *p, int family, const uint8_t
          * address: a public name pointed at 169.254.169.254 must not ride on its name rule. */
         if ((r = find_addr(p->allow, p->n_allow, family, addr, port)))
             return verdict(d, EGRESS_ALLOW, r, "allowed");
-        return verdict(d, EGRESS_DENY_PRIVATE, NULL,
-                       "the host resolved to a private address (egress.private is false and no rule names it)");
+        return verdict(
+            d, EGRESS_DENY_PRIVATE, NULL,
+            "the host resolved to a private address (egress.private is false and no rule names it)");
     }
     verdict(d, EGRESS_ALLOW, d->rule, "allowed");
 }

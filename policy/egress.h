@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define EGRESS_NAME_MAX 253  /* a DNS name, without the final dot */
+#define EGRESS_NAME_MAX 253 /* a DNS name, without the final dot */
 #define EGRESS_RULE_TEXT 280
 #define EGRESS_MAX_RULES 256 /* per list */
 #define EGRESS_MAX_PORTS 32  /* distinct ports captured in transparent mode */
@@ -74,9 +74,9 @@ bool egress_addr_private(int family, const uint8_t addr[16]);
 
 enum egress_verdict {
     EGRESS_ALLOW = 0,
-    EGRESS_DENY_RULE,    /* a deny rule matched */
+    EGRESS_DENY_RULE,     /* a deny rule matched */
     EGRESS_DENY_UNLISTED, /* no allow rule matched */
-    EGRESS_DENY_PRIVATE, /* the name resolved to a private address no rule names */
+    EGRESS_DENY_PRIVATE,  /* the name resolved to a private address no rule names */
 };
 
 struct egress_decision {
@@ -92,8 +92,8 @@ struct egress_decision {
 void egress_decide_name(const struct egress_policy *p, const char *host, uint16_t port,
                         struct egress_decision *d);
 /* Step two, for each address a name resolved to: deny address rules, then the private check. */
-void egress_decide_addr(const struct egress_policy *p, int family, const uint8_t addr[16],
-                        uint16_t port, struct egress_decision *d);
+void egress_decide_addr(const struct egress_policy *p, int family, const uint8_t addr[16], uint16_t port,
+                        struct egress_decision *d);
 
 /* The ports a transparent capture must listen on: the allow rules' ports (80 and 443 for a rule
  * without one), distinct, sorted, at most cap. Returns how many. */

@@ -102,18 +102,18 @@ struct policy_tool_limits {
  * while it lives; the view itself is a plain value the caller owns. */
 struct policy_role_view {
     const char *name;
-    const char *extends;        /* the base role name of a derived role; NULL for a base role */
+    const char *extends; /* the base role name of a derived role; NULL for a base role */
     enum policy_base base;
-    const char *description;    /* NULL when none */
+    const char *description; /* NULL when none */
     struct policy_authority authority;
     const struct policy_cap *caps; /* effective WACP capabilities: base, minus remove, plus add */
     size_t n_caps;
-    const char *surface;        /* "wap", "file", "voltagent", "kward" */
+    const char *surface;                  /* "wap", "file", "voltagent", "kward" */
     const struct policy_tool_view *tools; /* every tool of the surface, in seed order */
     size_t n_tools;
     struct policy_tool_limits limits;
     struct policy_budgets budgets;
-    struct sandbox_profile sandbox; /* the agent's own sandbox, seccomp derived from authority */
+    struct sandbox_profile sandbox;     /* the agent's own sandbox, seccomp derived from authority */
     const struct egress_policy *egress; /* sandbox.egress (policy/egress.h): network "proxy" */
     /* The base profile of its command sandboxes (executeCommand & co.): the agent's, plus @exec.
      * Meaningful only with command authority; the workspace bind (rw only with write
@@ -148,10 +148,10 @@ const char *policy_role_name(const struct policy *p, size_t i);
 
 struct policy_agent {
     const char *name;
-    const char *binary;         /* absolute, checked: a root-owned regular executable */
-    const char *const *argv;    /* argv[0] is the binary; NULL-terminated */
+    const char *binary;      /* absolute, checked: a root-owned regular executable */
+    const char *const *argv; /* argv[0] is the binary; NULL-terminated */
     size_t argc;
-    const char *const *env;     /* "KEY=VALUE", NULL-terminated */
+    const char *const *env; /* "KEY=VALUE", NULL-terminated */
     size_t n_env;
     const char *role;
 };
@@ -178,11 +178,11 @@ enum policy_fallback {
 };
 struct policy_gate_rule {
     bool enabled;
-    double timeout;           /* seconds; 0: wait indefinitely */
+    double timeout; /* seconds; 0: wait indefinitely */
     enum policy_fallback fallback;
 };
 struct policy_highway {
-    const char *preset;       /* "autonomous", "supervised" (default), "gated" */
+    const char *preset; /* "autonomous", "supervised" (default), "gated" */
     bool visibility;
     bool injection;
     struct policy_gate_rule gates[POLICY_GATE_COUNT];
@@ -211,11 +211,9 @@ void policy_session_get(const struct policy *p, struct policy_session *out);
 /* Prints what a reviewer of the policy needs to see about ROLE (every effective setting). */
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err);
 
-/* The tools of a surface, for tests and `policy show`: NULL when the surface is unknown. */
-struct policy_tool_def {
-    const char *name;
-    enum policy_tool_kind kind;
-};
-const struct policy_tool_def *policy_surface_tools(const char *surface, size_t *n);
+/* The tools of a surface (the tool gate's table, tools/tool.h), for tests and `policy show`:
+ * NULL when the surface is unknown. */
+struct tool_def;
+const struct tool_def *policy_surface_tools(const char *surface, size_t *n);
 
 #endif

@@ -25,7 +25,8 @@ static int open_one(int type, uint32_t addr, uint16_t port, struct cerr *err)
     if (fd < 0)
         return cerr_set(err, errno, "egress: socket: %s", strerror(errno));
     int one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
         (type == SOCK_STREAM && listen(fd, SOMAXCONN) < 0)) {
@@ -84,7 +85,8 @@ int sandbox_egress_hand_up(const struct sandbox_egress *spec, int sock, struct c
     for (size_t i = 0; i < n; i++)
         close(fds[i]);
     if (r < 0)
-        return cerr_set(err, -r, "egress: cannot pass the listeners to the supervisor: %s", strerror(-r));
+        return cerr_set(err, -r, "egress: cannot pass the listeners to the supervisor: %s",
+                        strerror(-r));
     return 0;
 }
 
@@ -99,7 +101,9 @@ int sandbox_egress_send(int sock, const int *fds, size_t n)
         char buf[CMSG_SPACE(sizeof(int) * SANDBOX_EGRESS_MAX_FDS)];
     } u;
     memset(&u, 0, sizeof(u));
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = u.buf,
                        .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
@@ -119,7 +123,8 @@ int sandbox_egress_recv(int sock, int *fds, size_t n)
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int) * SANDBOX_EGRESS_MAX_FDS)];
     } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     if (recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
         return -EPROTO;
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);

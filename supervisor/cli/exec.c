@@ -1,6 +1,6 @@
 /* supervisor/cli/exec.c: `corral exec [options] -- PROGRAM [ARG...]`: run one program in a fresh
  * sandbox, like bwrap or nsjail, with corral's defaults (no network, budgets, minimal root,
- * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
+ * seccomp, no capabilities). The exit status is the program's own (docs/sandbox.md, "Exit status"). */
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/runtime/exec_record.h"
@@ -8,18 +8,13 @@
 #include "supervisor/cli/cli.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/listeners/listener.h"
-#include "supervisor/conn/loop.h"
-#include "supervisor/egress/setup.h"
 
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 
 static void exec_usage(FILE *f)
 {
@@ -65,7 +60,15 @@ static void exec_usage(FILE *f)
 }
 
 #define MAX_BINDS 64
-enum { SET_NET = 1, SET_MEMORY = 2, SET_PIDS = 4, SET_CPUS = 8, SET_TMP = 16, SET_LANDLOCK = 32, SET_CWD = 64 };
+enum {
+    SET_NET = 1,
+    SET_MEMORY = 2,
+    SET_PIDS = 4,
+    SET_CPUS = 8,
+    SET_TMP = 16,
+    SET_LANDLOCK = 32,
+    SET_CWD = 64
+};
 #define MAX_ENV 128
 #define MAX_EGRESS 256
 
@@ -77,13 +80,13 @@ struct exec_opts {
     struct sandbox_bind *all_binds; /* the role's binds, then the command line's */
     char *env[MAX_ENV + 16];
     size_t n_env;
+    const char *egress_args[3][MAX_EGRESS]; /* --allow, --deny, --add-host */
+    size_t n_egress[3];
     double timeout;
     unsigned set; /* SET_* bits: options given on the command line, which override the policy */
     bool stats;
     const char *policy, *role, *workspace, *trail;
     enum trail_durability durability;
-    const char *egress_args[3][MAX_EGRESS]; /* --allow, --deny, --add-host */
-    size_t n_egress[3];
 };
 
 static int add_bind(struct exec_opts *o, const char *spec, bool writable)
@@ -105,7 +108,8 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
         return -1;
     }
     if (inside && inside[0] != '/') {
-        fprintf(stderr, "corral exec: --%s %s: the path inside must be absolute\n", writable ? "rw" : "ro", spec);
+        fprintf(stderr, "corral exec: --%s %s: the path inside must be absolute\n",
+                writable ? "rw" : "ro", spec);
         free(host);
         free(abs);
         return -1;
@@ -120,21 +124,51 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
 
 static int parse(int argc, char **argv, struct exec_opts *o)
 {
-    enum { O_NET = 256, O_MEMORY, O_PIDS, O_CPUS, O_TIMEOUT, O_TMP, O_RO, O_RW, O_CHDIR, O_ENV,
-           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL, O_DURABILITY, O_ALLOW, O_DENY, O_ADDHOST };
+    enum {
+        O_NET = 256,
+        O_MEMORY,
+        O_PIDS,
+        O_CPUS,
+        O_TIMEOUT,
+        O_TMP,
+        O_RO,
+        O_RW,
+        O_CHDIR,
+        O_ENV,
+        O_NOLL,
+        O_STATS,
+        O_POLICY,
+        O_ROLE,
+        O_WS,
+        O_TRAIL,
+        O_DURABILITY,
+        O_ALLOW,
+        O_DENY,
+        O_ADDHOST
+    };
     static const struct option longopts[] = {
-        {"net", required_argument, 0, O_NET},       {"memory", required_argument, 0, O_MEMORY},
-        {"pids", required_argument, 0, O_PIDS},     {"cpus", required_argument, 0, O_CPUS},
-        {"timeout", required_argument, 0, O_TIMEOUT}, {"tmp-size", required_argument, 0, O_TMP},
-        {"ro", required_argument, 0, O_RO},         {"rw", required_argument, 0, O_RW},
-        {"chdir", required_argument, 0, O_CHDIR},   {"env", required_argument, 0, O_ENV},
-        {"no-landlock", no_argument, 0, O_NOLL},    {"stats", no_argument, 0, O_STATS},
-        {"policy", required_argument, 0, O_POLICY}, {"role", required_argument, 0, O_ROLE},
-        {"workspace", required_argument, 0, O_WS},  {"trail", required_argument, 0, O_TRAIL},
+        {"net", required_argument, 0, O_NET},
+        {"memory", required_argument, 0, O_MEMORY},
+        {"pids", required_argument, 0, O_PIDS},
+        {"cpus", required_argument, 0, O_CPUS},
+        {"timeout", required_argument, 0, O_TIMEOUT},
+        {"tmp-size", required_argument, 0, O_TMP},
+        {"ro", required_argument, 0, O_RO},
+        {"rw", required_argument, 0, O_RW},
+        {"chdir", required_argument, 0, O_CHDIR},
+        {"env", required_argument, 0, O_ENV},
+        {"no-landlock", no_argument, 0, O_NOLL},
+        {"stats", no_argument, 0, O_STATS},
+        {"policy", required_argument, 0, O_POLICY},
+        {"role", required_argument, 0, O_ROLE},
+        {"workspace", required_argument, 0, O_WS},
+        {"trail", required_argument, 0, O_TRAIL},
         {"trail-durability", required_argument, 0, O_DURABILITY},
-        {"allow", required_argument, 0, O_ALLOW},   {"deny", required_argument, 0, O_DENY},
+        {"allow", required_argument, 0, O_ALLOW},
+        {"deny", required_argument, 0, O_DENY},
         {"add-host", required_argument, 0, O_ADDHOST},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -143,9 +177,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         uint64_t v;
         double d;
         switch (c) {
-        case 'h':
-            exec_usage(stdout);
-            return 1;
+        case 'h': exec_usage(stdout); return 1;
         case O_NET:
             if (!strcmp(optarg, "none"))
                 o->prof.net = SANDBOX_NET_NONE;
@@ -154,7 +186,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             else if (!strcmp(optarg, "proxy"))
                 o->prof.net = SANDBOX_NET_PROXY;
             else {
-                fprintf(stderr, "corral exec: --net takes 'none', 'loopback' or 'proxy', not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --net takes 'none', 'loopback' or 'proxy', not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->set |= SET_NET;
@@ -162,11 +195,13 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_MEMORY:
         case O_TMP:
             if (util_parse_size(optarg, &v) < 0) {
-                fprintf(stderr, "corral exec: --%s: '%s' is not a size (try 256M or 1G)\n", c == O_MEMORY ? "memory" : "tmp-size", optarg);
+                fprintf(stderr, "corral exec: --%s: '%s' is not a size (try 256M or 1G)\n",
+                        c == O_MEMORY ? "memory" : "tmp-size", optarg);
                 return -1;
             }
             if (c == O_MEMORY && v && v < (4u << 20)) {
-                fprintf(stderr, "corral exec: --memory %s is below the 4M a sandbox needs to start\n", optarg);
+                fprintf(stderr, "corral exec: --memory %s is below the 4M a sandbox needs to start\n",
+                        optarg);
                 return -1;
             }
             if (c == O_MEMORY)
@@ -177,11 +212,13 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_PIDS:
             if (util_parse_u64(optarg, &v) < 0 || v > 4194304) {
-                fprintf(stderr, "corral exec: --pids takes a whole number up to 4194304, not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --pids takes a whole number up to 4194304, not '%s'\n",
+                        optarg);
                 return -1;
             }
             if (v == 1) {
-                fprintf(stderr, "corral exec: --pids 1 leaves no room for the program next to the sandbox's init; use 2 or more\n");
+                fprintf(stderr, "corral exec: --pids 1 leaves no room for the program next to the "
+                                "sandbox's init; use 2 or more\n");
                 return -1;
             }
             o->prof.limits.pids = v;
@@ -189,7 +226,9 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_CPUS:
             if (util_parse_seconds(optarg, &d) < 0 || d < 0.01 || d > 4096) {
-                fprintf(stderr, "corral exec: --cpus takes a number of CPUs from 0.01, e.g. 0.5, not '%s'\n", optarg);
+                fprintf(stderr,
+                        "corral exec: --cpus takes a number of CPUs from 0.01, e.g. 0.5, not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->prof.limits.cpus = d;
@@ -197,7 +236,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_TIMEOUT:
             if (util_parse_seconds(optarg, &d) < 0) {
-                fprintf(stderr, "corral exec: --timeout takes seconds (e.g. 30, 1.5, 250ms), not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --timeout takes seconds (e.g. 30, 1.5, 250ms), not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->timeout = d;
@@ -226,7 +266,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             }
             o->env[o->n_env++] = optarg;
             break;
-        case O_NOLL: o->prof.landlock = false; o->set |= SET_LANDLOCK; break;
+        case O_NOLL:
+            o->prof.landlock = false;
+            o->set |= SET_LANDLOCK;
+            break;
         case O_STATS: o->stats = true; break;
         case O_POLICY: o->policy = optarg; break;
         case O_ROLE: o->role = optarg; break;
@@ -235,9 +278,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_ALLOW:
         case O_DENY:
         case O_ADDHOST: {
+            static const char *const names[] = {"allow", "deny", "add-host"};
             size_t k = (size_t)(c - O_ALLOW);
             if (o->n_egress[k] >= MAX_EGRESS) {
-                fprintf(stderr, "corral exec: too many --%s (at most %d)\n", (const char *[]){"allow", "deny", "add-host"}[k], MAX_EGRESS);
+                fprintf(stderr, "corral exec: too many --%s (at most %d)\n", names[k], MAX_EGRESS);
                 return -1;
             }
             o->egress_args[k][o->n_egress[k]++] = optarg;
@@ -245,17 +289,20 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         }
         case O_DURABILITY:
             if (trail_durability_parse(optarg, &o->durability) < 0) {
-                fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n",
+                        optarg);
                 return -1;
             }
             break;
         default:
-            fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n", argv[optind - 1]);
+            fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n",
+                    argv[optind - 1]);
             return -1;
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "corral exec: no PROGRAM given; usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n");
+        fprintf(stderr,
+                "corral exec: no PROGRAM given; usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n");
         return -1;
     }
     return 0;
@@ -287,8 +334,8 @@ static void build_env(struct exec_opts *o)
 
 static void print_stats(const struct sandbox_result *r, const struct sandbox_profile *p)
 {
-    fprintf(stderr, "corral: stats: wall=%.3fs cpu=%.3fs memory_peak=%.1fMiB",
-            r->wall_sec, (double)r->cpu_usec / 1e6, (double)r->memory_peak / (1024.0 * 1024.0));
+    fprintf(stderr, "corral: stats: wall=%.3fs cpu=%.3fs memory_peak=%.1fMiB", r->wall_sec,
+            (double)r->cpu_usec / 1e6, (double)r->memory_peak / (1024.0 * 1024.0));
     if (p->limits.memory)
         fprintf(stderr, " memory_limit=%.0fMiB", (double)p->limits.memory / (1024.0 * 1024.0));
     if (p->limits.pids)
@@ -309,17 +356,25 @@ static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
         o->prof.seccomp.network = cli.net != SANDBOX_NET_NONE;
         /* With a policy file the admin decides; the embedded default lets the command line ask. */
         if (cli.net != SANDBOX_NET_NONE && !v->authority.network && o->policy) {
-            fprintf(stderr, "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
-                    cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "proxy", v->name);
+            fprintf(
+                stderr,
+                "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
+                cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "proxy", v->name);
             return -1;
         }
     }
-    if (o->set & SET_MEMORY) o->prof.limits.memory = cli.limits.memory;
-    if (o->set & SET_PIDS) o->prof.limits.pids = cli.limits.pids;
-    if (o->set & SET_CPUS) o->prof.limits.cpus = cli.limits.cpus;
-    if (o->set & SET_TMP) o->prof.limits.tmp_size = cli.limits.tmp_size;
-    if (o->set & SET_LANDLOCK) o->prof.landlock = cli.landlock;
-    if (o->set & SET_CWD) o->prof.cwd = cli.cwd;
+    if (o->set & SET_MEMORY)
+        o->prof.limits.memory = cli.limits.memory;
+    if (o->set & SET_PIDS)
+        o->prof.limits.pids = cli.limits.pids;
+    if (o->set & SET_CPUS)
+        o->prof.limits.cpus = cli.limits.cpus;
+    if (o->set & SET_TMP)
+        o->prof.limits.tmp_size = cli.limits.tmp_size;
+    if (o->set & SET_LANDLOCK)
+        o->prof.landlock = cli.landlock;
+    if (o->set & SET_CWD)
+        o->prof.cwd = cli.cwd;
     if (o->timeout <= 0 && v->budgets.wall_time > 0)
         o->timeout = v->budgets.wall_time;
     size_t n = v->sandbox.n_binds + o->n_binds;
@@ -360,7 +415,16 @@ static void sample_budgets(void *data)
     (void)sample_budgets_staged(data);
 }
 
-int cmd_exec(int argc, char **argv)
+/* Without an agent no turn end commits: a sample commits what it staged. A failure leaves the
+ * record failed (status 125 at the end). */
+static void sample_budgets_commit(void *data)
+{
+    struct sampler *s = data;
+    if (sample_budgets_staged(s) > 0)
+        (void)exec_record_finish(s->rec);
+}
+
+int cli_exec(int argc, char **argv)
 {
     struct exec_opts o;
     memset(&o, 0, sizeof(o));
@@ -370,18 +434,12 @@ int cmd_exec(int argc, char **argv)
     int status = CORRAL_EXIT_INTERNAL;
     struct sandbox_child *child = NULL;
     _cleanup_free_ char *program = NULL;
-    _cleanup_close_ int sfd = -1;
-    _cleanup_close_ int tfd = -1;
     struct policy *pol = NULL;
     struct policy_role_view view;
     struct trail *trail = NULL;
     struct exec_record rec = {0};
-    struct scnotify *notify = NULL;
+    struct listener *notify = NULL;
     struct egress_setup egress_setup = {0};
-    struct loop *eloop = NULL;
-    struct egress *egress = NULL;
-    _cleanup_close_ int sample_fd = -1;
-    _cleanup_close_ int warn_fd = -1;
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
@@ -390,7 +448,8 @@ int cmd_exec(int argc, char **argv)
     /* The profile comes from a policy's role (the embedded default policy without --policy);
      * options given on the command line override it. */
     if (o.role && !o.policy) {
-        fprintf(stderr, "corral exec: --role needs --policy FILE (without it the embedded default policy's role 'default' applies)\n");
+        fprintf(stderr, "corral exec: --role needs --policy FILE (without it the embedded default "
+                        "policy's role 'default' applies)\n");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
@@ -399,8 +458,10 @@ int cmd_exec(int argc, char **argv)
     if (lr < 0) {
         policy_diags_print(&diags, stderr);
         policy_diags_free(&diags);
-        fprintf(stderr, "corral: policy %s has problems (listed above); 'corral policy check %s' shows them too\n",
-                o.policy ? o.policy : "(embedded default)", o.policy ? o.policy : "");
+        fprintf(
+            stderr,
+            "corral: policy %s has problems (listed above); 'corral policy check %s' shows them too\n",
+            o.policy ? o.policy : "(embedded default)", o.policy ? o.policy : "");
         goto out;
     }
     policy_diags_free(&diags);
@@ -416,8 +477,9 @@ int cmd_exec(int argc, char **argv)
     }
     if (o.prof.net == SANDBOX_NET_PROXY) {
         struct cerr ee = {0};
-        if (egress_setup_init(&egress_setup, view.egress, o.egress_args[0], o.n_egress[0], o.egress_args[1],
-                              o.n_egress[1], o.egress_args[2], o.n_egress[2], &ee) < 0) {
+        if (egress_setup_init(&egress_setup, view.egress, o.egress_args[0], o.n_egress[0],
+                              o.egress_args[1], o.n_egress[1], o.egress_args[2], o.n_egress[2],
+                              &ee) < 0) {
             fprintf(stderr, "corral exec: %s\n", ee.msg);
             status = CORRAL_EXIT_USAGE;
             goto out;
@@ -443,7 +505,8 @@ int cmd_exec(int argc, char **argv)
     char **pargv = argv + optind;
     int fr = sandbox_find_program(pargv[0], &program);
     if (fr < 0) {
-        fprintf(stderr, "corral: %s: %s\n", pargv[0], fr == -ENOENT ? "command not found" : strerror(-fr));
+        fprintf(stderr, "corral: %s: %s\n", pargv[0],
+                fr == -ENOENT ? "command not found" : strerror(-fr));
         status = fr == -ENOENT ? CORRAL_EXIT_NOTFOUND : CORRAL_EXIT_NOEXEC;
         goto out;
     }
@@ -455,7 +518,6 @@ int cmd_exec(int argc, char **argv)
     for (size_t i = 0; i < ARRAY_SIZE(fwd_sigs); i++)
         sigaddset(&fwd, fwd_sigs[i]);
     sigprocmask(SIG_BLOCK, &fwd, &old);
-    sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 
     struct cerr err = {0};
     /* Write-ahead: the sandbox and what will run in it are recorded before it exists. */
@@ -495,129 +557,43 @@ int cmd_exec(int argc, char **argv)
     exec_record_spawned(&rec, sandbox_child_pid(child));
     int lfd = sandbox_child_take_notify_fd(child);
     if (lfd >= 0) {
-        struct scnotify_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
-        if (scnotify_new(lfd, &no, &notify, &err) < 0) {
+        struct listener_opts no = {
+            .trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
+        if (listener_new(lfd, &no, &notify, &err) < 0) {
             fprintf(stderr, "corral: %s\n", err.msg);
             goto out_sig;
         }
-    }
-    struct egress_opts eopts = {.trail = trail, .workspace = rec.workspace[0] ? rec.workspace : NULL,
-                                .actor = view.name};
-    if (o.prof.net == SANDBOX_NET_PROXY && !o.workspace &&
-        (loop_new(&eloop, &err) < 0 || egress_setup_start(&egress_setup, eloop, child, &eopts, &egress, &err) < 0)) {
-        fprintf(stderr, "corral: %s\n", err.msg);
-        goto out_sig;
     }
     struct sampler sampler = {.rec = &rec, .child = child, .prof = &o.prof};
-    if (o.timeout > 0) {
-        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        struct itimerspec its = {.it_value = {(time_t)o.timeout, (long)((o.timeout - (double)(time_t)o.timeout) * 1e9)}};
-        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-            its.it_value.tv_nsec = 1;
-        if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the timeout: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
     bool timed_out = false;
+    /* One supervision loop (supervisor/runtime/serve.c) with or without --workspace: the
+     * sandbox's end, forwarded signals, the timeout, budget samples and seccomp denials; with
+     * --workspace also the tools the role allows (commands in sandboxes of their own, with the
+     * role's command profile). Without an agent nothing commits at a turn's end: the sampler
+     * commits what it staged itself. */
+    struct serve_exec_opts so = {.workspace = o.workspace,
+                                 .view = &view,
+                                 .timeout_sec = o.timeout,
+                                 .trail = trail,
+                                 .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
+                                 .notify = notify,
+                                 .sample_sec = trail ? SAMPLE_SEC : 0,
+                                 .sample = o.workspace ? sample_budgets : sample_budgets_commit,
+                                 .sample_data = &sampler,
+                                 .egress = o.prof.net == SANDBOX_NET_PROXY ? &egress_setup : NULL,
+                                 .egress_opts = {.trail = trail,
+                                                 .workspace = rec.workspace[0] ? rec.workspace : NULL,
+                                                 .actor = view.name}};
+    int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
     if (o.workspace) {
-        /* Tools as the role allows; commands run in sandboxes of their own, with the role's
-         * command profile. */
-        struct serve_exec_opts so = {.workspace = o.workspace, .surface = view.surface,
-                                     .allow_commands = view.authority.commands,
-                                     .read_only = !view.authority.write,
-                                     .command_profile = &view.command_sandbox,
-                                     .timeout_sec = o.timeout, .trail = trail,
-                                     .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
-                                     .notify = notify,
-                                     .sample_sec = trail ? SAMPLE_SEC : 0,
-                                     .sample = sample_budgets, .sample_data = &sampler,
-                                     .egress = o.prof.net == SANDBOX_NET_PROXY ? &egress_setup : NULL,
-                                     .egress_opts = eopts};
-        tool_limits_default(&so.limits);
-        policy_tool_limits_apply(&view, &so.limits);
-        struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
-        so.rules = rules;
-        so.n_rules = policy_tool_rules_fill(&view, rules, ARRAY_SIZE(rules));
-        int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
         close(from_agent[0]);
-        if (r < 0) {
-            fprintf(stderr, "corral: %s\n", err.msg);
-            sandbox_child_signal(child, SIGKILL);
-            sandbox_child_wait(child, &(struct sandbox_result){0}, &err);
-            goto out_sig;
-        }
     }
-    if (!o.workspace && trail) {
-        sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        long ns = (long)(SAMPLE_SEC * 1e9);
-        struct itimerspec its = {.it_interval = {0, ns}, .it_value = {0, ns}};
-        if (sample_fd < 0 || timerfd_settime(sample_fd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the budget sampling timer: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
-    if (!o.workspace && trail && o.timeout > 0) {
-        /* The wall-time budget's warning point, on time rather than at the next sample. */
-        double at = o.timeout * 0.8;
-        warn_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec its = {.it_value = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9) + 1}};
-        if (warn_fd < 0 || timerfd_settime(warn_fd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the budget warning timer: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
-    bool notify_failed = false, notify_watch = notify != NULL;
-    while (!o.workspace) {
-        /* Every slot is always there; poll skips a negative fd. */
-        struct pollfd pfd[7] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
-                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
-                                {warn_fd, POLLIN, 0}, {eloop ? loop_fd(eloop) : -1, POLLIN, 0}};
-        int n = poll(pfd, 7, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            fprintf(stderr, "corral: poll: %s\n", strerror(errno));
-            goto out_sig;
-        }
-        if (pfd[3].revents) {
-            bool hup = false;
-            struct cerr e = {0};
-            if (scnotify_handle(notify, 64, &hup, &e) < 0 && !notify_failed) {
-                notify_failed = true;
-                fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
-            }
-            if (hup || (pfd[3].revents & (POLLHUP | POLLERR | POLLNVAL)))
-                notify_watch = false; /* no filtered process left (the counts stay) */
-        }
-        if ((sample_fd >= 0 && pfd[4].revents) || (warn_fd >= 0 && pfd[5].revents)) {
-            uint64_t ticks;
-            (void)!read(sample_fd, &ticks, sizeof(ticks));
-            if (warn_fd >= 0 && pfd[5].revents) {
-                close(warn_fd);
-                warn_fd = -1;
-            }
-            if (sample_budgets_staged(&sampler) > 0)
-                (void)exec_record_finish(&rec); /* a failure leaves rec failed: status 125 at the end */
-        }
-        if (pfd[6].revents) {
-            struct cerr e = {0};
-            (void)loop_run_once(eloop, 0, &e); /* the egress proxies' turn */
-        }
-        if (pfd[0].revents)
-            break;
-        if (pfd[1].revents) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                sandbox_child_signal(child, (int)si.ssi_signo);
-        }
-        if (tfd >= 0 && pfd[2].revents) {
-            timed_out = true;
-            sandbox_child_signal(child, SIGKILL);
-            close(tfd);
-            tfd = -1;
-        }
+    if (r < 0) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        sandbox_child_signal(child, SIGKILL);
+        sandbox_child_wait(child, &(struct sandbox_result){0}, &err);
+        goto out_sig;
     }
     struct sandbox_result res;
     if (sandbox_child_wait(child, &res, &err) < 0) {
@@ -628,17 +604,21 @@ int cmd_exec(int argc, char **argv)
         /* What was still waiting when the sandbox ended (its callers are gone), then one
          * aggregate entry per syscall denied past the per-syscall records. */
         struct cerr e = {0};
-        (void)scnotify_handle(notify, 64, NULL, &e);
-        scnotify_finish(notify);
+        (void)listener_handle(notify, 64, NULL, &e);
+        listener_finish(notify);
     }
     exec_record_exited(&rec, &res, timed_out, &o.prof);
     if (o.stats)
         print_stats(&res, &o.prof);
     if (res.oom)
-        fprintf(stderr, "corral: budget_exceeded: memory: the program reached its %.0fMiB memory budget and was killed\n",
+        fprintf(stderr,
+                "corral: budget_exceeded: memory: the program reached its %.0fMiB memory budget and was "
+                "killed\n",
                 (double)o.prof.limits.memory / (1024.0 * 1024.0));
     if (res.pids_limited)
-        fprintf(stderr, "corral: budget_exceeded: pids: the program reached its budget of %" PRIu64 " processes; forks were refused\n",
+        fprintf(stderr,
+                "corral: budget_exceeded: pids: the program reached its budget of %" PRIu64
+                " processes; forks were refused\n",
                 o.prof.limits.pids);
     if (timed_out) {
         fprintf(stderr, "corral: timeout: the program ran out of its %.3gs and was killed\n", o.timeout);
@@ -650,10 +630,8 @@ int cmd_exec(int argc, char **argv)
 out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-    egress_free(egress); /* records the end of every connection still open */
-    loop_free(eloop);
+    listener_free(notify);
     egress_setup_free(&egress_setup);
-    scnotify_free(notify);
     sandbox_child_free(child);
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
         fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);

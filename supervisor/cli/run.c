@@ -1,5 +1,4 @@
-/* supervisor/cli/run.c: `corral run POLICY` (a WACP session) and `corral ps` (its live tree,
- * from another terminal, through the run's control socket). */
+/* supervisor/cli/run.c: `corral run POLICY` (a WACP session). */
 #include "supervisor/cli/cli.h"
 
 #include "policy/policy.h"
@@ -17,8 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TRAIL "/var/lib/corral/corral.db"
-
 static const char run_usage[] =
     "usage: corral run POLICY --workspace DIR [options]\n"
     "\n"
@@ -33,24 +30,12 @@ static const char run_usage[] =
     "                          (default: DIR_OF_TRAIL/runs/RUN-ID)\n"
     "  --control PATH          the control socket for `corral ps` (default: TRAIL.sock)\n"
     "  --timeout SECONDS       end the run (every workspace fails) after this long\n"
-    "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default 1000)\n"
+    "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default "
+    "1000)\n"
     "  --quiet                 no summary at the end\n"
     "\n"
     "Exit status: 0 the coordinator's workspace closed, 1 it failed (or the run timed out),\n"
     "2 usage error or a policy with problems, 125 corral itself failed.\n";
-
-static const char ps_usage[] =
-    "usage: corral ps [--db FILE | --policy FILE | --control PATH] [--json]\n"
-    "\n"
-    "Show the live workspace tree of a running `corral run`: state, role, agent, owner, task,\n"
-    "checkpoints, memory used against its budget.\n"
-    "\n"
-    "  --db FILE        the run's trail (its control socket is FILE.sock)\n"
-    "  --policy FILE    the policy the run uses (its trail.path)\n"
-    "  --control PATH   the control socket itself\n"
-    "  --json           the run's answer as one JSON document\n"
-    "\n"
-    "Exit status: 0 ok, 1 no run is listening, 2 usage error.\n";
 
 /* The user id of whoever started the run: the policy's users map, else "uid:N". */
 static void owner_of(const struct policy *p, char *buf, size_t len)
@@ -69,7 +54,7 @@ static void owner_of(const struct policy *p, char *buf, size_t len)
     snprintf(buf, len, "uid:%u", (unsigned)uid);
 }
 
-static const char *trail_of(const struct policy *p, const char *given)
+const char *cli_trail_path(const struct policy *p, const char *given)
 {
     if (given)
         return given;
@@ -95,14 +80,19 @@ static int mkdir_parents(const char *path)
     return 0;
 }
 
-int cmd_run(int argc, char **argv)
+int cli_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"workspace", required_argument, NULL, 'w'}, {"trail", required_argument, NULL, 't'},
-        {"trail-durability", required_argument, NULL, 'd'}, {"run-dir", required_argument, NULL, 'r'},
-        {"control", required_argument, NULL, 'c'}, {"timeout", required_argument, NULL, 'T'},
-        {"redelivery-ms", required_argument, NULL, 'R'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"workspace", required_argument, NULL, 'w'},
+        {"trail", required_argument, NULL, 't'},
+        {"trail-durability", required_argument, NULL, 'd'},
+        {"run-dir", required_argument, NULL, 'r'},
+        {"control", required_argument, NULL, 'c'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"redelivery-ms", required_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct run_opts o = {.trail_full = true};
     const char *trail = NULL, *durability = NULL;
@@ -124,7 +114,8 @@ int cmd_run(int argc, char **argv)
         case 'R': {
             uint64_t v;
             if (util_parse_u64(optarg, &v) < 0 || v == 0 || v > 600000) {
-                fprintf(stderr, "corral run: --redelivery-ms %s: give milliseconds from 1 to 600000\n", optarg);
+                fprintf(stderr, "corral run: --redelivery-ms %s: give milliseconds from 1 to 600000\n",
+                        optarg);
                 return CORRAL_EXIT_USAGE;
             }
             o.redelivery_base_ms = v;
@@ -141,7 +132,8 @@ int cmd_run(int argc, char **argv)
     }
     o.policy_path = argv[optind];
     if (!o.workspace) {
-        fprintf(stderr, "corral run: --workspace DIR is required: the project directory the coordinator's workspace holds\n");
+        fprintf(stderr, "corral run: --workspace DIR is required: the project directory the "
+                        "coordinator's workspace holds\n");
         return CORRAL_EXIT_USAGE;
     }
     struct stat st;
@@ -159,7 +151,8 @@ int cmd_run(int argc, char **argv)
         }
     }
     if (geteuid() != 0) {
-        fprintf(stderr, "corral run: must run as root (it creates namespaces and cgroups for every agent); try: sudo corral run ...\n");
+        fprintf(stderr, "corral run: must run as root (it creates namespaces and cgroups for every "
+                        "agent); try: sudo corral run ...\n");
         return CORRAL_EXIT_USAGE;
     }
 
@@ -168,7 +161,9 @@ int cmd_run(int argc, char **argv)
     if (policy_load_file(o.policy_path, &pol, &diags) < 0) {
         policy_diags_print(&diags, stderr);
         policy_diags_free(&diags);
-        fprintf(stderr, "corral run: policy %s has problems (listed above); fix them and run 'corral policy check %s'\n",
+        fprintf(stderr,
+                "corral run: policy %s has problems (listed above); fix them and run 'corral policy "
+                "check %s'\n",
                 o.policy_path, o.policy_path);
         return CORRAL_EXIT_USAGE;
     }
@@ -179,7 +174,7 @@ int cmd_run(int argc, char **argv)
         o.trail_full = ps.trail_durability_full;
     }
     o.policy = pol;
-    o.trail_path = trail_of(pol, trail);
+    o.trail_path = cli_trail_path(pol, trail);
     char owner[128];
     owner_of(pol, owner, sizeof(owner));
     o.owner = owner;
@@ -203,7 +198,8 @@ int cmd_run(int argc, char **argv)
         o.run_dir = run_dir;
     }
     if (mkdir_parents(o.run_dir) < 0) {
-        fprintf(stderr, "corral run: cannot create the run directory %s: %s\n", o.run_dir, strerror(errno));
+        fprintf(stderr, "corral run: cannot create the run directory %s: %s\n", o.run_dir,
+                strerror(errno));
         policy_free(pol);
         return CORRAL_EXIT_INTERNAL;
     }
@@ -223,144 +219,4 @@ int cmd_run(int argc, char **argv)
         return CORRAL_EXIT_INTERNAL;
     }
     return res.root_closed && !res.timed_out ? CORRAL_EXIT_OK : CORRAL_EXIT_PROBLEMS;
-}
-
-/* ---- corral ps ---- */
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static void human_bytes(double b, char *buf, size_t len)
-{
-    static const char *const u[] = {"B", "K", "M", "G", "T"};
-    size_t i = 0;
-    if (b < 0) {
-        snprintf(buf, len, "-");
-        return;
-    }
-    while (b >= 1024 && i + 1 < ARRAY_SIZE(u)) {
-        b /= 1024;
-        i++;
-    }
-    snprintf(buf, len, i ? "%.1f%s" : "%.0f%s", b, u[i]);
-}
-
-static int depth_of(const cJSON *list, const cJSON *ws)
-{
-    int d = 0;
-    const char *parent = str(ws, "parent");
-    while (strcmp(parent, "-") && d < 64) {
-        const cJSON *p = NULL, *it;
-        cJSON_ArrayForEach(it, list)
-        if (!strcmp(str(it, "id"), parent) || !strcmp(str(it, "workspace_id"), parent))
-            p = it;
-        if (!p)
-            break;
-        d++;
-        parent = str(p, "parent");
-    }
-    return d;
-}
-
-int cmd_ps(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"policy", required_argument, NULL, 'p'},
-        {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    const char *db = NULL, *policy = NULL, *control = NULL;
-    bool json = false;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'd': db = optarg; break;
-        case 'p': policy = optarg; break;
-        case 'c': control = optarg; break;
-        case 'j': json = true; break;
-        case 'h': fputs(ps_usage, stdout); return CORRAL_EXIT_OK;
-        default: fputs(ps_usage, stderr); return CORRAL_EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        fputs(ps_usage, stderr);
-        return CORRAL_EXIT_USAGE;
-    }
-    char path[PATH_MAX];
-    if (!control) {
-        struct policy *pol = NULL;
-        if (!db && policy) {
-            struct policy_diags diags = {0};
-            if (policy_load_file(policy, &pol, &diags) < 0) {
-                policy_diags_print(&diags, stderr);
-                policy_diags_free(&diags);
-                return CORRAL_EXIT_USAGE;
-            }
-            policy_diags_free(&diags);
-        }
-        snprintf(path, sizeof(path), "%s.sock", db ? db : pol ? trail_of(pol, NULL) : DEFAULT_TRAIL);
-        policy_free(pol);
-        control = path;
-    }
-    char *text = NULL;
-    struct cerr err = {0};
-    if (control_fetch(control, &text, &err) < 0) {
-        fprintf(stderr, "corral ps: %s\n", err.msg);
-        return CORRAL_EXIT_PROBLEMS;
-    }
-    if (json) {
-        fputs(text, stdout);
-        free(text);
-        return CORRAL_EXIT_OK;
-    }
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "workspaces");
-    if (!cJSON_IsArray(list)) {
-        fprintf(stderr, "corral ps: the run's answer is not a workspace list\n");
-        cJSON_Delete(doc);
-        return CORRAL_EXIT_INTERNAL;
-    }
-    printf("run pid %.0f, trail %s\n", num(doc, "pid"), str(doc, "trail"));
-    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s  %s\n", "WORKSPACE", "STATE", "ROLE", "AGENT", "OWNER",
-           "ORIGINATOR", "CKPTS", "MEMORY/BUDGET", "EGRESS(open/allowed/refused in/out)");
-    const cJSON *ws;
-    cJSON_ArrayForEach(ws, list)
-    {
-        const char *id = str(ws, "id");
-        if (!strcmp(id, "-"))
-            id = str(ws, "workspace_id");
-        char name[64];
-        int d = depth_of(list, ws);
-        snprintf(name, sizeof(name), "%*s%s", d * 2, "", id);
-        const cJSON *u = cJSON_GetObjectItemCaseSensitive(ws, "usage");
-        char used[16], lim[16], mem[40];
-        human_bytes(u ? num(u, "memory_peak") : -1, used, sizeof(used));
-        human_bytes(u ? num(u, "memory_limit") : -1, lim, sizeof(lim));
-        snprintf(mem, sizeof(mem), "%s/%s", used, lim);
-        double ck = num(ws, "checkpoints");
-        /* network "proxy" sandboxes: their connections, from the egress proxies' counters */
-        const cJSON *eg = u ? cJSON_GetObjectItemCaseSensitive(u, "egress") : NULL;
-        char net[96] = "-", bin[16], bout[16];
-        if (eg) {
-            human_bytes(num(eg, "bytes_in"), bin, sizeof(bin));
-            human_bytes(num(eg, "bytes_out"), bout, sizeof(bout));
-            snprintf(net, sizeof(net), "%.0f/%.0f/%.0f %s/%s", num(eg, "open"), num(eg, "allowed"),
-                     num(eg, "refused"), bin, bout);
-        }
-        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s  %s\n", name, str(ws, "state"), str(ws, "role"),
-               str(ws, "agent"), str(ws, "owner"), str(ws, "originator"), ck < 0 ? 0 : ck, mem, net);
-    }
-    cJSON_Delete(doc);
-    return CORRAL_EXIT_OK;
 }

@@ -39,17 +39,21 @@ enum agent_end {
 const char *agent_end_name(enum agent_end e);
 
 struct agent_config {
-    const char *name;                    /* for logs and the trail ("agent", a workspace id) */
-    int in_fd;                           /* read end: the agent's stdout (borrowed) */
-    int out_fd;                          /* write end: the agent's stdin (borrowed; may equal in_fd) */
-    const struct tool_surface *surface;  /* borrowed */
-    struct tool_ctx *tools;              /* borrowed; used from worker threads during calls */
+    const char *name;                   /* for logs and the trail ("agent", a workspace id) */
+    int in_fd;                          /* read end: the agent's stdout (borrowed) */
+    int out_fd;                         /* write end: the agent's stdin (borrowed; may equal in_fd) */
+    const struct tool_surface *surface; /* borrowed */
+    struct tool_ctx *tools;             /* borrowed; used from worker threads during calls */
     /* Called once on the loop thread when the connection ends; the agent stays allocated. */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     /* Requests whose method starts with "wacp/" (corral run): answered by this handler on the
      * loop thread (agent_reply / agent_reply_error_data); NULL: they are unknown methods. */
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    /* Acts on each decoded message (the protocol's method table: dispatch_message of
+     * supervisor/conn/dispatch.h). Required: the connection frames, counts and answers; what a
+     * message means is decided above it, so this file never calls up into dispatch.c. */
+    void (*on_message)(struct agent *a, const struct rpc_msg *m);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */
@@ -64,11 +68,11 @@ size_t agent_host_inflight(const struct agent_host *h);
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t bytes_in, bytes_out;
-    uint64_t trail_bytes;  /* message content this agent has put in the trail */
-    unsigned abuse;        /* malformed messages (and unknown notifications) so far */
-    size_t queued_bytes;   /* output waiting */
+    uint64_t trail_bytes; /* message content this agent has put in the trail */
+    unsigned abuse;       /* malformed messages (and unknown notifications) so far */
+    size_t queued_bytes;  /* output waiting */
     unsigned inflight;
-    bool reading;          /* false while back-pressure holds its input */
+    bool reading; /* false while back-pressure holds its input */
 };
 void agent_get_stats(const struct agent *a, struct agent_stats *s);
 bool agent_ended(const struct agent *a);
@@ -102,11 +106,5 @@ const struct tool_ctx *agent_tools(const struct agent *a);
  * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
  * the trail cannot record the call (it is then not made). */
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
-
-/* dispatch.c: acts on one decoded message of A (answers requests, never notifications). */
-void dispatch_message(struct agent *a, const struct rpc_msg *m);
-/* The protocol versions answered by initialize and server/discover, newest first. */
-extern const char *const dispatch_protocol_versions[];
-extern const size_t dispatch_n_protocol_versions;
 
 #endif

@@ -53,8 +53,8 @@ int egress_dns_parse(const uint8_t *buf, size_t len, struct egress_dns_query *q)
     return 0;
 }
 
-size_t egress_dns_answer(const uint8_t *q_raw, const struct egress_dns_query *q,
-                         const uint8_t *addr4, unsigned rcode, uint8_t out[EGRESS_DNS_MAX])
+size_t egress_dns_answer(const uint8_t *q_raw, const struct egress_dns_query *q, const uint8_t *addr4,
+                         unsigned rcode, uint8_t out[EGRESS_DNS_MAX])
 {
     size_t qlen = q->question_len;
     if (DNS_HDR + qlen + 16 > EGRESS_DNS_MAX)
@@ -63,7 +63,7 @@ size_t egress_dns_answer(const uint8_t *q_raw, const struct egress_dns_query *q,
     out[0] = (uint8_t)(q->id >> 8);
     out[1] = (uint8_t)q->id;
     out[2] = (uint8_t)(0x80 | 0x04 | (q->rd ? 1 : 0)); /* QR, AA, RD copied */
-    out[3] = (uint8_t)(0x80 | (rcode & 0xf));           /* RA */
+    out[3] = (uint8_t)(0x80 | (rcode & 0xf));          /* RA */
     out[5] = qlen ? 1 : 0;
     memcpy(out + DNS_HDR, q_raw + DNS_HDR, qlen);
     size_t n = DNS_HDR + qlen;

@@ -43,8 +43,8 @@ void egress_sandbox_spec(const struct egress_policy *p, struct sandbox_egress *s
 const char *const *egress_env(void);
 
 /* Takes the fds (sandbox_egress_recv's, in spec order) in all cases. *out owned by the caller. */
-int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox_egress *spec,
-               int *fds, size_t n_fds, struct egress **out, struct cerr *err);
+int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox_egress *spec, int *fds,
+               size_t n_fds, struct egress **out, struct cerr *err);
 /* Closes every connection (recording its end) and listener; stages what it records and commits
  * it. NULL is a no-op. */
 void egress_free(struct egress *e);

@@ -35,7 +35,7 @@ struct egress_hub {
     pthread_mutex_t lock; /* guards queue */
     struct handed *queue;
     struct live *live;
-    unsigned commands;    /* to label each command sandbox's connections */
+    unsigned commands; /* to label each command sandbox's connections */
 };
 
 static void handed_free(struct handed *x)
@@ -91,7 +91,8 @@ static void on_handed(void *data, uint32_t events)
         o.sandbox = label;
         if (!l || egress_new(h->loop, &o, h->spec, x->fds, x->n, &l->e, &e) < 0) {
             /* egress_new took the fds either way: the command's connections are refused */
-            fprintf(stderr, "corral: cannot serve a command sandbox's egress: %s\n", e.msg[0] ? e.msg : "out of memory");
+            fprintf(stderr, "corral: cannot serve a command sandbox's egress: %s\n",
+                    e.msg[0] ? e.msg : "out of memory");
             x->n = 0;
             handed_free(x);
             free(l);

@@ -18,14 +18,14 @@
 #define EGRESS_HTTP_HEAD_MAX 16384 /* request line plus headers */
 
 struct egress_http_req {
-    bool connect;                 /* CONNECT host:port; otherwise an absolute-URI request */
+    bool connect;                   /* CONNECT host:port; otherwise an absolute-URI request */
     char host[EGRESS_NAME_MAX + 1]; /* normalized name, or an IP literal (no brackets) */
     uint16_t port;
     /* absolute-URI: the request line rewritten to origin form ("GET /path HTTP/1.1\r\n"), for
      * the upstream server; the rest of the head follows it unchanged. */
     char line[EGRESS_HTTP_HEAD_MAX];
     size_t line_len;
-    size_t rest_off;              /* where the head's headers start in the input */
+    size_t rest_off; /* where the head's headers start in the input */
 };
 
 /* Parses a request head (through the blank line) from buf. > 0: the head's length; 0: no blank
@@ -40,7 +40,7 @@ ssize_t egress_http_parse(const char *buf, size_t len, struct egress_http_req *o
 ssize_t egress_socks_greeting(const uint8_t *buf, size_t len, bool *no_auth);
 
 struct egress_socks_req {
-    uint8_t cmd;                   /* 1 CONNECT (the only one served) */
+    uint8_t cmd;                    /* 1 CONNECT (the only one served) */
     char host[EGRESS_NAME_MAX + 1]; /* normalized name, or the IP literal as text */
     uint16_t port;
 };
@@ -66,7 +66,7 @@ struct egress_dns_query {
 int egress_dns_parse(const uint8_t *buf, size_t len, struct egress_dns_query *q);
 /* The answer to q: an A record of addr4 (network order; NULL: no answer record, NOERROR) or the
  * RCODE given. Returns its length (<= EGRESS_DNS_MAX). q_raw is the query as received. */
-size_t egress_dns_answer(const uint8_t *q_raw, const struct egress_dns_query *q,
-                         const uint8_t *addr4, unsigned rcode, uint8_t out[EGRESS_DNS_MAX]);
+size_t egress_dns_answer(const uint8_t *q_raw, const struct egress_dns_query *q, const uint8_t *addr4,
+                         unsigned rcode, uint8_t out[EGRESS_DNS_MAX]);
 
 #endif

@@ -22,10 +22,11 @@
 #include <sys/socket.h>
 
 #define RESOLVE_MAX EGRESS_RESOLVE_MAX /* addresses of one name considered */
-#define PIPE_SIZE (256u << 10)  /* splice pipe per direction: at most 2 of these per connection are held */
-#define PUMP_ROUNDS 16          /* splices per direction per wake-up: fairness between agents */
-#define CAP_RECORDED 16         /* cap refusals recorded one by one; the rest counted */
-#define SOCKS_BUF 600           /* greeting (<= 257) + request (<= 262) */
+#define PIPE_SIZE \
+    (256u << 10)        /* splice pipe per direction: at most 2 of these per connection are held */
+#define PUMP_ROUNDS 16  /* splices per direction per wake-up: fairness between agents */
+#define CAP_RECORDED 16 /* cap refusals recorded one by one; the rest counted */
+#define SOCKS_BUF 600   /* greeting (<= 257) + request (<= 262) */
 
 enum lkind { L_HTTP, L_SOCKS, L_DNS, L_CAPTURE };
 static const char *const lkind_name[] = {"http", "socks5", "dns", "transparent"};
@@ -59,31 +60,31 @@ struct dir {
 
 struct conn {
     struct egress *e;
-    struct conn *next, *prev;       /* e->conns */
-    struct conn *next_pending;      /* e->pending, waiting for the commit */
+    struct conn *next, *prev;  /* e->conns */
+    struct conn *next_pending; /* e->pending, waiting for the commit */
     enum lkind kind;
     enum cstate state;
     int cfd, ufd;
     struct loop_watch cw, uw;
-    bool dead;                      /* closed while on the pending list: freed by flush */
-    uint8_t *buf;                   /* request bytes */
+    bool dead;    /* closed while on the pending list: freed by flush */
+    uint8_t *buf; /* request bytes */
     size_t blen, bcap;
     char host[EGRESS_NAME_MAX + 1];
     uint16_t port;
     struct egress_decision d;
-    const char *refuse_why;         /* set when refused or failed; answered after the commit */
+    const char *refuse_why; /* set when refused or failed; answered after the commit */
     bool refused_by_rule;
     bool http_connect;
-    uint8_t *up_head;               /* absolute-URI: the head rewritten for the upstream server */
+    uint8_t *up_head; /* absolute-URI: the head rewritten for the upstream server */
     size_t up_head_len;
     struct sockaddr_storage addr;
     socklen_t alen;
     char addr_text[INET6_ADDRSTRLEN];
-    bool connected_recorded;        /* an allowed network_connect was staged: record the end */
+    bool connected_recorded; /* an allowed network_connect was staged: record the end */
     uint64_t id;
     double started, deadline;
-    struct dir cu, uc;              /* client->upstream, upstream->client */
-    struct egress_lookup *lk;       /* while resolving */
+    struct dir cu, uc;        /* client->upstream, upstream->client */
+    struct egress_lookup *lk; /* while resolving */
     int n_res;
     struct sockaddr_storage res[RESOLVE_MAX];
     socklen_t res_len[RESOLVE_MAX];
@@ -191,10 +192,11 @@ static void record_decision(struct conn *c)
     if (d) {
         cJSON_AddStringToObject(d, "kind", "network");
         cJSON_AddStringToObject(d, "subject", subject);
-        cJSON_AddStringToObject(d, "rule", rule ? rule
-                                : c->d.verdict == EGRESS_DENY_PRIVATE ? "egress.private"
+        cJSON_AddStringToObject(d, "rule",
+                                rule                                   ? rule
+                                : c->d.verdict == EGRESS_DENY_PRIVATE  ? "egress.private"
                                 : c->d.verdict == EGRESS_DENY_UNLISTED ? "egress.allow (no rule matches)"
-                                : "egress");
+                                                                       : "egress");
         cJSON_AddStringToObject(d, "reason", c->refuse_why);
         cJSON_AddNumberToObject(d, "conn", (double)c->id);
     }
@@ -257,8 +259,12 @@ static void socks_answer(struct conn *c, uint8_t rep)
 static void refuse_now(struct conn *c, int http_status, uint8_t socks_rep)
 {
     if (c->kind == L_HTTP)
-        http_answer(c, http_status, http_status == 403 ? "Forbidden" : http_status == 400 ? "Bad Request"
-                                    : http_status == 501 ? "Not Implemented" : "Bad Gateway", c->refuse_why);
+        http_answer(c, http_status,
+                    http_status == 403   ? "Forbidden"
+                    : http_status == 400 ? "Bad Request"
+                    : http_status == 501 ? "Not Implemented"
+                                         : "Bad Gateway",
+                    c->refuse_why);
     else if (c->kind == L_SOCKS)
         socks_answer(c, socks_rep);
     else {
@@ -582,9 +588,10 @@ static void on_http_head(struct conn *c)
     if (r == EGRESS_NEED_MORE)
         return;
     if (r < 0)
-        return conn_bad(c, r == -ENOTSUP ? "this proxy serves CONNECT and absolute http:// URIs only"
-                           : r == -E2BIG ? "the request head is too long"
-                                         : "malformed request",
+        return conn_bad(c,
+                        r == -ENOTSUP ? "this proxy serves CONNECT and absolute http:// URIs only"
+                        : r == -E2BIG ? "the request head is too long"
+                                      : "malformed request",
                         r == -ENOTSUP ? 501 : 400);
     snprintf(c->host, sizeof(c->host), "%s", e->req.host);
     c->port = e->req.port;
@@ -681,7 +688,8 @@ static int dir_pump(struct egress *e, struct dir *d)
             continue;
         }
         if (d->in_pipe) {
-            ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            ssize_t n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (n < 0) {
                 if (errno == EAGAIN) {
                     d->want_out = true;
@@ -863,7 +871,8 @@ static void on_accept(void *data, uint32_t events)
                     cJSON_AddStringToObject(d, "kind", "network");
                     cJSON_AddStringToObject(d, "subject", lkind_name[l->kind]);
                     cJSON_AddStringToObject(d, "rule", "egress.max_connections");
-                    cJSON_AddStringToObject(d, "reason", "the sandbox has as many connections open as its policy allows");
+                    cJSON_AddStringToObject(
+                        d, "reason", "the sandbox has as many connections open as its policy allows");
                     cJSON_AddNumberToObject(d, "limit", (double)max);
                 }
                 stage(e, "denial", d);
@@ -934,7 +943,8 @@ static void on_dns(void *data, uint32_t events)
         uint8_t q[EGRESS_DNS_MAX], ans[EGRESS_DNS_MAX];
         struct sockaddr_in from;
         socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(l->fd, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
+        ssize_t n = recvfrom(l->fd, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from,
+                             &fl);
         if (n < 0)
             return;
         if ((size_t)n > sizeof(q))
@@ -976,17 +986,21 @@ void egress_sandbox_spec(const struct egress_policy *p, struct sandbox_egress *s
 const char *const *egress_env(void)
 {
     static const char *const env[] = {
-        "HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
-        "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
-        "ALL_PROXY=socks5h://127.0.0.1:1080", "all_proxy=socks5h://127.0.0.1:1080",
-        "NO_PROXY=localhost,127.0.0.1,::1",  "no_proxy=localhost,127.0.0.1,::1",
+        "HTTP_PROXY=http://127.0.0.1:3128",
+        "HTTPS_PROXY=http://127.0.0.1:3128",
+        "http_proxy=http://127.0.0.1:3128",
+        "https_proxy=http://127.0.0.1:3128",
+        "ALL_PROXY=socks5h://127.0.0.1:1080",
+        "all_proxy=socks5h://127.0.0.1:1080",
+        "NO_PROXY=localhost,127.0.0.1,::1",
+        "no_proxy=localhost,127.0.0.1,::1",
         NULL,
     };
     return env;
 }
 
-int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox_egress *spec,
-               int *fds, size_t n_fds, struct egress **out, struct cerr *err)
+int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox_egress *spec, int *fds,
+               size_t n_fds, struct egress **out, struct cerr *err)
 {
     struct egress *e = calloc(1, sizeof(*e));
     int r;
@@ -1039,7 +1053,8 @@ int egress_new(struct loop *l, const struct egress_opts *o, const struct sandbox
         ls->kind = kinds[i];
         ls->port = ports[i];
         e->n_ls++;
-        if ((r = loop_watch_add(l, &ls->w, ls->fd, EPOLLIN, ls->kind == L_DNS ? on_dns : on_accept, ls)) < 0) {
+        if ((r = loop_watch_add(l, &ls->w, ls->fd, EPOLLIN, ls->kind == L_DNS ? on_dns : on_accept,
+                                ls)) < 0) {
             cerr_set(err, -r, "egress: cannot watch a listener: %s", strerror(-r));
             goto fail;
         }

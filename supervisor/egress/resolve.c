@@ -15,11 +15,11 @@
 struct egress_resolver {
     pthread_mutex_t lock;
     pthread_cond_t more;
-    unsigned refs;               /* the loop's, and one per thread */
-    bool closed;                 /* the loop let go: threads end, nothing is delivered */
-    struct egress_lookup *todo;  /* queued, oldest last */
-    struct egress_lookup *done;  /* finished, for the loop */
-    int efd;                     /* wakes the loop when done is not empty */
+    unsigned refs;              /* the loop's, and one per thread */
+    bool closed;                /* the loop let go: threads end, nothing is delivered */
+    struct egress_lookup *todo; /* queued, oldest last */
+    struct egress_lookup *done; /* finished, for the loop */
+    int efd;                    /* wakes the loop when done is not empty */
     struct loop *loop;
     struct loop_watch w;
     void (*deliver)(void *owner, const struct egress_lookup *lk);

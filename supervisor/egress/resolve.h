@@ -21,7 +21,7 @@ struct egress_lookup {
     int n;
     struct sockaddr_storage addr[EGRESS_RESOLVE_MAX];
     socklen_t len[EGRESS_RESOLVE_MAX];
-    void *owner;  /* NULL once cancelled: then never delivered */
+    void *owner; /* NULL once cancelled: then never delivered */
     struct egress_lookup *next;
 };
 

@@ -19,16 +19,16 @@ static int add_rules(struct egress_rule **dst, size_t *n, const struct egress_ru
     for (size_t i = 0; i < n_texts; i++) {
         char why[128];
         if (egress_rule_parse(texts[i], &(*dst)[*n], why, sizeof(why)) < 0)
-            return cerr_set(err, EINVAL, "--%s %s: %s (HOST[:PORT], *.DOMAIN, an IP address or a CIDR)", opt,
-                            texts[i], why);
+            return cerr_set(err, EINVAL, "--%s %s: %s (HOST[:PORT], *.DOMAIN, an IP address or a CIDR)",
+                            opt, texts[i], why);
         (*n)++;
     }
     return 0;
 }
 
-int egress_setup_init(struct egress_setup *s, const struct egress_policy *role,
-                      const char *const *allow, size_t n_allow, const char *const *deny, size_t n_deny,
-                      const char *const *hosts, size_t n_hosts, struct cerr *err)
+int egress_setup_init(struct egress_setup *s, const struct egress_policy *role, const char *const *allow,
+                      size_t n_allow, const char *const *deny, size_t n_deny, const char *const *hosts,
+                      size_t n_hosts, struct cerr *err)
 {
     memset(s, 0, sizeof(*s));
     if (role)
@@ -38,8 +38,8 @@ int egress_setup_init(struct egress_setup *s, const struct egress_policy *role,
     int r = add_rules(&s->allow, &s->policy.n_allow, role ? role->allow : NULL, role ? role->n_allow : 0,
                       allow, n_allow, "allow", err);
     if (r == 0)
-        r = add_rules(&s->deny, &s->policy.n_deny, role ? role->deny : NULL, role ? role->n_deny : 0, deny,
-                      n_deny, "deny", err);
+        r = add_rules(&s->deny, &s->policy.n_deny, role ? role->deny : NULL, role ? role->n_deny : 0,
+                      deny, n_deny, "deny", err);
     size_t nb = role ? role->n_hosts : 0;
     if (r == 0 && !(s->hosts = calloc(nb + n_hosts + 1, sizeof(*s->hosts))))
         r = cerr_set(err, ENOMEM, "egress: out of memory");

@@ -21,9 +21,9 @@ struct egress_setup {
 /* Copies ROLE's policy (may be NULL: nothing allowed) and appends the command line's rules
  * (each "HOST[:PORT]") and pinned hosts ("NAME:ADDRESS"). 0, or -EINVAL with err naming the bad
  * one. Free with egress_setup_free. */
-int egress_setup_init(struct egress_setup *s, const struct egress_policy *role,
-                      const char *const *allow, size_t n_allow, const char *const *deny, size_t n_deny,
-                      const char *const *hosts, size_t n_hosts, struct cerr *err);
+int egress_setup_init(struct egress_setup *s, const struct egress_policy *role, const char *const *allow,
+                      size_t n_allow, const char *const *deny, size_t n_deny, const char *const *hosts,
+                      size_t n_hosts, struct cerr *err);
 void egress_setup_free(struct egress_setup *s);
 
 /* Points prof at the listeners to make. */

@@ -63,8 +63,7 @@ ssize_t egress_socks_request(const uint8_t *buf, size_t len, struct egress_socks
             inet_ntop(fam, a, out->host, sizeof(out->host));
         }
         break;
-    default:
-        return -EPROTONOSUPPORT;
+    default: return -EPROTONOSUPPORT;
     }
     out->port = (uint16_t)((buf[n - 2] << 8) | buf[n - 1]);
     if (out->port == 0)

@@ -2,7 +2,9 @@
  * snapshots for checkpoints, overlap detection and integration into the parent's directory.
  * Walks open one name at a time with O_NOFOLLOW: links are never followed, only regular files
  * and directories are taken, and every walk is bounded in files, bytes and depth. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/files.h"
+
+#include "supervisor/wacp/core.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,14 +16,14 @@
 
 #define MAX_DEPTH 64
 
-void wacpf_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX])
+void wacp_files_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX])
 {
     unsigned char h[32];
     crypto_generichash(h, sizeof(h), data, len, NULL, 0);
     sodium_bin2hex(out, WACP_HASH_HEX, h, sizeof(h));
 }
 
-void wacpf_manifest_clear(struct wacp_manifest *m)
+void wacp_files_manifest_clear(struct wacp_manifest *m)
 {
     for (size_t i = 0; i < m->n; i++)
         free(m->v[i].path);
@@ -29,9 +31,9 @@ void wacpf_manifest_clear(struct wacp_manifest *m)
     memset(m, 0, sizeof(*m));
 }
 
-int wacpf_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size)
+int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size)
 {
-    if (!wacp_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
+    if (!wacp_core_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
         return -ENOMEM;
     char *p = strdup(path);
     if (!p)
@@ -43,7 +45,7 @@ int wacpf_manifest_add(struct wacp_manifest *m, const char *path, const char *ha
     return 0;
 }
 
-const struct wacp_file *wacpf_manifest_get(const struct wacp_manifest *m, const char *path)
+const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path)
 {
     for (size_t i = 0; m && i < m->n; i++)
         if (!strcmp(m->v[i].path, path))
@@ -56,7 +58,7 @@ static int file_cmp(const void *a, const void *b)
     return strcmp(((const struct wacp_file *)a)->path, ((const struct wacp_file *)b)->path);
 }
 
-cJSON *wacpf_manifest_json(const struct wacp_manifest *m)
+cJSON *wacp_files_manifest_json(const struct wacp_manifest *m)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < m->n; i++) {
@@ -74,7 +76,7 @@ cJSON *wacpf_manifest_json(const struct wacp_manifest *m)
     return a;
 }
 
-bool wacpf_path_ok(const char *rel)
+bool wacp_files_path_ok(const char *rel)
 {
     size_t n = rel ? strlen(rel) : 0;
     if (n == 0 || n > 4096 || rel[0] == '/' || rel[n - 1] == '/')
@@ -90,7 +92,7 @@ bool wacpf_path_ok(const char *rel)
     return true;
 }
 
-int wacpf_mkdirs(const char *path, struct cerr *err)
+int wacp_files_mkdirs(const char *path, struct cerr *err)
 {
     _cleanup_free_ char *p = strdup(path);
     if (!p)
@@ -109,7 +111,7 @@ int wacpf_mkdirs(const char *path, struct cerr *err)
     return 0;
 }
 
-/* Reads a whole regular file (opened by the caller) up to WACPF_MAX_FILE bytes. */
+/* Reads a whole regular file (opened by the caller) up to WACP_FILES_MAX_FILE bytes. */
 static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const char *rel)
 {
     struct stat st;
@@ -117,9 +119,9 @@ static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const cha
         return cerr_set(err, errno, "cannot stat %s: %s", rel, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return cerr_set(err, EINVAL, "%s is not a regular file", rel);
-    if ((uint64_t)st.st_size > WACPF_MAX_FILE)
+    if ((uint64_t)st.st_size > WACP_FILES_MAX_FILE)
         return cerr_set(err, EFBIG, "%s is larger than %llu bytes", rel,
-                        (unsigned long long)WACPF_MAX_FILE);
+                        (unsigned long long)WACP_FILES_MAX_FILE);
     size_t n = (size_t)st.st_size;
     char *b = malloc(n ? n : 1);
     if (!b)
@@ -145,8 +147,10 @@ static int open_beneath(int dirfd, const char *rel, int flags)
     char *part = strtok_r(p, "/", &save);
     while (part) {
         char *next = strtok_r(NULL, "/", &save);
-        int fd = openat(cur, part, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                         : (flags | O_NOFOLLOW | O_CLOEXEC), 0600);
+        int fd = openat(cur, part,
+                        next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                             : (flags | O_NOFOLLOW | O_CLOEXEC),
+                        0600);
         int saved = errno;
         if (cur != dirfd)
             close(cur);
@@ -187,7 +191,7 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        if (!wacp_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
+        if (!wacp_core_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
             !(names[n] = strdup(de->d_name))) {
             r = cerr_set(wk->err, ENOMEM, "out of memory");
             break;
@@ -226,8 +230,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
         }
         if (!S_ISREG(st.st_mode))
             continue; /* links, fifos, devices, sockets: never copied nor followed */
-        if (++wk->files > WACPF_MAX_FILES) {
-            r = cerr_set(wk->err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+        if (++wk->files > WACP_FILES_MAX_FILES) {
+            r = cerr_set(wk->err, EFBIG, "more than %d files", WACP_FILES_MAX_FILES);
             break;
         }
         _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -238,20 +242,20 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
         if ((r = read_fd(fd, &data, &len, wk->err, rel)) < 0)
             break;
         wk->bytes += len;
-        if (wk->bytes > WACPF_MAX_BYTES) {
+        if (wk->bytes > WACP_FILES_MAX_BYTES) {
             r = cerr_set(wk->err, EFBIG, "more than %llu bytes of files",
-                         (unsigned long long)WACPF_MAX_BYTES);
+                         (unsigned long long)WACP_FILES_MAX_BYTES);
             break;
         }
         char hex[WACP_HASH_HEX];
-        wacpf_hash_hex(data, len, hex);
-        if (wk->out && (r = wacpf_manifest_add(wk->out, rel, hex, len)) < 0) {
+        wacp_files_hash_hex(data, len, hex);
+        if (wk->out && (r = wacp_files_manifest_add(wk->out, rel, hex, len)) < 0) {
             cerr_set(wk->err, ENOMEM, "out of memory");
             break;
         }
         if (dst >= 0) {
-            _cleanup_close_ int o = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                           st.st_mode & 0755);
+            _cleanup_close_ int o = openat(
+                dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755);
             if (o < 0 || util_write_all(o, data, len) < 0) {
                 r = cerr_set(wk->err, errno ? errno : EIO, "cannot write the copy of %s: %s", rel,
                              strerror(errno));
@@ -281,18 +285,18 @@ static int walk_root(const char *src, const char *dst, struct wacp_manifest *out
     struct walk wk = {.out = out, .dst_root = dfd, .err = err};
     int r = walk_dir(&wk, sfd, dfd, "", 0);
     if (r < 0 && out)
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
     if (out && out->n)
         qsort(out->v, out->n, sizeof(*out->v), file_cmp);
     return r;
 }
 
-int wacpf_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
+int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
 {
     return walk_root(src, dst, base, err);
 }
 
-int wacpf_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
+int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
 {
     return walk_root(dir, NULL, out, err);
 }
@@ -328,7 +332,7 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
 {
     int fd = open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
     if (fd == -ENOENT)
-        return wacpf_manifest_add(out, rel, "", 0) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+        return wacp_files_manifest_add(out, rel, "", 0) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
     if (fd < 0)
         return cerr_set(err, -fd, "cannot open %s: %s", rel, strerror(-fd));
     _cleanup_close_ int fdc = fd;
@@ -338,19 +342,19 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     if (r < 0)
         return r;
     *bytes += len;
-    if (*bytes > WACPF_MAX_BYTES)
+    if (*bytes > WACP_FILES_MAX_BYTES)
         return cerr_set(err, EFBIG, "the checkpoint's files exceed %llu bytes",
-                        (unsigned long long)WACPF_MAX_BYTES);
+                        (unsigned long long)WACP_FILES_MAX_BYTES);
     char hex[WACP_HASH_HEX];
-    wacpf_hash_hex(data, len, hex);
+    wacp_files_hash_hex(data, len, hex);
     if ((r = object_put(objects, hex, data, len, err)) < 0)
         return r;
-    return wacpf_manifest_add(out, rel, hex, len) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+    return wacp_files_manifest_add(out, rel, hex, len) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
 }
 
-int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
-                   const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
-                   struct cerr *err)
+int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
+                        const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
+                        struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -358,38 +362,38 @@ int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
     uint64_t bytes = 0;
     int r = 0;
     if (paths) {
-        if (n_paths > WACPF_MAX_FILES)
-            return cerr_set(err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+        if (n_paths > WACP_FILES_MAX_FILES)
+            return cerr_set(err, EFBIG, "more than %d files", WACP_FILES_MAX_FILES);
         for (size_t i = 0; i < n_paths && !r; i++) {
-            if (wacpf_manifest_get(out, paths[i]))
+            if (wacp_files_manifest_get(out, paths[i]))
                 continue;
             r = snap_one(dfd, paths[i], objects, out, &bytes, err);
         }
     } else {
         struct wacp_manifest now = {0};
-        if ((r = wacpf_scan(dir, &now, err)) < 0)
+        if ((r = wacp_files_scan(dir, &now, err)) < 0)
             return r;
         for (size_t i = 0; i < now.n && !r; i++) {
-            const struct wacp_file *b = wacpf_manifest_get(base, now.v[i].path);
+            const struct wacp_file *b = wacp_files_manifest_get(base, now.v[i].path);
             if (b && !strcmp(b->hash, now.v[i].hash))
                 continue;
             r = snap_one(dfd, now.v[i].path, objects, out, &bytes, err);
         }
         for (size_t i = 0; base && i < base->n && !r; i++)
-            if (!wacpf_manifest_get(&now, base->v[i].path) &&
-                wacpf_manifest_add(out, base->v[i].path, "", 0) < 0)
+            if (!wacp_files_manifest_get(&now, base->v[i].path) &&
+                wacp_files_manifest_add(out, base->v[i].path, "", 0) < 0)
                 r = cerr_set(err, ENOMEM, "out of memory");
-        wacpf_manifest_clear(&now);
+        wacp_files_manifest_clear(&now);
     }
     if (r < 0) {
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
         return r;
     }
     /* One sync for the objects (not one fsync each): they are durable before the checkpoint's
      * entry that names them is recorded. */
     _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ofd < 0 || syncfs(ofd) < 0) {
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
         return cerr_set(err, errno, "cannot sync the objects in %s: %s", objects, strerror(errno));
     }
     if (out->n)
@@ -414,12 +418,12 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
         snprintf(hex, WACP_HASH_HEX, "unreadable");
         return 0;
     }
-    wacpf_hash_hex(data, len, hex);
+    wacp_files_hash_hex(data, len, hex);
     return 0;
 }
 
-int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
-                   struct wacp_manifest *out, struct cerr *err)
+int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
+                        struct wacp_manifest *out, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -429,11 +433,11 @@ int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct 
         int r = hash_now(dfd, m->v[i].path, now, err);
         if (r < 0)
             return r;
-        const struct wacp_file *b = wacpf_manifest_get(base, m->v[i].path);
+        const struct wacp_file *b = wacp_files_manifest_get(base, m->v[i].path);
         const char *was = b ? b->hash : "";
         /* Changed behind the child, and not already what the child wants. */
         if (strcmp(now, was) != 0 && strcmp(now, m->v[i].hash) != 0 &&
-            wacpf_manifest_add(out, m->v[i].path, now, 0) < 0)
+            wacp_files_manifest_add(out, m->v[i].path, now, 0) < 0)
             return cerr_set(err, ENOMEM, "out of memory");
     }
     return 0;
@@ -488,10 +492,13 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
         if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return 0; /* missing: made fresh */
         if (!next)
-            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel) : 0;
+            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel)
+                                       : 0;
         if (!S_ISDIR(st.st_mode))
-            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
-                            "and integration never writes through one", rel);
+            return cerr_set(err, ENOTDIR,
+                            "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one",
+                            rel);
         int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
@@ -502,24 +509,24 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
     return 0;
 }
 
-int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                const char *objects, struct cerr *err)
+int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
+                     const char *objects, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     for (size_t i = 0; i < m->n; i++) {
-        if (!wacpf_path_ok(m->v[i].path))
+        if (!wacp_files_path_ok(m->v[i].path))
             return cerr_set(err, EINVAL, "bad path in a manifest");
-        int r = wacpf_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
+        int r = wacp_files_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
         if (r < 0)
             return r;
     }
     for (size_t i = 0; i < m->n; i++) {
         const struct wacp_file *f = &m->v[i];
-        if (!wacpf_path_ok(f->path))
+        if (!wacp_files_path_ok(f->path))
             return cerr_set(err, EINVAL, "bad path in a manifest");
-        if (wacpf_manifest_get(skip, f->path))
+        if (wacp_files_manifest_get(skip, f->path))
             continue;
         const char *leaf;
         _cleanup_close_ int pfd = open_parent_mk(dfd, f->path, &leaf);
@@ -535,7 +542,8 @@ int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wac
             return cerr_set(err, ENOMEM, "out of memory");
         _cleanup_close_ int ofd = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (ofd < 0)
-            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path, strerror(errno));
+            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path,
+                            strerror(errno));
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         int r = read_fd(ofd, &data, &len, err, f->path);
@@ -543,7 +551,8 @@ int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wac
             return r;
         char tmp[300];
         snprintf(tmp, sizeof(tmp), ".corral-tmp-%.200s", leaf);
-        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                                       0644);
         if (o < 0)
             return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
         if ((r = util_write_all(o, data, len)) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {

@@ -27,10 +27,10 @@ struct wacp;
  * long as the workspace. */
 struct wacp_ws_info {
     const char *id;
-    const char *parent;        /* NULL for the root */
-    const char *agent;         /* the policy's agent name */
-    const char *role;          /* the role name */
-    const char *dir;           /* host directory of its files */
+    const char *parent; /* NULL for the root */
+    const char *agent;  /* the policy's agent name */
+    const char *role;   /* the role name */
+    const char *dir;    /* host directory of its files */
     const char *owner, *originator;
     struct policy_budgets budgets; /* never above the parent's */
 };
@@ -44,8 +44,7 @@ struct wacp_hooks {
      * "protocol", "system" or a user id. 0, or < 0 when
      * the trail cannot take it: the engine then abandons the operation with nothing changed
      * and the call fails with "the trail cannot be written". */
-    int (*record)(void *data, const char *ws, const char *actor, const char *type,
-                  const cJSON *body);
+    int (*record)(void *data, const char *ws, const char *actor, const char *type, const cJSON *body);
     /* Starts the agent of a new workspace. < 0 with ERR set: the workspace fails
      * (idle -> failed, reason "creation_error") and the caller is told why. */
     int (*start)(void *data, const struct wacp_ws_info *ws, struct cerr *err);
@@ -55,21 +54,25 @@ struct wacp_hooks {
     /* Sends a notification (method, params taken) to the agent of WS; the run releases it
      * after this turn's commit. A workspace whose agent is gone just drops it (0). */
     int (*notify)(void *data, const char *ws, const char *method, cJSON *params);
+    /* wacp/trail.query: appends to ENTRIES (a JSON array) the committed entries of WS (NULL:
+     * every workspace) of TYPE (NULL: any), at most LIMIT. The model checked the caller's scope.
+     * < 0 with ERR: the trail cannot be read. May be NULL: the method is then unknown. */
+    int (*trail_query)(void *data, const char *ws, const char *type, uint64_t limit, cJSON *entries,
+                       struct cerr *err);
 };
 
 struct wacp_opts {
-    const struct policy *policy;   /* borrowed; roles, agents, taxonomy */
-    const char *run_dir;           /* state: ws/ID copies, objects/ (created if missing) */
-    const char *root_dir;          /* the root workspace's files (the project) */
-    const char *root_owner;        /* user id of the human who started the run */
-    uint64_t redelivery_base_ms;   /* ack timeout before redelivery k waits k * this (default 1000) */
-    uint64_t max_workspaces;       /* per run (default 256): a flood of creations is refused */
-    uint64_t max_envelopes;        /* undelivered per inbox (default 1024) */
-    uint64_t max_payload;          /* bytes of one envelope or checkpoint payload (default 1 MiB) */
+    const struct policy *policy; /* borrowed; roles, agents, taxonomy */
+    const char *run_dir;         /* state: ws/ID copies, objects/ (created if missing) */
+    const char *root_dir;        /* the root workspace's files (the project) */
+    const char *root_owner;      /* user id of the human who started the run */
+    uint64_t redelivery_base_ms; /* ack timeout before redelivery k waits k * this (default 1000) */
+    uint64_t max_workspaces;     /* per run (default 256): a flood of creations is refused */
+    uint64_t max_envelopes;      /* undelivered per inbox (default 1024) */
+    uint64_t max_payload;        /* bytes of one envelope or checkpoint payload (default 1 MiB) */
 };
 
-int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
-             struct cerr *err);
+int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err);
 void wacp_free(struct wacp *w);
 
 /* Creates the root workspace for AGENT (the policy's coordinator agent), originator "system",
@@ -95,8 +98,8 @@ struct wacp_err {
  * lists them: signal.emit, envelope.send, envelope.ack, workspace.create, workspace.self,
  * workspace.list, workspace.abort, workspace.suspend, workspace.resume, workspace.transfer, rights.list,
  * rights.grant, rights.revoke, checkpoint.create, checkpoint.list, task.create, task.assign,
- * task.cancel, task.list, integrate, conflict.resolve). wacp/trail.query is the run's (it holds
- * the trail): here it is -ENOENT like any unknown method. PARAMS may be NULL ({}). 0 with *result
+ * task.cancel, task.list, integrate, conflict.resolve, trail.query: the run reads the trail for it
+ * through hooks.trail_query). PARAMS may be NULL ({}). 0 with *result
  * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e);

@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r > 0) {
         if ((size_t)r > size || req.port == 0 || !req.host[0])
             abort();
-        if (!req.connect && (req.line_len == 0 || req.line_len >= sizeof(req.line) || req.rest_off > (size_t)r))
+        if (!req.connect &&
+            (req.line_len == 0 || req.line_len >= sizeof(req.line) || req.rest_off > (size_t)r))
             abort();
         struct egress_rule rule;
         (void)egress_rule_parse(req.host, &rule, NULL, 0);

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t off = g > 0 ? (size_t)g : 0;
     struct egress_socks_req q;
     ssize_t r = egress_socks_request(buf + off, size - off, &q);
-    if (r > 0 && ((size_t)r > size - off || q.port == 0 || !q.host[0] || strlen(q.host) > EGRESS_NAME_MAX))
+    if (r > 0 &&
+        ((size_t)r > size - off || q.port == 0 || !q.host[0] || strlen(q.host) > EGRESS_NAME_MAX))
         abort();
     free(buf);
     return 0;

@@ -27,18 +27,30 @@ static void parse_list(const char *const *texts, struct egress_rule *out, size_t
 
 static void rules_parse_good_and_bad(void **state)
 {
-    static const char *const good[] = {"example.com", "example.com:8443", "*.example.com",
-                                       "*.example.com:22", "10.0.0.0/8", "10.1.2.3:5432",
-                                       "[::1]:8080", "fd00::/8", "::1", "API.Example.COM."};
+    static const char *const good[] = {"example.com",      "example.com:8443", "*.example.com",
+                                       "*.example.com:22", "10.0.0.0/8",       "10.1.2.3:5432",
+                                       "[::1]:8080",       "fd00::/8",         "::1",
+                                       "API.Example.COM."};
     for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
         struct egress_rule r;
         char why[128];
         assert_int_equal(egress_rule_parse(good[i], &r, why, sizeof(why)), 0);
     }
-    static const char *const bad[] = {"", "exa mple.com", "example.com:0", "example.com:65536",
-                                      "example.com:http", "a*.example.com", "*example.com",
-                                      "10.0.0.0/33", "10.0.0.0/", "[::1", "[::1]x", "..",
-                                      "under_score.com", "fd00::/129", "example.com:-1"};
+    static const char *const bad[] = {"",
+                                      "exa mple.com",
+                                      "example.com:0",
+                                      "example.com:65536",
+                                      "example.com:http",
+                                      "a*.example.com",
+                                      "*example.com",
+                                      "10.0.0.0/33",
+                                      "10.0.0.0/",
+                                      "[::1",
+                                      "[::1]x",
+                                      "..",
+                                      "under_score.com",
+                                      "fd00::/129",
+                                      "example.com:-1"};
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         struct egress_rule r;
         char why[128] = "";
@@ -66,8 +78,8 @@ static void check_rows(const struct egress_policy *p, const struct row *rows, si
         struct egress_decision d = {0};
         egress_decide_name(p, rows[i].host, rows[i].port, &d);
         if (d.verdict != rows[i].want)
-            fail_msg("%s:%u: got %s, want %s", rows[i].host, rows[i].port, egress_verdict_name(d.verdict),
-                     egress_verdict_name(rows[i].want));
+            fail_msg("%s:%u: got %s, want %s", rows[i].host, rows[i].port,
+                     egress_verdict_name(d.verdict), egress_verdict_name(rows[i].want));
         if (rows[i].rule) {
             if (!d.rule || strcmp(d.rule->text, rows[i].rule))
                 fail_msg("%s:%u: decided by '%s', want '%s'", rows[i].host, rows[i].port,
@@ -80,8 +92,13 @@ static void check_rows(const struct egress_policy *p, const struct row *rows, si
 
 static void names_wildcards_ports_and_deny(void **state)
 {
-    static const char *const allow[] = {"api.example.com", "*.pkg.example.org", "git.example.net:22",
-                                        "203.0.113.7:8080", "10.0.0.0/8:5432", "*.both.test", NULL};
+    static const char *const allow[] = {"api.example.com",
+                                        "*.pkg.example.org",
+                                        "git.example.net:22",
+                                        "203.0.113.7:8080",
+                                        "10.0.0.0/8:5432",
+                                        "*.both.test",
+                                        NULL};
     static const char *const deny[] = {"bad.pkg.example.org", "*.both.test:443", "10.9.0.0/16:*", NULL};
     struct egress_rule a[16], dn[16];
     struct egress_policy p = {0};
@@ -148,16 +165,17 @@ static void private_addresses_after_lookup(void **state)
         assert_true(egress_addr_parse(rows[i].addr, &fam, ad));
         p.private_ok = rows[i].private_ok;
         struct egress_decision d = {0};
-        egress_decide_name(&p, rows[i].port == 5432 ? "db.corp.test" : "www.corp.test", rows[i].port, &d);
+        egress_decide_name(&p, rows[i].port == 5432 ? "db.corp.test" : "www.corp.test", rows[i].port,
+                           &d);
         assert_int_equal(d.verdict, EGRESS_ALLOW);
         egress_decide_addr(&p, fam, ad, rows[i].port, &d);
         if (d.verdict != rows[i].want)
             fail_msg("%s: got %s", rows[i].addr, egress_verdict_name(d.verdict));
     }
-    static const char *const priv[] = {"0.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255",
-                                       "192.168.1.1", "127.1.2.3", "169.254.0.1", "224.0.0.1",
-                                       "255.255.255.255", "::", "::1", "fe80::1", "fc00::1",
-                                       "64:ff9b::a00:1", "ff02::1"};
+    static const char *const priv[] = {
+        "0.1.2.3",   "10.0.0.1",    "172.16.0.1", "172.31.255.255",  "192.168.1.1",
+        "127.1.2.3", "169.254.0.1", "224.0.0.1",  "255.255.255.255", "::",
+        "::1",       "fe80::1",     "fc00::1",    "64:ff9b::a00:1",  "ff02::1"};
     static const char *const pub[] = {"8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111",
                                       "64:ff9b::808:808"};
     for (size_t i = 0; i < ARRAY_SIZE(priv); i++) {
@@ -220,13 +238,16 @@ static void http_heads(void **state)
     assert_true(egress_http_parse(v6, strlen(v6), &req) > 0);
     assert_string_equal(req.host, "::1");
 
-    static const struct { const char *in; ssize_t want; } bad[] = {
+    static const struct {
+        const char *in;
+        ssize_t want;
+    } bad[] = {
         {"GET /local HTTP/1.1\r\n\r\n", -ENOTSUP},
         {"GET https://h.test/ HTTP/1.1\r\n\r\n", -ENOTSUP},
-        {"CONNECT h.test HTTP/1.1\r\n\r\n", -EINVAL},           /* CONNECT needs a port */
+        {"CONNECT h.test HTTP/1.1\r\n\r\n", -EINVAL}, /* CONNECT needs a port */
         {"CONNECT h.test:99999 HTTP/1.1\r\n\r\n", -EINVAL},
         {"CONNECT h.test:443 HTTP/2.0\r\n\r\n", -EINVAL},
-        {"GET http://user@h.test/ HTTP/1.1\r\n\r\n", -EINVAL},  /* userinfo */
+        {"GET http://user@h.test/ HTTP/1.1\r\n\r\n", -EINVAL}, /* userinfo */
         {"GET http://h test/ HTTP/1.1\r\n\r\n", -EINVAL},
         {"G(T http://h.test/ HTTP/1.1\r\n\r\n", -EINVAL},
         {"CONNECT [zz]:443 HTTP/1.1\r\n\r\n", -EINVAL},
@@ -276,8 +297,8 @@ static void socks_messages(void **state)
 static void dns_queries(void **state)
 {
     /* id 0x1234, RD, one question: a.test A IN */
-    const uint8_t qa[] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0,
-                          1, 'A', 4, 't', 'e', 's', 't', 0, 0, 1, 0, 1};
+    const uint8_t qa[] = {0x12, 0x34, 0x01, 0x00, 0,   1,   0,   0, 0, 0, 0, 0,
+                          1,    'A',  4,    't',  'e', 's', 't', 0, 0, 1, 0, 1};
     struct egress_dns_query q;
     assert_int_equal(egress_dns_parse(qa, sizeof(qa), &q), 0);
     assert_string_equal(q.name, "a.test");

@@ -16,14 +16,14 @@ cJSON *voltagent_error_text(const char *code, const char *text);
 
 /* Refusal codes (the surface's denial function turns these into trail denials, with "denied"
  * for the broker's containment refusals). */
-#define VOLTAGENT_E_TRAVERSAL "path_traversal"     /* ".." or "~" in a path */
-#define VOLTAGENT_E_READ_ONLY "read_only"          /* a write in read-only mode */
-#define VOLTAGENT_E_READ_FIRST "read_before_write" /* never read in this session */
-#define VOLTAGENT_E_STALE "changed_since_read"     /* changed since the agent read it */
-#define VOLTAGENT_E_APPROVAL "approval_required"   /* needs_approval: no admin can approve yet */
-#define VOLTAGENT_E_COMMANDS "commands_not_allowed" /* the role may not run commands */
+#define VOLTAGENT_E_TRAVERSAL "path_traversal"          /* ".." or "~" in a path */
+#define VOLTAGENT_E_READ_ONLY "read_only"               /* a write in read-only mode */
+#define VOLTAGENT_E_READ_FIRST "read_before_write"      /* never read in this session */
+#define VOLTAGENT_E_STALE "changed_since_read"          /* changed since the agent read it */
+#define VOLTAGENT_E_APPROVAL "approval_required"        /* needs_approval: no admin can approve yet */
+#define VOLTAGENT_E_COMMANDS "commands_not_allowed"     /* the role may not run commands */
 #define VOLTAGENT_E_SKILL_FILE "skill_file_not_allowed" /* not in the skill's front matter lists */
-#define VOLTAGENT_E_SYMLINK "symlink_not_allowed"   /* a path naming a symlink (upstream refuses) */
+#define VOLTAGENT_E_SYMLINK "symlink_not_allowed"       /* a path naming a symlink (upstream refuses) */
 
 /* The surface's path rule (seed 003): a workspace path is virtual and starts with '/'; a ".."
  * segment or a '~' anywhere is refused outright (not cleaned away). 0 when PATH passes; else -1
@@ -32,9 +32,9 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error);
 
 /* Results: where upstream's tool returns a string, the success result is {"output": STRING}
  * (the string as upstream spells it), with structured fields beside it where they help a
- * program; where upstream returns an object (execute_command), that object. The registry
- * (voltagent.c) applies the policy's needs_approval rule to every toolkit's tools before it
- * dispatches, so a toolkit never sees a call that needs approval.
+ * program; where upstream returns an object (execute_command), that object. The tool gate
+ * (tools/gate.h) applies the policy's rules to every toolkit's tools before the registry
+ * (voltagent.c) dispatches, so a toolkit never sees a call that needs approval.
  *
  * Each toolkit: its tools for tools/list (appended to ARR; 0 or -ENOMEM), and a call that
  * returns -ENOENT when TOOL is not one of its own, else as tool_surface.call. */
