@@ -137,3 +137,7 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# The libraries a program linking build/libcorral.a needs (tests/replay/wacp_params.c uses it).
+print-libs:
+	@echo $(LDLIBS)
