@@ -4,6 +4,8 @@
 #ifndef CORRAL_WACP_INTERNAL_H
 #define CORRAL_WACP_INTERNAL_H
 
+#include "supervisor/wacp/highway.h"
+#include "supervisor/wacp/integrity.h"
 #include "supervisor/wacp/wacp.h"
 
 #include <stdio.h>
@@ -54,6 +56,7 @@ struct wacp_checkpoint {
     struct wacp_manifest files;
     char payload_hash[WACP_HASH_HEX];
     uint64_t timestamp_ms;
+    char mac[INTEGRITY_HEX]; /* the supervisor's proof over all of the above (integrity.h) */
 };
 
 struct wacp_ws {
@@ -77,6 +80,8 @@ struct wacp_ws {
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
     size_t inbox;                   /* envelopes addressed to it not yet acknowledged */
     size_t queued;                  /* of those, not yet notified (it was frozen) */
+    char (*grants)[WACP_ID_LEN];    /* workspaces it was granted to read (add-only: PROTOCOL 6.8) */
+    size_t n_grants;
     char end_reason[64];
 };
 
@@ -96,6 +101,9 @@ struct wacp_env {
     bool undeliverable;
     unsigned attempt; /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
+    char *originator;        /* the injecting person's user id (origin human), else NULL */
+    bool gated;              /* held by an envelope_delivery gate */
+    char mac[INTEGRITY_HEX]; /* the supervisor's proof over every field above (integrity.h) */
 };
 
 enum right_kind { RIGHT_SEND = 0, RIGHT_SEND_ONCE, RIGHT_RECEIVE };
@@ -157,6 +165,27 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
+    struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
+    struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
+    bool gate_pass;           /* re-running a request a person approved */
+    /* wacp_call_ref, handed down by the method table so that human.c re-runs an approved
+     * request without calling up into it. */
+    int (*rerun)(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                 uint64_t call_ref, cJSON **result, struct wacp_err *e);
 };
+
+/* Whether gate TYPE (enum policy_gate, or HIGHWAY_TOOL_CALL) is on in this run's highway, with
+ * its timeout and fallback. */
+static inline bool wacp_gate_rule(const struct wacp *w, int type, double *timeout,
+                                  enum policy_fallback *fb)
+{
+    const struct policy_highway *h = w->session.highway;
+    if (!h)
+        return false;
+    const struct policy_gate_rule *g = type == HIGHWAY_TOOL_CALL ? &h->tool_call : &h->gates[type];
+    *timeout = g->timeout;
+    *fb = g->fallback;
+    return type == HIGHWAY_TOOL_CALL || g->enabled;
+}
 
 #endif

@@ -5,11 +5,13 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/human.h"
 #include "supervisor/wacp/integrate.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/trail_query.h"
 #include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/visibility.h"
 #include "supervisor/wacp/workspace.h"
 
 #include <stdio.h>
@@ -35,6 +37,7 @@ struct method {
     wacp_handler fn;
     unsigned states;                 /* caller states it is allowed in */
     const struct tool_param *params; /* NULL-name terminated */
+    int gate;                        /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
 };
 
 static const struct tool_param p_none[] = {END};
@@ -51,7 +54,9 @@ static const struct tool_param p_ack[] = {STR("envelope_id", true), END};
 static const struct tool_param p_create[] = {
     STR("agent", true),      PARAM("directive", TOOL_PARAM_ANY, true), PARAM("context", TOOL_PARAM_ANY, false),
     STR("task", false),      STR("owner", false),    PARAM("budgets", TOOL_PARAM_OBJECT, false),
-    PARAM("delegate", TOOL_PARAM_BOOL, false), PARAM("timeout", TOOL_PARAM_NUMBER, false),  END};
+    PARAM("delegate", TOOL_PARAM_BOOL, false), PARAM("timeout", TOOL_PARAM_NUMBER, false),
+    PARAM("visibility", TOOL_PARAM_ARRAY, false), END};
+static const struct tool_param p_vis[] = {STR("workspace", true), STR("target", true), END};
 static const struct tool_param p_ws_reason[] = {STR("workspace", true), STR("reason", false), END};
 static const struct tool_param p_ws[] = {STR("workspace", true), END};
 static const struct tool_param p_transfer[] = {STR("workspace", true), STR("owner", true), END};
@@ -85,32 +90,37 @@ static const struct tool_param p_resolve[] = {
  * only. */
 static const struct method methods[] = {
     {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED),
-     p_cp},
-    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list},
-    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve},
+     p_cp, 0},
+    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, 0},
+    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve,
+     1 + POLICY_GATE_CONFLICT_RESOLUTION},
     {"wacp/envelope.ack", wacp_envelope_method_ack,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack},
-    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send},
-    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate},
-    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant},
-    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none},
-    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, 0},
+    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, 0},
+    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate,
+     1 + POLICY_GATE_INTEGRATION},
+    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, 0},
+    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, 0},
+    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, 0},
     {"wacp/signal.emit", wacp_signal_method_emit,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit},
-    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign},
-    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id},
-    {"wacp/task.create", wacp_task_method_create, WORKING, p_task},
-    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, 0},
+    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, 0},
+    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, 0},
+    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, 0},
+    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, 0},
     /* Reading the committed trail changes nothing: any state. Its parameters predate the
      * table and keep their own checks and messages (params NULL: the handler checks). */
-    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL},
-    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason},
-    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create},
-    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none},
-    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws},
-    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none},
-    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws},
-    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer},
+    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, 0},
+    {"wacp/visibility.grant", wacp_visibility_method_grant, WORKING, p_vis, 0},
+    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason,
+     1 + POLICY_GATE_WORKSPACE_ABORT},
+    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create,
+     1 + POLICY_GATE_WORKSPACE_CREATE},
+    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, 0},
+    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, 0},
+    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, 0},
+    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, 0},
+    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, 0},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -166,6 +176,12 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e)
 {
+    return wacp_call_ref(w, caller, method, params, 0, result, e);
+}
+
+int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                  uint64_t call_ref, cJSON **result, struct wacp_err *e)
+{
     *result = NULL;
     memset(e, 0, sizeof(*e));
     const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods), sizeof(methods[0]),
@@ -187,7 +203,11 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
     if (!m->params) /* the handler checks its own parameters, as given */
         return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
-    return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
+    const cJSON *p = params && cJSON_IsObject(params) ? params : &empty;
+    int g = human_gate_method(w, c, m->name, m->gate - 1, p, call_ref, e);
+    if (g != 0)
+        return g;
+    return m->fn(w, c, p, result, e);
 }
 
 /* ---- life of the model */
@@ -197,8 +217,12 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
 static void on_state_changed(struct wacp *w, struct wacp_ws *ws, enum ws_state to)
 {
     wacp_task_follow(w, ws, to);
-    if (to == WS_CLOSED || to == WS_FAILED)
+    if (to == WS_CLOSED || to == WS_FAILED) {
         wacp_envelope_drop_for(w, ws);
+        /* Gates and escalations about it resolve themselves (highway spec 6.5). */
+        highway_invalidate(w->hw, ws->id, NULL, wacp_core_now_ms());
+        highway_esc_invalidate(w->hw, ws->id, wacp_core_now_ms());
+    }
 }
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err)
@@ -214,6 +238,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->policy = o->policy;
     w->h = *h;
     w->tree_hooks.state_changed = on_state_changed;
+    w->rerun = wacp_call_ref;
     w->redelivery_base_ms = o->redelivery_base_ms ? o->redelivery_base_ms : 1000;
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
@@ -229,6 +254,10 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int r;
+    if (human_init(w) < 0) {
+        wacp_free(w);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
     if ((r = wacp_files_mkdirs(w->objects_dir, err)) < 0 || (r = wacp_files_mkdirs(wsd, err)) < 0) {
         wacp_free(w);
         return r;
@@ -241,6 +270,7 @@ void wacp_free(struct wacp *w)
 {
     if (!w)
         return;
+    human_free(w);
     for (size_t i = 0; i < w->n_ws; i++)
         wacp_tree_free(w->ws[i]);
     for (size_t i = 0; i < w->n_env; i++)
@@ -291,8 +321,10 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t wacp_next_deadline(const struct wacp *w)
 {
-    return min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w),
-                wacp_task_next_deadline(w));
+    uint64_t h = highway_next_deadline(w->hw);
+    uint64_t m = min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w),
+                      wacp_task_next_deadline(w));
+    return h < m ? h : m;
 }
 
 void wacp_tick(struct wacp *w, uint64_t now_ms)
@@ -300,6 +332,7 @@ void wacp_tick(struct wacp *w, uint64_t now_ms)
     wacp_workspace_tick(w, now_ms);
     wacp_envelope_tick(w, now_ms);
     wacp_task_tick(w, now_ms);
+    highway_tick(w->hw, now_ms);
 }
 
 bool wacp_done(const struct wacp *w)
