@@ -169,6 +169,7 @@ void policy_session_get(const struct policy *p, struct policy_session *out)
         .trail_path = p->trail_path,
         .trail_durability_full = p->trail_full,
         .max_message = p->max_message,
+        .max_workspaces = p->max_workspaces,
     };
 }
 

@@ -1940,7 +1940,7 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
 {
     static const char *const keys[] = {
         "version", "description", "roles", "envelope_types", "checkpoint_types", "agents",
-        "highway", "users",       "trail", "max_message",    "$schema"};
+        "highway", "users",       "trail", "max_message",    "max_workspaces",   "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1948,6 +1948,7 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
     const cJSON *root = doc->root, *v;
     p->trail_full = true;
     p->max_message = 8u << 20;
+    p->max_workspaces = POLICY_DEFAULT_MAX_WORKSPACES;
     highway_preset(&p->highway, 1);
     if (check_object(&c, root, "", keys, ARRAY_SIZE(keys))) {
         uint64_t ver;
@@ -1974,6 +1975,8 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
             load_trail(&c, v);
         if ((v = get(root, "max_message")))
             want_size(&c, v, "max_message", 1024, 1u << 30, &p->max_message);
+        if ((v = get(root, "max_workspaces")))
+            want_count(&c, v, "max_workspaces", 1, POLICY_MAX_MAX_WORKSPACES, &p->max_workspaces);
     }
     if (c.oom) {
         policy_free(p);

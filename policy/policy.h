@@ -218,8 +218,11 @@ struct policy_session {
     const char *trail_path;     /* NULL: the runtime's default */
     bool trail_durability_full; /* "full" (default): synchronous=FULL; "normal" */
     uint64_t max_message;       /* bytes of one JSON-RPC line (default 8 MiB) */
+    uint64_t max_workspaces;    /* live and ended workspaces of one run (default 256) */
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
+#define POLICY_DEFAULT_MAX_WORKSPACES 256
+#define POLICY_MAX_MAX_WORKSPACES 100000
 
 /* Prints what a reviewer of the policy needs to see about ROLE (every effective setting). */
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err);

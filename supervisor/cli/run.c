@@ -2,6 +2,7 @@
 #include "supervisor/cli/cli.h"
 
 #include "policy/policy.h"
+#include "sandbox/zygote.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/run.h"
 
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,6 +158,28 @@ int cli_run(int argc, char **argv)
         return CORRAL_EXIT_USAGE;
     }
 
+    /* Every agent holds a few fds (its pipes, pidfd, control socket, workspace directory): the
+     * soft open-file limit goes up to the hard one, and run_session says how many agents that
+     * allows. (Nothing here uses select(), so fds past 1024 are fine.) */
+    struct rlimit nf;
+    if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < nf.rlim_max) {
+        nf.rlim_cur = nf.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &nf) < 0) {
+            char v[32] = "";
+            if (util_read_file("/proc/sys/fs/nr_open", v, sizeof(v)) == 0 && strtoull(v, NULL, 10) > 0) {
+                nf.rlim_cur = strtoull(v, NULL, 10);
+                (void)setrlimit(RLIMIT_NOFILE, &nf);
+            }
+        }
+    }
+    /* Every agent and command sandbox comes from the zygote, forked now: corral has one
+     * thread yet (the pool and the trail's workers come later). */
+    struct cerr zerr = {0};
+    if (zygote_start(&zerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", zerr.msg);
+        return CORRAL_EXIT_INTERNAL;
+    }
+
     struct policy *pol = NULL;
     struct policy_diags diags = {0};
     if (policy_load_file(o.policy_path, &pol, &diags) < 0) {
@@ -213,6 +237,7 @@ int cli_run(int argc, char **argv)
     struct run_result res;
     struct cerr err = {0};
     int r = run_session(&o, &res, &err);
+    zygote_stop();
     policy_free(pol);
     if (r < 0) {
         fprintf(stderr, "corral run: %s\n", err.msg[0] ? err.msg : strerror(-r));

@@ -27,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOG_TAIL_MAX 65536                /* bytes of an agent's stderr kept in the trail at its end */
 #define LOG_FILE_MAX ((uint64_t)16 << 20) /* RLIMIT_FSIZE of an agent: caps its log file */
+#define RUN_FDS_PER_AGENT 8
+#define RUN_FDS_RESERVE 64
 
 struct run;
 
@@ -303,6 +306,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         s->prof.limits.cpus = info->budgets.cpus;
     s->prof.limits.fsize = LOG_FILE_MAX;
     s->prof.hostname = "corral";
+    /* Workers of one agent share a profile: the next one's sandbox is prepared in the
+     * background while this one starts, so a creation costs the loop a start, not a sandbox. */
+    s->prof.prepare_next = true;
     if (s->prof.net == SANDBOX_NET_PROXY) {
         if ((rc = egress_setup_init(&s->egress_setup, s->view.egress, NULL, 0, NULL, 0, NULL, 0, err)) <
             0) {
@@ -310,6 +316,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
             return rc;
         }
         egress_setup_profile(&s->egress_setup, &s->prof);
+        s->prof.prepare_next = false; /* its listeners are made at its own start */
     }
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
         run_ws_free(s);
@@ -987,12 +994,40 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         goto out;
     }
 
+    /* How many agents the open-file limit serves: RUN_FDS_PER_AGENT each (at rest 5: two pipes,
+     * pidfd, control socket, workspace directory; the rest covers a command or a tool call in
+     * flight) beyond RUN_FDS_RESERVE for the trail, the loop and the pool. A policy asking for
+     * more workspaces than that is cut to it here, with a word, rather than failing at the
+     * workspace the kernel refuses (EMFILE in the middle of a sandbox's set-up). */
+    uint64_t max_ws = ps.max_workspaces;
+    struct rlimit nf;
+    if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur != RLIM_INFINITY) {
+        uint64_t room = nf.rlim_cur > RUN_FDS_RESERVE
+                            ? (nf.rlim_cur - RUN_FDS_RESERVE) / RUN_FDS_PER_AGENT
+                            : 0;
+        if (room < max_ws) {
+            fprintf(stderr,
+                    "corral run: the open-file limit (%llu) serves %llu agents at most, not the "
+                    "policy's max_workspaces %llu: "
+                    "workspaces past %llu are refused (raise the hard limit: ulimit -Hn, or "
+                    "LimitNOFILE= in a unit)\n",
+                    (unsigned long long)nf.rlim_cur, (unsigned long long)room,
+                    (unsigned long long)max_ws, (unsigned long long)room);
+            max_ws = room ? room : 1;
+        } else if (!o->quiet)
+            fprintf(
+                stderr,
+                "corral run: open files %llu: room for %llu agents (%d fds each); max_workspaces %llu\n",
+                (unsigned long long)nf.rlim_cur, (unsigned long long)room, RUN_FDS_PER_AGENT,
+                (unsigned long long)max_ws);
+    }
     struct wacp_opts wo = {
         .policy = o->policy,
         .run_dir = o->run_dir,
         .root_dir = o->workspace,
         .root_owner = o->owner,
         .redelivery_base_ms = o->redelivery_base_ms,
+        .max_workspaces = max_ws,
     };
     struct wacp_hooks wh = {.data = &r,
                             .record = hook_record,
