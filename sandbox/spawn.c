@@ -434,7 +434,8 @@ static void init_close_inherited(const struct spawn_args *a)
 {
     int keep[SPAWN_MAX_KEEP];
     size_t n = 0;
-    int mine[] = {0, 1, 2, a->go_rd, a->err_wr, a->status_wr, a->notify_wr, a->in, a->out, a->err};
+    int mine[] = {0,     1,      2,      a->go_rd,    a->err_wr, a->status_wr, a->notify_wr,
+                  a->in, a->out, a->err, a->egress_wr};
     for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
         if (mine[i] >= 0)
             keep[n++] = mine[i];
@@ -719,8 +720,8 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
     CTT("start");
     if ((r = root_plan_build(&plan, p, program, err)) < 0)
         goto out;
-    if (plan.n > SPAWN_MAX_KEEP - 8) {
-        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 8);
+    if (plan.n > SPAWN_MAX_KEEP - 11) {
+        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 11);
         goto out;
     }
     CTT("plan");
