@@ -69,6 +69,9 @@ struct policy_budgets {
     double wall_time;       /* seconds; 0: none */
     uint64_t output_bytes;  /* stdout+stderr the agent may produce (recorded); 0: none */
     uint64_t storage_bytes; /* bytes the workspace may hold after writes; 0: none */
+    /* seconds an agent may be silent on its pipe and use no CPU before the run records a
+     * liveness_warning and tells the parent (advisory, WACP Workspace spec 6); 0: none */
+    double liveness_interval;
 };
 
 enum policy_tool_kind {
