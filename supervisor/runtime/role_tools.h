@@ -8,6 +8,7 @@
 #include "tools/tool.h"
 
 struct handoff;
+struct egress_hub;
 
 struct role_tools {
     struct tool_ctx ctx;
@@ -23,6 +24,8 @@ struct role_tools_opts {
     struct handoff *denials; /* commands' seccomp listeners go here, recorded under TAG; NULL:
                               * the command's filter answers EPERM itself */
     const char *tag;
+    struct egress_hub *egress_hub; /* network "proxy": commands' egress listeners go here (hub.h) */
+    const struct sandbox_egress *egress_spec;
 };
 
 /* Fills T; everything it points to is borrowed from O and must outlive it. */

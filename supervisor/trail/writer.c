@@ -53,6 +53,8 @@ static const char *const registry[] = {
     "migration_completed",
     "migration_failed",
     "migration_started",
+    "network_closed",
+    "network_connect",
     "port_right_consumed",
     "port_right_created",
     "port_right_revoked",
