@@ -26,22 +26,10 @@
 /* Parameter shapes are tools/params tables (the one checker of tool arguments and WACP
  * parameters), read strictly: null is a value, a key given twice is refused, strings are capped. */
 #define WACP_STR_MAX 4096
-#define STR(n, req)                                            \
-    {                                                          \
-        n, TOOL_PARAM_STRING, req, NULL, NULL, 0, WACP_STR_MAX \
-    }
-#define STR_NULL(n, req)                                            \
-    {                                                               \
-        n, TOOL_PARAM_STRING_NULL, req, NULL, NULL, 0, WACP_STR_MAX \
-    }
-#define PARAM(n, type, req)            \
-    {                                  \
-        n, type, req, NULL, NULL, 0, 0 \
-    }
-#define END                              \
-    {                                    \
-        NULL, 0, false, NULL, NULL, 0, 0 \
-    }
+#define STR(n, req) {n, TOOL_PARAM_STRING, req, NULL, NULL, 0, WACP_STR_MAX}
+#define STR_NULL(n, req) {n, TOOL_PARAM_STRING_NULL, req, NULL, NULL, 0, WACP_STR_MAX}
+#define PARAM(n, type, req) {n, type, req, NULL, NULL, 0, 0}
+#define END {NULL, 0, false, NULL, NULL, 0, 0}
 typedef int (*wacp_handler)(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                             struct wacp_err *e);
 struct method {
@@ -49,58 +37,49 @@ struct method {
     wacp_handler fn;
     unsigned states;                 /* caller states it is allowed in */
     const struct tool_param *params; /* NULL-name terminated */
-    int gate; /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
+    int gate;                        /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
 };
 
 static const struct tool_param p_none[] = {END};
-static const struct tool_param p_emit[] = {STR("type", true), STR("reason", false), STR("ref", false),
-                                           END};
+static const struct tool_param p_emit[] = {
+    STR("type", true), STR("reason", false), STR("ref", false), END};
 static const struct tool_param p_send[] = {STR("to", true),
-                                           STR("type", true),
-                                           PARAM("payload", TOOL_PARAM_ANY, true),
-                                           STR_NULL("in_reply_to", false),
-                                           STR("priority", false),
-                                           PARAM("rights", TOOL_PARAM_ARRAY, false),
-                                           END};
+                                      STR("type", true),
+                                      PARAM("payload", TOOL_PARAM_ANY, true),
+                                      STR_NULL("in_reply_to", false),
+                                      STR("priority", false),
+                                      PARAM("rights", TOOL_PARAM_ARRAY, false),
+                                      END};
 static const struct tool_param p_ack[] = {STR("envelope_id", true), END};
-static const struct tool_param p_create[] = {STR("agent", true),
-                                             PARAM("directive", TOOL_PARAM_ANY, true),
-                                             PARAM("context", TOOL_PARAM_ANY, false),
-                                             STR("task", false),
-                                             STR("owner", false),
-                                             PARAM("budgets", TOOL_PARAM_OBJECT, false),
-                                             PARAM("delegate", TOOL_PARAM_BOOL, false),
-                                             PARAM("timeout", TOOL_PARAM_NUMBER, false),
-                                             PARAM("visibility", TOOL_PARAM_ARRAY, false),
-                                             END};
+static const struct tool_param p_create[] = {
+    STR("agent", true),      PARAM("directive", TOOL_PARAM_ANY, true), PARAM("context", TOOL_PARAM_ANY, false),
+    STR("task", false),      STR("owner", false),    PARAM("budgets", TOOL_PARAM_OBJECT, false),
+    PARAM("delegate", TOOL_PARAM_BOOL, false), PARAM("timeout", TOOL_PARAM_NUMBER, false),
+    PARAM("visibility", TOOL_PARAM_ARRAY, false), END};
 static const struct tool_param p_vis[] = {STR("workspace", true), STR("target", true), END};
 static const struct tool_param p_ws_reason[] = {STR("workspace", true), STR("reason", false), END};
 static const struct tool_param p_ws[] = {STR("workspace", true), END};
 static const struct tool_param p_transfer[] = {STR("workspace", true), STR("owner", true), END};
-static const struct tool_param p_grant[] = {STR("holder", true), STR("target", true), STR("kind", true),
-                                            END};
+static const struct tool_param p_grant[] = {
+    STR("holder", true), STR("target", true), STR("kind", true), END};
 static const struct tool_param p_revoke[] = {STR("right_id", true), STR("reason", false), END};
-static const struct tool_param p_cp[] = {STR("type", true),
-                                         STR("intent", true),
-                                         STR("status", true),
-                                         STR("confidence", true),
-                                         STR_NULL("parent", false),
-                                         PARAM("files", TOOL_PARAM_ARRAY, false),
-                                         PARAM("payload", TOOL_PARAM_ANY, false),
-                                         END};
+static const struct tool_param p_cp[] = {STR("type", true),         STR("intent", true),
+                                    STR("status", true),       STR("confidence", true),
+                                    STR_NULL("parent", false), PARAM("files", TOOL_PARAM_ARRAY, false),
+                                    PARAM("payload", TOOL_PARAM_ANY, false),     END};
 static const struct tool_param p_cp_list[] = {STR("workspace", false), END};
-static const struct tool_param p_task[] = {STR("name", false),
-                                           STR("description", false),
-                                           PARAM("depends_on", TOOL_PARAM_ARRAY, false),
-                                           STR("parent_task", false),
-                                           PARAM("tasks", TOOL_PARAM_ARRAY, false),
-                                           END};
+static const struct tool_param p_task[] = {STR("name", false),       STR("description", false),
+                                      PARAM("depends_on", TOOL_PARAM_ARRAY, false), STR("parent_task", false),
+                                      PARAM("tasks", TOOL_PARAM_ARRAY, false),      END};
 static const struct tool_param p_assign[] = {STR("task", true), STR("workspace", true), END};
 static const struct tool_param p_task_id[] = {STR("task", true), END};
-static const struct tool_param p_integrate[] = {STR("workspace", true), STR("decision", true),
-                                                STR("strategy", false), STR("checkpoint", false), END};
-static const struct tool_param p_resolve[] = {STR("workspace", true), STR("resolution", true),
-                                              STR("prefer", false), END};
+static const struct tool_param p_integrate[] = {STR("workspace", true),
+                                           STR("decision", true),
+                                           STR("strategy", false),
+                                           STR("checkpoint", false),
+                                           END};
+static const struct tool_param p_resolve[] = {
+    STR("workspace", true), STR("resolution", true), STR("prefer", false), END};
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
@@ -186,11 +165,11 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
         return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
                               bad.key);
     case TOOL_PARAM_REQUIRED:
-        return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name,
-                              bad.param->name, ptype_name(bad.param->type));
+        return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, bad.param->name,
+                              ptype_name(bad.param->type));
     default:
-        return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name,
-                              bad.param->name, ptype_name(bad.param->type));
+        return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, bad.param->name,
+                              ptype_name(bad.param->type));
     }
 }
 
