@@ -13,10 +13,14 @@ PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsod
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
-# libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
-# the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
+# libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
+# fetches the npm peers), and the Kward surface's outliner and differ (universal-ctags, diffutils;
+# run in command sandboxes).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat
+# The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
+# the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
+NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
 
 CC      ?= cc
 BUILD   ?= build
@@ -63,7 +67,7 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all test test-asan test-build deps fuzz bench demo demo-gated demo-exec install clean check-deps
+.PHONY: all test test-asan test-build deps fuzz bench bench-deps demo demo-gated demo-exec install clean check-deps
 all: check-deps $(CORRAL)
 
 check-deps:
@@ -119,7 +123,11 @@ fuzz: $(FUZZ_BIN)
 	    tail -40 build/fuzz/$$n.log; echo "fuzz: $$n found a crash (log: build/fuzz/$$n.log)"; exit 1; fi; \
 	  tail -1 build/fuzz/$$n.log; done
 
-bench: test-build
+bench-deps:
+	@mkdir -p build/bench/npm-srt
+	@[ -x build/bench/npm-srt/node_modules/.bin/srt ] || (cd build/bench/npm-srt && npm install --no-audit --no-fund --silent $(NPM_SRT))
+
+bench: test-build bench-deps
 	@CORRAL=$(abspath $(CORRAL)) sh bench/run.sh
 
 demo: all $(AGENT_BIN)

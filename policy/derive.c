@@ -168,6 +168,7 @@ void policy_session_get(const struct policy *p, struct policy_session *out)
         .trail_path = p->trail_path,
         .trail_durability_full = p->trail_full,
         .max_message = p->max_message,
+        .max_workspaces = p->max_workspaces,
     };
 }
 
@@ -308,6 +309,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "  wall_time      %s\n", secs_str(v.budgets.wall_time, a, sizeof(a)));
     fprintf(f, "  output_bytes   %s\n", size_str(v.budgets.output_bytes, a, sizeof(a)));
     fprintf(f, "  storage_bytes  %s\n", size_str(v.budgets.storage_bytes, a, sizeof(a)));
+    if (v.budgets.liveness_interval > 0)
+        fprintf(f, "  liveness       %s\n", secs_str(v.budgets.liveness_interval, a, sizeof(a)));
 
     const struct sandbox_profile *s = &v.sandbox;
     fprintf(f, "\nsandbox\n");

@@ -92,6 +92,7 @@ struct policy {
     const char *trail_path;
     bool trail_full;
     uint64_t max_message;
+    uint64_t max_workspaces;
 };
 
 /* Fills the built-in settings of a base role (capability row, authority, defaults). */
