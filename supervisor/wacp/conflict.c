@@ -48,7 +48,11 @@ int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base
 static bool under_prefix(const char *path, const cJSON *prefixes)
 {
     const cJSON *p;
+    size_t seen = 0;
     cJSON_ArrayForEach (p, prefixes) {
+        /* a bound on the work per changed file: prefixes past it allow nothing (stricter) */
+        if (++seen > WACP_CONFLICT_MAX_PREFIXES)
+            break;
         if (!cJSON_IsString(p) || !p->valuestring[0])
             continue;
         size_t n = strlen(p->valuestring);

@@ -25,7 +25,9 @@ int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base
 /* constraint_breach: the checkpoint's CHANGES against the constraints its creator put in the
  * directive (`directive.constraints`: `paths`, a list of path prefixes the work may touch;
  * `max_files`, how many files it may change). A path outside `paths` is one breach each; more
- * than `max_files` changes is one breach on the first path past the limit. No constraints: none. */
+ * than `max_files` changes is one breach on the first path past the limit. No constraints: none.
+ * Only the first WACP_CONFLICT_MAX_PREFIXES of `paths` count (the work stays bounded). */
+#define WACP_CONFLICT_MAX_PREFIXES 256 /* `paths` entries read; the rest allow nothing */
 int wacp_conflict_constraints(const cJSON *directive, const struct wacp_manifest *changes,
                               struct wacp_manifest *out, struct cerr *err);
 

@@ -112,6 +112,21 @@ static void test_constraint_breach(void **state)
     one_conflict(integrate(f, c, "evaluated"), "constraint_breach", "srcx/e.c");
 }
 
+/* Hostile constraints stay bounded: past 256 prefixes the rest allow nothing (stricter). */
+static void test_constraint_prefixes_bounded(void **state)
+{
+    FX;
+    size_t cap = 300 * 16 + 64;
+    char *d = malloc(cap), *at = d;
+    at += sprintf(at, "{\"constraints\": {\"paths\": [");
+    for (int i = 0; i < 300; i++)
+        at += sprintf(at, "%s\"p%d\"", i ? ", " : "", i);
+    sprintf(at, "]}}");
+    const char *a = done_child(f, d, "p0/x", "x\n", "p299/y", "y\n", NULL);
+    free(d);
+    one_conflict(integrate(f, a, "evaluated"), "constraint_breach", "p299/y");
+}
+
 static void test_resolve_coordinator(void **state)
 {
     FX;
@@ -237,15 +252,11 @@ int main(void)
 {
 #define T(x) cmocka_unit_test_setup_teardown(x, fx_setup, fx_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_content_overlap_evaluated),
-        T(test_dependency_violation),
-        T(test_constraint_breach),
-        T(test_resolve_coordinator),
-        T(test_resolve_agent_rework),
-        T(test_resolve_escalate_approve),
-        T(test_resolve_escalate_modify_prefer_parent),
-        T(test_resolve_escalate_reject),
-        T(test_resolve_escalate_withdrawn),
+        T(test_content_overlap_evaluated), T(test_dependency_violation),
+        T(test_constraint_breach),         T(test_constraint_prefixes_bounded),
+        T(test_resolve_coordinator),       T(test_resolve_agent_rework),
+        T(test_resolve_escalate_approve),  T(test_resolve_escalate_modify_prefer_parent),
+        T(test_resolve_escalate_reject),   T(test_resolve_escalate_withdrawn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
