@@ -1,6 +1,6 @@
-/* tools/voltagent/voltagent.c: the VoltAgent workspace surface (seed 003): its registry (the filesystem and
- * sandbox tools of filesystem.c and sandbox.c, then the search and skills toolkits), its one error shape, its path rule,
- * approval and denial rules. */
+/* tools/voltagent/voltagent.c: the VoltAgent workspace surface (seed 003): its registry (the
+ * filesystem and sandbox tools of filesystem.c and sandbox.c, then the search and skills toolkits),
+ * its one error shape, its path rule, approval and denial rules. */
 #include "tools/surfaces.h"
 #include "tools/voltagent/voltagent.h"
 
