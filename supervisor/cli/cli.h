@@ -17,6 +17,7 @@ enum {
 int cli_exec(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_trail(int argc, char **argv);
+int cli_report(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_ps(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
