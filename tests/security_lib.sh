@@ -3,7 +3,8 @@
 # (tests/agents/wacp_script): a coordinator running the given steps, and workers "w" (write
 # authority), "wc" (write and commands) whose steps come in their directive's payload.steps.
 # SEC_WORKER_EXTRA and SEC_POLICY_EXTRA (JSON objects) are merged into the worker role and the
-# policy's top level. The run is bounded from outside (SEC_KILL_AFTER seconds, default 90):
+# policy's top level; SEC_AGENTS_EXTRA adds agents (binary: wacp_script unless given), for steps
+# longer than a directive carries (an argument holds at most 4095 bytes). The run is bounded from outside (SEC_KILL_AFTER seconds, default 90):
 # a supervisor that stops answering is killed, and the test sees status 137.
 S=$AGENTS/wacp_script
 
@@ -25,6 +26,9 @@ pol = {"version": 1, "highway": {"preset": "autonomous", "gates": {"task_approva
        "agents": {"coord": {"binary": script, "args": steps, "role": "coordinator"},
                   "w": {"binary": script, "args": ["@directive"], "role": "worker"},
                   "wc": {"binary": script, "args": ["@directive"], "role": "cmdworker"}}}
+for name, ag in json.loads(os.environ.get("SEC_AGENTS_EXTRA") or "{}").items():
+    ag.setdefault("binary", script)
+    pol["agents"][name] = ag
 for k, v in json.loads(os.environ.get("SEC_POLICY_EXTRA") or "{}").items():
     if isinstance(v, dict) and isinstance(pol.get(k), dict):
         pol[k].update(v)

@@ -13,7 +13,7 @@ W=$(sec_steps \
   "tools/call {\"name\":\"writeFile\",\"arguments\":{\"path\":\".git/config\",\"content\":\"$CFG\"}}" \
   'tools/call {"name":"writeFile","arguments":{"path":".git/hooks/pre-commit","content":"#!/bin/sh\ntouch /tmp/hooked\n"}}' \
   'tools/call {"name":"modifyFile","arguments":{"path":".git/config","operations":[{"type":"replace","startLine":1,"endLine":1,"content":"[core]"}]}}' \
-  'tools/call {"name":"writeFile","arguments":{"path":"sub/.git","content":"gitdir: ../evil\n"}}' \
+  'tools/call {"name":"writeFile","arguments":{"path":"sub/.git","content":"gitdir: ../evil\n","createDirectories":true}}' \
   'tools/call {"name":"writeFile","arguments":{"path":"ok.txt","content":"plain work\n"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"w","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
