@@ -4,6 +4,7 @@
 #define CORRAL_WACP_INTERNAL_H
 
 #include "supervisor/wacp/wacp.h"
+#include "tools/broker/protect.h"
 
 #include <stdio.h>
 
@@ -38,6 +39,7 @@ struct wacp_file {
     char *path;
     char hash[WACP_HASH_HEX];
     uint64_t size;
+    unsigned mode; /* permission bits in the workspace's copy (0: unknown) */
 };
 struct wacp_manifest {
     struct wacp_file *v;
@@ -283,6 +285,18 @@ int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct 
 /* Applies M (from OBJECTS) to DIR, skipping the paths in SKIP (may be NULL). */
 int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
                 const char *objects, struct cerr *err);
+/* The rules integration and checkpoints apply to paths (integrate_files.c). */
+#define WACPF_MAX_DEPTH 64 /* directories a workspace may nest (the copy's walk stops there) */
+struct wacpf_rules {
+    const char *const *protected_paths; /* globs (tools/broker/protect.h) */
+    size_t n_protected;
+};
+/* Every path of M clean, no deeper than WACPF_MAX_DEPTH, not protected. */
+int wacpf_check_paths(const struct wacp_manifest *m, const struct wacpf_rules *rules, struct cerr *err);
+/* Integrates M (objects from OBJECTS, each verified by its hash) into DIR, minus SKIP; checks
+ * everything before the first byte changes (see integrate_files.c). */
+int wacpf_integrate(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
+                    const char *objects, const struct wacpf_rules *rules, struct cerr *err);
 /* Whether REL is a clean relative path (no "..", no "/" at either end, no empty parts). */
 bool wacpf_path_ok(const char *rel);
 void wacpf_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX]);
