@@ -92,6 +92,8 @@ struct policy {
     const char *trail_path;
     bool trail_full;
     uint64_t max_message;
+    const char **protected_paths; /* NULL: the default list (tools/broker/protect.h) */
+    size_t n_protected_paths;
 };
 
 /* Fills the built-in settings of a base role (capability row, authority, defaults). */

@@ -1768,11 +1768,40 @@ static void load_trail(struct lctx *c, const cJSON *n)
         c->p->trail_full = e == 0;
 }
 
+/* protected_paths: workspace-relative globs ("**" + "/.git/config"), each checked here so a typo
+ * is an error, never a protection silently lost. */
+static void load_protected(struct lctx *c, const cJSON *n)
+{
+    const char **v = NULL;
+    size_t k = 0;
+    if (!want_strings(c, n, "protected_paths", 256, &v, &k))
+        return;
+    size_t i = 0;
+    for (const cJSON *e = n->child; e; e = e->next, i++) {
+        const char *s = v[i];
+        if (!s)
+            continue;
+        size_t len = strlen(s);
+        if (!len || len > 1024 || s[0] == '/' || s[len - 1] == '/' || strstr(s, "//")) {
+            ERR_VAL(c, e, "protected_paths[%zu]: a workspace-relative glob (\".git/config\", \"**/.git/hooks/**\"), "
+                    "1 to 1024 bytes, no leading or trailing '/'", i);
+            continue;
+        }
+        for (const char *q = s; *q; q++)
+            if (*q == '[' && !strchr(q, ']')) {
+                ERR_VAL(c, e, "protected_paths[%zu]: '[' opens a class that is never closed", i);
+                break;
+            }
+    }
+    c->p->protected_paths = v;
+    c->p->n_protected_paths = k;
+}
+
 static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *d)
 {
     static const char *const keys[] = {"version", "description", "roles", "envelope_types",
                                        "checkpoint_types", "agents", "highway", "users", "trail",
-                                       "max_message", "$schema"};
+                                       "max_message", "protected_paths", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1806,6 +1835,8 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
             load_trail(&c, v);
         if ((v = get(root, "max_message")))
             want_size(&c, v, "max_message", 1024, 1u << 30, &p->max_message);
+        if ((v = get(root, "protected_paths")))
+            load_protected(&c, v);
     }
     if (c.oom) {
         policy_free(p);

@@ -204,6 +204,10 @@ struct policy_session {
     const char *trail_path;     /* NULL: the runtime's default */
     bool trail_durability_full; /* "full" (default): synchronous=FULL; "normal" */
     uint64_t max_message;       /* bytes of one JSON-RPC line (default 8 MiB) */
+    /* Workspace-relative globs no agent writes and no integration carries; NULL when the
+     * policy sets none (the runtime then applies its default list), possibly empty when set. */
+    const char *const *protected_paths;
+    size_t n_protected_paths;
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
 

@@ -5,6 +5,7 @@
 #include "policy/policy.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/run.h"
+#include "supervisor/runtime/rundir.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -76,23 +77,6 @@ static const char *trail_of(const struct policy *p, const char *given)
     struct policy_session s;
     policy_session_get(p, &s);
     return s.trail_path ? s.trail_path : DEFAULT_TRAIL;
-}
-
-static int mkdir_parents(const char *path)
-{
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
-        return -ENAMETOOLONG;
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                return -errno;
-            *s = '/';
-        }
-    if (mkdir(p, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -184,11 +168,15 @@ int cmd_run(int argc, char **argv)
     owner_of(pol, owner, sizeof(owner));
     o.owner = owner;
 
-    char trail_dir[PATH_MAX], run_dir[PATH_MAX], control[PATH_MAX], ws_real[PATH_MAX];
+    /* The trail, the run directory and the control socket are root's alone: every directory on
+     * the way root's and writable by no one else, nothing adopted that another user made. */
+    char trail_dir[PATH_MAX], runs[PATH_MAX], run_dir[PATH_MAX], control[PATH_MAX], ws_real[PATH_MAX];
     snprintf(trail_dir, sizeof(trail_dir), "%s", o.trail_path);
     char *td = dirname(trail_dir);
-    if (mkdir_parents(td) < 0) {
-        fprintf(stderr, "corral run: cannot create the trail's directory %s: %s\n", td, strerror(errno));
+    struct cerr cerr = {0};
+    if (rundir_make_parents(td, "the trail's directory", &cerr) < 0 ||
+        rundir_check_file(o.trail_path, "the trail", false, &cerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", cerr.msg);
         policy_free(pol);
         return CORRAL_EXIT_INTERNAL;
     }
@@ -199,17 +187,25 @@ int cmd_run(int argc, char **argv)
         gmtime_r(&ts.tv_sec, &tm);
         char stamp[32];
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(run_dir, sizeof(run_dir), "%s/runs/%s-%ld", td, stamp, (long)getpid());
+        snprintf(runs, sizeof(runs), "%s/runs", td);
+        int n = snprintf(run_dir, sizeof(run_dir), "%s/runs/%s-%ld", td, stamp, (long)getpid());
+        if (n < 0 || n >= (int)sizeof(run_dir))
+            cerr_set(&cerr, ENAMETOOLONG, "the run directory under %s: path too long", td);
+        if (cerr.msg[0] || rundir_make_parents(runs, "the runs directory", &cerr) < 0) {
+            fprintf(stderr, "corral run: %s\n", cerr.msg);
+            policy_free(pol);
+            return CORRAL_EXIT_INTERNAL;
+        }
         o.run_dir = run_dir;
-    }
-    if (mkdir_parents(o.run_dir) < 0) {
-        fprintf(stderr, "corral run: cannot create the run directory %s: %s\n", o.run_dir, strerror(errno));
-        policy_free(pol);
-        return CORRAL_EXIT_INTERNAL;
     }
     if (!o.control_path) {
         snprintf(control, sizeof(control), "%s.sock", o.trail_path);
         o.control_path = control;
+    }
+    if (rundir_check_file(o.control_path, "the control socket", true, &cerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", cerr.msg);
+        policy_free(pol);
+        return CORRAL_EXIT_INTERNAL;
     }
     if (realpath(o.workspace, ws_real))
         o.workspace = ws_real;

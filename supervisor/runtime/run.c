@@ -9,8 +9,10 @@
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/exec_record.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
+#include "supervisor/trail/scrub.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 #include "tools/session.h"
@@ -67,6 +69,7 @@ struct run {
     struct cmddeny *cmd_denials; /* command sandboxes' seccomp listeners */
     uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
+    int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
     unsigned signals;
     bool shutting_down, timed_out, trail_failed;
     struct cerr trail_err;
@@ -106,6 +109,20 @@ static int record(struct run *r, const char *ws, const char *actor, const char *
 static int hook_record(void *data, const char *ws, const char *actor, const char *type, const cJSON *body)
 {
     return record(data, ws, actor, type, body);
+}
+
+static int hook_commit(void *data)
+{
+    struct run *r = data;
+    struct cerr e = {0};
+    if (r->trail_failed)
+        return -EIO;
+    int rc = trail_commit(r->trail, &e);
+    if (rc < 0) {
+        r->trail_failed = true;
+        r->trail_err = e;
+    }
+    return rc;
 }
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
@@ -243,7 +260,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->to_agent = s->from_agent = s->root_fd = -1;
     s->id = strdup(info->id);
     s->role = strdup(info->role);
-    if (!s->id || !s->role || asprintf(&s->log_path, "%s/logs/%s.log", r->o->run_dir, info->id) < 0) {
+    if (!s->id || !s->role || asprintf(&s->log_path, "%s.log", info->id) < 0) {
         s->log_path = NULL;
         ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
@@ -285,7 +302,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
 
     int in[2] = {-1, -1}, out[2] = {-1, -1};
-    _cleanup_close_ int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* Beneath the run directory's own fd, made fresh: nothing another user planted is written through. */
+    _cleanup_close_ int logfd =
+        openat(r->logs_fd, s->log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (logfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         int e = errno;
         if (in[0] >= 0) {
@@ -418,9 +437,9 @@ static void ws_maybe_finalize(struct run_ws *s)
 /* The tail of the agent's stderr, into the trail as one agent_log entry (size-capped). */
 static void record_log_tail(struct run_ws *s)
 {
-    _cleanup_close_ int fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int fd = openat(s->r->logs_fd, s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0)
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
         return;
     off_t from = st.st_size > LOG_TAIL_MAX ? st.st_size - LOG_TAIL_MAX : 0;
     char *buf = malloc(LOG_TAIL_MAX);
@@ -433,7 +452,9 @@ static void record_log_tail(struct run_ws *s)
             cJSON_AddStringToObject(b, "blob", hex);
             cJSON_AddNumberToObject(b, "bytes", (double)st.st_size);
             cJSON_AddBoolToObject(b, "truncated", from > 0);
-            cJSON_AddStringToObject(b, "file", s->log_path);
+            char *file = util_printf("%s/logs/%s", s->r->o->run_dir, s->log_path);
+            cJSON_AddStringToObject(b, "file", file ? file : s->log_path);
+            free(file);
             record(s->r, s->id, "protocol", "agent_log", b);
             cJSON_Delete(b);
         }
@@ -722,29 +743,23 @@ static bool all_finalized(const struct run *r)
     return true;
 }
 
-static int make_dirs(const char *run_dir, struct cerr *err)
-{
-    static const char *const subs[] = {"", "/logs"};
-    for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-        char p[PATH_MAX];
-        if (snprintf(p, sizeof(p), "%s%s", run_dir, subs[i]) >= (int)sizeof(p))
-            return cerr_set(err, ENAMETOOLONG, "run directory %s: path too long", run_dir);
-        if (mkdir(p, 0700) < 0 && errno != EEXIST)
-            return cerr_set(err, errno, "cannot create %s: %s", p, strerror(errno));
-    }
-    return 0;
-}
-
 int run_session(const struct run_opts *o, struct run_result *res, struct cerr *err)
 {
     memset(res, 0, sizeof(*res));
-    struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1};
-    int rc = make_dirs(o->run_dir, err);
-    if (rc < 0)
+    struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1, .logs_fd = -1};
+    r.run_fd = rundir_create(o->run_dir, err);
+    if (r.run_fd < 0)
+        return r.run_fd;
+    if ((r.logs_fd = rundir_subdir(r.run_fd, "logs", err)) < 0) {
+        close(r.run_fd);
+        return r.logs_fd;
+    }
+    int rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL, &r.trail, err);
+    if (rc < 0) {
+        close(r.logs_fd);
+        close(r.run_fd);
         return rc;
-    rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL, &r.trail, err);
-    if (rc < 0)
-        return rc;
+    }
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ign, &old_pipe);
     sigset_t sigs, old_mask;
@@ -797,7 +812,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         .root_owner = o->owner, .redelivery_base_ms = o->redelivery_base_ms,
     };
     struct wacp_hooks wh = {.data = &r, .record = hook_record, .start = hook_start,
-                            .stop = hook_stop, .notify = hook_notify};
+                            .stop = hook_stop, .notify = hook_notify, .commit = hook_commit};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -886,6 +901,8 @@ out:
         close(r.sig_fd);
     trail_reader_close(r.reader);
     trail_close(r.trail);
+    close(r.logs_fd);
+    close(r.run_fd);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
     return rc;

@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -267,7 +269,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
 
 static int walk_root(const char *src, const char *dst, struct wacp_manifest *out, struct cerr *err)
 {
-    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* Never through a link: a copy swapped for a symlink is refused, not read. */
+    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0)
         return cerr_set(err, errno, "cannot open the workspace directory %s: %s", src, strerror(errno));
     _cleanup_close_ int dfd = -1;
@@ -302,13 +305,17 @@ static int object_put(const char *objects, const char *hex, const char *data, si
                       struct cerr *err)
 {
     _cleanup_free_ char *path = util_printf("%s/%s", objects, hex);
-    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%s-%d", objects, hex, (int)getpid());
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return cerr_set(err, errno, "getrandom: %s", strerror(errno));
+    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", objects, rnd[0], rnd[1],
+                                           rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (!path || !tmp)
         return cerr_set(err, ENOMEM, "out of memory");
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         return 0;
-    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return cerr_set(err, errno, "cannot write object %s: %s", tmp, strerror(errno));
     int r = util_write_all(fd, data, len);
@@ -345,14 +352,19 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     wacpf_hash_hex(data, len, hex);
     if ((r = object_put(objects, hex, data, len, err)) < 0)
         return r;
-    return wacpf_manifest_add(out, rel, hex, len) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+    if (wacpf_manifest_add(out, rel, hex, len) < 0)
+        return cerr_set(err, ENOMEM, "out of memory");
+    struct stat st;
+    if (fstat(fdc, &st) == 0)
+        out->v[out->n - 1].mode = (unsigned)(st.st_mode & 07777);
+    return 0;
 }
 
 int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
                    const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                    struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     uint64_t bytes = 0;
@@ -421,7 +433,7 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
 int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
                    struct wacp_manifest *out, struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     for (size_t i = 0; i < m->n; i++) {
@@ -435,122 +447,6 @@ int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct 
         if (strcmp(now, was) != 0 && strcmp(now, m->v[i].hash) != 0 &&
             wacpf_manifest_add(out, m->v[i].path, now, 0) < 0)
             return cerr_set(err, ENOMEM, "out of memory");
-    }
-    return 0;
-}
-
-/* Opens the directory holding REL under DFD, creating missing parents; *leaf points into REL. */
-static int open_parent_mk(int dfd, const char *rel, const char **leaf)
-{
-    const char *slash = strrchr(rel, '/');
-    *leaf = slash ? slash + 1 : rel;
-    if (!slash)
-        return fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    _cleanup_free_ char *p = strndup(rel, (size_t)(slash - rel));
-    if (!p)
-        return -ENOMEM;
-    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    if (cur < 0)
-        return -errno;
-    char *save = NULL;
-    for (char *part = strtok_r(p, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-        if (mkdirat(cur, part, 0700) < 0 && errno != EEXIST) {
-            int e = errno;
-            close(cur);
-            return -e;
-        }
-        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int e = errno;
-        close(cur);
-        if (fd < 0)
-            return -e;
-        cur = fd;
-    }
-    return cur;
-}
-
-/* Whether REL can be written under DFD without a link or a non-directory on the way, and
- * without replacing a directory: checked for every file before the first is written, so a
- * refused integration leaves the parent's files as they were. */
-static int check_target(int dfd, const char *rel, struct cerr *err)
-{
-    _cleanup_free_ char *p = strdup(rel);
-    if (!p)
-        return cerr_set(err, ENOMEM, "out of memory");
-    _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    if (cur < 0)
-        return cerr_set(err, errno, "dup: %s", strerror(errno));
-    char *save = NULL;
-    char *part = strtok_r(p, "/", &save);
-    while (part) {
-        char *next = strtok_r(NULL, "/", &save);
-        struct stat st;
-        if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return 0; /* missing: made fresh */
-        if (!next)
-            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel) : 0;
-        if (!S_ISDIR(st.st_mode))
-            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
-                            "and integration never writes through one", rel);
-        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
-        close(cur);
-        cur = fd;
-        part = next;
-    }
-    return 0;
-}
-
-int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                const char *objects, struct cerr *err)
-{
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
-    for (size_t i = 0; i < m->n; i++) {
-        if (!wacpf_path_ok(m->v[i].path))
-            return cerr_set(err, EINVAL, "bad path in a manifest");
-        int r = wacpf_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
-        if (r < 0)
-            return r;
-    }
-    for (size_t i = 0; i < m->n; i++) {
-        const struct wacp_file *f = &m->v[i];
-        if (!wacpf_path_ok(f->path))
-            return cerr_set(err, EINVAL, "bad path in a manifest");
-        if (wacpf_manifest_get(skip, f->path))
-            continue;
-        const char *leaf;
-        _cleanup_close_ int pfd = open_parent_mk(dfd, f->path, &leaf);
-        if (pfd < 0)
-            return cerr_set(err, -pfd, "cannot open the directory of %s: %s", f->path, strerror(-pfd));
-        if (!f->hash[0]) {
-            if (unlinkat(pfd, leaf, 0) < 0 && errno != ENOENT)
-                return cerr_set(err, errno, "cannot remove %s: %s", f->path, strerror(errno));
-            continue;
-        }
-        _cleanup_free_ char *obj = util_printf("%s/%s", objects, f->hash);
-        if (!obj)
-            return cerr_set(err, ENOMEM, "out of memory");
-        _cleanup_close_ int ofd = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (ofd < 0)
-            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path, strerror(errno));
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = read_fd(ofd, &data, &len, err, f->path);
-        if (r < 0)
-            return r;
-        char tmp[300];
-        snprintf(tmp, sizeof(tmp), ".corral-tmp-%.200s", leaf);
-        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (o < 0)
-            return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
-        if ((r = util_write_all(o, data, len)) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {
-            int e = r < 0 ? -r : errno;
-            unlinkat(pfd, tmp, 0);
-            return cerr_set(err, e, "cannot write %s: %s", f->path, strerror(e));
-        }
     }
     return 0;
 }

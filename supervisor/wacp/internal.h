@@ -16,6 +16,11 @@
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
 
+struct wacpf_rules {
+    const char *const *protected_paths; /* globs (tools/broker/protect.h) */
+    size_t n_protected;
+};
+
 enum ws_state {
     WS_IDLE = 0,
     WS_ACTIVE,
@@ -137,6 +142,7 @@ struct wacp {
     char *run_dir, *root_dir, *root_owner, *objects_dir;
     uint64_t redelivery_base_ms, max_workspaces, max_envelopes, max_payload;
     struct policy_session session;
+    struct wacpf_rules rules;   /* protected paths (the policy's, else the default list) */
 
     struct wacp_ws **ws;
     size_t n_ws, cap_ws;
@@ -287,10 +293,6 @@ int wacpf_apply(const char *dir, const struct wacp_manifest *m, const struct wac
                 const char *objects, struct cerr *err);
 /* The rules integration and checkpoints apply to paths (integrate_files.c). */
 #define WACPF_MAX_DEPTH 64 /* directories a workspace may nest (the copy's walk stops there) */
-struct wacpf_rules {
-    const char *const *protected_paths; /* globs (tools/broker/protect.h) */
-    size_t n_protected;
-};
 /* Every path of M clean, no deeper than WACPF_MAX_DEPTH, not protected. */
 int wacpf_check_paths(const struct wacp_manifest *m, const struct wacpf_rules *rules, struct cerr *err);
 /* Integrates M (objects from OBJECTS, each verified by its hash) into DIR, minus SKIP; checks

@@ -309,6 +309,12 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
     w->max_payload = o->max_payload ? o->max_payload : (1u << 20);
     policy_session_get(o->policy, &w->session);
+    w->rules.protected_paths = w->session.protected_paths ? w->session.protected_paths : broker_protected_default;
+    if (w->session.protected_paths)
+        w->rules.n_protected = w->session.n_protected_paths;
+    else
+        while (broker_protected_default[w->rules.n_protected])
+            w->rules.n_protected++;
     w->run_dir = strdup(o->run_dir);
     w->root_dir = strdup(o->root_dir);
     w->root_owner = strdup(o->root_owner && o->root_owner[0] ? o->root_owner : "root");
