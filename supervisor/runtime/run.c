@@ -15,6 +15,7 @@
 #include "supervisor/trail/scrub.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
+#include "tools/broker/protect.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -349,6 +350,15 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->ctx.cgroup_parent = s->child;
     s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
     s->ctx.rules = s->rules;
+    /* Protected paths (the policy's, else the default .git list) and the storage budget bind
+     * the agent's own tools; checkpoints and integration check them again in the model. */
+    struct policy_session pss;
+    policy_session_get(pol, &pss);
+    s->ctx.protected_paths = pss.protected_paths ? pss.protected_paths : broker_protected_default;
+    s->ctx.n_protected = pss.protected_paths ? pss.n_protected_paths : 0;
+    while (!pss.protected_paths && broker_protected_default[s->ctx.n_protected])
+        s->ctx.n_protected++;
+    s->ctx.storage_bytes = info->budgets.storage_bytes;
     s->ctx.session = s->session;
     s->ctx.adopt_listener = cmddeny_adopt;
     s->ctx.adopt_data = r->cmd_denials;
@@ -527,12 +537,19 @@ static void on_wall_time(void *data, uint32_t events)
 
 /* ---- requests ------------------------------------------------------------------------------- */
 
+struct query_out {
+    cJSON *entries;
+    const char *host_paths[4]; /* what an agent is never shown (trail/scrub.h) */
+};
+
 static int add_entry(const struct trail_entry *te, void *data)
 {
+    struct query_out *q = data;
     cJSON *j = trail_entry_to_json(te);
     if (!j)
         return -ENOMEM;
-    cJSON_AddItemToArray(data, j);
+    trail_scrub_for_agent(j, q->host_paths, ARRAY_SIZE(q->host_paths));
+    cJSON_AddItemToArray(q->entries, j);
     return 0;
 }
 
@@ -540,7 +557,8 @@ static int add_entry(const struct trail_entry *te, void *data)
 #define TRAIL_QUERY_MAX 1000
 
 /* wacp/trail.query {workspace?, type?, limit?}: committed entries, per the caller's read scope
- * (PROTOCOL 9.2): the global trail for a role that reads it, else its own local trail only.
+ * (PROTOCOL 9.2): the global trail for a role that reads it, else its own local trail only;
+ * scrubbed of the host side (pids, cgroups, host paths) whoever asks: agents are not admins.
  * Outside its scope a caller sees an empty result, not an error (PROTOCOL 9.4). */
 static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, struct wacp_err *e)
 {
@@ -603,7 +621,9 @@ static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, 
     }
     struct trail_filter f = {.workspace = global ? ws : s->id, .type = type, .limit = limit};
     struct cerr ce = {0};
-    if (trail_query(r->reader, &f, add_entry, entries, &ce) < 0) {
+    struct query_out q = {.entries = entries,
+                          .host_paths = {r->o->run_dir, r->o->workspace, r->o->trail_path, r->o->policy_path}};
+    if (trail_query(r->reader, &f, add_entry, &q, &ce) < 0) {
         cJSON_Delete(*result);
         *result = NULL;
         e->rpc_code = RPC_INTERNAL_ERROR;

@@ -3,8 +3,12 @@
  * content hash, a hash over the whole payload, and the automatic checkpoint signal. */
 #include "supervisor/wacp/internal.h"
 
+#include "tools/broker/storage.h"
+
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void cp_free(struct wacp_checkpoint *cp)
 {
@@ -140,6 +144,47 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         cp_free(cp);
         snprintf(msg, sizeof(msg), "cannot snapshot the files: %.300s", ce.msg);
         return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
+    }
+    /* What could never be integrated is refused now, not at integration: paths deeper than a
+     * workspace may nest (they broke every later copy), protected paths. */
+    if (wacpf_check_paths(&cp->files, &w->rules, &ce) < 0) {
+        bool prot = ce.code == -EPERM || ce.code == EPERM;
+        cp_free(cp);
+        snprintf(msg, sizeof(msg), "%.380s", ce.msg);
+        if (prot) {
+            cJSON *d = wacp_obj();
+            wacp_add_str(d, "kind", "protected_path");
+            wacp_add_str(d, "method", "wacp/checkpoint.create");
+            wacp_add_str(d, "reason", msg);
+            int r = wacp_rec(w, c->id, c->role, "denial", d);
+            cJSON_Delete(d);
+            if (r < 0)
+                return wacp_trail_err(e);
+        }
+        return reject(w, c, type, parent, e, prot ? WACP_E_DENIED : -32602, prot ? "protected_path" : "too_deep", msg);
+    }
+    /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
+    if (c->budgets.storage_bytes) {
+        uint64_t used = 0;
+        int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = dfd < 0 ? -errno : broker_storage_used(dfd, &used);
+        if (dfd >= 0)
+            close(dfd);
+        if (r < 0 || used > c->budgets.storage_bytes) {
+            cp_free(cp);
+            cJSON *x = wacp_obj();
+            wacp_add_str(x, "budget", "storage");
+            cJSON_AddNumberToObject(x, "limit", (double)c->budgets.storage_bytes);
+            cJSON_AddNumberToObject(x, "used", (double)used);
+            r = wacp_rec(w, c->id, "protocol", "budget_exceeded", x);
+            cJSON_Delete(x);
+            if (r < 0 && r != -EFBIG)
+                return wacp_trail_err(e);
+            snprintf(msg, sizeof(msg), "the workspace holds %llu bytes, over its storage budget of %llu "
+                     "(storage_bytes): remove files, then checkpoint", (unsigned long long)used,
+                     (unsigned long long)c->budgets.storage_bytes);
+            return reject(w, c, type, parent, e, WACP_E_LIMIT, "budget_exceeded", msg);
+        }
     }
     for (size_t i = 0; i < cp->files.n; i++)
         if (!cp->files.v[i].hash[0] && !wacpf_manifest_get(&c->base, cp->files.v[i].path)) {

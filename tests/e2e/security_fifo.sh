@@ -25,7 +25,8 @@ expect_match "the FIFO was planted" 'prw-.*corral-tmp-out' "$logs"
 [ "$rc" -ne 137 ] && ok "the supervisor did not freeze (status $rc)" ||
     fail "the supervisor did not freeze" "killed from outside after 60 s: it stopped answering" "$err"
 expect_status "the run ends well" 0 "$rc" "$err" "$(echo "$logs" | tail -20)"
-expect_match "the child's work was integrated into the delegate's workspace" 'readFile ok .*from the worker' "$logs"
+expect_match "the child's work was integrated into the delegate's workspace" 'integrate ok .*"state":"closed"' "$(printf '%s\n' "$logs" | grep '^< wacp/integrate')"
+expect_match "the delegate reads it there" 'from the worker' "$(printf '%s\n' "$logs" | grep '^< tools/call ok' | grep -v stdout)"
 dws=$(ls -d "$rundir"/ws/* 2>/dev/null | while read -r x; do [ -p "$x/.corral-tmp-out.txt" ] && echo "$x"; done | head -1)
 [ -n "$dws" ] && [ -p "$dws/.corral-tmp-out.txt" ] && ok "the planted FIFO is left alone (never opened)" ||
     fail "the planted FIFO is left alone" "$(ls -laR "$rundir/ws" 2>&1 | head -40)"
