@@ -9,10 +9,10 @@
 . "$TOP/tests/security_lib.sh"
 
 # ---- A: ownership and modes. DIR is 65534's; base.txt 0640. The worker changes base.txt, adds
-# sub/new.txt, and a run.sh it made setuid and world-writable.
+# sub/new.txt, and a run.sh it made world-writable.
 chk=$T_TMP/a-chk
 WC=$(sec_steps \
-  'tools/call {"name":"executeCommand","arguments":{"command":"echo changed >>base.txt && mkdir -p sub && echo new >sub/new.txt && echo \"#!/bin/sh\" >run.sh && chmod 4777 run.sh && echo made"}}' \
+  'tools/call {"name":"executeCommand","arguments":{"command":"echo changed >>base.txt && mkdir -p sub && echo new >sub/new.txt && echo \"#!/bin/sh\" >run.sh && chmod 0777 run.sh && echo made"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"a","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 mkdir -p "$T_TMP/own/ws"
@@ -27,7 +27,7 @@ expect_match "A: the worker's change reached DIR" 'changed' "$(cat "$ws/base.txt
 expect_match "A: an existing file keeps its owner and mode" '^65534:65534 640$' "$(stat -c '%u:%g %a' "$ws/base.txt")"
 expect_match "A: a new directory is DIR's owner's, 0755" '^65534:65534 755$' "$(stat -c '%u:%g %a' "$ws/sub")"
 expect_match "A: a new file is DIR's owner's, 0644" '^65534:65534 644$' "$(stat -c '%u:%g %a' "$ws/sub/new.txt")"
-expect_match "A: a new file's mode is its own, masked (no setuid, no group/other write)" '^65534:65534 755$' "$(stat -c '%u:%g %a' "$ws/run.sh")"
+expect_match "A: a new file's mode is its own, masked (no group/other write)" '^65534:65534 755$' "$(stat -c '%u:%g %a' "$ws/run.sh")"
 
 # ---- B: a tree 71 directories deep is refused at the checkpoint, and the next workspace.create works
 deep=$(python3 -c 'print("/".join(["d"] * 71) + "/f.txt")')
@@ -69,8 +69,8 @@ expect_status "C: five 3000-byte writes fit in 16K" 5 "$n" "$(printf '%s\n' "$lo
 expect_match "C: the sixth write is refused for storage" 'storage' "$(printf '%s\n' "$logs" | grep '^< tools/call ok' | grep '"isError":true' | head -1)"
 expect_match "C: the command wrote 300K" 'wrote' "$logs"
 expect_match "C: a checkpoint over the budget is refused" 'checkpoint.create error=-?[0-9]+ budget_exceeded' "$logs"
-n=$(sec_trail --type budget_exceeded | grep -c '"storage' || true)
-[ "$n" -ge 2 ] && ok "C: both refusals are budget_exceeded entries ($n)" || fail "C: both refusals are budget_exceeded entries" "$(sec_trail --type budget_exceeded)"
+expect_match "C: the refused checkpoint is a budget_exceeded entry" '"budget":"storage"' "$(sec_trail --type budget_exceeded)"
+expect_match "C: the refused write is recorded with its code" '"outcome":"error".*SIZE_LIMIT_EXCEEDED|SIZE_LIMIT_EXCEEDED.*"outcome":"error"' "$(sec_trail --type tool_call | grep '"phase":"end"')"
 
 # ---- D: SIGKILL while integration writes 3000 files: integration_started is already committed
 WC=$(sec_steps \

@@ -12,16 +12,16 @@ CFG=$(printf '[core]\\n\\tfsmonitor = touch %s\\n' "$marker")
 W=$(sec_steps \
   "tools/call {\"name\":\"writeFile\",\"arguments\":{\"path\":\".git/config\",\"content\":\"$CFG\"}}" \
   'tools/call {"name":"writeFile","arguments":{"path":".git/hooks/pre-commit","content":"#!/bin/sh\ntouch /tmp/hooked\n"}}' \
-  'tools/call {"name":"modifyFile","arguments":{"path":".git/config","operations":[{"type":"replace","startLine":1,"endLine":1,"content":"[core]"}]}}' \
+  'tools/call {"name":"modifyFile","arguments":{"path":".git/config","operations":[{"type":"replace","startLine":1,"endLine":1,"newContent":"[core]"}]}}' \
   'tools/call {"name":"writeFile","arguments":{"path":"sub/.git","content":"gitdir: ../evil\n","createDirectories":true}}' \
   'tools/call {"name":"writeFile","arguments":{"path":"ok.txt","content":"plain work\n"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"w","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 WC=$(sec_steps \
-  "tools/call {\"name\":\"executeCommand\",\"arguments\":{\"command\":\"cp .git/config /tmp/orig && printf '[core]\\\\n\\\\tfsmonitor = touch $marker\\\\n' >>.git/config && echo '#!/bin/sh' >.git/hooks/post-checkout && echo planted\"}}" \
+  "tools/call {\"name\":\"executeCommand\",\"arguments\":{\"command\":\"cp .git/config orig.cfg && printf '[core]\\\\n\\\\tfsmonitor = touch $marker\\\\n' >>.git/config && echo '#!/bin/sh' >.git/hooks/post-checkout && echo planted\"}}" \
   'wacp/checkpoint.create {"type":"artifact","intent":"explicit","status":"final","confidence":"high","parent":null,"files":[".git/config"]}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"scan","status":"final","confidence":"high","parent":null}' \
-  'tools/call {"name":"executeCommand","arguments":{"command":"cp /tmp/orig .git/config && rm .git/hooks/post-checkout && echo more >ok2.txt"}}' \
+  'tools/call {"name":"executeCommand","arguments":{"command":"cp orig.cfg .git/config && rm orig.cfg .git/hooks/post-checkout && echo more >ok2.txt"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"clean","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 mkdir -p "$T_TMP/prot/ws"
@@ -54,5 +54,5 @@ if cmp -s "$ws/.git/config" "$T_TMP/config.orig"; then ok "DIR's .git/config is 
     ok "no hook and no .git file reached DIR" || fail "no hook and no .git file reached DIR" "$(ls -la "$ws/.git/hooks" "$ws/sub" 2>&1)"
 (cd "$ws" && git -c safe.directory="$ws" status >/dev/null 2>&1)
 [ ! -e "$marker" ] && ok "git status in DIR runs nothing planted" || fail "git status in DIR runs nothing planted" "the fsmonitor command ran"
-n=$(sec_trail --type denial | grep -c 'protected' || true)
+n=$(sec_trail --type denial | grep -c 'protected\|PERMISSION_DENIED' || true)
 [ "$n" -ge 6 ] && ok "every refusal is a denial in the trail ($n)" || fail "every refusal is a denial in the trail" "$n" "$(sec_trail --type denial | cut -c1-300)"

@@ -268,7 +268,11 @@ static int check_storage(const struct tool_ctx *ctx, const struct target *t, con
         return broker_fail(e, BROKER_E_IO, "content", "cannot measure the workspace: %s", strerror(-r));
     uint64_t old = t->exists ? (uint64_t)t->st.st_size : 0;
     uint64_t after = (used > old ? used - old : 0) + new_len;
-    if (r == -EFBIG || after > ctx->storage_bytes)
+    if (r == -EFBIG)
+        return broker_fail(e, BROKER_E_TOO_LARGE, "content",
+                           "the workspace holds more entries or deeper directories than its storage budget "
+                           "can measure; remove some before writing /%s", rel);
+    if (after > ctx->storage_bytes)
         return broker_fail(e, BROKER_E_TOO_LARGE, "content",
                            "writing /%s would make the workspace hold %ju bytes, over its storage budget of "
                            "%ju bytes (storage_bytes)", rel, (uintmax_t)after, (uintmax_t)ctx->storage_bytes);

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STORAGE_MAX_DEPTH 64
+#define STORAGE_MAX_DEPTH 256 /* past the 64 a checkpoint takes: a deeper tree is still counted */
 #define STORAGE_MAX_ENTRIES 200000
 
 struct tally {
