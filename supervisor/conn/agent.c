@@ -2,6 +2,7 @@
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
  * end of the turn, and only then are responses written and tool calls started. */
 #include "supervisor/conn/agent.h"
+#include "policy/policy.h"
 #include "supervisor/trail/trail.h"
 
 #include <sodium.h>
@@ -57,6 +58,7 @@ struct agent {
     struct rpc_reader *reader;
     const struct tool_surface *surface;
     struct tool_ctx *tools;
+    struct pool_share share; /* its long tool calls (commands) on the pool now */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
@@ -646,6 +648,17 @@ static void tool_job_done(struct pool_job *pj)
     }
 }
 
+/* Whether TOOL of SURFACE runs commands (a long call, held to the agent's share of the pool). */
+static bool tool_is_command(const struct tool_surface *surface, const char *tool)
+{
+    size_t n = 0;
+    const struct policy_tool_def *defs = surface ? policy_surface_tools(surface->name, &n) : NULL;
+    for (size_t i = 0; defs && i < n; i++)
+        if (!strcmp(defs[i].name, tool))
+            return defs[i].kind == POLICY_TOOL_COMMAND;
+    return false;
+}
+
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
 {
     struct tool_job *j = calloc(1, sizeof(*j));
@@ -653,6 +666,8 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
         return -ENOMEM;
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
+    j->pj.share = &a->share;
+    j->pj.is_long = tool_is_command(a->surface, name);
     j->a = a;
     j->id = id ? cJSON_Duplicate(id, false) : cJSON_CreateNull();
     j->name = strdup(name);
