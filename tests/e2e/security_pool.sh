@@ -8,7 +8,7 @@
 . "$TOP/tests/security_lib.sh"
 
 SLEEP=$(sec_steps '@timeout:60000' \
-  '@flood:4:tools/call {"name":"executeCommand","arguments":{"command":"sleep 25","timeout":60}}' '@hold')
+  '@flood:4:tools/call {"name":"executeCommand","arguments":{"command":"sleep 25","timeout":60000}}' '@hold')
 READ=$(sec_steps '@sleep:4000' 'tools/call {"name":"readFile","arguments":{"path":"base.txt"}}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 SEC_WORKER_EXTRA='{"budgets":{"memory":"256M","pids":64,"wall_time":"2m"}}' SEC_KILL_AFTER=120 sec_session pool -- \
