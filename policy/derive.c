@@ -164,6 +164,7 @@ void policy_session_get(const struct policy *p, struct policy_session *out)
         .max_message = p->max_message,
         .protected_paths = (const char *const *)p->protected_paths,
         .n_protected_paths = p->n_protected_paths,
+        .rates = p->rates,
     };
 }
 

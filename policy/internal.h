@@ -94,6 +94,7 @@ struct policy {
     uint64_t max_message;
     const char **protected_paths; /* NULL: the default list (tools/broker/protect.h) */
     size_t n_protected_paths;
+    struct policy_rates rates;
 };
 
 /* Fills the built-in settings of a base role (capability row, authority, defaults). */

@@ -1797,11 +1797,29 @@ static void load_protected(struct lctx *c, const cJSON *n)
     c->p->n_protected_paths = k;
 }
 
+/* rate_limits: requests a second per workspace, each 0 (no limit) to 100000. */
+static void load_rates(struct lctx *c, const cJSON *n)
+{
+    static const char *const keys[] = {"signals", "envelopes", "checkpoints", "tool_calls"};
+    if (!check_object(c, n, "rate_limits", keys, ARRAY_SIZE(keys)))
+        return;
+    uint32_t *dst[] = {&c->p->rates.signals, &c->p->rates.envelopes, &c->p->rates.checkpoints,
+                       &c->p->rates.tool_calls};
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        const cJSON *v = get(n, keys[i]);
+        uint64_t x;
+        char path[64];
+        snprintf(path, sizeof(path), "rate_limits.%s", keys[i]);
+        if (v && want_count(c, v, path, 0, 100000, &x))
+            *dst[i] = (uint32_t)x;
+    }
+}
+
 static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *d)
 {
     static const char *const keys[] = {"version", "description", "roles", "envelope_types",
                                        "checkpoint_types", "agents", "highway", "users", "trail",
-                                       "max_message", "protected_paths", "$schema"};
+                                       "max_message", "protected_paths", "rate_limits", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1809,6 +1827,7 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
     const cJSON *root = doc->root, *v;
     p->trail_full = true;
     p->max_message = 8u << 20;
+    p->rates = (struct policy_rates){.signals = 20, .envelopes = 20, .checkpoints = 5, .tool_calls = 50};
     highway_preset(&p->highway, 1);
     if (check_object(&c, root, "", keys, ARRAY_SIZE(keys))) {
         uint64_t ver;
@@ -1837,6 +1856,8 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
             want_size(&c, v, "max_message", 1024, 1u << 30, &p->max_message);
         if ((v = get(root, "protected_paths")))
             load_protected(&c, v);
+        if ((v = get(root, "rate_limits")))
+            load_rates(&c, v);
     }
     if (c.oom) {
         policy_free(p);

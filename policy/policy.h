@@ -208,6 +208,10 @@ struct policy_session {
      * policy sets none (the runtime then applies its default list), possibly empty when set. */
     const char *const *protected_paths;
     size_t n_protected_paths;
+    /* Per workspace, per second (0: no limit); bursts of 5 seconds' worth (at least 10). */
+    struct policy_rates {
+        uint32_t signals, envelopes, checkpoints, tool_calls;
+    } rates;
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
 

@@ -2,6 +2,7 @@
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
  * end of the turn, and only then are responses written and tool calls started. */
 #include "supervisor/conn/agent.h"
+#include "common/rate.h"
 #include "policy/policy.h"
 #include "supervisor/trail/trail.h"
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #define READ_CHUNK 65536
 #define WRITE_IOV 64
@@ -59,6 +61,8 @@ struct agent {
     const struct tool_surface *surface;
     struct tool_ctx *tools;
     struct pool_share share; /* its long tool calls (commands) on the pool now */
+    struct rate_bucket tool_rate;
+    uint64_t rate_refused, rate_noted_ms; /* refused since the last denial entry, and when */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
@@ -421,6 +425,27 @@ static void agent_abuse(struct agent *a, const cJSON *id, int code, const char *
     a->st.abuse++;
     agent_reply_error(a, id, code, message);
     agent_abuse_limit(a);
+}
+
+bool agent_tool_rate_take(struct agent *a)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    unsigned per = a->h->o.tool_rate;
+    if (rate_take(&a->tool_rate, per, per * 5 > 10 ? per * 5 : 10, now))
+        return true;
+    /* Noted in the trail at most once a second, so the refusals cannot grow it either. */
+    a->rate_refused++;
+    if (!a->rate_noted_ms || now - a->rate_noted_ms >= 1000) {
+        char rule[96];
+        snprintf(rule, sizeof(rule), "rate_limit: over %u tool calls a second (%llu refused)", per,
+                 (unsigned long long)a->rate_refused);
+        a->rate_noted_ms = now;
+        a->rate_refused = 0;
+        agent_record_denial(a, "rate_limit", "tools/call", rule);
+    }
+    return false;
 }
 
 void agent_count_abuse(struct agent *a)

@@ -191,6 +191,13 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, msg);
         return;
     }
+    /* A flood of calls is refused before it is recorded or queued, and counts as abuse. */
+    if (!agent_tool_rate_take(a)) {
+        agent_reply_error(a, m->id, -32004, "rate limited: more tool calls a second than the policy's "
+                          "rate_limits.tool_calls allows; slow down");
+        agent_count_abuse(a);
+        return;
+    }
     int r = agent_call_tool(a, m->id, name->valuestring, args);
     if (r == -EIO)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,

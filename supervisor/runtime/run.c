@@ -652,6 +652,10 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
         agent_reply_error(a, m->id, RPC_METHOD_NOT_FOUND, msg);
         return;
     }
+    /* A request refused by its rate limit counts toward the agent's abuse limit: a flood ends
+     * the flooding agent alone. */
+    if (!strcmp(e.code, "rate_limited"))
+        agent_count_abuse(a);
     cJSON *d = cJSON_CreateObject();
     if (d && e.code[0])
         cJSON_AddStringToObject(d, "code", e.code);
@@ -795,7 +799,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         goto out;
     struct policy_session ps;
     policy_session_get(o->policy, &ps);
-    struct agent_host_opts ho = {.max_message = ps.max_message};
+    struct agent_host_opts ho = {.max_message = ps.max_message, .tool_rate = ps.rates.tool_calls};
     if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
         goto out;
     if ((rc = cmddeny_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)

@@ -3,6 +3,7 @@
 #ifndef CORRAL_WACP_INTERNAL_H
 #define CORRAL_WACP_INTERNAL_H
 
+#include "common/rate.h"
 #include "supervisor/wacp/wacp.h"
 #include "tools/broker/protect.h"
 
@@ -15,6 +16,8 @@
 #define WACP_MAX_RIGHTS 65536       /* per run */
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
+
+enum wacp_rate { WACP_RATE_NONE = 0, WACP_RATE_SIGNALS, WACP_RATE_ENVELOPES, WACP_RATE_CHECKPOINTS, WACP_RATE_N };
 
 struct wacpf_rules {
     const char *const *protected_paths; /* globs (tools/broker/protect.h) */
@@ -83,6 +86,8 @@ struct wacp_ws {
     struct wacp_manifest conflicts; /* paths in conflict while conflicted */
     size_t inbox;               /* envelopes addressed to it not yet acknowledged */
     size_t queued;              /* of those, not yet notified (it was frozen) */
+    struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
+    uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
 };
 

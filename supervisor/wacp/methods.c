@@ -137,6 +137,7 @@ struct method {
     wacp_handler fn;
     unsigned states;            /* caller states it is allowed in */
     const struct pspec *params; /* NULL-name terminated */
+    enum wacp_rate rate;        /* the workspace's bucket it draws on (WACP_RATE_NONE: none) */
 };
 
 #define END {NULL, 0, false}
@@ -180,27 +181,28 @@ static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolutio
  * workspace does nothing, a suspended or migrating one is frozen, an integrating one is read
  * only. */
 static const struct method methods[] = {
-    {"wacp/checkpoint.create", cp_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp},
-    {"wacp/checkpoint.list", cp_method_list, ANY_LIVE, p_cp_list},
-    {"wacp/conflict.resolve", ws_method_resolve, WORKING, p_resolve},
-    {"wacp/envelope.ack", env_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack},
-    {"wacp/envelope.send", env_method_send, WORKING, p_send},
-    {"wacp/integrate", ws_method_integrate, WORKING, p_integrate},
-    {"wacp/rights.grant", env_method_rights_grant, WORKING, p_grant},
-    {"wacp/rights.list", env_method_rights_list, ANY_LIVE, p_none},
-    {"wacp/rights.revoke", env_method_rights_revoke, WORKING, p_revoke},
-    {"wacp/signal.emit", sig_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit},
-    {"wacp/task.assign", task_method_assign, WORKING, p_assign},
-    {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id},
-    {"wacp/task.create", task_method_create, WORKING, p_task},
-    {"wacp/task.list", task_method_list, ANY_LIVE, p_none},
-    {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason},
-    {"wacp/workspace.create", ws_method_create, WORKING, p_create},
-    {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none},
-    {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws},
-    {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none},
-    {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws},
-    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer},
+    {"wacp/checkpoint.create", cp_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp, WACP_RATE_CHECKPOINTS},
+    {"wacp/checkpoint.list", cp_method_list, ANY_LIVE, p_cp_list, WACP_RATE_NONE},
+    {"wacp/conflict.resolve", ws_method_resolve, WORKING, p_resolve, WACP_RATE_NONE},
+    {"wacp/envelope.ack", env_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
+    {"wacp/envelope.send", env_method_send, WORKING, p_send, WACP_RATE_ENVELOPES},
+    {"wacp/integrate", ws_method_integrate, WORKING, p_integrate, WACP_RATE_NONE},
+    {"wacp/rights.grant", env_method_rights_grant, WORKING, p_grant, WACP_RATE_NONE},
+    {"wacp/rights.list", env_method_rights_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/rights.revoke", env_method_rights_revoke, WORKING, p_revoke, WACP_RATE_NONE},
+    {"wacp/signal.emit", sig_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit,
+     WACP_RATE_SIGNALS},
+    {"wacp/task.assign", task_method_assign, WORKING, p_assign, WACP_RATE_NONE},
+    {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id, WACP_RATE_NONE},
+    {"wacp/task.create", task_method_create, WORKING, p_task, WACP_RATE_NONE},
+    {"wacp/task.list", task_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason, WACP_RATE_NONE},
+    {"wacp/workspace.create", ws_method_create, WORKING, p_create, WACP_RATE_NONE},
+    {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws, WACP_RATE_NONE},
+    {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws, WACP_RATE_NONE},
+    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer, WACP_RATE_NONE},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -265,6 +267,42 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
     return 0;
 }
 
+static uint32_t rate_of(const struct wacp *w, enum wacp_rate r)
+{
+    switch (r) {
+    case WACP_RATE_SIGNALS: return w->session.rates.signals;
+    case WACP_RATE_ENVELOPES: return w->session.rates.envelopes;
+    case WACP_RATE_CHECKPOINTS: return w->session.rates.checkpoints;
+    default: return 0;
+    }
+}
+
+/* A request past its bucket is refused before it costs anything: no entry of its own, only one
+ * `denial` a second per workspace (with the count refused since the last), so a flood cannot
+ * grow the trail. */
+static int rate_limited(struct wacp *w, struct wacp_ws *c, const struct method *m)
+{
+    uint32_t per = rate_of(w, m->rate);
+    uint32_t burst = per * 5 > 10 ? per * 5 : 10;
+    uint64_t now = wacp_now_ms();
+    if (rate_take(&c->rates[m->rate], per, burst, now))
+        return 0;
+    c->rate_refused++;
+    if (!c->rate_noted_ms || now - c->rate_noted_ms >= 1000) {
+        c->rate_noted_ms = now;
+        cJSON *b = wacp_obj();
+        wacp_add_str(b, "kind", "rate_limit");
+        wacp_add_str(b, "method", m->name);
+        cJSON_AddNumberToObject(b, "limit_per_second", per);
+        cJSON_AddNumberToObject(b, "refused", (double)c->rate_refused);
+        wacp_rec(w, c->id, "protocol", "denial", b);
+        cJSON_Delete(b);
+        c->rate_refused = 0;
+        w->sum.denials++;
+    }
+    return -1;
+}
+
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e)
 {
@@ -285,6 +323,10 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
         return wacp_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
                          "%s is not allowed while your workspace is %s", m->name,
                          ws_state_name(c->state));
+    if (m->rate != WACP_RATE_NONE && rate_limited(w, c, m) < 0)
+        return wacp_fail(e, WACP_E_LIMIT, "rate_limited",
+                         "%s: more than %u a second from this workspace (policy rate_limits); slow down",
+                         m->name, rate_of(w, m->rate));
     static const cJSON empty = {.type = cJSON_Object};
     return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
 }

@@ -52,12 +52,12 @@ struct wacp_hooks {
     /* The workspace is terminal (closed, failed): its agent is to be stopped (killed when it
      * does not end by itself). Called once per workspace. */
     void (*stop)(void *data, const char *ws, const char *why);
-    /* Commits what is staged now (before an effect the trail must already hold, as the first
-     * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
-    int (*commit)(void *data);
     /* Sends a notification (method, params taken) to the agent of WS; the run releases it
      * after this turn's commit. A workspace whose agent is gone just drops it (0). */
     int (*notify)(void *data, const char *ws, const char *method, cJSON *params);
+    /* Commits what is staged now (before an effect the trail must already hold, as the first
+     * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
+    int (*commit)(void *data);
 };
 
 struct wacp_opts {

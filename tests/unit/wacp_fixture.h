@@ -290,7 +290,7 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
         policy_diags_print(&d, stderr);
     assert_int_equal(r, 0);
     policy_diags_free(&d);
-    struct wacp_hooks h = {f, fx_record, fx_start, fx_stop, fx_notify};
+    struct wacp_hooks h = {f, fx_record, fx_start, fx_stop, fx_notify, NULL};
     f->base_ms = 100;
     struct wacp_opts o = {.policy = f->p, .run_dir = f->run, .root_dir = f->root,
                           .root_owner = "alice", .redelivery_base_ms = f->base_ms,
