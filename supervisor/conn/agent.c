@@ -63,6 +63,7 @@ struct agent {
     struct pool_share share; /* its long tool calls (commands) on the pool now */
     struct rate_bucket tool_rate;
     uint64_t rate_refused, rate_noted_ms; /* refused since the last denial entry, and when */
+    uint64_t notes_dropped, drop_noted_ms; /* notifications over its byte budget, and when noted */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
@@ -349,6 +350,26 @@ void agent_notify(struct agent *a, const char *method, const cJSON *params)
     cJSON_Delete(n);
     char *line = NULL;
     size_t len = 0;
+    /* An agent that does not read its notifications gets no more once this many bytes wait for
+     * it: envelopes are redelivered when it acknowledges nothing, and what is dropped is noted
+     * (at most once a second) instead of growing the supervisor's memory without bound. */
+    size_t budget = a->h->o.max_queued_bytes * 16;
+    if (text && a->queued + strlen(text) > budget) {
+        free(text);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        a->notes_dropped++;
+        if (!a->drop_noted_ms || now - a->drop_noted_ms >= 1000) {
+            char rule[128];
+            snprintf(rule, sizeof(rule), "notification_budget: %zu bytes wait unread (%llu notifications dropped)",
+                     a->queued, (unsigned long long)a->notes_dropped);
+            a->drop_noted_ms = now;
+            a->notes_dropped = 0;
+            agent_record_denial(a, "notification_budget", method, rule);
+        }
+        return;
+    }
     if (text) {
         len = strlen(text);
         line = realloc(text, len + 2);

@@ -18,7 +18,7 @@ void cp_free(struct wacp_checkpoint *cp)
     free(cp->intent);
     free(cp->status);
     free(cp->confidence);
-    cJSON_Delete(cp->payload);
+    free(cp->payload);
     wacpf_manifest_clear(&cp->files);
     free(cp);
 }
@@ -45,8 +45,7 @@ cJSON *cp_json(const struct wacp_checkpoint *cp, bool with_files)
     cJSON_AddNumberToObject(o, "timestamp", (double)cp->timestamp_ms);
     if (with_files) {
         cJSON_AddItemToObject(o, "files", wacpf_manifest_json(&cp->files));
-        cJSON_AddItemToObject(o, "payload", cp->payload ? cJSON_Duplicate(cp->payload, true)
-                                                        : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "payload", cp->payload ? cJSON_Parse(cp->payload) : cJSON_CreateNull());
     }
     return o;
 }
@@ -121,6 +120,9 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     free(ptxt);
     if (plen > w->max_payload || (payload && plen == 0))
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "the payload is too large");
+    if (!wacp_hold(w, plen))
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
+                      "the run keeps a bounded amount of payloads and has no room for this one");
     size_t n_files = fj ? (size_t)cJSON_GetArraySize(fj) : 0;
     if (n_files > WACPF_MAX_FILES)
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "too many files");
@@ -200,7 +202,7 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     cp->intent = strdup(intent);
     cp->status = strdup(status);
     cp->confidence = strdup(conf);
-    cp->payload = payload ? cJSON_Duplicate(payload, true) : NULL;
+    cp->payload = payload ? cJSON_PrintUnformatted(payload) : NULL;
     cp->timestamp_ms = wacp_wall_ms();
     /* The payload hash covers everything the checkpoint declares, files by their hashes. */
     cJSON *h = wacp_obj();

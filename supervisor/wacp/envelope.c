@@ -25,7 +25,7 @@ void env_free(struct wacp_env *v)
     if (!v)
         return;
     free(v->type);
-    cJSON_Delete(v->payload);
+    free(v->payload);
     cJSON_Delete(v->rights);
     free(v);
 }
@@ -127,7 +127,8 @@ static cJSON *env_json(const struct wacp_env *v)
     wacp_add_str(o, "from", v->from);
     wacp_add_str(o, "to", v->to);
     wacp_add_str(o, "type", v->type);
-    cJSON_AddItemToObject(o, "payload", v->payload ? cJSON_Duplicate(v->payload, true) : cJSON_CreateNull());
+    cJSON *pl = v->payload ? cJSON_Parse(v->payload) : NULL; /* parsed for this showing only */
+    cJSON_AddItemToObject(o, "payload", pl ? pl : cJSON_CreateNull());
     wacp_add_str(o, "in_reply_to", v->in_reply_to);
     wacp_add_str(o, "priority", v->priority);
     wacp_add_str(o, "origin", v->origin);
@@ -219,7 +220,7 @@ static struct wacp_env *env_alloc(const char *from, const char *to, const char *
     snprintf(v->from, sizeof(v->from), "%s", from);
     snprintf(v->to, sizeof(v->to), "%s", to);
     v->type = strdup(type);
-    v->payload = payload ? cJSON_Duplicate(payload, true) : cJSON_CreateNull();
+    v->payload = payload ? cJSON_PrintUnformatted(payload) : strdup("null");
     v->priority = "normal";
     v->origin = "agent";
     v->state = ENV_CREATED;
@@ -344,6 +345,10 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     if (plen > w->max_payload)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "the payload is larger than the limit of one envelope%s", "");
+    if (!wacp_hold(w, plen))
+        return reject(w, c, id, to, type, "memory_limit", e, WACP_E_LIMIT,
+                      "the run keeps at most %llu bytes of payloads and has no room for this one",
+                      (unsigned long long)w->max_payload_total);
     if (strlen(type) == 0 || strlen(type) > 64)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "type must be 1-64 characters%s", "");

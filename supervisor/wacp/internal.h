@@ -59,7 +59,7 @@ struct wacp_checkpoint {
     char ws[WACP_ID_LEN];
     char *type, *intent, *status, *confidence;
     char parent[WACP_ID_LEN]; /* "" for the first */
-    cJSON *payload;           /* may be NULL */
+    char *payload;            /* as JSON text (parsed only when shown); NULL: none */
     struct wacp_manifest files;
     char payload_hash[WACP_HASH_HEX];
     uint64_t timestamp_ms;
@@ -100,7 +100,7 @@ struct wacp_env {
     char in_reply_to[WACP_ID_LEN];
     const char *priority;       /* static string */
     const char *origin;         /* "agent" or "human" */
-    cJSON *payload;
+    char *payload;              /* as JSON text: a parsed tree costs ~40x its bytes for a run */
     cJSON *rights;              /* the transferred rights, as the receiver sees them */
     enum env_state state;
     bool sent;                  /* notified at least once */
@@ -146,6 +146,7 @@ struct wacp {
     struct wacp_hooks h;
     char *run_dir, *root_dir, *root_owner, *objects_dir;
     uint64_t redelivery_base_ms, max_workspaces, max_envelopes, max_payload;
+    uint64_t max_payload_total, payload_total; /* the run's memory ceiling on kept payloads */
     struct policy_session session;
     struct wacpf_rules rules;   /* protected paths (the policy's, else the default list) */
 
@@ -176,6 +177,8 @@ int wacp_fail(struct wacp_err *e, int rpc, const char *code, const char *fmt, ..
 int wacp_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,
               int rpc, const char *code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 int wacp_trail_err(struct wacp_err *e);
+/* Whether the run may keep LEN more payload bytes (the run-wide ceiling); counts them if so. */
+bool wacp_hold(struct wacp *w, size_t len);
 bool wacp_grow(void **v, size_t *cap, size_t n, size_t elem);
 /* A cJSON object {k: v, ...}; NULL on ENOMEM. */
 cJSON *wacp_obj(void);

@@ -82,6 +82,14 @@ int wacp_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, 
     return -1;
 }
 
+bool wacp_hold(struct wacp *w, size_t len)
+{
+    if (len > w->max_payload_total || w->payload_total > w->max_payload_total - len)
+        return false;
+    w->payload_total += len;
+    return true;
+}
+
 bool wacp_grow(void **v, size_t *cap, size_t n, size_t elem)
 {
     if (n <= *cap)
@@ -350,6 +358,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
     w->max_payload = o->max_payload ? o->max_payload : (1u << 20);
+    w->max_payload_total = o->max_payload_total ? o->max_payload_total : (256u << 20);
     policy_session_get(o->policy, &w->session);
     w->rules.protected_paths = w->session.protected_paths ? w->session.protected_paths : broker_protected_default;
     if (w->session.protected_paths)

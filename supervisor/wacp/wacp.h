@@ -69,6 +69,7 @@ struct wacp_opts {
     uint64_t max_workspaces;       /* per run (default 256): a flood of creations is refused */
     uint64_t max_envelopes;        /* undelivered per inbox (default 1024) */
     uint64_t max_payload;          /* bytes of one envelope or checkpoint payload (default 1 MiB) */
+    uint64_t max_payload_total;    /* payload bytes the run keeps in all (default 256 MiB) */
 };
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
