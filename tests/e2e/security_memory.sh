@@ -3,7 +3,7 @@
 # the whole run: 30 checkpoints of a 1 MiB array of zeros reached 1.3 GB of the supervisor's
 # memory, 88 envelopes 4 GB. A worker makes 10 such checkpoints and sends 20 such envelopes;
 # the supervisor's peak resident size (VmHWM in /proc/PID/status, read while it runs) stays
-# under 400 MB, and the run goes on.
+# under 400 MB (1.2 GB under AddressSanitizer), and the run goes on.
 . "$TOP/tests/lib.sh"
 . "$TOP/tests/security_lib.sh"
 
@@ -35,6 +35,10 @@ n=$(printf '%s\n' "$logs" | grep -c '^checkpoint [0-9]*: {"jsonrpc": "2.0", "id"
 expect_status "the 10 checkpoints were taken" 10 "$n" "$(printf '%s\n' "$logs" | grep '^checkpoint' | head -3)"
 n=$(printf '%s\n' "$logs" | grep -c '^envelope [0-9]*: {"jsonrpc": "2.0", "id": [0-9]*, "result"' || true)
 expect_status "the 20 envelopes were sent" 20 "$n" "$(printf '%s\n' "$logs" | grep '^envelope' | head -3)"
-[ -n "$peak" ] && [ "$peak" -lt 409600 ] && ok "the supervisor's peak memory stays under 400 MB (${peak} kB)" ||
-    fail "the supervisor's peak memory stays under 400 MB" "VmHWM ${peak:-unknown} kB"
+# AddressSanitizer keeps freed memory in quarantine and pads every block: a looser bound there
+# (the old code peaked at 1.36 GB without it).
+limit=409600
+grep -q __asan_init "$CORRAL" 2>/dev/null && limit=1228800
+[ -n "$peak" ] && [ "$peak" -lt "$limit" ] && ok "the supervisor's peak memory stays under $((limit / 1024)) MB (${peak} kB)" ||
+    fail "the supervisor's peak memory stays under $((limit / 1024)) MB" "VmHWM ${peak:-unknown} kB"
 expect_status "the run ends well" 0 "$rc" "$(cat "$d/err")"
