@@ -16,7 +16,7 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine; npm fetches the MCP server), and
 # the Kward surface's outliner and differ (universal-ctags, diffutils; run in command sandboxes).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format
 
 CC      ?= cc
 BUILD   ?= build

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     }
     cJSON *res = NULL;
     bool is_error = false;
-    int r = s->call(&ctx, tool, args, &res, &is_error);
+    int r = tool_surface_call(s, &ctx, tool, args, &res, &is_error);
     if (r < 0 || is_error) {
         char *t = res ? cJSON_PrintUnformatted(res) : NULL;
         fprintf(stderr, "%s failed: %s\n", tool, t ? t : "?");
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         double *t = calloc((size_t)n, sizeof(double));
         for (int i = 0; i < n; i++) {
             double t0 = util_now();
-            s->call(&ctx, tool, args, &res, &is_error);
+            tool_surface_call(s, &ctx, tool, args, &res, &is_error);
             char *j = cJSON_PrintUnformatted(res);
             t[i] = util_now() - t0;
             free(j);

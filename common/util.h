@@ -44,7 +44,8 @@ static inline int steal_fd(int *fd)
     return r;
 }
 
-/* An error for a person: what failed and why, in one line, plus a negative errno-style code. */
+/* An error for a person: what failed and why, in one line, plus a negative errno-style code
+ * (common/cerr.c). */
 struct cerr {
     int code;
     char msg[768];
@@ -56,7 +57,7 @@ int cerr_set(struct cerr *e, int code, const char *fmt, ...) __attribute__((form
 void cerr_prefix(struct cerr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Only in a child before execve, or in main during start-up: print one line and exit 125. */
-__attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 1, 2))) void util_die(const char *fmt, ...);
 
 /* "512M", "1G", "64k", "4096" (bytes; K/M/G/T are powers of 1024). 0 on success, -EINVAL/-ERANGE. */
 int util_parse_size(const char *s, uint64_t *out);

@@ -13,7 +13,7 @@ struct jpos {
     size_t key_off; /* SIZE_MAX: the node is not an object member */
     size_t val_off;
 };
-struct jdoc {
+struct jsonc_doc {
     const char *name;
     char *text; /* comments and trailing commas blanked to spaces: offsets match the file */
     size_t len;
@@ -22,14 +22,14 @@ struct jdoc {
     size_t n_pos;
 };
 /* 0 with doc filled, or -EINVAL with a diagnostic (syntax error, NUL byte, ...). */
-int jdoc_parse(struct jdoc *doc, const char *name, const char *data, size_t len,
+int jsonc_parse(struct jsonc_doc *doc, const char *name, const char *data, size_t len,
                struct policy_diags *d);
-void jdoc_free(struct jdoc *doc);
-void jdoc_where(const struct jdoc *doc, size_t off, int *line, int *col);
-size_t jdoc_val_off(const struct jdoc *doc, const cJSON *n);
-size_t jdoc_key_off(const struct jdoc *doc, const cJSON *n);
+void jsonc_free(struct jsonc_doc *doc);
+void jsonc_where(const struct jsonc_doc *doc, size_t off, int *line, int *col);
+size_t jsonc_val_off(const struct jsonc_doc *doc, const cJSON *n);
+size_t jsonc_key_off(const struct jsonc_doc *doc, const cJSON *n);
 
-int diags_add(struct policy_diags *d, const char *file, int line, int col, const char *fmt, ...)
+int policy_diags_add(struct policy_diags *d, const char *file, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* Levenshtein distance, capped: for "did you mean". */

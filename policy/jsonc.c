@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int diags_add(struct policy_diags *d, const char *file, int line, int col, const char *fmt, ...)
+int policy_diags_add(struct policy_diags *d, const char *file, int line, int col, const char *fmt, ...)
 {
     if (!d)
         return 0;
@@ -57,7 +57,7 @@ void policy_diags_print(const struct policy_diags *d, FILE *f)
     }
 }
 
-void jdoc_where(const struct jdoc *doc, size_t off, int *line, int *col)
+void jsonc_where(const struct jsonc_doc *doc, size_t off, int *line, int *col)
 {
     if (off > doc->len)
         off = doc->len;
@@ -236,7 +236,7 @@ static int cmp_pos(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static const struct jpos *find_pos(const struct jdoc *doc, const cJSON *n)
+static const struct jpos *find_pos(const struct jsonc_doc *doc, const cJSON *n)
 {
     struct jpos key = {.node = n};
     if (!doc->pos)
@@ -244,13 +244,13 @@ static const struct jpos *find_pos(const struct jdoc *doc, const cJSON *n)
     return bsearch(&key, doc->pos, doc->n_pos, sizeof(key), cmp_pos);
 }
 
-size_t jdoc_val_off(const struct jdoc *doc, const cJSON *n)
+size_t jsonc_val_off(const struct jsonc_doc *doc, const cJSON *n)
 {
     const struct jpos *p = find_pos(doc, n);
     return p ? p->val_off : 0;
 }
 
-size_t jdoc_key_off(const struct jdoc *doc, const cJSON *n)
+size_t jsonc_key_off(const struct jsonc_doc *doc, const cJSON *n)
 {
     const struct jpos *p = find_pos(doc, n);
     if (!p)
@@ -258,7 +258,7 @@ size_t jdoc_key_off(const struct jdoc *doc, const cJSON *n)
     return p->key_off == SIZE_MAX ? p->val_off : p->key_off;
 }
 
-static void syntax_error(struct jdoc *doc, size_t off, struct policy_diags *d)
+static void syntax_error(struct jsonc_doc *doc, size_t off, struct policy_diags *d)
 {
     int line, col;
     if (off > doc->len)
@@ -269,12 +269,12 @@ static void syntax_error(struct jdoc *doc, size_t off, struct policy_diags *d)
         at--;
     while (at > 0 && (unsigned char)doc->text[at] <= 32)
         at--;
-    jdoc_where(doc, at, &line, &col);
+    jsonc_where(doc, at, &line, &col);
     size_t nb = 0;
     for (size_t i = 0; i < doc->len; i++)
         nb += (unsigned char)doc->text[i] > 32;
     if (nb == 0) {
-        diags_add(d, doc->name, 1, 1, "the file is empty; a policy is a JSON object: {}");
+        policy_diags_add(d, doc->name, 1, 1, "the file is empty; a policy is a JSON object: {}");
         return;
     }
     char tok[16] = "";
@@ -298,18 +298,18 @@ static void syntax_error(struct jdoc *doc, size_t off, struct policy_diags *d)
     for (size_t i = off; i < doc->len && rest_blank; i++)
         rest_blank = (unsigned char)doc->text[i] <= 32;
     if (rest_blank)
-        diags_add(d, doc->name, line, col,
+        policy_diags_add(d, doc->name, line, col,
                   "syntax error: unexpected end of file; is a closing '}' or ']' missing?");
     else
-        diags_add(d, doc->name, line, col, "syntax error near '%s'%s", tok, hint);
+        policy_diags_add(d, doc->name, line, col, "syntax error near '%s'%s", tok, hint);
 }
 
-int jdoc_parse(struct jdoc *doc, const char *name, const char *data, size_t len,
+int jsonc_parse(struct jsonc_doc *doc, const char *name, const char *data, size_t len,
                struct policy_diags *d)
 {
-    *doc = (struct jdoc){.name = name};
+    *doc = (struct jsonc_doc){.name = name};
     if (len > 16u << 20)
-        return diags_add(d, name, 0, 0, "the file is larger than 16 MiB; a policy is small"),
+        return policy_diags_add(d, name, 0, 0, "the file is larger than 16 MiB; a policy is small"),
                -EFBIG;
     doc->text = malloc(len + 1);
     if (!doc->text)
@@ -320,19 +320,19 @@ int jdoc_parse(struct jdoc *doc, const char *name, const char *data, size_t len,
     const char *nul = memchr(data, '\0', len);
     if (nul) {
         int line, col;
-        jdoc_where(doc, (size_t)(nul - data), &line, &col);
-        diags_add(d, name, line, col, "a NUL byte in the file; a policy is UTF-8 text");
+        jsonc_where(doc, (size_t)(nul - data), &line, &col);
+        policy_diags_add(d, name, line, col, "a NUL byte in the file; a policy is UTF-8 text");
         return -EINVAL;
     }
     long s = strip(doc->text, len);
     if (s < 0) {
         int line, col;
         size_t off = (size_t)(-s - 1);
-        jdoc_where(doc, off, &line, &col);
+        jsonc_where(doc, off, &line, &col);
         if (data[off] == '"')
-            diags_add(d, name, line, col, "unterminated string; close it with '\"'");
+            policy_diags_add(d, name, line, col, "unterminated string; close it with '\"'");
         else
-            diags_add(d, name, line, col, "unterminated /* comment; close it with */");
+            policy_diags_add(d, name, line, col, "unterminated /* comment; close it with */");
         return -EINVAL;
     }
     const char *end = NULL;
@@ -356,12 +356,12 @@ int jdoc_parse(struct jdoc *doc, const char *name, const char *data, size_t len,
     return 0;
 }
 
-void jdoc_free(struct jdoc *doc)
+void jsonc_free(struct jsonc_doc *doc)
 {
     cJSON_Delete(doc->root);
     free(doc->text);
     free(doc->pos);
-    *doc = (struct jdoc){0};
+    *doc = (struct jsonc_doc){0};
 }
 
 size_t policy_edit_distance(const char *a, const char *b)

@@ -2,6 +2,7 @@
  * it into struct policy. Every problem is reported with its position and the fix in words, and
  * checking goes on after a problem so that one run of `corral policy check` shows them all. */
 #include "policy/internal.h"
+#include "tools/tool.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -62,7 +63,7 @@ void policy_free(struct policy *p)
 
 /* ---- the checking context */
 struct lctx {
-    struct jdoc *doc;
+    struct jsonc_doc *doc;
     struct policy_diags *d;
     struct policy *p;
     size_t errors;
@@ -80,13 +81,13 @@ static void err_at(struct lctx *c, size_t off, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     int line, col;
-    jdoc_where(c->doc, off, &line, &col);
+    jsonc_where(c->doc, off, &line, &col);
     c->errors++;
-    if (diags_add(c->d, c->doc->name, line, col, "%s", msg) < 0)
+    if (policy_diags_add(c->d, c->doc->name, line, col, "%s", msg) < 0)
         c->oom = true;
 }
-#define ERR_VAL(c, n, ...) err_at((c), jdoc_val_off((c)->doc, (n)), __VA_ARGS__)
-#define ERR_KEY(c, n, ...) err_at((c), jdoc_key_off((c)->doc, (n)), __VA_ARGS__)
+#define ERR_VAL(c, n, ...) err_at((c), jsonc_val_off((c)->doc, (n)), __VA_ARGS__)
+#define ERR_KEY(c, n, ...) err_at((c), jsonc_key_off((c)->doc, (n)), __VA_ARGS__)
 
 /* A string from the file made safe to print on one line, cut at 64 characters. */
 static const char *S(struct lctx *c, const char *s)
@@ -156,7 +157,7 @@ static bool check_object(struct lctx *c, const cJSON *n, const char *path,
         for (const cJSON *o = n->child; o != m; o = o->next)
             if (!strcmp(o->string, m->string)) {
                 int line, col;
-                jdoc_where(c->doc, jdoc_key_off(c->doc, o), &line, &col);
+                jsonc_where(c->doc, jsonc_key_off(c->doc, o), &line, &col);
                 ERR_KEY(c, m, "duplicate key '%s' in %s (first at line %d); keep only one",
                         S(c, m->string), where(path), line);
                 break;
@@ -624,22 +625,6 @@ static void load_caps(struct lctx *c, const cJSON *roles, const cJSON *rj, struc
 }
 
 /* ---- tools */
-static const char *const *rbw_default(const char *surface, size_t *n)
-{
-    static const char *const volt[] = {"edit_file", "delete_file"}; /* its default runtime */
-    static const char *const kward[] = {"write_file", "edit_file"}; /* its guardrail */
-    if (!strcmp(surface, "voltagent")) {
-        *n = 2;
-        return volt;
-    }
-    if (!strcmp(surface, "kward")) {
-        *n = 2;
-        return kward;
-    }
-    *n = 0;
-    return NULL;
-}
-
 /* Per-tool "enabled" intent kept beside the role while loading: 0 default, 1 on, 2 off. */
 struct tool_intent {
     unsigned char state[POLICY_MAX_TOOLS];
@@ -649,15 +634,14 @@ struct tool_intent {
 static void tools_reset(struct policy_role *r, struct tool_intent *ti)
 {
     size_t n;
-    const struct policy_tool_def *defs = policy_surface_tools(r->surface, &n);
-    size_t nr;
-    const char *const *rbw = rbw_default(r->surface, &nr);
+    const struct tool_def *defs = policy_surface_tools(r->surface, &n);
     r->n_tools = n;
     for (size_t i = 0; i < n; i++) {
-        r->tools[i] = (struct policy_tool_view){.name = defs[i].name, .kind = defs[i].kind};
-        for (size_t k = 0; k < nr; k++)
-            if (!strcmp(rbw[k], defs[i].name))
-                r->tools[i].read_before_write = true;
+        /* read_before_write starts at the surface's default (kward's guardrail, voltagent's
+         * runtime), from the gate's table. */
+        r->tools[i] = (struct policy_tool_view){.name = defs[i].name,
+                                                .kind = (enum policy_tool_kind)defs[i].kind,
+                                                .read_before_write = defs[i].read_first};
         ti->state[i] = 0;
         ti->src[i] = NULL;
     }
@@ -1145,7 +1129,7 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
                          (t->kind == POLICY_TOOL_COMMAND && r->authority.commands);
         if (ti->state[i] == 1 && !permitted) {
             const char *what = t->kind == POLICY_TOOL_WRITE ? "write" : "commands";
-            err_at(c, ti->src[i] ? jdoc_val_off(c->doc, ti->src[i]) : jdoc_key_off(c->doc, rj),
+            err_at(c, ti->src[i] ? jsonc_val_off(c->doc, ti->src[i]) : jsonc_key_off(c->doc, rj),
                    "%s.tools.enabled: '%s' needs %s authority, which role '%s' does not have; set "
                    "%s.authority.%s to true or do not enable the tool", path, t->name, what,
                    S(c, r->name), path, what);
@@ -1186,12 +1170,12 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
     }
     r->groups = narrowed;
     if (r->net == SANDBOX_NET_LOOPBACK && !r->authority.network)
-        err_at(c, jdoc_key_off(c->doc, rj), "%s.sandbox.network is \"loopback\" but role '%s' has no "
+        err_at(c, jsonc_key_off(c->doc, rj), "%s.sandbox.network is \"loopback\" but role '%s' has no "
                "network authority; set %s.authority.network to true or the network to \"none\"",
                path, S(c, r->name), path);
     for (size_t i = 0; i < r->n_binds; i++)
         if (r->binds[i].writable && !r->authority.write)
-            err_at(c, jdoc_key_off(c->doc, rj), "%s.sandbox.mounts: '%s' is mounted read-write but "
+            err_at(c, jsonc_key_off(c->doc, rj), "%s.sandbox.mounts: '%s' is mounted read-write but "
                    "role '%s' has no write authority; make the mount \"ro\"%s", path,
                    S(c, r->binds[i].host), S(c, r->name),
                    r->base == POLICY_BASE_OBSERVER ? "" : " or set authority.write to true");
@@ -1378,7 +1362,7 @@ static void load_types(struct lctx *c, const cJSON *n, const cJSON *roles, bool 
             if (v && !cJSON_IsArray(v))
                 ERR_VAL(c, v, "%s must be an array, not %s", p, type_name(v));
             else
-                err_at(c, v ? jdoc_val_off(c->doc, v) : jdoc_key_off(c->doc, m),
+                err_at(c, v ? jsonc_val_off(c->doc, v) : jsonc_key_off(c->doc, m),
                        "%s needs at least one %s: a type nobody may %s is useless", p,
                        envelope ? "permission {\"sender\": ROLE, \"receiver\": ROLE}" : "role",
                        envelope ? "send" : "create");
@@ -1815,7 +1799,7 @@ static void load_rates(struct lctx *c, const cJSON *n)
     }
 }
 
-static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *d)
+static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_diags *d)
 {
     static const char *const keys[] = {"version", "description", "roles", "envelope_types",
                                        "checkpoint_types", "agents", "highway", "users", "trail",
@@ -1861,7 +1845,7 @@ static int load_doc(struct jdoc *doc, struct policy **out, struct policy_diags *
     }
     if (c.oom) {
         policy_free(p);
-        diags_add(d, doc->name, 0, 0, "out of memory while loading the policy");
+        policy_diags_add(d, doc->name, 0, 0, "out of memory while loading the policy");
         return -ENOMEM;
     }
     if (c.errors) {
@@ -1891,13 +1875,13 @@ static void sort_diags(struct policy_diags *d, size_t from)
 int policy_load_buffer(const char *name, const char *data, size_t len, struct policy **out,
                        struct policy_diags *diags)
 {
-    struct jdoc doc;
+    struct jsonc_doc doc;
     *out = NULL;
     size_t from = diags ? diags->n : 0;
-    int r = jdoc_parse(&doc, name, data, len, diags);
+    int r = jsonc_parse(&doc, name, data, len, diags);
     if (r == 0)
         r = load_doc(&doc, out, diags);
-    jdoc_free(&doc);
+    jsonc_free(&doc);
     if (diags)
         sort_diags(diags, from);
     return r;
@@ -1910,15 +1894,15 @@ int policy_load_file(const char *path, struct policy **out, struct policy_diags 
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         int e = errno;
-        diags_add(diags, path, 0, 0, "cannot open the policy: %s", strerror(e));
+        policy_diags_add(diags, path, 0, 0, "cannot open the policy: %s", strerror(e));
         return -e;
     }
     if (!S_ISREG(st.st_mode)) {
-        diags_add(diags, path, 0, 0, "not a regular file");
+        policy_diags_add(diags, path, 0, 0, "not a regular file");
         return -EINVAL;
     }
     if (st.st_size > 16 << 20) {
-        diags_add(diags, path, 0, 0, "the file is larger than 16 MiB; a policy is small");
+        policy_diags_add(diags, path, 0, 0, "the file is larger than 16 MiB; a policy is small");
         return -EFBIG;
     }
     size_t cap = (size_t)st.st_size + 1;
@@ -1927,11 +1911,11 @@ int policy_load_file(const char *path, struct policy **out, struct policy_diags 
         return -ENOMEM;
     ssize_t n = util_read_all(fd, buf, cap);
     if (n < 0) {
-        diags_add(diags, path, 0, 0, "cannot read the policy: %s", strerror((int)-n));
+        policy_diags_add(diags, path, 0, 0, "cannot read the policy: %s", strerror((int)-n));
         return (int)n;
     }
     if ((size_t)n == cap) {
-        diags_add(diags, path, 0, 0, "the file grew while being read; try again");
+        policy_diags_add(diags, path, 0, 0, "the file grew while being read; try again");
         return -EAGAIN;
     }
     return policy_load_buffer(path, buf, (size_t)n, out, diags);

@@ -218,11 +218,9 @@ void policy_session_get(const struct policy *p, struct policy_session *out);
 /* Prints what a reviewer of the policy needs to see about ROLE (every effective setting). */
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err);
 
-/* The tools of a surface, for tests and `policy show`: NULL when the surface is unknown. */
-struct policy_tool_def {
-    const char *name;
-    enum policy_tool_kind kind;
-};
-const struct policy_tool_def *policy_surface_tools(const char *surface, size_t *n);
+/* The tools of a surface (the tool gate's table, tools/tool.h), for tests and `policy show`:
+ * NULL when the surface is unknown. */
+struct tool_def;
+const struct tool_def *policy_surface_tools(const char *surface, size_t *n);
 
 #endif

@@ -96,7 +96,7 @@ struct sandbox_profile {
  * start from this list. */
 extern const char *const sandbox_default_env[];
 
-/* The safe defaults of design.md section 7: no network, default groups, landlock on, uid/gid
+/* The safe defaults (docs/sandbox.md): no network, default groups, landlock on, uid/gid
  * 1000 inside mapped to 65534 (nobody) outside, 256 MiB memory, 256 pids, 64 MiB /tmp. */
 void sandbox_profile_default(struct sandbox_profile *p);
 

@@ -12,11 +12,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"exec", cmd_exec, "run one program in a fresh sandbox (like bwrap / nsjail)", NULL},
-    {"run", cmd_run, "run a WACP session from a policy", NULL},
-    {"policy", cmd_policy, "check policy files; show a role's resolved profile", NULL},
-    {"trail", cmd_trail, "print, follow, verify and export the trail", NULL},
-    {"ps", cmd_ps, "show the live workspace tree of a run", NULL},
+    {"exec", cli_exec, "run one program in a fresh sandbox (like bwrap / nsjail)", NULL},
+    {"run", cli_run, "run a WACP session from a policy", NULL},
+    {"policy", cli_policy, "check policy files; show a role's resolved profile", NULL},
+    {"trail", cli_trail, "print, follow, verify and export the trail", NULL},
+    {"ps", cli_ps, "show the live workspace tree of a run", NULL},
     {"gate", NULL, "answer human gates of a running session", "the human highway is not built yet"},
     {"inject", NULL, "inject a message into a running session", "the human highway is not built yet"},
     {"escalations", NULL, "list escalations of a running session", "the human highway is not built yet"},

@@ -43,6 +43,8 @@ for t in "$BUILD"/tests/unit/test_*; do
     [ -x "$t" ] || continue
     run_one "unit/$(basename "$t")" "$t"
 done
+# The layout rules (docs/architecture.md): include circles, layers, symbol prefixes.
+run_one "layout/check" python3 "$top/tests/layout/check.py" "$top" "$BUILD/libcorral.a"
 for t in "$top"/tests/e2e/*.sh; do
     [ -f "$t" ] || continue
     run_one "e2e/$(basename "$t" .sh)" sh "$t"

@@ -248,3 +248,33 @@ cJSON *tool_params_entry(const char *name, const char *desc, const struct tool_p
     }
     return o;
 }
+
+cJSON *tool_params_list(const void *table, size_t n, size_t stride, unsigned flags,
+                        tool_params_schema_fn items, bool (*shown)(const void *row, const void *data),
+                        const void *data)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n; i++) {
+        const void *row = (const char *)table + i * stride;
+        const struct tool_spec *t = row;
+        if (shown && !shown(row, data))
+            continue;
+        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params, flags, items);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+const void *tool_params_find(const void *table, size_t n, size_t stride, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++) {
+        const void *row = (const char *)table + i * stride;
+        if (!strcmp(((const struct tool_spec *)row)->name, name))
+            return row;
+    }
+    return NULL;
+}

@@ -84,4 +84,22 @@ typedef cJSON *(*tool_params_schema_fn)(const struct tool_param *p);
 cJSON *tool_params_entry(const char *name, const char *desc, const struct tool_param *p, size_t n,
                          unsigned flags, tool_params_schema_fn items);
 
+/* One tool described by a parameter table: the first member of every surface's tool row (wap,
+ * file, kward, voltagent's filesystem toolkit), so one loop lists them and one finds them. */
+struct tool_spec {
+    const char *name;
+    const char *desc;
+    const struct tool_param *params;
+    size_t n_params;
+};
+
+/* The tools/list array of the N rows at TABLE, STRIDE bytes apart, each starting with a
+ * struct tool_spec; SHOWN (NULL: every row) keeps a row when true; FLAGS and ITEMS as
+ * tool_params_entry. A new array, NULL when out of memory. */
+cJSON *tool_params_list(const void *table, size_t n, size_t stride, unsigned flags,
+                        tool_params_schema_fn items, bool (*shown)(const void *row, const void *data),
+                        const void *data);
+/* The row of TABLE (as above) whose spec is named NAME, or NULL. */
+const void *tool_params_find(const void *table, size_t n, size_t stride, const char *name);
+
 #endif

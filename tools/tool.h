@@ -68,21 +68,65 @@ bool tool_enabled(const struct tool_ctx *ctx, const char *tool);
 
 void tool_limits_default(struct tool_limits *l);
 
+/* What a tool does, for the policy (a role needs write authority for WRITE, command authority
+ * for COMMAND) and for the gate (read-before-write applies to WRITE tools only). */
+enum tool_kind {
+    TOOL_KIND_READ = 0,
+    TOOL_KIND_WRITE,
+    TOOL_KIND_COMMAND,
+};
+
+/* One row of a surface's tool table: the one place a tool's name and kind are written. The
+ * policy reads it (policy_surface_tools), the gate reads it (tools/gate.h), and test_gate
+ * fails when a surface answers a tool the table does not list, or lists one it does not answer. */
+struct tool_def {
+    const char *name;
+    enum tool_kind kind;
+    bool read_first; /* read-before-write is on when the policy says nothing (the seed's default) */
+};
+
+struct tool_verdict;
+
+/* A surface maps names and shapes; the rules are the gate's (tools/gate.h). Callers go through
+ * tool_surface_list and tool_surface_call, never through list/run directly. */
 struct tool_surface {
     const char *name; /* "wap", "file", "voltagent", "kward" */
+    const struct tool_def *defs; /* every tool of the surface, in tools/list order */
+    size_t n_defs;
     /* The `tools` array of a tools/list result: name, description, inputSchema per tool.
      * Returns a new array owned by the caller. */
     cJSON *(*list)(const struct tool_ctx *ctx);
-    /* Performs one call. Returns 0 with *result set (owned by caller): the seed's response object
-     * on success, the seed's error object with *is_error = true on a tool failure.
-     * Returns -ENOENT when TOOL is not a tool of this surface (JSON-RPC -32602). */
-    int (*call)(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
-                bool *is_error);
+    /* Performs one call the gate allowed. Returns 0 with *result set (owned by caller): the
+     * seed's response object on success, the seed's error object with *is_error = true on a
+     * tool failure. Returns -ENOENT when TOOL is not a tool of this surface (JSON-RPC -32602). */
+    int (*run)(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
+               bool *is_error);
+    /* The shape half of the gate: whether ARGS are well formed for TOOL (as run would accept
+     * them), and for a WRITE tool the workspace file whose freshness the read-before-write
+     * rule checks, as broker_path_clean names it (*rel, malloc'd). *rel is NULL when the tool
+     * names no single file, or when run answers the call otherwise before that rule (a bad
+     * path, containment, not a file: the seed's order). -1: malformed, so the gate leaves the
+     * call to run, which answers its own argument error and acts on nothing; 0: well formed;
+     * -ENOMEM. */
+    int (*target)(const struct tool_ctx *ctx, const char *tool, const cJSON *args, char **rel);
+    /* The gate's refusal in the surface's own error shape (an error result, owned by caller;
+     * NULL: out of memory). */
+    cJSON *(*refuse)(struct tool_ctx *ctx, const char *tool, const struct tool_verdict *v);
     /* When an error RESULT of call is a refusal by the rules (containment, read-only, read
      * first, approval), the rule in a few words, for the trail's denial entry; NULL when it is
      * an ordinary failure (missing file, bad argument). NULL function: the WAP/File Tools codes. */
     const char *(*denial)(const cJSON *result);
 };
+
+/* The row of TOOL in the surface's table, or NULL. */
+const struct tool_def *tool_surface_def(const struct tool_surface *s, const char *tool);
+/* The surface's tools/list array without the tools the policy disables (tools/gate.c). */
+cJSON *tool_surface_list(const struct tool_surface *s, const struct tool_ctx *ctx);
+/* One tools/call: the gate (tools/gate.h), then the surface's run when the gate allows it, or
+ * the surface's refusal (*is_error = true) when it does not. Same returns as run; -EPERM for a
+ * tool the policy disables (the caller answers that at the protocol level, dispatch.c). */
+int tool_surface_call(const struct tool_surface *s, struct tool_ctx *ctx, const char *tool,
+                      const cJSON *args, cJSON **result, bool *is_error);
 
 /* The surface of that name, or NULL. */
 const struct tool_surface *tool_surface_find(const char *name);

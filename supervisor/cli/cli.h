@@ -1,6 +1,6 @@
-/* supervisor/cli/cli.h: the subcommands of the `corral` CLI, one file each (cmd_*.c).
+/* supervisor/cli/cli.h: the subcommands of the `corral` CLI, one file each in supervisor/cli/.
  * Each takes the arguments after its own name (argv[0] is the subcommand) and returns the
- * process exit status of design.md section 3. */
+ * process exit status of docs/sandbox.md ("Exit status"). */
 #ifndef CORRAL_COMMANDS_H
 #define CORRAL_COMMANDS_H
 
@@ -14,10 +14,18 @@ enum {
     CORRAL_EXIT_NOTFOUND = 127,
 };
 
-int cmd_exec(int argc, char **argv);
-int cmd_policy(int argc, char **argv);
-int cmd_trail(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_ps(int argc, char **argv);
+int cli_exec(int argc, char **argv);
+int cli_policy(int argc, char **argv);
+int cli_trail(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_ps(int argc, char **argv);
+
+#define DEFAULT_TRAIL "/var/lib/corral/corral.db"
+
+struct policy;
+/* The trail a run of policy P uses: GIVEN when set, else the policy's trail.path, else
+ * DEFAULT_TRAIL (shared by `corral run` and `corral ps`, which finds the run's control socket
+ * beside it). */
+const char *cli_trail_path(const struct policy *p, const char *given);
 
 #endif

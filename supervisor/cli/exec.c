@@ -1,6 +1,6 @@
 /* supervisor/cli/exec.c: `corral exec [options] -- PROGRAM [ARG...]`: run one program in a fresh
  * sandbox, like bwrap or nsjail, with corral's defaults (no network, budgets, minimal root,
- * seccomp, no capabilities). The exit status is the program's own (design.md section 3). */
+ * seccomp, no capabilities). The exit status is the program's own (docs/sandbox.md, "Exit status"). */
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/runtime/exec_record.h"
@@ -13,12 +13,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 
 static void exec_usage(FILE *f)
 {
@@ -334,7 +331,16 @@ static void sample_budgets(void *data)
     (void)sample_budgets_staged(data);
 }
 
-int cmd_exec(int argc, char **argv)
+/* Without an agent no turn end commits: a sample commits what it staged. A failure leaves the
+ * record failed (status 125 at the end). */
+static void sample_budgets_commit(void *data)
+{
+    struct sampler *s = data;
+    if (sample_budgets_staged(s) > 0)
+        (void)exec_record_finish(s->rec);
+}
+
+int cli_exec(int argc, char **argv)
 {
     struct exec_opts o;
     memset(&o, 0, sizeof(o));
@@ -344,15 +350,11 @@ int cmd_exec(int argc, char **argv)
     int status = CORRAL_EXIT_INTERNAL;
     struct sandbox_child *child = NULL;
     _cleanup_free_ char *program = NULL;
-    _cleanup_close_ int sfd = -1;
-    _cleanup_close_ int tfd = -1;
     struct policy *pol = NULL;
     struct policy_role_view view;
     struct trail *trail = NULL;
     struct exec_record rec = {0};
-    struct scnotify *notify = NULL;
-    _cleanup_close_ int sample_fd = -1;
-    _cleanup_close_ int warn_fd = -1;
+    struct listener *notify = NULL;
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
@@ -414,7 +416,6 @@ int cmd_exec(int argc, char **argv)
     for (size_t i = 0; i < ARRAY_SIZE(fwd_sigs); i++)
         sigaddset(&fwd, fwd_sigs[i]);
     sigprocmask(SIG_BLOCK, &fwd, &old);
-    sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
 
     struct cerr err = {0};
     /* Write-ahead: the sandbox and what will run in it are recorded before it exists. */
@@ -454,116 +455,36 @@ int cmd_exec(int argc, char **argv)
     exec_record_spawned(&rec, sandbox_child_pid(child));
     int lfd = sandbox_child_take_notify_fd(child);
     if (lfd >= 0) {
-        struct scnotify_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
-        if (scnotify_new(lfd, &no, &notify, &err) < 0) {
+        struct listener_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
+        if (listener_new(lfd, &no, &notify, &err) < 0) {
             fprintf(stderr, "corral: %s\n", err.msg);
             goto out_sig;
         }
     }
     struct sampler sampler = {.rec = &rec, .child = child, .prof = &o.prof};
-    if (o.timeout > 0) {
-        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-        struct itimerspec its = {.it_value = {(time_t)o.timeout, (long)((o.timeout - (double)(time_t)o.timeout) * 1e9)}};
-        if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-            its.it_value.tv_nsec = 1;
-        if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the timeout: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
     bool timed_out = false;
+    /* One supervision loop (supervisor/runtime/serve.c) with or without --workspace: the
+     * sandbox's end, forwarded signals, the timeout, budget samples and seccomp denials; with
+     * --workspace also the tools the role allows (commands in sandboxes of their own, with the
+     * role's command profile). Without an agent nothing commits at a turn's end: the sampler
+     * commits what it staged itself. */
+    struct serve_exec_opts so = {.workspace = o.workspace, .view = &view,
+                                 .timeout_sec = o.timeout, .trail = trail,
+                                 .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
+                                 .notify = notify,
+                                 .sample_sec = trail ? SAMPLE_SEC : 0,
+                                 .sample = o.workspace ? sample_budgets : sample_budgets_commit,
+                                 .sample_data = &sampler};
+    int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
     if (o.workspace) {
-        /* Tools as the role allows; commands run in sandboxes of their own, with the role's
-         * command profile. */
-        struct serve_exec_opts so = {.workspace = o.workspace, .surface = view.surface,
-                                     .allow_commands = view.authority.commands,
-                                     .read_only = !view.authority.write,
-                                     .command_profile = &view.command_sandbox,
-                                     .timeout_sec = o.timeout, .trail = trail,
-                                     .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
-                                     .notify = notify,
-                                     .sample_sec = trail ? SAMPLE_SEC : 0,
-                                     .sample = sample_budgets, .sample_data = &sampler};
-        tool_limits_default(&so.limits);
-        policy_tool_limits_apply(&view, &so.limits);
-        struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
-        so.rules = rules;
-        so.n_rules = policy_tool_rules_fill(&view, rules, ARRAY_SIZE(rules));
-        int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
         close(to_agent[1]);
         close(from_agent[0]);
-        if (r < 0) {
-            fprintf(stderr, "corral: %s\n", err.msg);
-            sandbox_child_signal(child, SIGKILL);
-            sandbox_child_wait(child, &(struct sandbox_result){0}, &err);
-            goto out_sig;
-        }
     }
-    if (!o.workspace && trail) {
-        sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        long ns = (long)(SAMPLE_SEC * 1e9);
-        struct itimerspec its = {.it_interval = {0, ns}, .it_value = {0, ns}};
-        if (sample_fd < 0 || timerfd_settime(sample_fd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the budget sampling timer: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
-    if (!o.workspace && trail && o.timeout > 0) {
-        /* The wall-time budget's warning point, on time rather than at the next sample. */
-        double at = o.timeout * 0.8;
-        warn_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec its = {.it_value = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9) + 1}};
-        if (warn_fd < 0 || timerfd_settime(warn_fd, 0, &its, NULL) < 0) {
-            fprintf(stderr, "corral: cannot arm the budget warning timer: %s\n", strerror(errno));
-            goto out_sig;
-        }
-    }
-    bool notify_failed = false, notify_watch = notify != NULL;
-    while (!o.workspace) {
-        /* Every slot is always there; poll skips a negative fd. */
-        struct pollfd pfd[6] = {{sandbox_child_pidfd(child), POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0},
-                                {notify_watch ? scnotify_fd(notify) : -1, POLLIN, 0}, {sample_fd, POLLIN, 0},
-                                {warn_fd, POLLIN, 0}};
-        int n = poll(pfd, 6, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            fprintf(stderr, "corral: poll: %s\n", strerror(errno));
-            goto out_sig;
-        }
-        if (pfd[3].revents) {
-            bool hup = false;
-            struct cerr e = {0};
-            if (scnotify_handle(notify, 64, &hup, &e) < 0 && !notify_failed) {
-                notify_failed = true;
-                fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
-            }
-            if (hup || (pfd[3].revents & (POLLHUP | POLLERR | POLLNVAL)))
-                notify_watch = false; /* no filtered process left (the counts stay) */
-        }
-        if ((sample_fd >= 0 && pfd[4].revents) || (warn_fd >= 0 && pfd[5].revents)) {
-            uint64_t ticks;
-            (void)!read(sample_fd, &ticks, sizeof(ticks));
-            if (warn_fd >= 0 && pfd[5].revents) {
-                close(warn_fd);
-                warn_fd = -1;
-            }
-            if (sample_budgets_staged(&sampler) > 0)
-                (void)exec_record_finish(&rec); /* a failure leaves rec failed: status 125 at the end */
-        }
-        if (pfd[0].revents)
-            break;
-        if (pfd[1].revents) {
-            struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-                sandbox_child_signal(child, (int)si.ssi_signo);
-        }
-        if (tfd >= 0 && pfd[2].revents) {
-            timed_out = true;
-            sandbox_child_signal(child, SIGKILL);
-            close(tfd);
-            tfd = -1;
-        }
+    if (r < 0) {
+        fprintf(stderr, "corral: %s\n", err.msg);
+        sandbox_child_signal(child, SIGKILL);
+        sandbox_child_wait(child, &(struct sandbox_result){0}, &err);
+        goto out_sig;
     }
     struct sandbox_result res;
     if (sandbox_child_wait(child, &res, &err) < 0) {
@@ -574,8 +495,8 @@ int cmd_exec(int argc, char **argv)
         /* What was still waiting when the sandbox ended (its callers are gone), then one
          * aggregate entry per syscall denied past the per-syscall records. */
         struct cerr e = {0};
-        (void)scnotify_handle(notify, 64, NULL, &e);
-        scnotify_finish(notify);
+        (void)listener_handle(notify, 64, NULL, &e);
+        listener_finish(notify);
     }
     exec_record_exited(&rec, &res, timed_out, &o.prof);
     if (o.stats)
@@ -596,7 +517,7 @@ int cmd_exec(int argc, char **argv)
 out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-    scnotify_free(notify);
+    listener_free(notify);
     sandbox_child_free(child);
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
         fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);

@@ -108,7 +108,7 @@ static int show(int argc, char **argv)
     return status;
 }
 
-int cmd_policy(int argc, char **argv)
+int cli_policy(int argc, char **argv)
 {
     if (argc < 2) {
         policy_usage(stderr);

@@ -450,7 +450,7 @@ static int cmd_export(int argc, char **argv)
     return status;
 }
 
-int cmd_trail(int argc, char **argv)
+int cli_trail(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "verify"))
         return cmd_verify(argc - 1, argv + 1);

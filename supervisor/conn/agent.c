@@ -67,6 +67,7 @@ struct agent {
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    void (*on_message)(struct agent *a, const struct rpc_msg *m);
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -490,7 +491,7 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
         a->st.requests++;
     else
         a->st.notifications++;
-    dispatch_message(a, &m);
+    a->on_message(a, &m);
     rpc_msg_clear(&m);
 }
 
@@ -624,7 +625,7 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = j->a->surface->call(j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
+    j->rc = tool_surface_call(j->a->surface, j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
                                 &j->is_error);
 }
 
@@ -698,10 +699,10 @@ static void tool_job_done(struct pool_job *pj)
 static bool tool_is_command(const struct tool_surface *surface, const char *tool)
 {
     size_t n = 0;
-    const struct policy_tool_def *defs = surface ? policy_surface_tools(surface->name, &n) : NULL;
+    const struct tool_def *defs = surface ? policy_surface_tools(surface->name, &n) : NULL;
     for (size_t i = 0; defs && i < n; i++)
         if (!strcmp(defs[i].name, tool))
-            return defs[i].kind == POLICY_TOOL_COMMAND;
+            return defs[i].kind == TOOL_KIND_COMMAND;
     return false;
 }
 
@@ -831,8 +832,9 @@ static int set_nonblock(int fd)
 
 int agent_new(struct agent_host *h, const struct agent_config *c, struct agent **out, struct cerr *err)
 {
-    if (!c->surface || !c->tools || c->in_fd < 0 || c->out_fd < 0)
-        return cerr_set(err, EINVAL, "agent: a surface, a tool context and two fds are required");
+    if (!c->surface || !c->tools || !c->on_message || c->in_fd < 0 || c->out_fd < 0)
+        return cerr_set(err, EINVAL,
+                        "agent: a surface, a tool context, a message handler and two fds are required");
     struct agent *a = calloc(1, sizeof(*a));
     if (!a)
         return cerr_set(err, ENOMEM, "agent: out of memory");
@@ -845,6 +847,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->win.fd = a->wout.fd = -1;
     a->surface = c->surface;
     a->wacp = c->wacp;
+    a->on_message = c->on_message;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;

@@ -51,6 +51,10 @@ struct agent_config {
     /* Requests whose method starts with "wacp/" (corral run): answered by this handler on the
      * loop thread (agent_reply / agent_reply_error_data); NULL: they are unknown methods. */
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
+    /* Acts on each decoded message (the protocol's method table: dispatch_message of
+     * supervisor/conn/dispatch.h). Required: the connection frames, counts and answers; what a
+     * message means is decided above it, so this file never calls up into dispatch.c. */
+    void (*on_message)(struct agent *a, const struct rpc_msg *m);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */
@@ -106,11 +110,5 @@ const struct tool_ctx *agent_tools(const struct agent *a);
  * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
  * the trail cannot record the call (it is then not made). */
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
-
-/* dispatch.c: acts on one decoded message of A (answers requests, never notifications). */
-void dispatch_message(struct agent *a, const struct rpc_msg *m);
-/* The protocol versions answered by initialize and server/discover, newest first. */
-extern const char *const dispatch_protocol_versions[];
-extern const size_t dispatch_n_protocol_versions;
 
 #endif

@@ -1,7 +1,8 @@
 /* supervisor/conn/dispatch.c: the method table of the agent protocol. Each method says whether it is a
  * request or a notification and whether it is permitted before initialize; the table refuses what
  * is not permitted now, so no handler checks it again. */
-#include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
+#include "tools/gate.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -142,14 +143,8 @@ static void m_discover(struct agent *a, const struct rpc_msg *m)
 
 static void m_tools_list(struct agent *a, const struct rpc_msg *m)
 {
-    cJSON *tools = agent_surface(a)->list(agent_tools(a));
-    /* A tool the policy disables is not offered at all. */
-    for (cJSON *t = tools ? tools->child : NULL, *next; t; t = next) {
-        next = t->next;
-        const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "name");
-        if (cJSON_IsString(n) && !tool_enabled(agent_tools(a), n->valuestring))
-            cJSON_Delete(cJSON_DetachItemViaPointer(tools, t));
-    }
+    /* Without the tools the policy disables (the gate's list, tools/gate.c). */
+    cJSON *tools = tool_surface_list(agent_surface(a), agent_tools(a));
     cJSON *r = tools ? cJSON_CreateObject() : NULL;
     if (!r) {
         cJSON_Delete(tools);
@@ -178,8 +173,10 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: \"arguments\" must be an object");
         return;
     }
+    /* The gate's first rule, answered here at the protocol level: a disabled tool is not there
+     * for this role (tools/list does not show it). The other rules come in tool_surface_call. */
     if (!tool_enabled(agent_tools(a), name->valuestring)) {
-        if (agent_record_denial(a, "tool", name->valuestring, "tool disabled by policy") < 0) {
+        if (agent_record_denial(a, "tool", name->valuestring, tool_rule_words(TOOL_RULE_DISABLED)) < 0) {
             agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
                               "internal error: the trail cannot be written, so the call was not made");
             return;

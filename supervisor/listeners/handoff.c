@@ -23,15 +23,15 @@ struct handed {
 };
 
 struct watched {
-    struct cmddeny *c;
-    struct scnotify *n;
+    struct handoff *c;
+    struct listener *n;
     struct loop_watch w;
     char *tag;
-    struct sandbox_seccomp rules; /* scnotify borrows it */
+    struct sandbox_seccomp rules; /* the listener borrows it */
     struct watched *next, **pprev;
 };
 
-struct cmddeny {
+struct handoff {
     struct loop *loop;
     struct trail *trail;
     int efd;
@@ -51,7 +51,7 @@ static void handed_free(struct handed *h)
 
 static void watched_free(struct watched *x)
 {
-    scnotify_free(x->n);
+    listener_free(x->n);
     free(x->tag);
     free(x);
 }
@@ -66,12 +66,12 @@ static void on_notify(void *data, uint32_t events)
     struct watched *x = data;
     bool hup = false;
     struct cerr e = {0};
-    if (scnotify_handle(x->n, 64, &hup, &e) < 0)
+    if (listener_handle(x->n, 64, &hup, &e) < 0)
         fprintf(stderr, "corral: trail: cannot record a command's seccomp denial: %s\n", e.msg);
     if (!hup && !(events & (EPOLLHUP | EPOLLERR)))
         return;
     /* No filtered process left: the per-syscall totals, then the listener goes. */
-    scnotify_finish(x->n);
+    listener_finish(x->n);
     loop_watch_del(x->c->loop, &x->w);
     *x->pprev = x->next;
     if (x->next)
@@ -82,7 +82,7 @@ static void on_notify(void *data, uint32_t events)
 
 static void on_handed(void *data, uint32_t events)
 {
-    struct cmddeny *c = data;
+    struct handoff *c = data;
     (void)events;
     uint64_t v;
     if (read(c->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -104,12 +104,12 @@ static void on_handed(void *data, uint32_t events)
         x->tag = h->tag;
         h->tag = NULL;
         x->rules = h->rules;
-        struct scnotify_opts o = {.trail = c->trail, .workspace = x->tag, .profile = &x->rules};
+        struct listener_opts o = {.trail = c->trail, .workspace = x->tag, .profile = &x->rules};
         int fd = h->fd;
         h->fd = -1;
         handed_free(h);
-        if (scnotify_new(fd, &o, &x->n, &e) < 0 ||
-            loop_watch_add(c->loop, &x->w, scnotify_fd(x->n), EPOLLIN, on_notify, x) < 0) {
+        if (listener_new(fd, &o, &x->n, &e) < 0 ||
+            loop_watch_add(c->loop, &x->w, listener_fd(x->n), EPOLLIN, on_notify, x) < 0) {
             fprintf(stderr, "corral: cannot watch a command sandbox's seccomp listener: %s\n",
                     e.msg[0] ? e.msg : "out of memory");
             watched_free(x); /* closes it: the command's denied calls fail with ENOSYS */
@@ -123,9 +123,9 @@ static void on_handed(void *data, uint32_t events)
     }
 }
 
-int cmddeny_new(struct loop *loop, struct trail *trail, struct cmddeny **out, struct cerr *err)
+int handoff_new(struct loop *loop, struct trail *trail, struct handoff **out, struct cerr *err)
 {
-    struct cmddeny *c = calloc(1, sizeof(*c));
+    struct handoff *c = calloc(1, sizeof(*c));
     if (!c)
         return cerr_set(err, ENOMEM, "out of memory");
     c->loop = loop;
@@ -144,7 +144,7 @@ int cmddeny_new(struct loop *loop, struct trail *trail, struct cmddeny **out, st
     return 0;
 }
 
-void cmddeny_free(struct cmddeny *c)
+void handoff_free(struct handoff *c)
 {
     if (!c)
         return;
@@ -163,9 +163,9 @@ void cmddeny_free(struct cmddeny *c)
     free(c);
 }
 
-void cmddeny_adopt(void *data, const char *tag, int listener, const struct sandbox_seccomp *rules)
+void handoff_adopt(void *data, const char *tag, int listener, const struct sandbox_seccomp *rules)
 {
-    struct cmddeny *c = data;
+    struct handoff *c = data;
     struct handed *h = calloc(1, sizeof(*h));
     if (!h || !(h->tag = strdup(tag ? tag : "agent"))) {
         free(h);

@@ -10,16 +10,16 @@
 #include "supervisor/conn/loop.h"
 
 struct trail;
-struct cmddeny;
+struct handoff;
 
 /* TRAIL must not be NULL: without a trail no listener is asked for. */
-int cmddeny_new(struct loop *loop, struct trail *trail, struct cmddeny **out, struct cerr *err);
+int handoff_new(struct loop *loop, struct trail *trail, struct handoff **out, struct cerr *err);
 /* Closes every listener (a process still filtered then gets ENOSYS). NULL is a no-op. */
-void cmddeny_free(struct cmddeny *c);
+void handoff_free(struct handoff *c);
 
 /* tool_ctx.adopt_listener: from any thread. Takes LISTENER in every case (closed when it cannot
  * be watched: the filtered calls then fail with ENOSYS instead of EPERM, never succeed). TAG is
  * the workspace id of the entries; RULES (copied) name the rule that refused. */
-void cmddeny_adopt(void *c, const char *tag, int listener, const struct sandbox_seccomp *rules);
+void handoff_adopt(void *c, const char *tag, int listener, const struct sandbox_seccomp *rules);
 
 #endif

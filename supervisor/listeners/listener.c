@@ -32,7 +32,7 @@ struct counter {
     uint64_t count;    /* denials in all */
 };
 
-struct scnotify {
+struct listener {
     int fd;
     struct trail *trail;
     char *workspace;
@@ -47,7 +47,7 @@ struct scnotify {
     uint64_t total;
 };
 
-int scnotify_new(int listener, const struct scnotify_opts *o, struct scnotify **out, struct cerr *err)
+int listener_new(int listener, const struct listener_opts *o, struct listener **out, struct cerr *err)
 {
     struct seccomp_notif_sizes sz = {0};
     if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0) {
@@ -55,7 +55,7 @@ int scnotify_new(int listener, const struct scnotify_opts *o, struct scnotify **
         close(listener);
         return cerr_set(err, e, "seccomp: cannot read the notification sizes: %s", strerror(e));
     }
-    struct scnotify *n = calloc(1, sizeof(*n));
+    struct listener *n = calloc(1, sizeof(*n));
     if (!n) {
         close(listener);
         return cerr_set(err, ENOMEM, "out of memory");
@@ -75,17 +75,17 @@ int scnotify_new(int listener, const struct scnotify_opts *o, struct scnotify **
     n->resp = calloc(1, n->resp_size);
     n->workspace = o->workspace ? strdup(o->workspace) : NULL;
     if (!n->req || !n->resp || (o->workspace && !n->workspace)) {
-        scnotify_free(n);
+        listener_free(n);
         return cerr_set(err, ENOMEM, "out of memory");
     }
     *out = n;
     return 0;
 }
 
-int scnotify_fd(const struct scnotify *n) { return n->fd; }
-uint64_t scnotify_total(const struct scnotify *n) { return n->total; }
+int listener_fd(const struct listener *n) { return n->fd; }
+uint64_t listener_total(const struct listener *n) { return n->total; }
 
-void scnotify_free(struct scnotify *n)
+void listener_free(struct listener *n)
 {
     if (!n)
         return;
@@ -98,7 +98,7 @@ void scnotify_free(struct scnotify *n)
 }
 
 /* The counter of (arch, nr), or NULL once the table is full (open addressing, no removal). */
-static struct counter *counter_of(struct scnotify *n, uint32_t arch, int nr)
+static struct counter *counter_of(struct listener *n, uint32_t arch, int nr)
 {
     uint32_t h = (arch * 2654435761u) ^ ((uint32_t)nr * 40503u);
     for (size_t i = 0; i < TABLE_SLOTS; i++) {
@@ -113,7 +113,7 @@ static struct counter *counter_of(struct scnotify *n, uint32_t arch, int nr)
     return NULL;
 }
 
-static void answer(struct scnotify *n, uint64_t id)
+static void answer(struct listener *n, uint64_t id)
 {
     memset(n->resp, 0, n->resp_size);
     n->resp->id = id;
@@ -143,7 +143,7 @@ static long pid_inside(uint32_t host_pid)
     return v > 0 ? v : -1;
 }
 
-static cJSON *denial_body(const struct scnotify *n, uint32_t arch, int nr)
+static cJSON *denial_body(const struct listener *n, uint32_t arch, int nr)
 {
     char name[64], abuf[32];
     sandbox_seccomp_syscall_name(arch, nr, name, sizeof(name));
@@ -159,14 +159,14 @@ static cJSON *denial_body(const struct scnotify *n, uint32_t arch, int nr)
     return b;
 }
 
-static int stage(struct scnotify *n, const char *type, cJSON *body, struct cerr *err)
+static int stage(struct listener *n, const char *type, cJSON *body, struct cerr *err)
 {
     int r = trail_append(n->trail, n->workspace, "protocol", type, body, NULL, err);
     cJSON_Delete(body);
     return r;
 }
 
-int scnotify_handle(struct scnotify *n, unsigned max, bool *hup, struct cerr *err)
+int listener_handle(struct listener *n, unsigned max, bool *hup, struct cerr *err)
 {
     uint64_t pending[BATCH_MAX];
     unsigned n_pending = 0, handled = 0;
@@ -230,7 +230,7 @@ int scnotify_handle(struct scnotify *n, unsigned max, bool *hup, struct cerr *er
     return rc < 0 ? rc : (int)handled;
 }
 
-void scnotify_finish(struct scnotify *n)
+void listener_finish(struct listener *n)
 {
     if (!n->trail)
         return;

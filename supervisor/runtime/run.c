@@ -6,16 +6,17 @@
 #include "supervisor/runtime/run.h"
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/exec_record.h"
+#include "supervisor/runtime/role_tools.h"
 #include "supervisor/runtime/rundir.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
 #include "supervisor/trail/scrub.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
-#include "tools/broker/protect.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -48,9 +49,9 @@ struct run_ws {
     struct agent *agent;
     int to_agent, from_agent; /* our ends of its stdin and stdout */
     int root_fd;
-    struct tool_ctx ctx;
+    struct role_tools tools;
+    char *root_host_path; /* the model's dir, kept alive with ours for the commands' binds */
     struct tool_session *session;
-    struct tool_rule rules[POLICY_MAX_SURFACE_TOOLS];
     struct loop_watch pid_watch, grace_watch, wall_watch;
     bool exited, conn_ended, stopping, finalized;
     struct run_ws *next;
@@ -67,7 +68,7 @@ struct run {
     struct run_ws *list;
     struct loop_watch deadline_watch, sig_watch, timeout_watch, ctl_watch;
     struct control *ctl;
-    struct cmddeny *cmd_denials; /* command sandboxes' seccomp listeners */
+    struct handoff *cmd_denials; /* command sandboxes' seccomp listeners */
     uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
     int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
@@ -83,7 +84,7 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static struct run_ws *ws_find(struct run *r, const char *id)
+static struct run_ws *run_ws_find(struct run *r, const char *id)
 {
     for (struct run_ws *s = r->list; s; s = s->next)
         if (!strcmp(s->id, id))
@@ -128,7 +129,7 @@ static int hook_commit(void *data)
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
 
-static void ws_free(struct run_ws *s)
+static void run_ws_free(struct run_ws *s)
 {
     if (!s)
         return;
@@ -140,6 +141,7 @@ static void ws_free(struct run_ws *s)
     if (s->root_fd >= 0)
         close(s->root_fd);
     tool_session_free(s->session);
+    free(s->root_host_path);
     for (size_t i = 0; s->argv && s->argv[i]; i++)
         free(s->argv[i]);
     free(s->argv);
@@ -192,7 +194,7 @@ static int build_argv(struct run_ws *s, const struct policy_agent *ag, struct ce
 
 /* Puts ENTRY ("KEY=VALUE", taken) in ENV, replacing an entry with the same key: the last word
  * wins, so a policy's PATH replaces the default one instead of standing behind it unseen. */
-static void env_put(char **env, size_t *n, char *entry)
+static void run_env_put(char **env, size_t *n, char *entry)
 {
     const char *eq = entry ? strchr(entry, '=') : NULL;
     size_t kl = eq ? (size_t)(eq - entry) + 1 : 0;
@@ -220,20 +222,20 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     char *v;
     for (size_t i = 0; i < nd; i++)
         if ((v = strdup(sandbox_default_env[i])))
-            env_put(s->envp, &n, v);
+            run_env_put(s->envp, &n, v);
         else
             oom = true;
     for (size_t i = 0; i < ag->n_env; i++)
         if ((v = strdup(ag->env[i])))
-            env_put(s->envp, &n, v);
+            run_env_put(s->envp, &n, v);
         else
             oom = true;
     if (asprintf(&v, "CORRAL_WORKSPACE=%s", s->id) >= 0)
-        env_put(s->envp, &n, v);
+        run_env_put(s->envp, &n, v);
     else
         oom = true;
     if (asprintf(&v, "CORRAL_ROLE=%s", s->role) >= 0)
-        env_put(s->envp, &n, v);
+        run_env_put(s->envp, &n, v);
     else
         oom = true;
     if (oom)
@@ -263,12 +265,12 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->role = strdup(info->role);
     if (!s->id || !s->role || asprintf(&s->log_path, "%s.log", info->id) < 0) {
         s->log_path = NULL;
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int rc = policy_role_resolve(pol, info->role, &s->view, err);
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
     s->prof = s->view.sandbox;
@@ -282,7 +284,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->prof.limits.fsize = LOG_FILE_MAX;
     s->prof.hostname = "corral";
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
 
@@ -298,7 +300,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     rc = ok ? record(r, info->id, "protocol", "sandbox_created", b) : -ENOMEM;
     cJSON_Delete(b);
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, EIO, "the trail cannot record the sandbox, so it is not created");
     }
 
@@ -312,7 +314,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
             close(in[0]);
             close(in[1]);
         }
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, e, "cannot set up the agent's pipes or log %s: %s", s->log_path, strerror(e));
     }
     struct sandbox_stdio stdio = {.in = in[0], .out = out[1], .err = logfd};
@@ -322,7 +324,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->to_agent = in[1];
     s->from_agent = out[0];
     if (rc < 0) {
-        ws_free(s);
+        run_ws_free(s);
         return rc;
     }
     cJSON *pb = cJSON_CreateObject();
@@ -337,53 +339,39 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
         int e = errno;
         sandbox_child_signal(s->child, SIGKILL);
-        ws_free(s);
+        run_ws_free(s);
         return cerr_set(err, e, "cannot open the workspace directory %s: %s", info->dir, strerror(e));
     }
-    tool_limits_default(&s->ctx.limits);
-    policy_tool_limits_apply(&s->view, &s->ctx.limits);
-    s->ctx.root_fd = s->root_fd;
-    s->ctx.root_host_path = NULL;
-    s->ctx.read_only = !s->view.authority.write;
-    s->ctx.allow_commands = s->view.authority.commands;
-    s->ctx.command_profile = &s->view.command_sandbox;
-    s->ctx.cgroup_parent = s->child;
-    s->ctx.n_rules = policy_tool_rules_fill(&s->view, s->rules, ARRAY_SIZE(s->rules));
-    s->ctx.rules = s->rules;
+    /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
+    s->root_host_path = strdup(info->dir);
+    if (!s->root_host_path) {
+        sandbox_child_signal(s->child, SIGKILL);
+        run_ws_free(s);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
+    struct role_tools_opts to = {.view = &s->view, .root_fd = s->root_fd,
+                                 .root_host_path = s->root_host_path, .cgroup_parent = s->child,
+                                 .session = s->session, .denials = r->cmd_denials, .tag = s->id,
+                                 .storage_bytes = info->budgets.storage_bytes};
     /* Protected paths (the policy's, else the default .git list) and the storage budget bind
      * the agent's own tools; checkpoints and integration check them again in the model. */
     struct policy_session pss;
     policy_session_get(pol, &pss);
-    s->ctx.protected_paths = pss.protected_paths ? pss.protected_paths : broker_protected_default;
-    s->ctx.n_protected = pss.protected_paths ? pss.n_protected_paths : 0;
-    while (!pss.protected_paths && broker_protected_default[s->ctx.n_protected])
-        s->ctx.n_protected++;
-    s->ctx.storage_bytes = info->budgets.storage_bytes;
-    s->ctx.session = s->session;
-    s->ctx.adopt_listener = cmddeny_adopt;
-    s->ctx.adopt_data = r->cmd_denials;
-    s->ctx.adopt_tag = s->id;
-    /* Commands bind the workspace by its host path: keep the model's string alive with ours. */
-    char *dir = strdup(info->dir);
-    if (!dir) {
-        sandbox_child_signal(s->child, SIGKILL);
-        ws_free(s);
-        return cerr_set(err, ENOMEM, "out of memory");
-    }
-    s->ctx.root_host_path = dir;
+    to.protected_paths = pss.protected_paths;
+    to.n_protected = pss.n_protected_paths;
+    role_tools_init(&s->tools, &to);
 
     const struct tool_surface *surface = tool_surface_find(s->view.surface);
     struct agent_config ac = {
         .name = s->id, .in_fd = s->from_agent, .out_fd = s->to_agent,
-        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->ctx,
-        .on_end = on_conn_end, .data = s, .wacp = on_wacp,
+        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->tools.ctx,
+        .on_end = on_conn_end, .data = s, .wacp = on_wacp, .on_message = dispatch_message,
     };
     rc = agent_new(r->host, &ac, &s->agent, err);
     if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN, on_pid_end, s) < 0) {
         agent_free(s->agent);
         sandbox_child_signal(s->child, SIGKILL);
-        free(dir);
-        ws_free(s);
+        run_ws_free(s);
         return rc < 0 ? rc : cerr_set(err, EIO, "cannot watch the agent's sandbox");
     }
     if (info->budgets.wall_time > 0)
@@ -404,7 +392,7 @@ static void on_grace_end(void *data, uint32_t events)
         sandbox_child_signal(s->child, SIGKILL);
 }
 
-static void ws_stop(struct run_ws *s)
+static void run_ws_stop(struct run_ws *s)
 {
     if (s->stopping || s->exited)
         return;
@@ -418,22 +406,22 @@ static void ws_stop(struct run_ws *s)
 
 static void hook_stop(void *data, const char *ws, const char *why)
 {
-    struct run_ws *s = ws_find(data, ws);
+    struct run_ws *s = run_ws_find(data, ws);
     (void)why;
     if (s)
-        ws_stop(s);
+        run_ws_stop(s);
 }
 
 static int hook_notify(void *data, const char *ws, const char *method, cJSON *params)
 {
-    struct run_ws *s = ws_find(data, ws);
+    struct run_ws *s = run_ws_find(data, ws);
     if (s && s->agent && !s->conn_ended)
         agent_notify(s->agent, method, params);
     cJSON_Delete(params);
     return 0;
 }
 
-static void ws_maybe_finalize(struct run_ws *s)
+static void run_ws_maybe_finalize(struct run_ws *s)
 {
     if (s->finalized || !s->exited || !s->conn_ended)
         return;
@@ -505,7 +493,7 @@ static void on_pid_end(void *data, uint32_t events)
     }
     wacp_agent_ended(r->w, s->id, reason);
     /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
-    ws_maybe_finalize(s);
+    run_ws_maybe_finalize(s);
 }
 
 static void on_conn_end(struct agent *a, enum agent_end why, void *data)
@@ -516,8 +504,8 @@ static void on_conn_end(struct agent *a, enum agent_end why, void *data)
     if (why == AGENT_END_ABUSE)
         wacp_agent_ended(s->r->w, s->id, "protocol_abuse");
     /* An agent that closed its side of the channel is done talking: it gets its grace. */
-    ws_stop(s);
-    ws_maybe_finalize(s);
+    run_ws_stop(s);
+    run_ws_maybe_finalize(s);
 }
 
 static void on_wall_time(void *data, uint32_t events)
@@ -553,85 +541,21 @@ static int add_entry(const struct trail_entry *te, void *data)
     return 0;
 }
 
-#define TRAIL_QUERY_DEFAULT 100
-#define TRAIL_QUERY_MAX 1000
-
-/* wacp/trail.query {workspace?, type?, limit?}: committed entries, per the caller's read scope
- * (PROTOCOL 9.2): the global trail for a role that reads it, else its own local trail only;
- * scrubbed of the host side (pids, cgroups, host paths) whoever asks: agents are not admins.
- * Outside its scope a caller sees an empty result, not an error (PROTOCOL 9.4). */
-static int trail_query_method(struct run_ws *s, const cJSON *p, cJSON **result, struct wacp_err *e)
+/* hooks.trail_query (wacp/trail.query, a row of the WACP method table): the run holds the trail,
+ * so it reads it, with a reader opened on first use. */
+static int hook_trail_query(void *data, const char *ws, const char *type, uint64_t limit,
+                            cJSON *entries, struct cerr *err)
 {
-    struct run *r = s->r;
-    if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p)) {
-        e->rpc_code = RPC_INVALID_PARAMS;
-        snprintf(e->code, sizeof(e->code), "invalid_params");
-        snprintf(e->msg, sizeof(e->msg), "wacp/trail.query takes an object {workspace?, type?, limit?}");
-        return -EINVAL;
-    }
-    const cJSON *it;
-    const char *ws = NULL, *type = NULL;
-    uint64_t limit = TRAIL_QUERY_DEFAULT;
-    const cJSON *obj = cJSON_IsObject(p) ? p : NULL;
-    cJSON_ArrayForEach(it, obj)
-    {
-        bool ok = true;
-        if (!strcmp(it->string, "workspace") && cJSON_IsString(it))
-            ws = it->valuestring;
-        else if (!strcmp(it->string, "type") && cJSON_IsString(it))
-            type = it->valuestring;
-        else if (!strcmp(it->string, "limit") && cJSON_IsNumber(it) && it->valuedouble >= 1 &&
-                 it->valuedouble <= TRAIL_QUERY_MAX && it->valuedouble == (double)(uint64_t)it->valuedouble)
-            limit = (uint64_t)it->valuedouble;
-        else
-            ok = false;
-        if (!ok) {
-            e->rpc_code = RPC_INVALID_PARAMS;
-            snprintf(e->code, sizeof(e->code), "invalid_params");
-            snprintf(e->msg, sizeof(e->msg),
-                     "wacp/trail.query: \"%.40s\" is not a parameter of the right type (workspace: string, type: string, limit: 1..%d)",
-                     it->string, TRAIL_QUERY_MAX);
-            return -EINVAL;
-        }
-    }
-    bool global = policy_role_can(&s->view, "read:global_trail") || policy_role_can(&s->view, "read:all_workspaces");
-    cJSON *entries = cJSON_CreateArray();
-    *result = cJSON_CreateObject();
-    if (!entries || !*result) {
-        cJSON_Delete(entries);
-        cJSON_Delete(*result);
-        *result = NULL;
-        e->rpc_code = RPC_INTERNAL_ERROR;
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
-        return -ENOMEM;
-    }
-    cJSON_AddItemToObject(*result, "entries", entries);
-    if (!global && ws && strcmp(ws, s->id))
-        return 0; /* outside its scope: nothing */
+    struct run *r = data;
     if (!r->reader) {
-        struct cerr ce = {0};
-        if (trail_reader_open(r->o->trail_path, &r->reader, &ce) < 0) {
-            cJSON_Delete(*result);
-            *result = NULL;
-            e->rpc_code = RPC_INTERNAL_ERROR;
-            snprintf(e->code, sizeof(e->code), "trail_unavailable");
-            snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
-            return -EIO;
-        }
+        int rc = trail_reader_open(r->o->trail_path, &r->reader, err);
+        if (rc < 0)
+            return rc;
     }
-    struct trail_filter f = {.workspace = global ? ws : s->id, .type = type, .limit = limit};
-    struct cerr ce = {0};
+    struct trail_filter f = {.workspace = ws, .type = type, .limit = limit};
     struct query_out q = {.entries = entries,
                           .host_paths = {r->o->run_dir, r->o->workspace, r->o->trail_path, r->o->policy_path}};
-    if (trail_query(r->reader, &f, add_entry, &q, &ce) < 0) {
-        cJSON_Delete(*result);
-        *result = NULL;
-        e->rpc_code = RPC_INTERNAL_ERROR;
-        snprintf(e->code, sizeof(e->code), "trail_unavailable");
-        snprintf(e->msg, sizeof(e->msg), "the trail cannot be read: %.300s", ce.msg);
-        return -EIO;
-    }
-    return 0;
+    return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
@@ -639,8 +563,7 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
     struct run_ws *s = data;
     cJSON *result = NULL;
     struct wacp_err e = {0};
-    int rc = !strcmp(m->method, "wacp/trail.query") ? trail_query_method(s, m->params, &result, &e)
-                                                     : wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
+    int rc = wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
     if (rc == 0) {
         agent_reply(a, m->id, result);
         cJSON_Delete(result);
@@ -676,7 +599,7 @@ static cJSON *ps_json(void *data)
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(ws, "id");
         if (!cJSON_IsString(id))
             id = cJSON_GetObjectItemCaseSensitive(ws, "workspace_id");
-        struct run_ws *s = cJSON_IsString(id) ? ws_find(r, id->valuestring) : NULL;
+        struct run_ws *s = cJSON_IsString(id) ? run_ws_find(r, id->valuestring) : NULL;
         if (!s)
             continue;
         cJSON *u = cJSON_AddObjectToObject(ws, "usage");
@@ -709,7 +632,7 @@ static void shutdown_run(struct run *r, const char *why)
     r->shutting_down = true;
     wacp_shutdown(r->w, why);
     for (struct run_ws *s = r->list; s; s = s->next)
-        ws_stop(s);
+        run_ws_stop(s);
 }
 
 static void on_signal(void *data, uint32_t events)
@@ -802,7 +725,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     struct agent_host_opts ho = {.max_message = ps.max_message, .tool_rate = ps.rates.tool_calls};
     if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
         goto out;
-    if ((rc = cmddeny_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
+    if ((rc = handoff_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
         goto out;
     r.sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
     if (r.sig_fd < 0 || loop_watch_add(r.loop, &r.sig_watch, r.sig_fd, EPOLLIN, on_signal, &r) < 0) {
@@ -836,7 +759,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         .root_owner = o->owner, .redelivery_base_ms = o->redelivery_base_ms,
     };
     struct wacp_hooks wh = {.data = &r, .record = hook_record, .start = hook_start,
-                            .stop = hook_stop, .notify = hook_notify, .commit = hook_commit};
+                            .stop = hook_stop, .notify = hook_notify,
+                            .trail_query = hook_trail_query, .commit = hook_commit};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -906,7 +830,7 @@ out:
         s->agent = NULL;
     }
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
-    cmddeny_free(r.cmd_denials);
+    handoff_free(r.cmd_denials);
     control_free(r.ctl);
     if (r.loop) {
         loop_watch_del(r.loop, &r.deadline_watch);
@@ -916,8 +840,7 @@ out:
     agent_host_free(r.host);
     for (struct run_ws *s = r.list, *next; s; s = next) {
         next = s->next;
-        free((char *)s->ctx.root_host_path);
-        ws_free(s);
+        run_ws_free(s);
     }
     wacp_free(r.w);
     loop_free(r.loop);

@@ -1,12 +1,15 @@
-/* supervisor/runtime/serve.c: serve_exec: the general loop (loop.c, pool.c, agent.c) with one agent, its
- * sandbox's pidfd and an optional timeout timer, for `corral exec --workspace DIR`. */
+/* supervisor/runtime/serve.c: serve_exec: the supervision loop of `corral exec` (the event loop
+ * of supervisor/conn/loop.c): the sandbox's pidfd, forwarded signals, the timeout, budget
+ * samples and the seccomp listener, and with --workspace DIR its one agent (pool, agent). */
 #include "supervisor/runtime/serve.h"
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
 #include "supervisor/listeners/listener.h"
+#include "supervisor/runtime/role_tools.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -58,7 +61,7 @@ static void on_notify(void *data, uint32_t events)
     struct serve_state *s = data;
     bool hup = false;
     struct cerr e = {0};
-    if (scnotify_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
+    if (listener_handle(s->o->notify, 64, &hup, &e) < 0 && !s->notify_failed) {
         s->notify_failed = true;
         fprintf(stderr, "corral: trail: cannot record a seccomp denial: %s\n", e.msg);
     }
@@ -158,56 +161,51 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
 {
     if (timed_out)
         *timed_out = false;
-    const char *surface_name = o->surface ? o->surface : "wap";
-    const struct tool_surface *surface = tool_surface_find(surface_name);
-    if (!surface)
-        return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
-    _cleanup_close_ int root_fd = open_workspace(o->workspace, err);
-    if (root_fd < 0)
-        return root_fd;
-
-    struct tool_ctx ctx = {
-        .root_fd = root_fd,
-        .root_host_path = o->workspace,
-        .limits = o->limits,
-        .read_only = o->read_only,
-        .allow_commands = o->allow_commands,
-        .command_profile = o->command_profile,
-        .cgroup_parent = child,
-        .rules = o->rules,
-        .n_rules = o->n_rules,
-    };
-    if (ctx.limits.max_file_size == 0)
-        tool_limits_default(&ctx.limits);
-
+    const struct tool_surface *surface = NULL;
+    _cleanup_close_ int root_fd = -1;
     _cleanup_(tool_session_freep) struct tool_session *session = NULL;
-    int sr = tool_session_new(&session);
-    if (sr < 0)
-        return cerr_set(err, sr, "out of memory for the tool session");
-    ctx.session = session;
+    if (o->workspace) {
+        const char *surface_name = o->view->surface ? o->view->surface : "wap";
+        surface = tool_surface_find(surface_name);
+        if (!surface)
+            return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
+        root_fd = open_workspace(o->workspace, err);
+        if (root_fd < 0)
+            return root_fd;
+        int sr = tool_session_new(&session);
+        if (sr < 0)
+            return cerr_set(err, sr, "out of memory for the tool session");
+    }
+    struct role_tools tools;
 
     struct serve_state s = {.child = child, .sig_fd = -1, .o = o};
     /* A write to an agent that has gone must be an EPIPE for that agent, not the end of corral. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
-    sigaction(SIGPIPE, &ign, &old_pipe);
+    if (o->workspace)
+        sigaction(SIGPIPE, &ign, &old_pipe);
     struct pool *pool = NULL;
-    struct cmddeny *cmd_denials = NULL;
+    struct handoff *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
-        sigaction(SIGPIPE, &old_pipe, NULL);
+        if (o->workspace)
+            sigaction(SIGPIPE, &old_pipe, NULL);
         return r;
     }
+    if (!o->workspace)
+        goto supervise; /* no agent: the sandbox alone (signals, budgets, timeout, denials) */
     if (o->trail) {
         /* Command sandboxes' denied system calls are recorded too, in this agent's workspace. */
-        r = cmddeny_new(s.loop, o->trail, &cmd_denials, err);
+        r = handoff_new(s.loop, o->trail, &cmd_denials, err);
         if (r < 0)
             goto out;
-        ctx.adopt_listener = cmddeny_adopt;
-        ctx.adopt_data = cmd_denials;
-        ctx.adopt_tag = o->workspace_id ? o->workspace_id : "agent";
     }
+    struct role_tools_opts to = {.view = o->view, .root_fd = root_fd,
+                                 .root_host_path = o->workspace, .cgroup_parent = child,
+                                 .session = session, .denials = cmd_denials,
+                                 .tag = o->workspace_id ? o->workspace_id : "agent"};
+    role_tools_init(&tools, &to);
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
         goto out;
@@ -216,12 +214,13 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (r < 0)
         goto out;
     struct agent_config ac = {
-        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &ctx,
-        .on_end = on_agent_end, .data = &s,
+        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &tools.ctx,
+        .on_end = on_agent_end, .data = &s, .on_message = dispatch_message,
     };
     r = agent_new(host, &ac, &agent, err);
     if (r < 0)
         goto out;
+supervise:
     r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
     if (r < 0) {
         r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
@@ -233,7 +232,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         goto out;
     }
     if (o->notify) {
-        r = loop_watch_add(s.loop, &s.notify_watch, scnotify_fd(o->notify), EPOLLIN, on_notify, &s);
+        r = loop_watch_add(s.loop, &s.notify_watch, listener_fd(o->notify), EPOLLIN, on_notify, &s);
         if (r < 0) {
             r = cerr_set(err, r, "watching the sandbox's seccomp listener: %s", strerror(-r));
             goto out;
@@ -261,7 +260,7 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         }
     }
     /* Until the sandbox has ended and no tool call still uses the workspace fd. */
-    while (!s.child_ended || agent_host_inflight(host) > 0) {
+    while (!s.child_ended || (host && agent_host_inflight(host) > 0)) {
         r = loop_run_once(s.loop, -1, err);
         if (r < 0) {
             kill_sandbox(&s);
@@ -284,10 +283,11 @@ out:
     agent_free(agent);
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);
-    cmddeny_free(cmd_denials); /* after the pool: no command is left to hand one over */
+    handoff_free(cmd_denials); /* after the pool: no command is left to hand one over */
     agent_host_free(host);
     loop_free(s.loop);
-    sigaction(SIGPIPE, &old_pipe, NULL);
+    if (o->workspace)
+        sigaction(SIGPIPE, &old_pipe, NULL);
     if (timed_out)
         *timed_out = s.timed_out;
     return r < 0 ? r : 0;

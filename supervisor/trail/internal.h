@@ -17,18 +17,18 @@
 #define TRAIL_COLS "seq, id, ts, workspace, actor, type, body, local_seq, local_prev, prev_hash, hash"
 
 /* A growable byte buffer. */
-struct tbuf {
+struct trail_buf {
     uint8_t *p;
     size_t len, cap;
 };
-int tbuf_reserve(struct tbuf *b, size_t add);
-int tbuf_put(struct tbuf *b, const void *p, size_t n);
-void tbuf_free(struct tbuf *b);
+int trail_buf_reserve(struct trail_buf *b, size_t add);
+int trail_buf_put(struct trail_buf *b, const void *p, size_t n);
+void trail_buf_free(struct trail_buf *b);
 
 /* Canonical JSON: object keys sorted bytewise, no whitespace, integers without exponent,
  * other numbers in the shortest form that reads back the same. Appends to out. -EINVAL for a
  * value JSON cannot carry (raw text, a key-less member, nesting deeper than 1000), -ENOMEM. */
-int trail_canonical_json(const cJSON *j, struct tbuf *out);
+int trail_canonical_json(const cJSON *j, struct trail_buf *out);
 
 /* The chains (docs/trail.md, "Hashes"): one hash per entry, H = BLAKE2b-256, big-endian integers,
  *   hash = H("crlt.entry.v1\0" | hopt(prev_hash) | u64(seq) | hopt(local_prev) | u64(local_seq) |
@@ -56,7 +56,7 @@ struct trail_fields {
     const uint8_t *prev_hash;  /* NULL: none */
 };
 /* Fills hash. scratch is reused between calls. */
-int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN]);
+int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN]);
 
 /* Per-workspace head of the local chain, in a small open-addressing table keyed by name. */
 struct trail_wshead {

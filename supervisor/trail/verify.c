@@ -25,7 +25,7 @@ struct vrange {
     sqlite3 *db;
     struct trail_wsmap ws;
     struct trail_wsmap refs;   /* hex hash -> first_seq of the first entry naming it */
-    struct tbuf scratch;
+    struct trail_buf scratch;
     /* found */
     uint64_t bad_seq;
     int code; /* 0 ok, 1 a bad entry at bad_seq, < 0 an error */
@@ -554,7 +554,7 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
             sqlite3_close(rg[k].db);
         trail_wsmap_clear(&rg[k].ws);
         trail_wsmap_clear(&rg[k].refs);
-        tbuf_free(&rg[k].scratch);
+        trail_buf_free(&rg[k].scratch);
     }
     return ret;
 }

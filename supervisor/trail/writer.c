@@ -56,7 +56,7 @@ const char *const *trail_event_types(size_t *n)
 
 /* ---- byte buffer ---------------------------------------------------------------------------- */
 
-int tbuf_reserve(struct tbuf *b, size_t add)
+int trail_buf_reserve(struct trail_buf *b, size_t add)
 {
     if (add > SIZE_MAX - b->len)
         return -ENOMEM;
@@ -77,9 +77,9 @@ int tbuf_reserve(struct tbuf *b, size_t add)
     return 0;
 }
 
-int tbuf_put(struct tbuf *b, const void *p, size_t n)
+int trail_buf_put(struct trail_buf *b, const void *p, size_t n)
 {
-    int r = tbuf_reserve(b, n);
+    int r = trail_buf_reserve(b, n);
     if (r < 0)
         return r;
     if (n)
@@ -88,7 +88,7 @@ int tbuf_put(struct tbuf *b, const void *p, size_t n)
     return 0;
 }
 
-void tbuf_free(struct tbuf *b)
+void trail_buf_free(struct trail_buf *b)
 {
     free(b->p);
     b->p = NULL;
@@ -99,11 +99,11 @@ void tbuf_free(struct tbuf *b)
 
 #define CANON_DEPTH_MAX 1000
 
-static int canon_string(const char *s, struct tbuf *b)
+static int canon_string(const char *s, struct trail_buf *b)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = strlen(s);
-    int r = tbuf_reserve(b, n + 2);
+    int r = trail_buf_reserve(b, n + 2);
     if (r < 0)
         return r;
     b->p[b->len++] = '"';
@@ -115,7 +115,7 @@ static int canon_string(const char *s, struct tbuf *b)
             run++;
             continue;
         }
-        if ((r = tbuf_put(b, u + i - run, run)) < 0)
+        if ((r = trail_buf_put(b, u + i - run, run)) < 0)
             return r;
         run = 0;
         char esc[6] = {'\\', 0, 0, 0, 0, 0};
@@ -133,19 +133,19 @@ static int canon_string(const char *s, struct tbuf *b)
             esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
             el = 6;
         }
-        if ((r = tbuf_put(b, esc, el)) < 0)
+        if ((r = trail_buf_put(b, esc, el)) < 0)
             return r;
     }
-    if ((r = tbuf_put(b, u + n - run, run)) < 0)
+    if ((r = trail_buf_put(b, u + n - run, run)) < 0)
         return r;
-    return tbuf_put(b, "\"", 1);
+    return trail_buf_put(b, "\"", 1);
 }
 
-static int canon_number(double d, struct tbuf *b)
+static int canon_number(double d, struct trail_buf *b)
 {
     char s[40];
     if (!isfinite(d))
-        return tbuf_put(b, "null", 4); /* what cJSON prints too: JSON has no NaN or Infinity */
+        return trail_buf_put(b, "null", 4); /* what cJSON prints too: JSON has no NaN or Infinity */
     if (d == 0) {
         snprintf(s, sizeof(s), "0"); /* -0 as 0 */
     } else if (d == floor(d) && fabs(d) < 1e17) {
@@ -157,7 +157,7 @@ static int canon_number(double d, struct tbuf *b)
                 break;
         }
     }
-    return tbuf_put(b, s, strlen(s));
+    return trail_buf_put(b, s, strlen(s));
 }
 
 struct member {
@@ -174,27 +174,27 @@ static int key_cmp(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos; /* duplicate keys keep their order */
 }
 
-static int canon(const cJSON *j, struct tbuf *b, int depth)
+static int canon(const cJSON *j, struct trail_buf *b, int depth)
 {
     if (depth > CANON_DEPTH_MAX)
         return -EINVAL;
     int r;
     switch (j->type & 0xff) {
-    case cJSON_NULL: return tbuf_put(b, "null", 4);
-    case cJSON_False: return tbuf_put(b, "false", 5);
-    case cJSON_True: return tbuf_put(b, "true", 4);
+    case cJSON_NULL: return trail_buf_put(b, "null", 4);
+    case cJSON_False: return trail_buf_put(b, "false", 5);
+    case cJSON_True: return trail_buf_put(b, "true", 4);
     case cJSON_Number: return canon_number(j->valuedouble, b);
     case cJSON_String: return canon_string(j->valuestring ? j->valuestring : "", b);
     case cJSON_Array:
-        if ((r = tbuf_put(b, "[", 1)) < 0)
+        if ((r = trail_buf_put(b, "[", 1)) < 0)
             return r;
         for (const cJSON *c = j->child; c; c = c->next) {
-            if (c != j->child && (r = tbuf_put(b, ",", 1)) < 0)
+            if (c != j->child && (r = trail_buf_put(b, ",", 1)) < 0)
                 return r;
             if ((r = canon(c, b, depth + 1)) < 0)
                 return r;
         }
-        return tbuf_put(b, "]", 1);
+        return trail_buf_put(b, "]", 1);
     case cJSON_Object: {
         size_t n = 0;
         for (const cJSON *c = j->child; c; c = c->next) {
@@ -203,7 +203,7 @@ static int canon(const cJSON *j, struct tbuf *b, int depth)
             n++;
         }
         if (n == 0)
-            return tbuf_put(b, "{}", 2);
+            return trail_buf_put(b, "{}", 2);
         _cleanup_free_ struct member *kids = calloc(n, sizeof(*kids));
         if (!kids)
             return -ENOMEM;
@@ -211,30 +211,30 @@ static int canon(const cJSON *j, struct tbuf *b, int depth)
         for (const cJSON *c = j->child; c; c = c->next, i++)
             kids[i] = (struct member){c, i};
         qsort(kids, n, sizeof(*kids), key_cmp);
-        if ((r = tbuf_put(b, "{", 1)) < 0)
+        if ((r = trail_buf_put(b, "{", 1)) < 0)
             return r;
         for (i = 0; i < n; i++) {
-            if (i && (r = tbuf_put(b, ",", 1)) < 0)
+            if (i && (r = trail_buf_put(b, ",", 1)) < 0)
                 return r;
-            if ((r = canon_string(kids[i].item->string, b)) < 0 || (r = tbuf_put(b, ":", 1)) < 0 ||
+            if ((r = canon_string(kids[i].item->string, b)) < 0 || (r = trail_buf_put(b, ":", 1)) < 0 ||
                 (r = canon(kids[i].item, b, depth + 1)) < 0)
                 return r;
         }
-        return tbuf_put(b, "}", 1);
+        return trail_buf_put(b, "}", 1);
     }
     default:
         return -EINVAL; /* cJSON_Raw or an invalid node: unverified text has no place here */
     }
 }
 
-int trail_canonical_json(const cJSON *j, struct tbuf *out)
+int trail_canonical_json(const cJSON *j, struct trail_buf *out)
 {
     return canon(j, out, 0);
 }
 
 /* ---- hash chain ----------------------------------------------------------------------------- */
 
-static void enc_u64(struct tbuf *b, uint64_t v)
+static void enc_u64(struct trail_buf *b, uint64_t v)
 {
     uint8_t *p = b->p + b->len;
     for (int i = 7; i >= 0; i--) {
@@ -244,7 +244,7 @@ static void enc_u64(struct tbuf *b, uint64_t v)
     b->len += 8;
 }
 
-static void enc_lp(struct tbuf *b, const void *s, size_t n)
+static void enc_lp(struct trail_buf *b, const void *s, size_t n)
 {
     uint8_t *p = b->p + b->len;
     p[0] = (uint8_t)(n >> 24);
@@ -256,7 +256,7 @@ static void enc_lp(struct tbuf *b, const void *s, size_t n)
     b->len += 4 + n;
 }
 
-static void enc_hash_opt(struct tbuf *b, const uint8_t *h)
+static void enc_hash_opt(struct trail_buf *b, const uint8_t *h)
 {
     b->p[b->len++] = h ? 1 : 0;
     if (h) {
@@ -266,7 +266,7 @@ static void enc_hash_opt(struct tbuf *b, const uint8_t *h)
 }
 
 /* The entry's own fields, C in docs/trail.md. */
-static void enc_content(struct tbuf *b, const struct trail_fields *f)
+static void enc_content(struct trail_buf *b, const struct trail_fields *f)
 {
     enc_lp(b, f->id, f->id_len);
     enc_u64(b, (uint64_t)f->ts_us);
@@ -280,7 +280,7 @@ static void enc_content(struct tbuf *b, const struct trail_fields *f)
 
 static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
 
-int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
+int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
 {
     /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
      * 1 GB), and the sum below cannot wrap for the same reason. */
@@ -290,10 +290,10 @@ int trail_hash_entry(struct tbuf *scratch, const struct trail_fields *f, uint8_t
     size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 +
                   f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len;
     scratch->len = 0;
-    int r = tbuf_reserve(scratch, need);
+    int r = trail_buf_reserve(scratch, need);
     if (r < 0)
         return r;
-    struct tbuf *b = scratch;
+    struct trail_buf *b = scratch;
     memcpy(b->p, tag_entry, sizeof(tag_entry));
     b->len = sizeof(tag_entry);
     enc_hash_opt(b, f->prev_hash);
@@ -453,7 +453,7 @@ struct trail {
     struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
     struct idx_item *idx;  /* workspace entries not yet in ws_index, in seq order */
     size_t idx_n, idx_cap;
-    struct tbuf body, scratch;
+    struct trail_buf body, scratch;
     bool degraded;
     char why[512];
 };
@@ -708,7 +708,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         return r;
     t->body.len = 0;
     if (!body) {
-        r = tbuf_put(&t->body, "{}", 2);
+        r = trail_buf_put(&t->body, "{}", 2);
     } else if (!cJSON_IsObject(body)) {
         return cerr_set(err, EINVAL, "trail: the body of a '%s' entry must be a JSON object", type);
     } else {
@@ -898,8 +898,8 @@ void trail_close(struct trail *t)
     free(t->idx);
     sqlite3_close(t->db);
     trail_wsmap_clear(&t->ws);
-    tbuf_free(&t->body);
-    tbuf_free(&t->scratch);
+    trail_buf_free(&t->body);
+    trail_buf_free(&t->scratch);
     free(t->path);
     free(t);
 }

@@ -1,7 +1,12 @@
 /* supervisor/wacp/checkpoint.c: checkpoints: the linear immutable chain of each workspace (a new
  * one names the current head), type-role compatibility ("create:TYPE"), files snapshotted by
  * content hash, a hash over the whole payload, and the automatic checkpoint signal. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/checkpoint.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include "tools/broker/storage.h"
 
@@ -10,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void cp_free(struct wacp_checkpoint *cp)
+void wacp_checkpoint_free(struct wacp_checkpoint *cp)
 {
     if (!cp)
         return;
@@ -19,11 +24,11 @@ void cp_free(struct wacp_checkpoint *cp)
     free(cp->status);
     free(cp->confidence);
     free(cp->payload);
-    wacpf_manifest_clear(&cp->files);
+    wacp_files_manifest_clear(&cp->files);
     free(cp);
 }
 
-struct wacp_checkpoint *cp_find(const struct wacp *w, const char *id)
+struct wacp_checkpoint *wacp_checkpoint_find(const struct wacp *w, const char *id)
 {
     for (size_t i = 0; id && i < w->n_cp; i++)
         if (!strcmp(w->cp[i]->id, id))
@@ -31,20 +36,20 @@ struct wacp_checkpoint *cp_find(const struct wacp *w, const char *id)
     return NULL;
 }
 
-cJSON *cp_json(const struct wacp_checkpoint *cp, bool with_files)
+cJSON *wacp_checkpoint_json(const struct wacp_checkpoint *cp, bool with_files)
 {
-    cJSON *o = wacp_obj();
-    wacp_add_str(o, "checkpoint_id", cp->id);
-    wacp_add_str(o, "workspace_id", cp->ws);
-    wacp_add_str(o, "type", cp->type);
-    wacp_add_str(o, "intent", cp->intent);
-    wacp_add_str(o, "status", cp->status);
-    wacp_add_str(o, "confidence", cp->confidence);
-    wacp_add_str(o, "parent", cp->parent);
-    wacp_add_str(o, "payload_hash", cp->payload_hash);
+    cJSON *o = wacp_core_obj();
+    wacp_core_add_str(o, "checkpoint_id", cp->id);
+    wacp_core_add_str(o, "workspace_id", cp->ws);
+    wacp_core_add_str(o, "type", cp->type);
+    wacp_core_add_str(o, "intent", cp->intent);
+    wacp_core_add_str(o, "status", cp->status);
+    wacp_core_add_str(o, "confidence", cp->confidence);
+    wacp_core_add_str(o, "parent", cp->parent);
+    wacp_core_add_str(o, "payload_hash", cp->payload_hash);
     cJSON_AddNumberToObject(o, "timestamp", (double)cp->timestamp_ms);
     if (with_files) {
-        cJSON_AddItemToObject(o, "files", wacpf_manifest_json(&cp->files));
+        cJSON_AddItemToObject(o, "files", wacp_files_manifest_json(&cp->files));
         cJSON_AddItemToObject(o, "payload", cp->payload ? cJSON_Parse(cp->payload) : cJSON_CreateNull());
     }
     return o;
@@ -56,17 +61,17 @@ static int reject(struct wacp *w, struct wacp_ws *c, const char *type, const cha
     e->rpc_code = rpc;
     snprintf(e->code, sizeof(e->code), "%s", code);
     snprintf(e->msg, sizeof(e->msg), "%s", msg);
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "workspace_id", c->id);
-    wacp_add_str(b, "type", type);
-    wacp_add_str(b, "parent", parent);
-    wacp_add_str(b, "head", c->head);
-    wacp_add_str(b, "reason", code);
-    wacp_add_str(b, "message", msg);
-    int r = wacp_rec(w, c->id, c->role, "checkpoint_rejected", b);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "workspace_id", c->id);
+    wacp_core_add_str(b, "type", type);
+    wacp_core_add_str(b, "parent", parent);
+    wacp_core_add_str(b, "head", c->head);
+    wacp_core_add_str(b, "reason", code);
+    wacp_core_add_str(b, "message", msg);
+    int r = wacp_core_rec(w, c->id, c->role, "checkpoint_rejected", b);
     cJSON_Delete(b);
     w->sum.denials++;
-    return r < 0 ? wacp_trail_err(e) : -1;
+    return r < 0 ? wacp_core_trail_err(e) : -1;
 }
 
 static const char *one_of(const char *s, const char *const *v, size_t n)
@@ -77,7 +82,7 @@ static const char *one_of(const char *s, const char *const *v, size_t n)
     return NULL;
 }
 
-int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                      struct wacp_err *e)
 {
     const char *type = cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring;
@@ -120,18 +125,18 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     free(ptxt);
     if (plen > w->max_payload || (payload && plen == 0))
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "the payload is too large");
-    if (!wacp_hold(w, plen))
+    if (!wacp_core_hold(w, plen))
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
                       "the run keeps a bounded amount of payloads and has no room for this one");
     size_t n_files = fj ? (size_t)cJSON_GetArraySize(fj) : 0;
-    if (n_files > WACPF_MAX_FILES)
+    if (n_files > WACP_FILES_MAX_FILES)
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "too many files");
     _cleanup_free_ const char **paths = fj ? calloc(n_files + 1, sizeof(*paths)) : NULL;
     if (fj && !paths)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     for (size_t i = 0; i < n_files; i++) {
         const cJSON *x = cJSON_GetArrayItem(fj, (int)i);
-        if (!cJSON_IsString(x) || !wacpf_path_ok(x->valuestring))
+        if (!cJSON_IsString(x) || !wacp_files_path_ok(x->valuestring))
             return reject(w, c, type, parent, e, -32602, "invalid_structure",
                           "files are clean relative paths inside the workspace (no '..', no "
                           "leading '/')");
@@ -140,28 +145,28 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
 
     struct wacp_checkpoint *cp = calloc(1, sizeof(*cp));
     if (!cp)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     struct cerr ce = {0};
-    if (wacpf_snapshot(c->dir, paths, n_files, &c->base, w->objects_dir, &cp->files, &ce) < 0) {
-        cp_free(cp);
+    if (wacp_files_snapshot(c->dir, paths, n_files, &c->base, w->objects_dir, &cp->files, &ce) < 0) {
+        wacp_checkpoint_free(cp);
         snprintf(msg, sizeof(msg), "cannot snapshot the files: %.300s", ce.msg);
         return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
     }
     /* What could never be integrated is refused now, not at integration: paths deeper than a
      * workspace may nest (they broke every later copy), protected paths. */
-    if (wacpf_check_paths(&cp->files, &w->rules, &ce) < 0) {
+    if (wacp_files_check_paths(&cp->files, &w->rules, &ce) < 0) {
         bool prot = ce.code == -EPERM || ce.code == EPERM;
-        cp_free(cp);
+        wacp_checkpoint_free(cp);
         snprintf(msg, sizeof(msg), "%.380s", ce.msg);
         if (prot) {
-            cJSON *d = wacp_obj();
-            wacp_add_str(d, "kind", "protected_path");
-            wacp_add_str(d, "method", "wacp/checkpoint.create");
-            wacp_add_str(d, "reason", msg);
-            int r = wacp_rec(w, c->id, c->role, "denial", d);
+            cJSON *d = wacp_core_obj();
+            wacp_core_add_str(d, "kind", "protected_path");
+            wacp_core_add_str(d, "method", "wacp/checkpoint.create");
+            wacp_core_add_str(d, "reason", msg);
+            int r = wacp_core_rec(w, c->id, c->role, "denial", d);
             cJSON_Delete(d);
             if (r < 0)
-                return wacp_trail_err(e);
+                return wacp_core_trail_err(e);
         }
         return reject(w, c, type, parent, e, prot ? WACP_E_DENIED : -32602, prot ? "protected_path" : "too_deep", msg);
     }
@@ -173,15 +178,15 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         if (dfd >= 0)
             close(dfd);
         if (r < 0 || used > c->budgets.storage_bytes) {
-            cp_free(cp);
-            cJSON *x = wacp_obj();
-            wacp_add_str(x, "budget", "storage");
+            wacp_checkpoint_free(cp);
+            cJSON *x = wacp_core_obj();
+            wacp_core_add_str(x, "budget", "storage");
             cJSON_AddNumberToObject(x, "limit", (double)c->budgets.storage_bytes);
             cJSON_AddNumberToObject(x, "used", (double)used);
-            r = wacp_rec(w, c->id, "protocol", "budget_exceeded", x);
+            r = wacp_core_rec(w, c->id, "protocol", "budget_exceeded", x);
             cJSON_Delete(x);
             if (r < 0 && r != -EFBIG)
-                return wacp_trail_err(e);
+                return wacp_core_trail_err(e);
             snprintf(msg, sizeof(msg), "the workspace holds %llu bytes, over its storage budget of %llu "
                      "(storage_bytes): remove files, then checkpoint", (unsigned long long)used,
                      (unsigned long long)c->budgets.storage_bytes);
@@ -189,13 +194,13 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         }
     }
     for (size_t i = 0; i < cp->files.n; i++)
-        if (!cp->files.v[i].hash[0] && !wacpf_manifest_get(&c->base, cp->files.v[i].path)) {
+        if (!cp->files.v[i].hash[0] && !wacp_files_manifest_get(&c->base, cp->files.v[i].path)) {
             snprintf(msg, sizeof(msg), "file '%.200s' does not exist in your workspace",
                      cp->files.v[i].path);
-            cp_free(cp);
+            wacp_checkpoint_free(cp);
             return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
         }
-    wacp_new_id("cp", cp->id);
+    wacp_core_new_id("cp", cp->id);
     snprintf(cp->ws, sizeof(cp->ws), "%s", c->id);
     snprintf(cp->parent, sizeof(cp->parent), "%s", parent);
     cp->type = strdup(type);
@@ -203,35 +208,35 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
     cp->status = strdup(status);
     cp->confidence = strdup(conf);
     cp->payload = payload ? cJSON_PrintUnformatted(payload) : NULL;
-    cp->timestamp_ms = wacp_wall_ms();
+    cp->timestamp_ms = wacp_core_wall_ms();
     /* The payload hash covers everything the checkpoint declares, files by their hashes. */
-    cJSON *h = wacp_obj();
-    wacp_add_str(h, "type", type);
-    wacp_add_str(h, "intent", intent);
-    wacp_add_str(h, "status", status);
-    wacp_add_str(h, "confidence", conf);
-    wacp_add_str(h, "parent", parent);
+    cJSON *h = wacp_core_obj();
+    wacp_core_add_str(h, "type", type);
+    wacp_core_add_str(h, "intent", intent);
+    wacp_core_add_str(h, "status", status);
+    wacp_core_add_str(h, "confidence", conf);
+    wacp_core_add_str(h, "parent", parent);
     cJSON_AddItemToObject(h, "payload", payload ? cJSON_Duplicate(payload, true) : cJSON_CreateNull());
-    cJSON_AddItemToObject(h, "files", wacpf_manifest_json(&cp->files));
+    cJSON_AddItemToObject(h, "files", wacp_files_manifest_json(&cp->files));
     char *canon = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
     if (!canon || !cp->type || !cp->intent || !cp->status || !cp->confidence ||
         (payload && !cp->payload) ||
-        !wacp_grow((void **)&w->cp, &w->cap_cp, w->n_cp + 1, sizeof(*w->cp))) {
+        !wacp_core_grow((void **)&w->cp, &w->cap_cp, w->n_cp + 1, sizeof(*w->cp))) {
         free(canon);
-        cp_free(cp);
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        wacp_checkpoint_free(cp);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
-    wacpf_hash_hex(canon, strlen(canon), cp->payload_hash);
+    wacp_files_hash_hex(canon, strlen(canon), cp->payload_hash);
     free(canon);
 
-    cJSON *b = cp_json(cp, false);
-    cJSON_AddItemToObject(b, "files", wacpf_manifest_json(&cp->files));
-    int r = wacp_rec(w, c->id, c->role, "checkpoint_created", b);
+    cJSON *b = wacp_checkpoint_json(cp, false);
+    cJSON_AddItemToObject(b, "files", wacp_files_manifest_json(&cp->files));
+    int r = wacp_core_rec(w, c->id, c->role, "checkpoint_created", b);
     cJSON_Delete(b);
     if (r < 0) {
-        cp_free(cp);
-        return wacp_trail_err(e);
+        wacp_checkpoint_free(cp);
+        return wacp_core_trail_err(e);
     }
     w->cp[w->n_cp++] = cp;
     c->n_checkpoints++;
@@ -240,29 +245,29 @@ int cp_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **
         snprintf(c->final_cp, sizeof(c->final_cp), "%s", cp->id);
     /* PROTOCOL 7.2 rule 5: the runtime emits the checkpoint signal, ref = the checkpoint. */
     char sid[WACP_ID_LEN];
-    if (sig_emit(w, c, "protocol", "checkpoint", NULL, cp->id, NULL, false, sid) < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
-    wacp_add_str(*res, "checkpoint_id", cp->id);
-    wacp_add_str(*res, "payload_hash", cp->payload_hash);
-    cJSON_AddItemToObject(*res, "files", wacpf_manifest_json(&cp->files));
+    if (wacp_signal_emit(w, c, "protocol", "checkpoint", NULL, cp->id, NULL, false, sid) < 0)
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "checkpoint_id", cp->id);
+    wacp_core_add_str(*res, "payload_hash", cp->payload_hash);
+    cJSON_AddItemToObject(*res, "files", wacp_files_manifest_json(&cp->files));
     return 0;
 }
 
-int cp_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                    struct wacp_err *e)
 {
     const cJSON *wj = cJSON_GetObjectItemCaseSensitive(p, "workspace");
-    struct wacp_ws *t = wj ? ws_find(w, wj->valuestring) : c;
-    if (!t || !ws_visible(c, t))
-        return wacp_deny(w, c, "wacp/checkpoint.list", e, WACP_E_NOT_FOUND, "not_found",
+    struct wacp_ws *t = wj ? wacp_tree_find(w, wj->valuestring) : c;
+    if (!t || !wacp_tree_visible(c, t))
+        return wacp_core_deny(w, c, "wacp/checkpoint.list", e, WACP_E_NOT_FOUND, "not_found",
                          "no workspace '%.80s' you can see", wj->valuestring);
-    *res = wacp_obj();
+    *res = wacp_core_obj();
     cJSON *a = cJSON_AddArrayToObject(*res, "checkpoints");
     if (!a)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     for (size_t i = 0; i < w->n_cp; i++)
         if (!strcmp(w->cp[i]->ws, t->id))
-            cJSON_AddItemToArray(a, cp_json(w->cp[i], true));
+            cJSON_AddItemToArray(a, wacp_checkpoint_json(w->cp[i], true));
     return 0;
 }

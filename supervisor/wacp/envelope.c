@@ -1,7 +1,11 @@
 /* supervisor/wacp/envelope.c: envelopes and port rights: validation against rights and the
  * permission matrix, the five states, per-channel order, at-least-once delivery with linear
  * backoff (3 redeliveries), acknowledgment and deduplication, right transfer and revocation. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/envelope.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +14,7 @@
 static const char *const env_state_names[] = {"created", "validated", "delivered", "acknowledged",
                                               "rejected"};
 
-const char *env_state_name(enum env_state s)
+const char *wacp_envelope_state_name(enum env_state s)
 {
     return (unsigned)s < ARRAY_SIZE(env_state_names) ? env_state_names[s] : "?";
 }
@@ -20,7 +24,7 @@ static const char *right_kind_name(enum right_kind k)
     return k == RIGHT_SEND ? "send" : k == RIGHT_SEND_ONCE ? "send_once" : "receive";
 }
 
-void env_free(struct wacp_env *v)
+void wacp_envelope_free(struct wacp_env *v)
 {
     if (!v)
         return;
@@ -48,28 +52,28 @@ static struct wacp_right *right_find(const struct wacp *w, const char *id)
 
 static cJSON *right_json(const struct wacp_right *r)
 {
-    cJSON *o = wacp_obj();
-    wacp_add_str(o, "right_id", r->id);
-    wacp_add_str(o, "kind", right_kind_name(r->kind));
-    wacp_add_str(o, "holder", r->holder);
-    wacp_add_str(o, "target", r->target);
+    cJSON *o = wacp_core_obj();
+    wacp_core_add_str(o, "right_id", r->id);
+    wacp_core_add_str(o, "kind", right_kind_name(r->kind));
+    wacp_core_add_str(o, "holder", r->holder);
+    wacp_core_add_str(o, "target", r->target);
     return o;
 }
 
-int env_right_add(struct wacp *w, enum right_kind kind, const char *holder, const char *target,
+int wacp_envelope_right_add(struct wacp *w, enum right_kind kind, const char *holder, const char *target,
                   const char *by, char id_out[WACP_ID_LEN])
 {
     if (w->n_rights >= WACP_MAX_RIGHTS ||
-        !wacp_grow((void **)&w->rights, &w->cap_rights, w->n_rights + 1, sizeof(*w->rights)))
+        !wacp_core_grow((void **)&w->rights, &w->cap_rights, w->n_rights + 1, sizeof(*w->rights)))
         return -ENOMEM;
     struct wacp_right r = {.kind = kind, .live = true};
-    wacp_new_id("rt", r.id);
+    wacp_core_new_id("rt", r.id);
     snprintf(r.holder, sizeof(r.holder), "%s", holder);
     snprintf(r.target, sizeof(r.target), "%s", target);
     cJSON *b = right_json(&r);
     cJSON_AddStringToObject(b, "right_type", right_kind_name(kind));
-    wacp_add_str(b, "created_by", by);
-    int rc = wacp_rec(w, holder, by, "port_right_created", b);
+    wacp_core_add_str(b, "created_by", by);
+    int rc = wacp_core_rec(w, holder, by, "port_right_created", b);
     cJSON_Delete(b);
     if (rc < 0)
         return rc;
@@ -104,7 +108,7 @@ static bool can_send(const struct policy_role_view *v, const char *type, const c
     return policy_role_can(v, cap);
 }
 
-bool env_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const struct wacp_ws *to,
+bool wacp_envelope_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const struct wacp_ws *to,
                         const char *type)
 {
     (void)w;
@@ -113,7 +117,7 @@ bool env_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const 
         return true;
     /* A delegate is a local coordinator for its subtree (PROTOCOL 5.4). */
     bool down = !strcmp(type, "directive") || !strcmp(type, "feedback");
-    if (from->delegate && down && ws_is_ancestor(from, to))
+    if (from->delegate && down && wacp_tree_is_ancestor(from, to))
         return true;
     if (to->delegate && from->parent == to && can_send(&from->view, type, "coordinator"))
         return true;
@@ -122,16 +126,16 @@ bool env_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const 
 
 static cJSON *env_json(const struct wacp_env *v)
 {
-    cJSON *o = wacp_obj();
-    wacp_add_str(o, "envelope_id", v->id);
-    wacp_add_str(o, "from", v->from);
-    wacp_add_str(o, "to", v->to);
-    wacp_add_str(o, "type", v->type);
+    cJSON *o = wacp_core_obj();
+    wacp_core_add_str(o, "envelope_id", v->id);
+    wacp_core_add_str(o, "from", v->from);
+    wacp_core_add_str(o, "to", v->to);
+    wacp_core_add_str(o, "type", v->type);
     cJSON *pl = v->payload ? cJSON_Parse(v->payload) : NULL; /* parsed for this showing only */
     cJSON_AddItemToObject(o, "payload", pl ? pl : cJSON_CreateNull());
-    wacp_add_str(o, "in_reply_to", v->in_reply_to);
-    wacp_add_str(o, "priority", v->priority);
-    wacp_add_str(o, "origin", v->origin);
+    wacp_core_add_str(o, "in_reply_to", v->in_reply_to);
+    wacp_core_add_str(o, "priority", v->priority);
+    wacp_core_add_str(o, "origin", v->origin);
     cJSON_AddNumberToObject(o, "timestamp", (double)v->timestamp_ms);
     cJSON_AddNumberToObject(o, "attempt", v->attempt);
     cJSON_AddItemToObject(o, "rights", v->rights ? cJSON_Duplicate(v->rights, true) : cJSON_CreateArray());
@@ -140,7 +144,7 @@ static cJSON *env_json(const struct wacp_env *v)
 
 static void env_notify(struct wacp *w, struct wacp_env *v)
 {
-    cJSON *p = wacp_obj();
+    cJSON *p = wacp_core_obj();
     cJSON_AddItemToObject(p, "envelope", env_json(v));
     w->h.notify(w->h.data, v->to, "wacp/envelope", p);
 }
@@ -160,11 +164,11 @@ static void first_attempt(struct wacp *w, struct wacp_env *v, uint64_t now)
     env_notify(w, v);
 }
 
-void env_flush(struct wacp *w, struct wacp_ws *ws)
+void wacp_envelope_flush(struct wacp *w, struct wacp_ws *ws)
 {
     if (!takes_delivery(ws->state) || !ws->queued)
         return;
-    uint64_t now = wacp_now_ms();
+    uint64_t now = wacp_core_now_ms();
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
         if (v->state != ENV_VALIDATED || v->sent || v->undeliverable || strcmp(v->to, ws->id))
@@ -176,30 +180,30 @@ void env_flush(struct wacp *w, struct wacp_ws *ws)
 
 static int undeliverable(struct wacp *w, struct wacp_env *v, const char *reason)
 {
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "envelope_id", v->id);
-    wacp_add_str(b, "from", v->from);
-    wacp_add_str(b, "to", v->to);
-    wacp_add_str(b, "reason", reason);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", v->id);
+    wacp_core_add_str(b, "from", v->from);
+    wacp_core_add_str(b, "to", v->to);
+    wacp_core_add_str(b, "reason", reason);
     cJSON_AddNumberToObject(b, "attempts", v->attempt);
-    int r = wacp_rec(w, v->to, "protocol", "envelope_undeliverable", b);
+    int r = wacp_core_rec(w, v->to, "protocol", "envelope_undeliverable", b);
     cJSON_Delete(b);
     if (r < 0)
         return r;
     v->undeliverable = true;
-    struct wacp_ws *to = ws_find(w, v->to);
+    struct wacp_ws *to = wacp_tree_find(w, v->to);
     if (to && to->inbox)
         to->inbox--;
     /* The sender learns it (envelope spec 9): a failed signal about the envelope. */
-    struct wacp_ws *from = ws_find(w, v->from);
+    struct wacp_ws *from = wacp_tree_find(w, v->from);
     if (to && from && (WS_BIT(from->state) & WS_LIVE_MASK)) {
         char sid[WACP_ID_LEN];
-        return sig_emit(w, to, "protocol", "failed", reason, v->id, from, false, sid);
+        return wacp_signal_emit(w, to, "protocol", "failed", reason, v->id, from, false, sid);
     }
     return 0;
 }
 
-void env_drop_for(struct wacp *w, struct wacp_ws *ws)
+void wacp_envelope_drop_for(struct wacp *w, struct wacp_ws *ws)
 {
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
@@ -216,7 +220,7 @@ static struct wacp_env *env_alloc(const char *from, const char *to, const char *
     struct wacp_env *v = calloc(1, sizeof(*v));
     if (!v)
         return NULL;
-    wacp_new_id("env", v->id);
+    wacp_core_new_id("env", v->id);
     snprintf(v->from, sizeof(v->from), "%s", from);
     snprintf(v->to, sizeof(v->to), "%s", to);
     v->type = strdup(type);
@@ -224,9 +228,9 @@ static struct wacp_env *env_alloc(const char *from, const char *to, const char *
     v->priority = "normal";
     v->origin = "agent";
     v->state = ENV_CREATED;
-    v->timestamp_ms = wacp_wall_ms();
+    v->timestamp_ms = wacp_core_wall_ms();
     if (!v->type || !v->payload) {
-        env_free(v);
+        wacp_envelope_free(v);
         return NULL;
     }
     return v;
@@ -234,22 +238,22 @@ static struct wacp_env *env_alloc(const char *from, const char *to, const char *
 
 static cJSON *created_body(const struct wacp_env *v, const char *originator)
 {
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "envelope_id", v->id);
-    wacp_add_str(b, "from", v->from);
-    wacp_add_str(b, "to", v->to);
-    wacp_add_str(b, "type", v->type);
-    wacp_add_str(b, "priority", v->priority);
-    wacp_add_str(b, "in_reply_to", v->in_reply_to);
-    wacp_add_str(b, "origin", v->origin);
-    wacp_add_str(b, "originator", originator);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", v->id);
+    wacp_core_add_str(b, "from", v->from);
+    wacp_core_add_str(b, "to", v->to);
+    wacp_core_add_str(b, "type", v->type);
+    wacp_core_add_str(b, "priority", v->priority);
+    wacp_core_add_str(b, "in_reply_to", v->in_reply_to);
+    wacp_core_add_str(b, "origin", v->origin);
+    wacp_core_add_str(b, "originator", originator);
     cJSON_AddNumberToObject(b, "timestamp", (double)v->timestamp_ms);
     return b;
 }
 
 static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 {
-    if (!wacp_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)))
+    if (!wacp_core_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)))
         return -ENOMEM;
     v->state = ENV_VALIDATED;
     w->env[w->n_env++] = v;
@@ -257,13 +261,13 @@ static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
     w->sum.envelopes++;
     /* Channel order: nothing queued before it, so it goes now; else it waits its turn. */
     if (takes_delivery(to->state) && !to->queued)
-        first_attempt(w, v, wacp_now_ms());
+        first_attempt(w, v, wacp_core_now_ms());
     else
         to->queued++;
     return 0;
 }
 
-int env_send_directive(struct wacp *w, const char *from, struct wacp_ws *to, const cJSON *payload,
+int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_ws *to, const cJSON *payload,
                        const char *origin, char id_out[WACP_ID_LEN])
 {
     struct wacp_env *v = env_alloc(from, to->id, "directive", payload);
@@ -271,11 +275,11 @@ int env_send_directive(struct wacp *w, const char *from, struct wacp_ws *to, con
         return -ENOMEM;
     v->origin = !strcmp(origin, "human") ? "human" : "agent";
     cJSON *b = created_body(v, to->originator);
-    int r = wacp_rec(w, from && strcmp(from, "system") ? from : to->id,
+    int r = wacp_core_rec(w, from && strcmp(from, "system") ? from : to->id,
                      strcmp(from, "system") ? "protocol" : "system", "envelope_created", b);
     cJSON_Delete(b);
     if (r < 0 || (r = env_push(w, v, to)) < 0) {
-        env_free(v);
+        wacp_envelope_free(v);
         return r;
     }
     snprintf(id_out, WACP_ID_LEN, "%s", v->id);
@@ -296,17 +300,17 @@ static int reject(struct wacp *w, struct wacp_ws *c, const char *id, const char 
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
     va_end(ap);
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "envelope_id", id);
-    wacp_add_str(b, "from", c->id);
-    wacp_add_str(b, "to", to);
-    wacp_add_str(b, "type", type);
-    wacp_add_str(b, "reason", reason);
-    cJSON_AddNumberToObject(b, "timestamp", (double)wacp_wall_ms());
-    int r = wacp_rec(w, c->id, c->role, "envelope_rejected", b);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", id);
+    wacp_core_add_str(b, "from", c->id);
+    wacp_core_add_str(b, "to", to);
+    wacp_core_add_str(b, "type", type);
+    wacp_core_add_str(b, "reason", reason);
+    cJSON_AddNumberToObject(b, "timestamp", (double)wacp_core_wall_ms());
+    int r = wacp_core_rec(w, c->id, c->role, "envelope_rejected", b);
     cJSON_Delete(b);
     w->sum.denials++;
-    return r < 0 ? wacp_trail_err(e) : -1;
+    return r < 0 ? wacp_core_trail_err(e) : -1;
 }
 
 /* A right C holds to TO: a send right first, so a send-once right is kept for when it is all. */
@@ -325,7 +329,7 @@ static struct wacp_right *right_to(struct wacp *w, const struct wacp_ws *c, cons
     return once;
 }
 
-int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                     struct wacp_err *e)
 {
     static const char M[] = "wacp/envelope.send";
@@ -336,7 +340,7 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     const cJSON *pri = cJSON_GetObjectItemCaseSensitive(p, "priority");
     const cJSON *rights = cJSON_GetObjectItemCaseSensitive(p, "rights");
     char id[WACP_ID_LEN];
-    wacp_new_id("env", id); /* consumed even when rejected (envelope spec 9) */
+    wacp_core_new_id("env", id); /* consumed even when rejected (envelope spec 9) */
 
     /* Structure: sizes, enums, references that exist. */
     char *txt = cJSON_PrintUnformatted(payload);
@@ -345,7 +349,7 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     if (plen > w->max_payload)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "the payload is larger than the limit of one envelope%s", "");
-    if (!wacp_hold(w, plen))
+    if (!wacp_core_hold(w, plen))
         return reject(w, c, id, to, type, "memory_limit", e, WACP_E_LIMIT,
                       "the run keeps at most %llu bytes of payloads and has no room for this one",
                       (unsigned long long)w->max_payload_total);
@@ -374,7 +378,7 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     if (n_tr > 16)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "an envelope carries at most 16 rights%s", "");
-    struct wacp_ws *t = ws_find(w, to);
+    struct wacp_ws *t = wacp_tree_find(w, to);
     if (!t)
         return reject(w, c, id, to, type, "target_not_found", e, WACP_E_NOT_FOUND,
                       "no workspace '%.80s'", to);
@@ -386,7 +390,7 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     if (!right)
         return reject(w, c, id, to, type, "no_send_right", e, WACP_E_DENIED,
                       "you hold no send right to workspace %s", to);
-    if (!env_channel_matrix(w, c, t, type))
+    if (!wacp_envelope_channel_matrix(w, c, t, type))
         return reject(w, c, id, to, type, "permission_denied", e, WACP_E_DENIED,
                       "the permission matrix does not let your role send this type to %s", t->role);
     if (!takes_delivery(t->state) && t->state != WS_SUSPENDED && t->state != WS_MIGRATING)
@@ -412,66 +416,66 @@ int env_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
         tr[i] = r;
     }
     if (t->inbox >= w->max_envelopes || w->n_env >= WACP_MAX_ENVELOPES_TOTAL)
-        return wacp_deny(w, c, M, e, WACP_E_LIMIT, "limit",
+        return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit",
                          "workspace %s has %zu envelopes not yet acknowledged, its limit", to, t->inbox);
 
     struct wacp_env *v = env_alloc(c->id, to, type, payload);
     if (!v)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     snprintf(v->id, sizeof(v->id), "%s", id);
     v->priority = priority;
     if (cJSON_IsString(irt))
         snprintf(v->in_reply_to, sizeof(v->in_reply_to), "%s", irt->valuestring);
     v->rights = cJSON_CreateArray();
     cJSON *b = created_body(v, c->originator);
-    int r = wacp_rec(w, c->id, c->role, "envelope_created", b);
+    int r = wacp_core_rec(w, c->id, c->role, "envelope_created", b);
     cJSON_Delete(b);
     if (r < 0 || !v->rights) {
-        env_free(v);
-        return wacp_trail_err(e);
+        wacp_envelope_free(v);
+        return wacp_core_trail_err(e);
     }
     if (right->kind == RIGHT_SEND_ONCE) {
-        b = wacp_obj();
-        wacp_add_str(b, "right_id", right->id);
-        wacp_add_str(b, "holder", right->holder);
-        wacp_add_str(b, "target", right->target);
-        wacp_add_str(b, "via_envelope", v->id);
-        r = wacp_rec(w, c->id, "protocol", "port_right_consumed", b);
+        b = wacp_core_obj();
+        wacp_core_add_str(b, "right_id", right->id);
+        wacp_core_add_str(b, "holder", right->holder);
+        wacp_core_add_str(b, "target", right->target);
+        wacp_core_add_str(b, "via_envelope", v->id);
+        r = wacp_core_rec(w, c->id, "protocol", "port_right_consumed", b);
         cJSON_Delete(b);
         if (r < 0) {
-            env_free(v);
-            return wacp_trail_err(e);
+            wacp_envelope_free(v);
+            return wacp_core_trail_err(e);
         }
         right->live = false;
     }
     for (size_t i = 0; i < n_tr; i++) {
-        b = wacp_obj();
-        wacp_add_str(b, "right_id", tr[i]->id);
-        wacp_add_str(b, "right_type", right_kind_name(tr[i]->kind));
-        wacp_add_str(b, "from_holder", c->id);
-        wacp_add_str(b, "to_holder", to);
-        wacp_add_str(b, "target", tr[i]->target);
-        wacp_add_str(b, "via_envelope", v->id);
-        r = wacp_rec(w, to, "protocol", "port_right_transferred", b);
+        b = wacp_core_obj();
+        wacp_core_add_str(b, "right_id", tr[i]->id);
+        wacp_core_add_str(b, "right_type", right_kind_name(tr[i]->kind));
+        wacp_core_add_str(b, "from_holder", c->id);
+        wacp_core_add_str(b, "to_holder", to);
+        wacp_core_add_str(b, "target", tr[i]->target);
+        wacp_core_add_str(b, "via_envelope", v->id);
+        r = wacp_core_rec(w, to, "protocol", "port_right_transferred", b);
         cJSON_Delete(b);
         if (r < 0) {
-            env_free(v);
-            return wacp_trail_err(e);
+            wacp_envelope_free(v);
+            return wacp_core_trail_err(e);
         }
         snprintf(tr[i]->holder, sizeof(tr[i]->holder), "%s", to);
         cJSON_AddItemToArray(v->rights, right_json(tr[i]));
     }
     if (env_push(w, v, t) < 0) {
-        env_free(v);
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        wacp_envelope_free(v);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
-    *res = wacp_obj();
-    wacp_add_str(*res, "envelope_id", v->id);
-    wacp_add_str(*res, "state", env_state_name(v->state));
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "envelope_id", v->id);
+    wacp_core_add_str(*res, "state", wacp_envelope_state_name(v->state));
     return 0;
 }
 
-int env_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                    struct wacp_err *e)
 {
     static const char M[] = "wacp/envelope.ack";
@@ -479,68 +483,68 @@ int env_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **re
     struct wacp_env *v = env_find(w, id);
     /* Only the receiver acks, and only what it was given: anything else is not found. */
     if (!v || strcmp(v->to, c->id) || !v->sent)
-        return wacp_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
+        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
                          "no envelope '%.80s' delivered to you", id);
     if (v->state == ENV_ACKNOWLEDGED) {
-        *res = wacp_obj();
-        wacp_add_str(*res, "envelope_id", v->id);
-        wacp_add_str(*res, "state", env_state_name(v->state));
+        *res = wacp_core_obj();
+        wacp_core_add_str(*res, "envelope_id", v->id);
+        wacp_core_add_str(*res, "state", wacp_envelope_state_name(v->state));
         cJSON_AddBoolToObject(*res, "duplicate", true);
         return 0;
     }
     if (v->undeliverable)
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "undeliverable",
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "undeliverable",
                          "envelope %s was recorded undeliverable after %u attempts", v->id, v->attempt);
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "envelope_id", v->id);
-    wacp_add_str(b, "from", v->from);
-    wacp_add_str(b, "to", v->to);
-    cJSON_AddNumberToObject(b, "delivered_at", (double)wacp_wall_ms());
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", v->id);
+    wacp_core_add_str(b, "from", v->from);
+    wacp_core_add_str(b, "to", v->to);
+    cJSON_AddNumberToObject(b, "delivered_at", (double)wacp_core_wall_ms());
     cJSON_AddNumberToObject(b, "attempt", v->attempt);
-    int r = wacp_rec(w, c->id, "protocol", "envelope_delivered", b);
+    int r = wacp_core_rec(w, c->id, "protocol", "envelope_delivered", b);
     cJSON_Delete(b);
     if (r < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
     v->state = ENV_DELIVERED;
     /* Delivery and acknowledgment are one step (envelope spec 5): the sender gets the
      * acknowledged signal with ref = the envelope. */
-    struct wacp_ws *from = ws_find(w, v->from);
+    struct wacp_ws *from = wacp_tree_find(w, v->from);
     char sid[WACP_ID_LEN];
-    if (sig_emit(w, c, "protocol", "acknowledged", NULL, v->id,
+    if (wacp_signal_emit(w, c, "protocol", "acknowledged", NULL, v->id,
                  from && (WS_BIT(from->state) & WS_LIVE_MASK) ? from : NULL, false, sid) < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
     v->state = ENV_ACKNOWLEDGED;
     if (c->inbox)
         c->inbox--;
-    if (c->state == WS_IDLE && ws_set_state(w, c, WS_ACTIVE, "protocol", "first_envelope") < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
-    wacp_add_str(*res, "envelope_id", v->id);
-    wacp_add_str(*res, "state", env_state_name(v->state));
+    if (c->state == WS_IDLE && wacp_tree_set_state(w, c, WS_ACTIVE, "protocol", "first_envelope") < 0)
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "envelope_id", v->id);
+    wacp_core_add_str(*res, "state", wacp_envelope_state_name(v->state));
     cJSON_AddBoolToObject(*res, "duplicate", false);
     return 0;
 }
 
-void env_tick(struct wacp *w, uint64_t now)
+void wacp_envelope_tick(struct wacp *w, uint64_t now)
 {
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
         if (v->state != ENV_VALIDATED || !v->sent || v->undeliverable || now < v->due_ms)
             continue;
-        struct wacp_ws *to = ws_find(w, v->to);
+        struct wacp_ws *to = wacp_tree_find(w, v->to);
         if (!to || !takes_delivery(to->state))
             continue; /* frozen: waits for resume (terminal ones were dropped) */
         if (v->attempt > WACP_REDELIVERIES) {
             undeliverable(w, v, "delivery_exhausted");
             continue;
         }
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "envelope_id", v->id);
-        wacp_add_str(b, "from", v->from);
-        wacp_add_str(b, "to", v->to);
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "envelope_id", v->id);
+        wacp_core_add_str(b, "from", v->from);
+        wacp_core_add_str(b, "to", v->to);
         cJSON_AddNumberToObject(b, "attempt", v->attempt + 1);
-        cJSON_AddNumberToObject(b, "timestamp", (double)wacp_wall_ms());
-        int r = wacp_rec(w, v->to, "protocol", "envelope_redelivered", b);
+        cJSON_AddNumberToObject(b, "timestamp", (double)wacp_core_wall_ms());
+        int r = wacp_core_rec(w, v->to, "protocol", "envelope_redelivered", b);
         cJSON_Delete(b);
         if (r < 0)
             return;
@@ -550,14 +554,14 @@ void env_tick(struct wacp *w, uint64_t now)
     }
 }
 
-uint64_t env_next_deadline(const struct wacp *w)
+uint64_t wacp_envelope_next_deadline(const struct wacp *w)
 {
     uint64_t m = UINT64_MAX;
     for (size_t i = 0; i < w->n_env; i++) {
         const struct wacp_env *v = w->env[i];
         if (v->state != ENV_VALIDATED || !v->sent || v->undeliverable || v->due_ms >= m)
             continue;
-        const struct wacp_ws *to = ws_find(w, v->to);
+        const struct wacp_ws *to = wacp_tree_find(w, v->to);
         if (to && takes_delivery(to->state))
             m = v->due_ms;
     }
@@ -566,15 +570,15 @@ uint64_t env_next_deadline(const struct wacp *w)
 
 /* ---- rights */
 
-int env_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_envelope_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                            struct wacp_err *e)
 {
     (void)p;
-    *res = wacp_obj();
+    *res = wacp_core_obj();
     cJSON *a = cJSON_AddArrayToObject(*res, "rights");
     if (!a)
-        return wacp_fail(e, -32603, "internal", "out of memory");
-    bool all = wacp_is_coordinator(c);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    bool all = wacp_tree_is_coordinator(c);
     for (size_t i = 0; i < w->n_rights; i++) {
         const struct wacp_right *r = &w->rights[i];
         if (r->live && (all || !strcmp(r->holder, c->id)))
@@ -583,71 +587,71 @@ int env_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJ
     return 0;
 }
 
-int env_method_rights_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                             struct wacp_err *e)
 {
     static const char M[] = "wacp/rights.grant";
-    if (!wacp_is_coordinator(c))
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+    if (!wacp_tree_is_coordinator(c))
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "rights are created by the coordinator only");
     const char *holder = cJSON_GetObjectItemCaseSensitive(p, "holder")->valuestring;
     const char *target = cJSON_GetObjectItemCaseSensitive(p, "target")->valuestring;
     const char *kind = cJSON_GetObjectItemCaseSensitive(p, "kind")->valuestring;
-    struct wacp_ws *h = ws_find(w, holder), *t = ws_find(w, target);
+    struct wacp_ws *h = wacp_tree_find(w, holder), *t = wacp_tree_find(w, target);
     if (!h || !t)
-        return wacp_fail(e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'", h ? target : holder);
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'", h ? target : holder);
     enum right_kind k;
     if (!strcmp(kind, "send"))
         k = RIGHT_SEND;
     else if (!strcmp(kind, "send_once"))
         k = RIGHT_SEND_ONCE;
     else
-        return wacp_fail(e, -32602, "invalid_params",
+        return wacp_core_fail(e, -32602, "invalid_params",
                          "kind must be \"send\" or \"send_once\" (receive rights are never granted)");
     if (h == t)
-        return wacp_fail(e, -32602, "invalid_params", "a workspace needs no right to itself");
+        return wacp_core_fail(e, -32602, "invalid_params", "a workspace needs no right to itself");
     if (!(WS_BIT(h->state) & WS_LIVE_MASK) || !(WS_BIT(t->state) & WS_LIVE_MASK))
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "target_terminal",
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "target_terminal",
                          "rights are granted between live workspaces");
     if (w->n_rights >= WACP_MAX_RIGHTS)
-        return wacp_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds too many rights");
+        return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds too many rights");
     char rid[WACP_ID_LEN];
-    int r = env_right_add(w, k, holder, target, c->role, rid);
+    int r = wacp_envelope_right_add(w, k, holder, target, c->role, rid);
     if (r == -ENOMEM)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     if (r < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
-    wacp_add_str(*res, "right_id", rid);
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "right_id", rid);
     return 0;
 }
 
-int env_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                              struct wacp_err *e)
 {
     static const char M[] = "wacp/rights.revoke";
-    if (!wacp_is_coordinator(c))
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+    if (!wacp_tree_is_coordinator(c))
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "rights are revoked by the coordinator only");
     const char *id = cJSON_GetObjectItemCaseSensitive(p, "right_id")->valuestring;
     const cJSON *rj = cJSON_GetObjectItemCaseSensitive(p, "reason");
     struct wacp_right *r = right_find(w, id);
     if (!r || !r->live)
-        return wacp_fail(e, WACP_E_NOT_FOUND, "not_found", "no live right '%.80s'", id);
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no live right '%.80s'", id);
     if (r->kind == RIGHT_RECEIVE)
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "a workspace's receive right to its own inbox is never revoked");
     cJSON *b = right_json(r);
     cJSON_AddStringToObject(b, "right_type", right_kind_name(r->kind));
-    wacp_add_str(b, "revoked_by", c->role);
-    wacp_add_str(b, "reason", rj ? rj->valuestring : NULL);
-    int rc = wacp_rec(w, r->holder, c->role, "port_right_revoked", b);
+    wacp_core_add_str(b, "revoked_by", c->role);
+    wacp_core_add_str(b, "reason", rj ? rj->valuestring : NULL);
+    int rc = wacp_core_rec(w, r->holder, c->role, "port_right_revoked", b);
     cJSON_Delete(b);
     if (rc < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
     r->live = false;
-    *res = wacp_obj();
-    wacp_add_str(*res, "right_id", r->id);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "right_id", r->id);
     cJSON_AddBoolToObject(*res, "revoked", true);
     return 0;
 }

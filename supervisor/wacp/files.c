@@ -2,7 +2,9 @@
  * snapshots for checkpoints, overlap detection and integration into the parent's directory.
  * Walks open one name at a time with O_NOFOLLOW: links are never followed, only regular files
  * and directories are taken, and every walk is bounded in files, bytes and depth. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/files.h"
+
+#include "supervisor/wacp/core.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,14 +18,14 @@
 
 #define MAX_DEPTH 64
 
-void wacpf_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX])
+void wacp_files_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX])
 {
     unsigned char h[32];
     crypto_generichash(h, sizeof(h), data, len, NULL, 0);
     sodium_bin2hex(out, WACP_HASH_HEX, h, sizeof(h));
 }
 
-void wacpf_manifest_clear(struct wacp_manifest *m)
+void wacp_files_manifest_clear(struct wacp_manifest *m)
 {
     for (size_t i = 0; i < m->n; i++)
         free(m->v[i].path);
@@ -31,9 +33,9 @@ void wacpf_manifest_clear(struct wacp_manifest *m)
     memset(m, 0, sizeof(*m));
 }
 
-int wacpf_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size)
+int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size)
 {
-    if (!wacp_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
+    if (!wacp_core_grow((void **)&m->v, &m->cap, m->n + 1, sizeof(*m->v)))
         return -ENOMEM;
     char *p = strdup(path);
     if (!p)
@@ -45,7 +47,7 @@ int wacpf_manifest_add(struct wacp_manifest *m, const char *path, const char *ha
     return 0;
 }
 
-const struct wacp_file *wacpf_manifest_get(const struct wacp_manifest *m, const char *path)
+const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path)
 {
     for (size_t i = 0; m && i < m->n; i++)
         if (!strcmp(m->v[i].path, path))
@@ -58,7 +60,7 @@ static int file_cmp(const void *a, const void *b)
     return strcmp(((const struct wacp_file *)a)->path, ((const struct wacp_file *)b)->path);
 }
 
-cJSON *wacpf_manifest_json(const struct wacp_manifest *m)
+cJSON *wacp_files_manifest_json(const struct wacp_manifest *m)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < m->n; i++) {
@@ -76,7 +78,7 @@ cJSON *wacpf_manifest_json(const struct wacp_manifest *m)
     return a;
 }
 
-bool wacpf_path_ok(const char *rel)
+bool wacp_files_path_ok(const char *rel)
 {
     size_t n = rel ? strlen(rel) : 0;
     if (n == 0 || n > 4096 || rel[0] == '/' || rel[n - 1] == '/')
@@ -92,7 +94,7 @@ bool wacpf_path_ok(const char *rel)
     return true;
 }
 
-int wacpf_mkdirs(const char *path, struct cerr *err)
+int wacp_files_mkdirs(const char *path, struct cerr *err)
 {
     _cleanup_free_ char *p = strdup(path);
     if (!p)
@@ -111,7 +113,7 @@ int wacpf_mkdirs(const char *path, struct cerr *err)
     return 0;
 }
 
-/* Reads a whole regular file (opened by the caller) up to WACPF_MAX_FILE bytes. */
+/* Reads a whole regular file (opened by the caller) up to WACP_FILES_MAX_FILE bytes. */
 static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const char *rel)
 {
     struct stat st;
@@ -119,9 +121,9 @@ static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const cha
         return cerr_set(err, errno, "cannot stat %s: %s", rel, strerror(errno));
     if (!S_ISREG(st.st_mode))
         return cerr_set(err, EINVAL, "%s is not a regular file", rel);
-    if ((uint64_t)st.st_size > WACPF_MAX_FILE)
+    if ((uint64_t)st.st_size > WACP_FILES_MAX_FILE)
         return cerr_set(err, EFBIG, "%s is larger than %llu bytes", rel,
-                        (unsigned long long)WACPF_MAX_FILE);
+                        (unsigned long long)WACP_FILES_MAX_FILE);
     size_t n = (size_t)st.st_size;
     char *b = malloc(n ? n : 1);
     if (!b)
@@ -189,7 +191,7 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        if (!wacp_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
+        if (!wacp_core_grow((void **)&names, &cap, n + 1, sizeof(*names)) ||
             !(names[n] = strdup(de->d_name))) {
             r = cerr_set(wk->err, ENOMEM, "out of memory");
             break;
@@ -228,8 +230,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
         }
         if (!S_ISREG(st.st_mode))
             continue; /* links, fifos, devices, sockets: never copied nor followed */
-        if (++wk->files > WACPF_MAX_FILES) {
-            r = cerr_set(wk->err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+        if (++wk->files > WACP_FILES_MAX_FILES) {
+            r = cerr_set(wk->err, EFBIG, "more than %d files", WACP_FILES_MAX_FILES);
             break;
         }
         _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -240,14 +242,14 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
         if ((r = read_fd(fd, &data, &len, wk->err, rel)) < 0)
             break;
         wk->bytes += len;
-        if (wk->bytes > WACPF_MAX_BYTES) {
+        if (wk->bytes > WACP_FILES_MAX_BYTES) {
             r = cerr_set(wk->err, EFBIG, "more than %llu bytes of files",
-                         (unsigned long long)WACPF_MAX_BYTES);
+                         (unsigned long long)WACP_FILES_MAX_BYTES);
             break;
         }
         char hex[WACP_HASH_HEX];
-        wacpf_hash_hex(data, len, hex);
-        if (wk->out && (r = wacpf_manifest_add(wk->out, rel, hex, len)) < 0) {
+        wacp_files_hash_hex(data, len, hex);
+        if (wk->out && (r = wacp_files_manifest_add(wk->out, rel, hex, len)) < 0) {
             cerr_set(wk->err, ENOMEM, "out of memory");
             break;
         }
@@ -284,18 +286,18 @@ static int walk_root(const char *src, const char *dst, struct wacp_manifest *out
     struct walk wk = {.out = out, .dst_root = dfd, .err = err};
     int r = walk_dir(&wk, sfd, dfd, "", 0);
     if (r < 0 && out)
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
     if (out && out->n)
         qsort(out->v, out->n, sizeof(*out->v), file_cmp);
     return r;
 }
 
-int wacpf_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
+int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
 {
     return walk_root(src, dst, base, err);
 }
 
-int wacpf_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
+int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
 {
     return walk_root(dir, NULL, out, err);
 }
@@ -335,7 +337,7 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
 {
     int fd = open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
     if (fd == -ENOENT)
-        return wacpf_manifest_add(out, rel, "", 0) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+        return wacp_files_manifest_add(out, rel, "", 0) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
     if (fd < 0)
         return cerr_set(err, -fd, "cannot open %s: %s", rel, strerror(-fd));
     _cleanup_close_ int fdc = fd;
@@ -345,14 +347,14 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     if (r < 0)
         return r;
     *bytes += len;
-    if (*bytes > WACPF_MAX_BYTES)
+    if (*bytes > WACP_FILES_MAX_BYTES)
         return cerr_set(err, EFBIG, "the checkpoint's files exceed %llu bytes",
-                        (unsigned long long)WACPF_MAX_BYTES);
+                        (unsigned long long)WACP_FILES_MAX_BYTES);
     char hex[WACP_HASH_HEX];
-    wacpf_hash_hex(data, len, hex);
+    wacp_files_hash_hex(data, len, hex);
     if ((r = object_put(objects, hex, data, len, err)) < 0)
         return r;
-    if (wacpf_manifest_add(out, rel, hex, len) < 0)
+    if (wacp_files_manifest_add(out, rel, hex, len) < 0)
         return cerr_set(err, ENOMEM, "out of memory");
     struct stat st;
     if (fstat(fdc, &st) == 0)
@@ -360,7 +362,7 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     return 0;
 }
 
-int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
+int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
                    const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                    struct cerr *err)
 {
@@ -370,38 +372,38 @@ int wacpf_snapshot(const char *dir, const char *const *paths, size_t n_paths,
     uint64_t bytes = 0;
     int r = 0;
     if (paths) {
-        if (n_paths > WACPF_MAX_FILES)
-            return cerr_set(err, EFBIG, "more than %d files", WACPF_MAX_FILES);
+        if (n_paths > WACP_FILES_MAX_FILES)
+            return cerr_set(err, EFBIG, "more than %d files", WACP_FILES_MAX_FILES);
         for (size_t i = 0; i < n_paths && !r; i++) {
-            if (wacpf_manifest_get(out, paths[i]))
+            if (wacp_files_manifest_get(out, paths[i]))
                 continue;
             r = snap_one(dfd, paths[i], objects, out, &bytes, err);
         }
     } else {
         struct wacp_manifest now = {0};
-        if ((r = wacpf_scan(dir, &now, err)) < 0)
+        if ((r = wacp_files_scan(dir, &now, err)) < 0)
             return r;
         for (size_t i = 0; i < now.n && !r; i++) {
-            const struct wacp_file *b = wacpf_manifest_get(base, now.v[i].path);
+            const struct wacp_file *b = wacp_files_manifest_get(base, now.v[i].path);
             if (b && !strcmp(b->hash, now.v[i].hash))
                 continue;
             r = snap_one(dfd, now.v[i].path, objects, out, &bytes, err);
         }
         for (size_t i = 0; base && i < base->n && !r; i++)
-            if (!wacpf_manifest_get(&now, base->v[i].path) &&
-                wacpf_manifest_add(out, base->v[i].path, "", 0) < 0)
+            if (!wacp_files_manifest_get(&now, base->v[i].path) &&
+                wacp_files_manifest_add(out, base->v[i].path, "", 0) < 0)
                 r = cerr_set(err, ENOMEM, "out of memory");
-        wacpf_manifest_clear(&now);
+        wacp_files_manifest_clear(&now);
     }
     if (r < 0) {
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
         return r;
     }
     /* One sync for the objects (not one fsync each): they are durable before the checkpoint's
      * entry that names them is recorded. */
     _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ofd < 0 || syncfs(ofd) < 0) {
-        wacpf_manifest_clear(out);
+        wacp_files_manifest_clear(out);
         return cerr_set(err, errno, "cannot sync the objects in %s: %s", objects, strerror(errno));
     }
     if (out->n)
@@ -426,11 +428,11 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
         snprintf(hex, WACP_HASH_HEX, "unreadable");
         return 0;
     }
-    wacpf_hash_hex(data, len, hex);
+    wacp_files_hash_hex(data, len, hex);
     return 0;
 }
 
-int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
+int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
                    struct wacp_manifest *out, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -441,12 +443,266 @@ int wacpf_overlaps(const char *dir, const struct wacp_manifest *m, const struct 
         int r = hash_now(dfd, m->v[i].path, now, err);
         if (r < 0)
             return r;
-        const struct wacp_file *b = wacpf_manifest_get(base, m->v[i].path);
+        const struct wacp_file *b = wacp_files_manifest_get(base, m->v[i].path);
         const char *was = b ? b->hash : "";
         /* Changed behind the child, and not already what the child wants. */
         if (strcmp(now, was) != 0 && strcmp(now, m->v[i].hash) != 0 &&
-            wacpf_manifest_add(out, m->v[i].path, now, 0) < 0)
+            wacp_files_manifest_add(out, m->v[i].path, now, 0) < 0)
             return cerr_set(err, ENOMEM, "out of memory");
     }
     return 0;
+}
+
+/* ---- integration's writes into a parent's directory, the one
+ * place the model changes files an admin may own (DIR). Everything is checked before the first
+ * byte changes: clean paths no deeper than a workspace may nest, no protected path, no link or
+ * non-directory on the way, every object present and matching its hash. Then each file is
+ * written into an unnamed temporary (O_TMPFILE: nothing to plant at its name, nothing left by a
+ * crash), given its owner and mode, and linked into place: a new file by its own name (never
+ * replacing what appeared meanwhile), an existing one through a fresh random name renamed over
+ * it. Owners and modes follow DIR: an existing file keeps its own; a new file or directory
+ * belongs to DIR's owner, a file's mode is its own bits masked with 0755, a directory's 0755.
+ * Nothing is ever opened that could block (O_NONBLOCK) or that is not a regular file. */
+
+static unsigned depth_of(const char *rel)
+{
+    unsigned d = 0;
+    for (const char *s = rel; *s; s++)
+        d += *s == '/';
+    return d;
+}
+
+int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_files_rules *rules, struct cerr *err)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const char *rel = m->v[i].path;
+        if (!wacp_files_path_ok(rel))
+            return cerr_set(err, EINVAL, "bad path in a manifest");
+        if (depth_of(rel) > WACP_FILES_MAX_DEPTH)
+            return cerr_set(err, ELOOP, "'%.200s' lies %u directories deep, deeper than a workspace may "
+                            "nest (%d)", rel, depth_of(rel), WACP_FILES_MAX_DEPTH);
+        const char *pat = rules ? broker_protected_match(rules->protected_paths, rules->n_protected, rel) : NULL;
+        if (pat)
+            return cerr_set(err, EPERM, "'%.200s' is a protected path (policy protected_paths: \"%.100s\"): "
+                            "no agent writes it and no integration carries it", rel, pat);
+    }
+    return 0;
+}
+
+/* Whether REL can be written under DFD without a link or a non-directory on the way, and
+ * without replacing a directory or anything but a regular file. */
+static int check_target(int dfd, const char *rel, struct cerr *err)
+{
+    _cleanup_free_ char *p = strdup(rel);
+    if (!p)
+        return cerr_set(err, ENOMEM, "out of memory");
+    _cleanup_close_ int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return cerr_set(err, errno, "dup: %s", strerror(errno));
+    char *save = NULL;
+    char *part = strtok_r(p, "/", &save);
+    while (part) {
+        char *next = strtok_r(NULL, "/", &save);
+        struct stat st;
+        if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return 0; /* missing: made fresh */
+        if (!next)
+            return S_ISREG(st.st_mode) ? 0
+                   : cerr_set(err, S_ISDIR(st.st_mode) ? EISDIR : EEXIST,
+                              "%s is %s in the parent, and integration replaces regular files only", rel,
+                              S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+        if (!S_ISDIR(st.st_mode))
+            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one", rel);
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
+        close(cur);
+        cur = fd;
+        part = next;
+    }
+    return 0;
+}
+
+static bool hex_ok(const char *h)
+{
+    size_t n = strlen(h);
+    if (n != WACP_HASH_HEX - 1)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Opens the object of F (a regular file, never through a link, never blocking) and, when OUT >= 0,
+ * copies it there; either way its content must hash to F's hash and have F's size: an object
+ * swapped or cut on disk is refused, never integrated. */
+static int object_pass(int objects_fd, const struct wacp_file *f, int out, struct cerr *err)
+{
+    if (!hex_ok(f->hash))
+        return cerr_set(err, EINVAL, "bad object name in a manifest");
+    _cleanup_close_ int fd = openat(objects_fd, f->hash, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return cerr_set(err, errno, "the object of %s is missing: %s", f->path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return cerr_set(err, EINVAL, "the object of %s is not a regular file", f->path);
+    crypto_generichash_state hs;
+    crypto_generichash_init(&hs, NULL, 0, 32);
+    static __thread char buf[1 << 16];
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return cerr_set(err, errno, "cannot read the object of %s: %s", f->path, strerror(errno));
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (total > WACP_FILES_MAX_FILE)
+            return cerr_set(err, EFBIG, "the object of %s is larger than a file may be", f->path);
+        crypto_generichash_update(&hs, (const unsigned char *)buf, (unsigned long long)n);
+        if (out >= 0) {
+            int r = util_write_all(out, buf, (size_t)n);
+            if (r < 0)
+                return cerr_set(err, -r, "cannot write %s: %s", f->path, strerror(-r));
+        }
+    }
+    unsigned char h[32];
+    char hex[WACP_HASH_HEX];
+    crypto_generichash_final(&hs, h, sizeof(h));
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    if (strcmp(hex, f->hash) || total != f->size)
+        return cerr_set(err, EBADMSG, "the object of %s does not match its hash (the run directory was changed "
+                        "behind corral): refused", f->path);
+    return 0;
+}
+
+/* Opens the directory holding REL under DFD, making missing parents (DIR's owner's, 0755). */
+static int open_parent_mk(int dfd, const char *rel, const struct stat *root, const char **leaf)
+{
+    const char *slash = strrchr(rel, '/');
+    *leaf = slash ? slash + 1 : rel;
+    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0 || !slash)
+        return cur < 0 ? -errno : cur;
+    _cleanup_free_ char *p = strndup(rel, (size_t)(slash - rel));
+    if (!p) {
+        close(cur);
+        return -ENOMEM;
+    }
+    char *save = NULL;
+    for (char *part = strtok_r(p, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        bool made = mkdirat(cur, part, 0755) == 0;
+        if (!made && errno != EEXIST) {
+            int e = errno;
+            close(cur);
+            return -e;
+        }
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(cur);
+        if (fd < 0)
+            return -e;
+        /* Made by us: DIR's owner's, 0755 whatever the umask. */
+        if (made && (fchown(fd, root->st_uid, root->st_gid) < 0 || fchmod(fd, 0755) < 0)) {
+            e = errno;
+            close(fd);
+            return -e;
+        }
+        cur = fd;
+    }
+    return cur;
+}
+
+static int write_one(int pfd, const char *leaf, const struct wacp_file *f, int objects_fd,
+                     const struct stat *root, struct cerr *err)
+{
+    struct stat old;
+    bool exists = fstatat(pfd, leaf, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && !S_ISREG(old.st_mode))
+        return cerr_set(err, EEXIST, "%s is not a regular file in the parent", f->path);
+    mode_t mode = exists ? (old.st_mode & 07777) : ((f->mode ? f->mode : 0644) & 0755);
+    uid_t uid = exists ? old.st_uid : root->st_uid;
+    gid_t gid = exists ? old.st_gid : root->st_gid;
+    _cleanup_close_ int t = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (t < 0)
+        return cerr_set(err, errno, "cannot make a temporary for %s: %s", f->path, strerror(errno));
+    int r = object_pass(objects_fd, f, t, err);
+    if (r < 0)
+        return r;
+    if (fchown(t, uid, gid) < 0 || fchmod(t, mode) < 0)
+        return cerr_set(err, errno, "cannot set the owner and mode of %s: %s", f->path, strerror(errno));
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t);
+    if (!exists) {
+        if (linkat(AT_FDCWD, proc, pfd, leaf, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
+        /* Appeared meanwhile: replaced below like an existing file, if it is a regular one. */
+        if (fstatat(pfd, leaf, &old, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(old.st_mode))
+            return cerr_set(err, EEXIST, "%s appeared in the parent meanwhile, not as a regular file", f->path);
+    }
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return cerr_set(err, errno, "getrandom: %s", strerror(errno));
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".corral-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
+             rnd[4], rnd[5], rnd[6], rnd[7]);
+    if (linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+        return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
+    if (renameat(pfd, tmp, pfd, leaf) < 0) {
+        int e = errno;
+        unlinkat(pfd, tmp, 0);
+        return cerr_set(err, e, "cannot write %s: %s", f->path, strerror(e));
+    }
+    return 0;
+}
+
+int wacp_files_integrate(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
+                    const char *objects, const struct wacp_files_rules *rules, struct cerr *err)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
+    _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ofd < 0)
+        return cerr_set(err, errno, "cannot open the objects: %s", strerror(errno));
+    struct stat root;
+    if (fstat(dfd, &root) < 0)
+        return cerr_set(err, errno, "cannot stat %s: %s", dir, strerror(errno));
+    /* Before the first byte changes: paths, targets and objects, all of them. */
+    int r = wacp_files_check_paths(m, rules, err);
+    for (size_t i = 0; i < m->n && r == 0; i++) {
+        const struct wacp_file *f = &m->v[i];
+        if (wacp_files_manifest_get(skip, f->path))
+            continue;
+        r = check_target(dfd, f->path, err);
+        if (r == 0 && f->hash[0])
+            r = object_pass(ofd, f, -1, err);
+    }
+    for (size_t i = 0; i < m->n && r == 0; i++) {
+        const struct wacp_file *f = &m->v[i];
+        if (wacp_files_manifest_get(skip, f->path))
+            continue;
+        const char *leaf;
+        int pfd = open_parent_mk(dfd, f->path, &root, &leaf);
+        if (pfd < 0) {
+            r = cerr_set(err, -pfd, "cannot open the directory of %s: %s", f->path, strerror(-pfd));
+            break;
+        }
+        if (!f->hash[0]) {
+            struct stat st;
+            if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                unlinkat(pfd, leaf, 0) < 0 && errno != ENOENT)
+                r = cerr_set(err, errno, "cannot remove %s: %s", f->path, strerror(errno));
+        } else {
+            r = write_one(pfd, leaf, f, ofd, &root, err);
+        }
+        close(pfd);
+    }
+    return r;
 }

@@ -1,134 +1,21 @@
-/* supervisor/wacp/methods.c: the WACP model of one run: its state, ids, trail records, and the table of
- * wacp/... methods (parameter shapes, the caller states each is allowed in) that every request
+/* supervisor/wacp/methods.c: the top of the WACP model of one run: its life (new, start, tick,
+ * free), the hooks the lower modules call up through, and the table of wacp/... methods (parameter shapes, the caller states each is allowed in) that every request
  * passes before a handler sees it. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/integrate.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/task.h"
+#include "supervisor/wacp/trail_query.h"
+#include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/workspace.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <sodium.h>
-
-void wacp_new_id(const char *prefix, char out[WACP_ID_LEN])
-{
-    unsigned char rnd[16];
-    char hex[33];
-    randombytes_buf(rnd, sizeof(rnd));
-    sodium_bin2hex(hex, sizeof(hex), rnd, sizeof(rnd));
-    snprintf(out, WACP_ID_LEN, "%s-%s", prefix, hex);
-}
-
-uint64_t wacp_now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-uint64_t wacp_wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
-int wacp_rec(struct wacp *w, const char *ws, const char *actor, const char *type, const cJSON *body)
-{
-    if (w->h.record(w->h.data, ws, actor, type, body) < 0)
-        return -EIO;
-    return 0;
-}
-
-int wacp_fail(struct wacp_err *e, int rpc, const char *code, const char *fmt, ...)
-{
-    e->rpc_code = rpc;
-    snprintf(e->code, sizeof(e->code), "%s", code);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-int wacp_trail_err(struct wacp_err *e)
-{
-    return wacp_fail(e, -32603, "trail_unavailable",
-                     "the trail cannot be written, so nothing was done; the run is stopping");
-}
-
-int wacp_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,
-              int rpc, const char *code, const char *fmt, ...)
-{
-    e->rpc_code = rpc;
-    snprintf(e->code, sizeof(e->code), "%s", code);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-    va_end(ap);
-    cJSON *b = wacp_obj();
-    if (b) {
-        cJSON_AddStringToObject(b, "kind", "protocol");
-        cJSON_AddStringToObject(b, "method", method);
-        cJSON_AddStringToObject(b, "code", code);
-        cJSON_AddStringToObject(b, "reason", e->msg);
-    }
-    int r = wacp_rec(w, caller ? caller->id : NULL, caller ? caller->role : "protocol", "denial", b);
-    cJSON_Delete(b);
-    w->sum.denials++;
-    if (r < 0)
-        return wacp_trail_err(e);
-    return -1;
-}
-
-bool wacp_hold(struct wacp *w, size_t len)
-{
-    if (len > w->max_payload_total || w->payload_total > w->max_payload_total - len)
-        return false;
-    w->payload_total += len;
-    return true;
-}
-
-bool wacp_grow(void **v, size_t *cap, size_t n, size_t elem)
-{
-    if (n <= *cap)
-        return true;
-    size_t nc = *cap ? *cap : 8;
-    while (nc < n) {
-        if (nc > SIZE_MAX / 2)
-            return false;
-        nc *= 2;
-    }
-    if (nc > SIZE_MAX / elem)
-        return false;
-    void *p = realloc(*v, nc * elem);
-    if (!p)
-        return false;
-    *v = p;
-    *cap = nc;
-    return true;
-}
-
-cJSON *wacp_obj(void)
-{
-    return cJSON_CreateObject();
-}
-
-void wacp_add_str(cJSON *o, const char *k, const char *v)
-{
-    if (!o)
-        return;
-    if (v && v[0])
-        cJSON_AddStringToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
-bool wacp_is_coordinator(const struct wacp_ws *ws)
-{
-    return ws && ws->view.base == POLICY_BASE_COORDINATOR;
-}
 
 /* ---- the method table */
 
@@ -184,33 +71,36 @@ static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolutio
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
+#define ANY_STATE ((1u << WS_NSTATES) - 1)
 /* Sorted by name (bsearch). Who may act is each handler's check (role capability, rights,
  * the target's state); the table refuses what no caller may do in its own state: a terminal
  * workspace does nothing, a suspended or migrating one is frozen, an integrating one is read
  * only. */
 static const struct method methods[] = {
-    {"wacp/checkpoint.create", cp_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp, WACP_RATE_CHECKPOINTS},
-    {"wacp/checkpoint.list", cp_method_list, ANY_LIVE, p_cp_list, WACP_RATE_NONE},
-    {"wacp/conflict.resolve", ws_method_resolve, WORKING, p_resolve, WACP_RATE_NONE},
-    {"wacp/envelope.ack", env_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
-    {"wacp/envelope.send", env_method_send, WORKING, p_send, WACP_RATE_ENVELOPES},
-    {"wacp/integrate", ws_method_integrate, WORKING, p_integrate, WACP_RATE_NONE},
-    {"wacp/rights.grant", env_method_rights_grant, WORKING, p_grant, WACP_RATE_NONE},
-    {"wacp/rights.list", env_method_rights_list, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/rights.revoke", env_method_rights_revoke, WORKING, p_revoke, WACP_RATE_NONE},
-    {"wacp/signal.emit", sig_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit,
-     WACP_RATE_SIGNALS},
-    {"wacp/task.assign", task_method_assign, WORKING, p_assign, WACP_RATE_NONE},
-    {"wacp/task.cancel", task_method_cancel, WORKING, p_task_id, WACP_RATE_NONE},
-    {"wacp/task.create", task_method_create, WORKING, p_task, WACP_RATE_NONE},
-    {"wacp/task.list", task_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/workspace.abort", ws_method_abort, WORKING, p_ws_reason, WACP_RATE_NONE},
-    {"wacp/workspace.create", ws_method_create, WORKING, p_create, WACP_RATE_NONE},
-    {"wacp/workspace.list", ws_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/workspace.resume", ws_method_resume, WORKING, p_ws, WACP_RATE_NONE},
-    {"wacp/workspace.self", ws_method_self, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/workspace.suspend", ws_method_suspend, WORKING, p_ws, WACP_RATE_NONE},
-    {"wacp/workspace.transfer", ws_method_transfer, WORKING, p_transfer, WACP_RATE_NONE},
+    {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp, WACP_RATE_CHECKPOINTS},
+    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, WACP_RATE_NONE},
+    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve, WACP_RATE_NONE},
+    {"wacp/envelope.ack", wacp_envelope_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
+    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, WACP_RATE_ENVELOPES},
+    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate, WACP_RATE_NONE},
+    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, WACP_RATE_NONE},
+    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, WACP_RATE_NONE},
+    {"wacp/signal.emit", wacp_signal_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, WACP_RATE_SIGNALS},
+    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, WACP_RATE_NONE},
+    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, WACP_RATE_NONE},
+    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, WACP_RATE_NONE},
+    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    /* Reading the committed trail changes nothing: any state. Its parameters predate the
+     * table and keep their own checks and messages (params NULL: the handler checks). */
+    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, WACP_RATE_NONE},
+    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason, WACP_RATE_NONE},
+    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create, WACP_RATE_NONE},
+    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, WACP_RATE_NONE},
+    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, WACP_RATE_NONE},
+    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, WACP_RATE_NONE},
+    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, WACP_RATE_NONE},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -250,27 +140,27 @@ static bool ptype_ok(enum ptype t, const cJSON *v)
 static int check_params(const struct method *m, const cJSON *p, struct wacp_err *e)
 {
     if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p))
-        return wacp_fail(e, -32602, "invalid_params", "%s takes an object of parameters", m->name);
+        return wacp_core_fail(e, -32602, "invalid_params", "%s takes an object of parameters", m->name);
     const cJSON *k;
     cJSON_ArrayForEach(k, p) {
         if (!k->string)
-            return wacp_fail(e, -32602, "invalid_params", "%s: a parameter without a name", m->name);
+            return wacp_core_fail(e, -32602, "invalid_params", "%s: a parameter without a name", m->name);
         const struct pspec *s = m->params;
         while (s->name && strcmp(s->name, k->string))
             s++;
         if (!s->name)
-            return wacp_fail(e, -32602, "invalid_params", "%s takes no parameter '%.64s'", m->name,
+            return wacp_core_fail(e, -32602, "invalid_params", "%s takes no parameter '%.64s'", m->name,
                              k->string);
         if (cJSON_GetObjectItemCaseSensitive(p, k->string) != k)
-            return wacp_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
+            return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
                              k->string);
         if (!ptype_ok(s->type, k))
-            return wacp_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, s->name,
+            return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, s->name,
                              ptype_name(s->type));
     }
     for (const struct pspec *s = m->params; s->name; s++)
         if (s->required && !cJSON_GetObjectItemCaseSensitive(p, s->name))
-            return wacp_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, s->name,
+            return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, s->name,
                              ptype_name(s->type));
     return 0;
 }
@@ -292,18 +182,18 @@ static int rate_limited(struct wacp *w, struct wacp_ws *c, const struct method *
 {
     uint32_t per = rate_of(w, m->rate);
     uint32_t burst = per * 5 > 10 ? per * 5 : 10;
-    uint64_t now = wacp_now_ms();
+    uint64_t now = wacp_core_now_ms();
     if (rate_take(&c->rates[m->rate], per, burst, now))
         return 0;
     c->rate_refused++;
     if (!c->rate_noted_ms || now - c->rate_noted_ms >= 1000) {
         c->rate_noted_ms = now;
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "kind", "rate_limit");
-        wacp_add_str(b, "method", m->name);
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "kind", "rate_limit");
+        wacp_core_add_str(b, "method", m->name);
         cJSON_AddNumberToObject(b, "limit_per_second", per);
         cJSON_AddNumberToObject(b, "refused", (double)c->rate_refused);
-        wacp_rec(w, c->id, "protocol", "denial", b);
+        wacp_core_rec(w, c->id, "protocol", "denial", b);
         cJSON_Delete(b);
         c->rate_refused = 0;
         w->sum.denials++;
@@ -319,27 +209,38 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
     const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods),
                                               sizeof(methods[0]), method_cmp) : NULL;
     if (!m) {
-        wacp_fail(e, -32601, "method_not_found", "no method '%.80s'", method ? method : "");
+        wacp_core_fail(e, -32601, "method_not_found", "no method '%.80s'", method ? method : "");
         return -ENOENT;
     }
-    struct wacp_ws *c = ws_find(w, caller);
+    struct wacp_ws *c = wacp_tree_find(w, caller);
     if (!c)
-        return wacp_fail(e, -32603, "internal", "the calling workspace is unknown to the model");
-    if (check_params(m, params, e) < 0)
+        return wacp_core_fail(e, -32603, "internal", "the calling workspace is unknown to the model");
+    if (m->params && check_params(m, params, e) < 0)
         return -1;
     if (!(m->states & WS_BIT(c->state)))
-        return wacp_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
+        return wacp_core_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
                          "%s is not allowed while your workspace is %s", m->name,
-                         ws_state_name(c->state));
+                         wacp_tree_state_name(c->state));
     if (m->rate != WACP_RATE_NONE && rate_limited(w, c, m) < 0)
-        return wacp_fail(e, WACP_E_LIMIT, "rate_limited",
-                         "%s: more than %u a second from this workspace (policy rate_limits); slow down",
-                         m->name, rate_of(w, m->rate));
+        return wacp_core_fail(e, WACP_E_LIMIT, "rate_limited",
+                              "%s: more than %u a second from this workspace (policy rate_limits); slow down",
+                              m->name, rate_of(w, m->rate));
+    if (!m->params) /* the handler checks its own parameters, as given */
+        return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
     return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
 }
 
 /* ---- life of the model */
+
+/* The tree's hook: a workspace reached TO; the bound task follows (PROTOCOL task spec 4) and,
+ * when TO is terminal, what is still undelivered to it is recorded undeliverable. */
+static void on_state_changed(struct wacp *w, struct wacp_ws *ws, enum ws_state to)
+{
+    wacp_task_follow(w, ws, to);
+    if (to == WS_CLOSED || to == WS_FAILED)
+        wacp_envelope_drop_for(w, ws);
+}
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
              struct cerr *err)
@@ -354,6 +255,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     w->policy = o->policy;
     w->h = *h;
+    w->tree_hooks.state_changed = on_state_changed;
     w->redelivery_base_ms = o->redelivery_base_ms ? o->redelivery_base_ms : 1000;
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
@@ -376,7 +278,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int r;
-    if ((r = wacpf_mkdirs(w->objects_dir, err)) < 0 || (r = wacpf_mkdirs(wsd, err)) < 0) {
+    if ((r = wacp_files_mkdirs(w->objects_dir, err)) < 0 || (r = wacp_files_mkdirs(wsd, err)) < 0) {
         wacp_free(w);
         return r;
     }
@@ -389,13 +291,13 @@ void wacp_free(struct wacp *w)
     if (!w)
         return;
     for (size_t i = 0; i < w->n_ws; i++)
-        ws_free(w->ws[i]);
+        wacp_tree_free(w->ws[i]);
     for (size_t i = 0; i < w->n_env; i++)
-        env_free(w->env[i]);
+        wacp_envelope_free(w->env[i]);
     for (size_t i = 0; i < w->n_cp; i++)
-        cp_free(w->cp[i]);
+        wacp_checkpoint_free(w->cp[i]);
     for (size_t i = 0; i < w->n_tasks; i++)
-        task_free(w->tasks[i]);
+        wacp_task_free(w->tasks[i]);
     free(w->ws);
     free(w->env);
     free(w->rights);
@@ -412,22 +314,22 @@ int wacp_start(struct wacp *w, const char *agent, struct cerr *err)
 {
     if (w->n_ws)
         return cerr_set(err, EALREADY, "wacp: the run has started already");
-    return ws_create_root(w, agent, err);
+    return wacp_workspace_create_root(w, agent, err);
 }
 
 void wacp_agent_ended(struct wacp *w, const char *id, const char *reason)
 {
-    struct wacp_ws *ws = ws_find(w, id);
+    struct wacp_ws *ws = wacp_tree_find(w, id);
     if (!ws || !(WS_BIT(ws->state) & WS_LIVE_MASK))
         return;
     ws->stopped = true; /* nothing left to stop */
     const char *why = reason && reason[0] ? reason : "agent_exited";
-    if (ws_set_state(w, ws, WS_FAILED, "protocol", why) < 0 || !ws->parent)
+    if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why) < 0 || !ws->parent)
         return;
     /* The agent cannot say `failed` any more: the runtime says it for it, so a parent waiting
      * for its child's signals learns of the failure (Signal spec: runtime-emitted failed). */
     char sid[WACP_ID_LEN];
-    sig_emit(w, ws, "protocol", "failed", why, NULL, NULL, false, sid);
+    wacp_signal_emit(w, ws, "protocol", "failed", why, NULL, NULL, false, sid);
 }
 
 static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
@@ -438,19 +340,19 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t wacp_next_deadline(const struct wacp *w)
 {
-    return min3(ws_next_deadline(w), env_next_deadline(w), task_next_deadline(w));
+    return min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w), wacp_task_next_deadline(w));
 }
 
 void wacp_tick(struct wacp *w, uint64_t now_ms)
 {
-    ws_tick(w, now_ms);
-    env_tick(w, now_ms);
-    task_tick(w, now_ms);
+    wacp_workspace_tick(w, now_ms);
+    wacp_envelope_tick(w, now_ms);
+    wacp_task_tick(w, now_ms);
 }
 
 bool wacp_done(const struct wacp *w)
 {
-    const struct wacp_ws *root = ws_root(w);
+    const struct wacp_ws *root = wacp_tree_root(w);
     return !root || !(WS_BIT(root->state) & WS_LIVE_MASK);
 }
 
@@ -459,14 +361,14 @@ void wacp_shutdown(struct wacp *w, const char *reason)
     /* Deepest first: a later workspace is never an ancestor of an earlier one. */
     for (size_t i = w->n_ws; i-- > 0;)
         if (WS_BIT(w->ws[i]->state) & WS_LIVE_MASK)
-            ws_set_state(w, w->ws[i], WS_FAILED, "system", reason ? reason : "run_ended");
+            wacp_tree_set_state(w, w->ws[i], WS_FAILED, "system", reason ? reason : "run_ended");
 }
 
 cJSON *wacp_tree_json(const struct wacp *w)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; a && i < w->n_ws; i++) {
-        cJSON *o = ws_json(w->ws[i]);
+        cJSON *o = wacp_tree_ws_json(w->ws[i]);
         if (!o || !cJSON_AddItemToArray(a, o)) {
             cJSON_Delete(o);
             break;

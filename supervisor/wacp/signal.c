@@ -1,7 +1,11 @@
 /* supervisor/wacp/signal.c: signals: the eleven types and no others, who may emit which
  * ("emit:TYPE"), the transitions they trigger, duplicates recorded without a state change, and
  * upward propagation to the parent's agent. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/signal.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/task.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +15,7 @@ static const char *const signal_types[] = {
     "integrate", "acknowledged", "escalation", "suspend", "migrate",
 };
 
-bool sig_known(const char *type)
+bool wacp_signal_known(const char *type)
 {
     for (size_t i = 0; type && i < ARRAY_SIZE(signal_types); i++)
         if (!strcmp(type, signal_types[i]))
@@ -22,15 +26,15 @@ bool sig_known(const char *type)
 static int record_emitted(struct wacp *w, struct wacp_ws *ws, const char *actor, const char *type,
                           const char *reason, const char *ref, bool duplicate, const char *id)
 {
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "signal_id", id);
-    wacp_add_str(b, "workspace_id", ws->id);
-    wacp_add_str(b, "type", type);
-    wacp_add_str(b, "reason", reason);
-    wacp_add_str(b, "ref", ref);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "signal_id", id);
+    wacp_core_add_str(b, "workspace_id", ws->id);
+    wacp_core_add_str(b, "type", type);
+    wacp_core_add_str(b, "reason", reason);
+    wacp_core_add_str(b, "ref", ref);
     if (duplicate)
         cJSON_AddBoolToObject(b, "duplicate", true);
-    int r = wacp_rec(w, ws->id, actor, "signal_emitted", b);
+    int r = wacp_core_rec(w, ws->id, actor, "signal_emitted", b);
     cJSON_Delete(b);
     if (r == 0)
         w->sum.signals++;
@@ -43,32 +47,32 @@ static int deliver(struct wacp *w, struct wacp_ws *ws, struct wacp_ws *to, const
 {
     if (!to)
         return 0; /* the root's signals reach the global trail only */
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "signal_id", id);
-    wacp_add_str(b, "from", ws->id);
-    wacp_add_str(b, "to", to->id);
-    wacp_add_str(b, "type", type);
-    cJSON_AddNumberToObject(b, "delivered_at", (double)wacp_wall_ms());
-    int r = wacp_rec(w, to->id, "protocol", "signal_delivered", b);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "signal_id", id);
+    wacp_core_add_str(b, "from", ws->id);
+    wacp_core_add_str(b, "to", to->id);
+    wacp_core_add_str(b, "type", type);
+    cJSON_AddNumberToObject(b, "delivered_at", (double)wacp_core_wall_ms());
+    int r = wacp_core_rec(w, to->id, "protocol", "signal_delivered", b);
     cJSON_Delete(b);
     if (r < 0)
         return r;
-    cJSON *p = wacp_obj(), *s = cJSON_AddObjectToObject(p, "signal");
-    wacp_add_str(s, "signal_id", id);
-    wacp_add_str(s, "from", ws->id);
-    wacp_add_str(s, "type", type);
-    wacp_add_str(s, "reason", reason);
-    wacp_add_str(s, "ref", ref);
-    wacp_add_str(s, "state", ws_state_name(ws->state));
+    cJSON *p = wacp_core_obj(), *s = cJSON_AddObjectToObject(p, "signal");
+    wacp_core_add_str(s, "signal_id", id);
+    wacp_core_add_str(s, "from", ws->id);
+    wacp_core_add_str(s, "type", type);
+    wacp_core_add_str(s, "reason", reason);
+    wacp_core_add_str(s, "ref", ref);
+    wacp_core_add_str(s, "state", wacp_tree_state_name(ws->state));
     w->h.notify(w->h.data, to->id, "wacp/signal", p);
     return 0;
 }
 
-int sig_emit(struct wacp *w, struct wacp_ws *ws, const char *actor, const char *type,
+int wacp_signal_emit(struct wacp *w, struct wacp_ws *ws, const char *actor, const char *type,
              const char *reason, const char *ref, struct wacp_ws *to, bool duplicate,
              char id_out[WACP_ID_LEN])
 {
-    wacp_new_id("sig", id_out);
+    wacp_core_new_id("sig", id_out);
     int r = record_emitted(w, ws, actor, type, reason, ref, duplicate, id_out);
     if (r < 0)
         return r;
@@ -107,7 +111,7 @@ static enum ws_state effect(const char *type, enum ws_state s, bool *dup)
     return s; /* ready, checkpoint, escalation, integrate, acknowledged: status, no transition */
 }
 
-int sig_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                     struct wacp_err *e)
 {
     static const char M[] = "wacp/signal.emit";
@@ -116,44 +120,44 @@ int sig_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r
     const cJSON *fj = cJSON_GetObjectItemCaseSensitive(p, "ref");
     const char *reason = rj ? rj->valuestring : NULL;
     const char *ref = fj ? fj->valuestring : NULL;
-    if (!sig_known(type))
-        return wacp_deny(w, c, M, e, -32602, "unknown_signal",
+    if (!wacp_signal_known(type))
+        return wacp_core_deny(w, c, M, e, -32602, "unknown_signal",
                          "'%.40s' is not a signal: the eleven are ready, started, blocked, "
                          "checkpoint, complete, failed, integrate, acknowledged, escalation, "
                          "suspend, migrate", type);
     if ((reason && strlen(reason) > 400) || (ref && strlen(ref) > 128))
-        return wacp_fail(e, -32602, "invalid_params", "reason is at most 400 bytes, ref 128");
+        return wacp_core_fail(e, -32602, "invalid_params", "reason is at most 400 bytes, ref 128");
     if (!reason && (!strcmp(type, "blocked") || !strcmp(type, "failed") || !strcmp(type, "escalation")))
-        return wacp_fail(e, -32602, "invalid_params", "a %s signal carries a reason", type);
+        return wacp_core_fail(e, -32602, "invalid_params", "a %s signal carries a reason", type);
     bool root_complete = !c->parent && !strcmp(type, "complete");
     char cap[64];
     snprintf(cap, sizeof(cap), "emit:%s", type);
     if (!root_complete && !policy_role_can(&c->view, cap))
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "role '%s' may not emit '%s'", c->role, type);
     bool dup;
     enum ws_state to = effect(type, c->state, &dup);
     if (to == WS_NSTATES)
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
                          "'%s' does nothing from state %s (PROTOCOL 6.3)", type,
-                         ws_state_name(c->state));
+                         wacp_tree_state_name(c->state));
     char id[WACP_ID_LEN];
-    wacp_new_id("sig", id);
+    wacp_core_new_id("sig", id);
     if (record_emitted(w, c, c->role, type, reason, ref, dup, id) < 0)
-        return wacp_trail_err(e);
-    if (to != c->state && ws_set_state(w, c, to, c->role, reason ? reason : type) < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
+    if (to != c->state && wacp_tree_set_state(w, c, to, c->role, reason ? reason : type) < 0)
+        return wacp_core_trail_err(e);
     if (!strcmp(type, "started") && c->state == WS_ACTIVE)
-        task_on_started(w, c);
+        wacp_task_on_started(w, c);
     /* The root has no parent to integrate into: its complete ends the run (closed). */
     if (root_complete && c->state == WS_INTEGRATING &&
-        ws_set_state(w, c, WS_CLOSED, "system", "run_complete") < 0)
-        return wacp_trail_err(e);
+        wacp_tree_set_state(w, c, WS_CLOSED, "system", "run_complete") < 0)
+        return wacp_core_trail_err(e);
     if (deliver(w, c, c->parent, type, reason, ref, id) < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
-    wacp_add_str(*res, "signal_id", id);
-    wacp_add_str(*res, "state", ws_state_name(c->state));
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "signal_id", id);
+    wacp_core_add_str(*res, "state", wacp_tree_state_name(c->state));
     cJSON_AddBoolToObject(*res, "duplicate", dup);
     return 0;
 }

@@ -1,7 +1,10 @@
 /* supervisor/wacp/task.c: tasks: the run's DAG (cycles and dangling dependencies refused,
  * dependencies frozen at creation), the eight statuses driven by the bound workspace, the
  * draft -> pending gate, and workspace_history across retries. */
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/task.h"
+
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +15,7 @@
 static const char *const status_names[] = {"draft", "pending", "assigned", "in_progress",
                                            "completed", "failed", "integrated", "cancelled"};
 
-const char *task_status_name(enum task_status s)
+const char *wacp_task_status_name(enum task_status s)
 {
     return (unsigned)s < ARRAY_SIZE(status_names) ? status_names[s] : "?";
 }
@@ -31,7 +34,7 @@ static const unsigned task_moves[] = {
     [TASK_CANCELLED] = 0,
 };
 
-void task_free(struct wacp_task *t)
+void wacp_task_free(struct wacp_task *t)
 {
     if (!t)
         return;
@@ -42,7 +45,7 @@ void task_free(struct wacp_task *t)
     free(t);
 }
 
-struct wacp_task *task_find(const struct wacp *w, const char *id)
+struct wacp_task *wacp_task_find(const struct wacp *w, const char *id)
 {
     for (size_t i = 0; id && i < w->n_tasks; i++)
         if (!strcmp(w->tasks[i]->id, id))
@@ -52,37 +55,37 @@ struct wacp_task *task_find(const struct wacp *w, const char *id)
 
 static cJSON *task_json(const struct wacp_task *t)
 {
-    cJSON *o = wacp_obj();
-    wacp_add_str(o, "task_id", t->id);
-    wacp_add_str(o, "name", t->name);
-    wacp_add_str(o, "description", t->description);
-    wacp_add_str(o, "status", task_status_name(t->status));
+    cJSON *o = wacp_core_obj();
+    wacp_core_add_str(o, "task_id", t->id);
+    wacp_core_add_str(o, "name", t->name);
+    wacp_core_add_str(o, "description", t->description);
+    wacp_core_add_str(o, "status", wacp_task_status_name(t->status));
     cJSON *d = cJSON_AddArrayToObject(o, "depends_on");
     for (size_t i = 0; d && i < t->n_depends; i++)
         cJSON_AddItemToArray(d, cJSON_CreateString(t->depends_on[i]));
-    wacp_add_str(o, "parent_task", t->parent_task);
-    wacp_add_str(o, "workspace_ref", t->workspace_ref);
+    wacp_core_add_str(o, "parent_task", t->parent_task);
+    wacp_core_add_str(o, "workspace_ref", t->workspace_ref);
     cJSON *h = cJSON_AddArrayToObject(o, "workspace_history");
     for (size_t i = 0; h && i < t->n_history; i++)
         cJSON_AddItemToArray(h, cJSON_CreateString(t->history[i]));
-    wacp_add_str(o, "checkpoint_ref", t->checkpoint_ref);
+    wacp_core_add_str(o, "checkpoint_ref", t->checkpoint_ref);
     return o;
 }
 
-int task_set(struct wacp *w, struct wacp_task *t, enum task_status to, const char *event,
+int wacp_task_set(struct wacp *w, struct wacp_task *t, enum task_status to, const char *event,
              const char *actor, const char *ws)
 {
     if (!(task_moves[t->status] & TB(to)))
         return -EINVAL;
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "task_id", t->id);
-    wacp_add_str(b, "from", task_status_name(t->status));
-    wacp_add_str(b, "to", task_status_name(to));
-    wacp_add_str(b, "workspace_ref", t->workspace_ref);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "task_id", t->id);
+    wacp_core_add_str(b, "from", wacp_task_status_name(t->status));
+    wacp_core_add_str(b, "to", wacp_task_status_name(to));
+    wacp_core_add_str(b, "workspace_ref", t->workspace_ref);
     if (to == TASK_COMPLETED || to == TASK_INTEGRATED)
-        wacp_add_str(b, "checkpoint_ref", t->checkpoint_ref);
+        wacp_core_add_str(b, "checkpoint_ref", t->checkpoint_ref);
     cJSON_AddNumberToObject(b, "attempt_number", (double)t->n_history);
-    int r = wacp_rec(w, ws && ws[0] ? ws : NULL, actor, event ? event : "task_status_changed", b);
+    int r = wacp_core_rec(w, ws && ws[0] ? ws : NULL, actor, event ? event : "task_status_changed", b);
     cJSON_Delete(b);
     if (r < 0)
         return r;
@@ -90,9 +93,9 @@ int task_set(struct wacp *w, struct wacp_task *t, enum task_status to, const cha
     return 0;
 }
 
-int task_bind(struct wacp *w, struct wacp_task *t, struct wacp_ws *ws, const char *actor)
+int wacp_task_bind(struct wacp *w, struct wacp_task *t, struct wacp_ws *ws, const char *actor)
 {
-    if (t->status == TASK_FAILED && task_set(w, t, TASK_PENDING, NULL, actor, ws->id) < 0)
+    if (t->status == TASK_FAILED && wacp_task_set(w, t, TASK_PENDING, NULL, actor, ws->id) < 0)
         return -EIO; /* the coordinator retries */
     if (t->status != TASK_PENDING)
         return -EINVAL;
@@ -100,11 +103,11 @@ int task_bind(struct wacp *w, struct wacp_task *t, struct wacp_ws *ws, const cha
     if (!h)
         return -ENOMEM;
     t->history = h;
-    cJSON *b = wacp_obj();
-    wacp_add_str(b, "task_id", t->id);
-    wacp_add_str(b, "workspace_id", ws->id);
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "task_id", t->id);
+    wacp_core_add_str(b, "workspace_id", ws->id);
     cJSON_AddNumberToObject(b, "attempt_number", (double)t->n_history + 1);
-    int r = wacp_rec(w, ws->id, actor, "task_assigned", b);
+    int r = wacp_core_rec(w, ws->id, actor, "task_assigned", b);
     cJSON_Delete(b);
     if (r < 0)
         return r;
@@ -118,18 +121,18 @@ int task_bind(struct wacp *w, struct wacp_task *t, struct wacp_ws *ws, const cha
 
 static struct wacp_task *bound(const struct wacp *w, const struct wacp_ws *ws)
 {
-    struct wacp_task *t = ws->task[0] ? task_find(w, ws->task) : NULL;
+    struct wacp_task *t = ws->task[0] ? wacp_task_find(w, ws->task) : NULL;
     return t && !strcmp(t->workspace_ref, ws->id) ? t : NULL;
 }
 
-void task_on_started(struct wacp *w, struct wacp_ws *ws)
+void wacp_task_on_started(struct wacp *w, struct wacp_ws *ws)
 {
     struct wacp_task *t = bound(w, ws);
     if (t && t->status == TASK_ASSIGNED)
-        task_set(w, t, TASK_IN_PROGRESS, NULL, "protocol", ws->id);
+        wacp_task_set(w, t, TASK_IN_PROGRESS, NULL, "protocol", ws->id);
 }
 
-void task_follow(struct wacp *w, struct wacp_ws *ws, enum ws_state s)
+void wacp_task_follow(struct wacp *w, struct wacp_ws *ws, enum ws_state s)
 {
     struct wacp_task *t = bound(w, ws);
     if (!t)
@@ -137,15 +140,15 @@ void task_follow(struct wacp *w, struct wacp_ws *ws, enum ws_state s)
     switch (s) {
     case WS_INTEGRATING:
         if (t->status == TASK_ASSIGNED)
-            task_set(w, t, TASK_IN_PROGRESS, NULL, "protocol", ws->id);
+            wacp_task_set(w, t, TASK_IN_PROGRESS, NULL, "protocol", ws->id);
         snprintf(t->checkpoint_ref, sizeof(t->checkpoint_ref), "%s", ws->final_cp);
-        task_set(w, t, TASK_COMPLETED, "task_completed", "protocol", ws->id);
+        wacp_task_set(w, t, TASK_COMPLETED, "task_completed", "protocol", ws->id);
         break;
     case WS_CLOSED:
-        task_set(w, t, TASK_INTEGRATED, NULL, "protocol", ws->id);
+        wacp_task_set(w, t, TASK_INTEGRATED, NULL, "protocol", ws->id);
         break;
     case WS_FAILED:
-        task_set(w, t, TASK_FAILED, "task_failed", "protocol", ws->id);
+        wacp_task_set(w, t, TASK_FAILED, "task_failed", "protocol", ws->id);
         break;
     default:
         break;
@@ -193,28 +196,28 @@ static int check_draft(struct wacp *w, struct wacp_ws *c, struct draft *d, size_
 {
     static const char M[] = "wacp/task.create";
     if (!d[i].name || !d[i].name[0] || strlen(d[i].name) > 200)
-        return wacp_fail(e, -32602, "invalid_params", "a task has a name of 1-200 characters");
+        return wacp_core_fail(e, -32602, "invalid_params", "a task has a name of 1-200 characters");
     if (d[i].description && strlen(d[i].description) > 4096)
-        return wacp_fail(e, -32602, "invalid_params", "description is at most 4096 bytes");
+        return wacp_core_fail(e, -32602, "invalid_params", "description is at most 4096 bytes");
     if (d[i].deps && (!cJSON_IsArray(d[i].deps) || cJSON_GetArraySize(d[i].deps) > MAX_DEPENDS))
-        return wacp_fail(e, -32602, "invalid_params", "depends_on is an array of at most %d ids",
+        return wacp_core_fail(e, -32602, "invalid_params", "depends_on is an array of at most %d ids",
                          MAX_DEPENDS);
     const cJSON *x;
     cJSON_ArrayForEach(x, d[i].deps) {
         if (!cJSON_IsString(x))
-            return wacp_fail(e, -32602, "invalid_params", "depends_on holds task ids (strings)");
+            return wacp_core_fail(e, -32602, "invalid_params", "depends_on holds task ids (strings)");
         if (d[i].ref && !strcmp(x->valuestring, d[i].ref))
-            return wacp_deny(w, c, M, e, -32602, "cycle", "task '%.64s' depends on itself", d[i].ref);
-        if (find_ref(d, n, x->valuestring) < 0 && !task_find(w, x->valuestring))
-            return wacp_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
+            return wacp_core_deny(w, c, M, e, -32602, "cycle", "task '%.64s' depends on itself", d[i].ref);
+        if (find_ref(d, n, x->valuestring) < 0 && !wacp_task_find(w, x->valuestring))
+            return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
                              "depends_on names no task '%.80s'", x->valuestring);
         for (const cJSON *y = d[i].deps->child; y != x; y = y->next)
             if (!strcmp(y->valuestring, x->valuestring))
-                return wacp_fail(e, -32602, "invalid_params", "depends_on lists '%.80s' twice",
+                return wacp_core_fail(e, -32602, "invalid_params", "depends_on lists '%.80s' twice",
                                  x->valuestring);
     }
-    if (d[i].parent && !task_find(w, d[i].parent) && find_ref(d, n, d[i].parent) < 0)
-        return wacp_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "parent_task names no task '%.80s'",
+    if (d[i].parent && !wacp_task_find(w, d[i].parent) && find_ref(d, n, d[i].parent) < 0)
+        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "parent_task names no task '%.80s'",
                          d[i].parent);
     return 0;
 }
@@ -226,18 +229,18 @@ static const char *opt_str(const cJSON *o, const char *k)
 }
 
 /* The draft -> pending gate (task spec 4): off, it approves at once; on, it waits for the
- * human highway, and its timeout's fallback applies in task_tick. */
+ * human highway, and its timeout's fallback applies in wacp_task_tick. */
 static int gate(struct wacp *w, struct wacp_task *t)
 {
     const struct policy_gate_rule *g =
         w->session.highway ? &w->session.highway->gates[POLICY_GATE_TASK_APPROVAL] : NULL;
     if (!g || !g->enabled) {
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "task_id", t->id);
-        wacp_add_str(b, "approval", "gate_off");
-        wacp_add_str(b, "from", "draft");
-        wacp_add_str(b, "to", "pending");
-        int r = wacp_rec(w, NULL, "system", "task_approved", b);
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "task_id", t->id);
+        wacp_core_add_str(b, "approval", "gate_off");
+        wacp_core_add_str(b, "from", "draft");
+        wacp_core_add_str(b, "to", "pending");
+        int r = wacp_core_rec(w, NULL, "system", "task_approved", b);
         cJSON_Delete(b);
         if (r < 0)
             return r;
@@ -249,39 +252,39 @@ static int gate(struct wacp *w, struct wacp_task *t)
     return 0;
 }
 
-int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                        struct wacp_err *e)
 {
     static const char M[] = "wacp/task.create";
-    if (!wacp_is_coordinator(c) && !c->delegate)
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+    if (!wacp_tree_is_coordinator(c) && !c->delegate)
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "tasks are defined by the coordinator (or a delegate)");
     const cJSON *batch = cJSON_GetObjectItemCaseSensitive(p, "tasks");
     if (batch && cJSON_GetArraySize(p) != 1)
-        return wacp_fail(e, -32602, "invalid_params", "give either \"tasks\" or one task's fields");
+        return wacp_core_fail(e, -32602, "invalid_params", "give either \"tasks\" or one task's fields");
     size_t n = batch ? (size_t)cJSON_GetArraySize(batch) : 1;
     if (n == 0 || n > MAX_BATCH)
-        return wacp_fail(e, -32602, "invalid_params", "tasks holds 1 to %d tasks", MAX_BATCH);
+        return wacp_core_fail(e, -32602, "invalid_params", "tasks holds 1 to %d tasks", MAX_BATCH);
     if (w->n_tasks + n > WACP_MAX_TASKS)
-        return wacp_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds %d tasks at most",
+        return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds %d tasks at most",
                          WACP_MAX_TASKS);
     _cleanup_free_ struct draft *d = calloc(n, sizeof(*d));
     if (!d)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     for (size_t i = 0; i < n; i++) {
         const cJSON *o = batch ? cJSON_GetArrayItem(batch, (int)i) : p;
         if (!cJSON_IsObject(o))
-            return wacp_fail(e, -32602, "invalid_params", "tasks holds objects");
+            return wacp_core_fail(e, -32602, "invalid_params", "tasks holds objects");
         if (batch) {
             const cJSON *k;
             cJSON_ArrayForEach(k, o)
                 if (strcmp(k->string, "ref") && strcmp(k->string, "name") &&
                     strcmp(k->string, "description") && strcmp(k->string, "depends_on") &&
                     strcmp(k->string, "parent_task"))
-                    return wacp_fail(e, -32602, "invalid_params", "a task takes no '%.64s'", k->string);
+                    return wacp_core_fail(e, -32602, "invalid_params", "a task takes no '%.64s'", k->string);
             d[i].ref = opt_str(o, "ref");
             if (!d[i].ref || !d[i].ref[0] || strlen(d[i].ref) > 64 || find_ref(d, i, d[i].ref) >= 0)
-                return wacp_fail(e, -32602, "invalid_params",
+                return wacp_core_fail(e, -32602, "invalid_params",
                                  "each task of a batch has its own \"ref\" (1-64 characters)");
         }
         d[i].name = opt_str(o, "name");
@@ -291,7 +294,7 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
         const cJSON *dj = cJSON_GetObjectItemCaseSensitive(o, "description");
         const cJSON *pj = cJSON_GetObjectItemCaseSensitive(o, "parent_task");
         if ((dj && !d[i].description) || (pj && !d[i].parent))
-            return wacp_fail(e, -32602, "invalid_params", "description and parent_task are strings");
+            return wacp_core_fail(e, -32602, "invalid_params", "description and parent_task are strings");
     }
     for (size_t i = 0; i < n; i++)
         if (check_draft(w, c, d, n, i, e) < 0)
@@ -299,35 +302,35 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
     for (size_t i = 0; i < n; i++) {
         const char *where = NULL;
         if (d[i].state == 0 && has_cycle(d, n, i, &where))
-            return wacp_deny(w, c, M, e, -32602, "cycle",
+            return wacp_core_deny(w, c, M, e, -32602, "cycle",
                              "the dependencies form a cycle through '%.64s'; a task graph is acyclic",
                              where ? where : "?");
     }
     if (!w->graph[0]) {
         char g[WACP_ID_LEN];
-        wacp_new_id("graph", g);
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "graph_id", g);
-        int r = wacp_rec(w, c->id, c->role, "graph_created", b);
+        wacp_core_new_id("graph", g);
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "graph_id", g);
+        int r = wacp_core_rec(w, c->id, c->role, "graph_created", b);
         cJSON_Delete(b);
         if (r < 0)
-            return wacp_trail_err(e);
+            return wacp_core_trail_err(e);
         snprintf(w->graph, sizeof(w->graph), "%s", g);
     }
-    if (!wacp_grow((void **)&w->tasks, &w->cap_tasks, w->n_tasks + n, sizeof(*w->tasks)))
-        return wacp_fail(e, -32603, "internal", "out of memory");
+    if (!wacp_core_grow((void **)&w->tasks, &w->cap_tasks, w->n_tasks + n, sizeof(*w->tasks)))
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     /* Ids first, so a batch's refs resolve to them. */
     for (size_t i = 0; i < n; i++) {
         struct wacp_task *t = calloc(1, sizeof(*t));
         if (!t || !(t->name = strdup(d[i].name)) ||
             (d[i].description && !(t->description = strdup(d[i].description)))) {
-            task_free(t);
+            wacp_task_free(t);
             for (size_t k = 0; k < i; k++)
-                task_free(d[k].t);
-            return wacp_fail(e, -32603, "internal", "out of memory");
+                wacp_task_free(d[k].t);
+            return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
-        wacp_new_id("task", t->id);
-        t->created_ms = wacp_now_ms();
+        wacp_core_new_id("task", t->id);
+        t->created_ms = wacp_core_now_ms();
         d[i].t = t;
     }
     for (size_t i = 0; i < n; i++) {
@@ -336,8 +339,8 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
         t->depends_on = nd ? calloc(nd, sizeof(*t->depends_on)) : NULL;
         if (nd && !t->depends_on) {
             for (size_t k = 0; k < n; k++)
-                task_free(d[k].t);
-            return wacp_fail(e, -32603, "internal", "out of memory");
+                wacp_task_free(d[k].t);
+            return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
         const cJSON *x;
         cJSON_ArrayForEach(x, d[i].deps) {
@@ -355,8 +358,8 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
     for (; made < n; made++) {
         struct wacp_task *t = d[made].t;
         cJSON *b = task_json(t);
-        wacp_add_str(b, "graph_ref", w->graph);
-        int r = wacp_rec(w, c->id, c->role, "task_created", b);
+        wacp_core_add_str(b, "graph_ref", w->graph);
+        int r = wacp_core_rec(w, c->id, c->role, "task_created", b);
         cJSON_Delete(b);
         if (r < 0) {
             rc = -1;
@@ -370,96 +373,96 @@ int task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON 
         }
     }
     for (size_t k = made; k < n; k++)
-        task_free(d[k].t);
+        wacp_task_free(d[k].t);
     if (rc < 0)
-        return wacp_trail_err(e);
-    *res = wacp_obj();
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
     if (!batch) {
-        wacp_add_str(*res, "task_id", d[0].t->id);
-        wacp_add_str(*res, "status", task_status_name(d[0].t->status));
+        wacp_core_add_str(*res, "task_id", d[0].t->id);
+        wacp_core_add_str(*res, "status", wacp_task_status_name(d[0].t->status));
         return 0;
     }
     cJSON *a = cJSON_AddArrayToObject(*res, "tasks");
     for (size_t i = 0; a && i < n; i++) {
-        cJSON *o = wacp_obj();
-        wacp_add_str(o, "ref", d[i].ref);
-        wacp_add_str(o, "task_id", d[i].t->id);
-        wacp_add_str(o, "status", task_status_name(d[i].t->status));
+        cJSON *o = wacp_core_obj();
+        wacp_core_add_str(o, "ref", d[i].ref);
+        wacp_core_add_str(o, "task_id", d[i].t->id);
+        wacp_core_add_str(o, "status", wacp_task_status_name(d[i].t->status));
         cJSON_AddItemToArray(a, o);
     }
     return 0;
 }
 
-int task_method_assign(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_task_method_assign(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                        struct wacp_err *e)
 {
     static const char M[] = "wacp/task.assign";
-    struct wacp_task *t = task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
+    struct wacp_task *t = wacp_task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
     const char *wid = cJSON_GetObjectItemCaseSensitive(p, "workspace")->valuestring;
-    struct wacp_ws *ws = ws_find(w, wid);
-    if (!t || !ws || !ws_visible(c, ws))
-        return wacp_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task or workspace");
-    if (!ws_governs(c, ws))
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+    struct wacp_ws *ws = wacp_tree_find(w, wid);
+    if (!t || !ws || !wacp_tree_visible(c, ws))
+        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task or workspace");
+    if (!wacp_tree_governs(c, ws))
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "tasks are bound by the coordinator (or a delegate) to its workspaces");
     if (ws->task[0] || !(WS_BIT(ws->state) & WS_WORKING_MASK))
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
                          "workspace %s already has a task or has ended: one workspace, one task", ws->id);
     if (t->status != TASK_PENDING && t->status != TASK_FAILED)
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                         "task %s is %s; binding takes a pending task", t->id, task_status_name(t->status));
-    int r = task_bind(w, t, ws, c->role);
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
+                         "task %s is %s; binding takes a pending task", t->id, wacp_task_status_name(t->status));
+    int r = wacp_task_bind(w, t, ws, c->role);
     if (r == -ENOMEM)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     if (r < 0)
-        return wacp_trail_err(e);
+        return wacp_core_trail_err(e);
     if (ws->state == WS_ACTIVE)
-        task_on_started(w, ws);
+        wacp_task_on_started(w, ws);
     *res = task_json(t);
     return 0;
 }
 
-int task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                        struct wacp_err *e)
 {
     static const char M[] = "wacp/task.cancel";
-    if (!wacp_is_coordinator(c) && !c->delegate)
-        return wacp_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
+    if (!wacp_tree_is_coordinator(c) && !c->delegate)
+        return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                          "tasks are cancelled by the coordinator (or a delegate)");
-    struct wacp_task *t = task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
+    struct wacp_task *t = wacp_task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
     if (!t)
-        return wacp_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task");
+        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task");
     if (!(task_moves[t->status] & TB(TASK_CANCELLED)))
-        return wacp_deny(w, c, M, e, WACP_E_STATE, "invalid_transition", "task %s is %s already",
-                         t->id, task_status_name(t->status));
-    if (task_set(w, t, TASK_CANCELLED, NULL, c->role, t->workspace_ref) < 0)
-        return wacp_trail_err(e);
-    struct wacp_ws *ws = ws_find(w, t->workspace_ref);
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition", "task %s is %s already",
+                         t->id, wacp_task_status_name(t->status));
+    if (wacp_task_set(w, t, TASK_CANCELLED, NULL, c->role, t->workspace_ref) < 0)
+        return wacp_core_trail_err(e);
+    struct wacp_ws *ws = wacp_tree_find(w, t->workspace_ref);
     if (ws && (WS_BIT(ws->state) & WS_LIVE_MASK) &&
-        ws_set_state(w, ws, WS_FAILED, c->role, "task_cancelled") < 0)
-        return wacp_trail_err(e);
+        wacp_tree_set_state(w, ws, WS_FAILED, c->role, "task_cancelled") < 0)
+        return wacp_core_trail_err(e);
     *res = task_json(t);
     return 0;
 }
 
-int task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+int wacp_task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                      struct wacp_err *e)
 {
     (void)p;
-    *res = wacp_obj();
+    *res = wacp_core_obj();
     cJSON *a = cJSON_AddArrayToObject(*res, "tasks");
     if (!a)
-        return wacp_fail(e, -32603, "internal", "out of memory");
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     for (size_t i = 0; i < w->n_tasks; i++) {
         const struct wacp_task *t = w->tasks[i];
-        struct wacp_ws *ws = ws_find(w, t->workspace_ref);
-        if (wacp_is_coordinator(c) || !strcmp(c->task, t->id) || (ws && ws_visible(c, ws) && c->delegate))
+        struct wacp_ws *ws = wacp_tree_find(w, t->workspace_ref);
+        if (wacp_tree_is_coordinator(c) || !strcmp(c->task, t->id) || (ws && wacp_tree_visible(c, ws) && c->delegate))
             cJSON_AddItemToArray(a, task_json(t));
     }
     return 0;
 }
 
-void task_tick(struct wacp *w, uint64_t now)
+void wacp_task_tick(struct wacp *w, uint64_t now)
 {
     if (!w->session.highway)
         return;
@@ -470,21 +473,21 @@ void task_tick(struct wacp *w, uint64_t now)
             continue;
         t->approve_at_ms = 0;
         if (fb == POLICY_FALLBACK_REJECT) {
-            task_set(w, t, TASK_CANCELLED, NULL, "system", NULL);
+            wacp_task_set(w, t, TASK_CANCELLED, NULL, "system", NULL);
             continue;
         }
-        cJSON *b = wacp_obj();
-        wacp_add_str(b, "task_id", t->id);
-        wacp_add_str(b, "approval", "timeout_auto_approve");
-        wacp_add_str(b, "from", "draft");
-        wacp_add_str(b, "to", "pending");
-        if (wacp_rec(w, NULL, "system", "task_approved", b) == 0)
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "task_id", t->id);
+        wacp_core_add_str(b, "approval", "timeout_auto_approve");
+        wacp_core_add_str(b, "from", "draft");
+        wacp_core_add_str(b, "to", "pending");
+        if (wacp_core_rec(w, NULL, "system", "task_approved", b) == 0)
             t->status = TASK_PENDING;
         cJSON_Delete(b);
     }
 }
 
-uint64_t task_next_deadline(const struct wacp *w)
+uint64_t wacp_task_next_deadline(const struct wacp *w)
 {
     uint64_t m = UINT64_MAX;
     for (size_t i = 0; i < w->n_tasks; i++)

@@ -55,6 +55,11 @@ struct wacp_hooks {
     /* Sends a notification (method, params taken) to the agent of WS; the run releases it
      * after this turn's commit. A workspace whose agent is gone just drops it (0). */
     int (*notify)(void *data, const char *ws, const char *method, cJSON *params);
+    /* wacp/trail.query: appends to ENTRIES (a JSON array) the committed entries of WS (NULL:
+     * every workspace) of TYPE (NULL: any), at most LIMIT. The model checked the caller's scope.
+     * < 0 with ERR: the trail cannot be read. May be NULL: the method is then unknown. */
+    int (*trail_query)(void *data, const char *ws, const char *type, uint64_t limit,
+                       cJSON *entries, struct cerr *err);
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
@@ -99,8 +104,8 @@ struct wacp_err {
  * lists them: signal.emit, envelope.send, envelope.ack, workspace.create, workspace.self,
  * workspace.list, workspace.abort, workspace.suspend, workspace.resume, workspace.transfer, rights.list,
  * rights.grant, rights.revoke, checkpoint.create, checkpoint.list, task.create, task.assign,
- * task.cancel, task.list, integrate, conflict.resolve). wacp/trail.query is the run's (it holds
- * the trail): here it is -ENOENT like any unknown method. PARAMS may be NULL ({}). 0 with *result
+ * task.cancel, task.list, integrate, conflict.resolve, trail.query: the run reads the trail for it
+ * through hooks.trail_query). PARAMS may be NULL ({}). 0 with *result
  * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e);

@@ -7,6 +7,8 @@
  *   @long:N         send a line of N bytes ('a'), read one answer
  *   @deep:N         send N '[' then N ']', read one answer
  *   @repeat:N:LINE  send LINE N times, then read N answers (stopping at end of input)
+ *   @raw            from here on, print every answer whole as "< RAW LINE" (byte-for-byte
+ *                   comparisons, tests/surfaces_replay.sh)
  *   @flood:N        N pings written by a second process while this one reads the N answers;
  *                   prints "flood: N answers in order" when every id came back, in order
  * Exit: 0 after the last step, 3 when the supervisor closed the channel first. */
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 static struct corral_agent *A;
+static bool raw;
 
 static void send_line(const char *s, size_t n)
 {
@@ -45,6 +48,10 @@ static void shorten(cJSON *j)
 
 static void print_answer(const char *line, size_t n)
 {
+    if (raw) {
+        fprintf(stderr, "< RAW %.*s\n", (int)n, line);
+        return;
+    }
     cJSON *j = cJSON_ParseWithLength(line, n);
     const cJSON *res = cJSON_GetObjectItem(j, "result");
     const cJSON *sc = cJSON_GetObjectItem(res, "structuredContent");
@@ -127,6 +134,8 @@ int main(int argc, char **argv)
         const char *s = argv[i];
         if (!strncmp(s, "@nowait:", 8)) {
             send_line(s + 8, strlen(s + 8));
+        } else if (!strcmp(s, "@raw")) {
+            raw = true;
         } else if (!strcmp(s, "@read")) {
             read_print();
         } else if (!strncmp(s, "@long:", 6) || !strncmp(s, "@deep:", 6)) {

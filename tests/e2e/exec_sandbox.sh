@@ -32,7 +32,7 @@ expect_match "python script via shebang: output" "^python \['x'\]$" "$out"
 echo "piped input" | "$CORRAL" exec -- /bin/cat >"$T_TMP/o" 2>&1
 expect_match "stdin passes through" '^piped input$' "$(cat "$T_TMP/o")"
 
-# --- exit statuses of design.md section 3
+# --- exit statuses (docs/sandbox.md, "Exit status")
 run_capture out err rc "$CORRAL" exec -- no-such-program-xyz
 expect_status "not found: 127" 127 "$rc" "$err"
 expect_match "not found: one clear line" 'no-such-program-xyz: command not found' "$err"

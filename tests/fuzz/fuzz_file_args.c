@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cJSON_IsString(tool)) {
         cJSON *res = NULL;
         bool is_error = false;
-        int r = s->call(&ctx, tool->valuestring, args, &res, &is_error);
+        int r = tool_surface_call(s, &ctx, tool->valuestring, args, &res, &is_error);
         if (r == 0 && !res)
             abort(); /* a call that answers must answer with an object */
         if (r == 0 && is_error && (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "error")) ||

@@ -20,19 +20,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(s);
     if (!j)
         return 0;
-    struct tbuf a = {0}, b = {0};
+    struct trail_buf a = {0}, b = {0};
     if (trail_canonical_json(j, &a) == 0) {
-        if (tbuf_put(&a, "", 1) < 0)
+        if (trail_buf_put(&a, "", 1) < 0)
             abort();
         cJSON *k = cJSON_Parse((const char *)a.p);
         if (!k)
             abort(); /* canonical output must be JSON */
-        if (trail_canonical_json(k, &b) != 0 || tbuf_put(&b, "", 1) < 0 || a.len != b.len || memcmp(a.p, b.p, a.len))
+        if (trail_canonical_json(k, &b) != 0 || trail_buf_put(&b, "", 1) < 0 || a.len != b.len || memcmp(a.p, b.p, a.len))
             abort(); /* and a fixed point */
         cJSON_Delete(k);
     }
-    tbuf_free(&a);
-    tbuf_free(&b);
+    trail_buf_free(&a);
+    trail_buf_free(&b);
     cJSON_Delete(j);
     /* the time parser sees what people type on the command line */
     char t[64];

@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(root, sizeof(root), "%s/root", tmp);
     snprintf(run, sizeof(run), "%s/run", tmp);
     struct fz f = {0};
-    struct wacp_hooks h = {&f, rec, start, stop, notify};
+    struct wacp_hooks h = {&f, rec, start, stop, notify, NULL}; /* no trail: trail.query unknown */
     struct wacp_opts o = {.policy = policy_once(), .run_dir = run, .root_dir = root,
                           .root_owner = "fuzz", .max_workspaces = 8, .max_envelopes = 8,
                           .max_payload = 4096};

@@ -90,8 +90,8 @@ static void unknown_tool_is_enoent(void **state)
     struct fx *f = *state;
     cJSON *res = NULL;
     bool err = false;
-    assert_int_equal(f->s->call(&f->ctx, "readFile", NULL, &res, &err), -ENOENT);
-    assert_int_equal(f->s->call(&f->ctx, "file.move", NULL, &res, &err), -ENOENT);
+    assert_int_equal(tool_surface_call(f->s, &f->ctx, "readFile", NULL, &res, &err), -ENOENT);
+    assert_int_equal(tool_surface_call(f->s, &f->ctx, "file.move", NULL, &res, &err), -ENOENT);
     assert_null(res);
 }
 

@@ -526,7 +526,7 @@ static void denials_and_unknown(void **state)
     }
     cJSON *res = NULL;
     bool err;
-    assert_int_equal(f->s->call(&f->ctx, "readFile", NULL, &res, &err), -ENOENT);
+    assert_int_equal(tool_surface_call(f->s, &f->ctx, "readFile", NULL, &res, &err), -ENOENT);
     cJSON *list = f->s->list(&f->ctx);
     assert_int_equal(cJSON_GetArraySize(list), 8);
     static const char *const names[] = {"list_directory", "read_file", "summarize_file_structure",

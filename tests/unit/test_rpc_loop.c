@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/dispatch.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/trail/internal.h"
 
@@ -58,7 +59,27 @@ static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJS
     return -ENOENT;
 }
 
-static const struct tool_surface test_surface = {.name = "test", .list = t_list, .call = t_call};
+static int t_target(const struct tool_ctx *ctx, const char *tool, const cJSON *args, char **rel)
+{
+    (void)ctx, (void)tool, (void)args;
+    *rel = NULL;
+    return 0;
+}
+
+static cJSON *t_refuse(struct tool_ctx *ctx, const char *tool, const struct tool_verdict *v)
+{
+    (void)ctx, (void)tool, (void)v;
+    return cJSON_Parse("{\"error\":\"refused\",\"code\":\"PERMISSION_DENIED\"}");
+}
+
+static const struct tool_def t_defs[] = {
+    {"echo", TOOL_KIND_READ, false}, {"block", TOOL_KIND_READ, false},
+    {"toolerr", TOOL_KIND_READ, false}, {"crash", TOOL_KIND_READ, false},
+};
+
+static const struct tool_surface test_surface = {.name = "test", .defs = t_defs, .n_defs = ARRAY_SIZE(t_defs),
+                                                 .list = t_list, .run = t_call, .target = t_target,
+                                                 .refuse = t_refuse};
 
 /* ---- a client end and a server ---- */
 
@@ -115,7 +136,8 @@ static void client_connect(struct server *s, struct client *c)
     c->from_srv = b[0];
     fcntl(c->from_srv, F_SETFL, O_NONBLOCK);
     struct agent_config ac = {.name = "t", .in_fd = c->srv_in, .out_fd = c->srv_out,
-                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c};
+                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c,
+                              .on_message = dispatch_message};
     struct cerr err;
     assert_int_equal(agent_new(s->host, &ac, &c->agent, &err), 0);
 }

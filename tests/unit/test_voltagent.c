@@ -83,7 +83,7 @@ static void lists_the_toolkits_in_order(void **state)
 {
     struct fx *f = *state;
     f->ctx.allow_commands = true;
-    cJSON *arr = f->s->list(&f->ctx);
+    cJSON *arr = tool_surface_list(f->s, &f->ctx);
     const char *names[] = {"ls", "read_file", "write_file", "edit_file", "delete_file", "stat",
                            "mkdir", "rmdir", "list_tree", "list_files", "glob", "grep",
                            "execute_command"};
@@ -102,7 +102,7 @@ static void lists_the_toolkits_in_order(void **state)
     /* read-only mode and no command authority hide what upstream hides */
     f->ctx.read_only = true;
     f->ctx.allow_commands = false;
-    arr = f->s->list(&f->ctx);
+    arr = tool_surface_list(f->s, &f->ctx);
     for (const cJSON *t = arr->child; t; t = t->next) {
         const char *n = fx_str(t, "name");
         assert_true(strcmp(n, "write_file") && strcmp(n, "edit_file") && strcmp(n, "delete_file") &&
@@ -113,7 +113,7 @@ static void lists_the_toolkits_in_order(void **state)
     f->ctx.read_only = false;
     struct tool_rule r = {.name = "grep", .enabled = false};
     set_rule(f, &r, 1);
-    arr = f->s->list(&f->ctx);
+    arr = tool_surface_list(f->s, &f->ctx);
     for (const cJSON *t = arr->child; t; t = t->next)
         assert_string_not_equal(fx_str(t, "name"), "grep");
     cJSON_Delete(arr);
@@ -124,7 +124,7 @@ static void unknown_tool_and_bad_arguments(void **state)
     struct fx *f = *state;
     cJSON *res = NULL;
     bool err = false;
-    assert_int_equal(f->s->call(&f->ctx, "format_disk", NULL, &res, &err), -ENOENT);
+    assert_int_equal(tool_surface_call(f->s, &f->ctx, "format_disk", NULL, &res, &err), -ENOENT);
     assert_null(res);
     expect_err(f, "read_file", "{}", "invalid_argument", "Error: file_path is required");
     expect_err(f, "read_file", "{\"file_path\":7}", "invalid_argument", "Error: file_path must be a string");
@@ -332,6 +332,9 @@ static void edit_file(void **state)
 {
     struct fx *f = *state;
     fx_put(f, "e.txt", "alpha beta alpha\ngamma\n");
+    /* edit_file's own behaviour: its default read-first rule (upstream's runtime) is lifted */
+    struct tool_rule lift = {.name = "edit_file", .enabled = true};
+    set_rule(f, &lift, 1);
     expect_out(f, "edit_file", "{\"file_path\":\"/e.txt\",\"old_string\":\"gamma\",\"new_string\":\"$& $1 delta\"}",
                "Successfully replaced 1 occurrence(s) in '/e.txt'");
     char *c = fx_get(f, "e.txt");
@@ -367,6 +370,8 @@ static void delete_mkdir_rmdir(void **state)
     fx_put(f, "d/sub/x.txt", "x");
     fx_put(f, "d/y.txt", "y");
     fx_put(f, "f.txt", "f");
+    struct tool_rule r = {.name = "delete_file", .enabled = true}; /* no read-first: see read_before_write */
+    set_rule(f, &r, 1);
     expect_out(f, "delete_file", "{\"file_path\":\"/f.txt\"}", "Successfully deleted '/f.txt'");
     assert_null(fx_get(f, "f.txt"));
     expect_err(f, "delete_file", "{\"file_path\":\"/f.txt\"}", "not_found", "Error: File '/f.txt' not found");
@@ -504,10 +509,14 @@ static void read_before_write(void **state)
     free(c);
     expect_out(f, "read_file", "{\"file_path\":\"/a.txt\"}", "     1\tTHREE");
     expect_out(f, "delete_file", "{\"file_path\":\"/a.txt\"}", "Successfully deleted '/a.txt'");
-    /* a rule on another tool leaves this one alone */
+    /* a rule on another tool leaves this one alone (write_file: off by default) */
     fx_put(f, "b.txt", "b\n");
     set_rule(f, rules, 1);
-    expect_out(f, "delete_file", "{\"file_path\":\"/b.txt\"}", "Successfully deleted '/b.txt'");
+    expect_out(f, "write_file", "{\"file_path\":\"/b.txt\",\"content\":\"c\",\"overwrite\":true}",
+               "Successfully wrote to '/b.txt'");
+    /* and a tool with no rule has the surface's default: delete_file reads first */
+    fx_put(f, "c.txt", "c\n");
+    expect_err(f, "delete_file", "{\"file_path\":\"/c.txt\"}", VOLTAGENT_E_READ_FIRST, NULL);
 }
 
 static void needs_approval_refuses_before_acting(void **state)

@@ -152,10 +152,10 @@ static void test_l1_eleven_signal_types_closed_set(void **state)
                                          "failed", "integrate", "acknowledged", "escalation",
                                          "suspend", "migrate"};
     for (size_t i = 0; i < ARRAY_SIZE(eleven); i++)
-        assert_true(sig_known(eleven[i]));
-    assert_false(sig_known("paused"));
-    assert_false(sig_known("READY"));
-    assert_false(sig_known(""));
+        assert_true(wacp_signal_known(eleven[i]));
+    assert_false(wacp_signal_known("paused"));
+    assert_false(wacp_signal_known("READY"));
+    assert_false(wacp_signal_known(""));
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     size_t denials = fx_count(f, "denial");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"paused\"}"));
@@ -241,7 +241,7 @@ static void test_l1_redelivery_deduplication(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k2, "duplicate")));
     assert_int_equal(fx_count(f, "envelope_delivered"), delivered + 1);
     /* Nothing left to redeliver. */
-    uint64_t now = wacp_now_ms();
+    uint64_t now = wacp_core_now_ms();
     assert_true(wacp_next_deadline(f->w) > now + 60000);
 }
 
@@ -263,12 +263,12 @@ static void test_l1_workspace_state_machine_table(void **state)
     };
     assert_int_equal(WS_NSTATES, 9);
     for (int a = 0; a < WS_NSTATES; a++) {
-        assert_string_equal(ws_state_name((enum ws_state)a), names[a]);
+        assert_string_equal(wacp_tree_state_name((enum ws_state)a), names[a]);
         for (int b = 0; b < WS_NSTATES; b++) {
             bool want = false;
             for (size_t i = 0; i < ARRAY_SIZE(legal); i++)
                 want |= !strcmp(legal[i][0], names[a]) && !strcmp(legal[i][1], names[b]);
-            if (ws_transition_ok((enum ws_state)a, (enum ws_state)b) != want)
+            if (wacp_tree_transition_ok((enum ws_state)a, (enum ws_state)b) != want)
                 fail_msg("%s -> %s should be %s", names[a], names[b], want ? "legal" : "illegal");
         }
     }
@@ -812,11 +812,80 @@ static void test_every_method_dispatches(void **state)
     assert_int_equal(e.rpc_code, -32601);
 }
 
+/* wacp/trail.query is a row of the method table: the model checks the caller's scope and the
+ * run's hook reads the trail. Its parameters keep the messages they had before the table. */
+static struct {
+    char ws[WACP_ID_LEN], type[64];
+    uint64_t limit;
+    int calls;
+    bool fail;
+} tq;
+
+static int tq_hook(void *data, const char *ws, const char *type, uint64_t limit, cJSON *entries,
+                   struct cerr *err)
+{
+    tq.calls++;
+    snprintf(tq.ws, sizeof(tq.ws), "%s", ws ? ws : "*");
+    snprintf(tq.type, sizeof(tq.type), "%s", type ? type : "");
+    tq.limit = limit;
+    if (tq.fail)
+        return cerr_set(err, EIO, "disk gone");
+    cJSON_AddItemToArray(entries, cJSON_CreateString("entry"));
+    return 0;
+}
+
+static void test_trail_query_row(void **state)
+{
+    FX;
+    memset(&tq, 0, sizeof(tq));
+    f->w->h.trail_query = tq_hook;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    /* The coordinator reads the global trail: any workspace, or all of them. */
+    cJSON *r = fx_call(f, f->rootid, "wacp/trail.query",
+                       "{\"workspace\": \"%s\", \"type\": \"tool_call\", \"limit\": 7}", a);
+    assert_non_null(r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "entries")), 1);
+    assert_string_equal(tq.ws, a);
+    assert_string_equal(tq.type, "tool_call");
+    assert_int_equal(tq.limit, 7);
+    assert_non_null(fx_call(f, f->rootid, "wacp/trail.query", "null"));
+    assert_string_equal(tq.ws, "*");
+    assert_int_equal(tq.limit, 100);
+    /* A worker reads its own: another's is an empty answer, and the trail is not even read. */
+    int calls = tq.calls;
+    r = fx_call(f, a, "wacp/trail.query", "{\"workspace\": \"%s\"}", f->rootid);
+    assert_non_null(r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "entries")), 0);
+    assert_int_equal(tq.calls, calls);
+    assert_non_null(fx_call(f, a, "wacp/trail.query", "{}"));
+    assert_string_equal(tq.ws, a);
+    /* The messages agents saw before the row existed. */
+    assert_null(fx_call(f, a, "wacp/trail.query", "{\"limit\": 0}"));
+    EXPECT_ERR("invalid_params");
+    assert_int_equal(f->e.rpc_code, -32602);
+    assert_string_equal(f->e.msg, "wacp/trail.query: \"limit\" is not a parameter of the right type "
+                                  "(workspace: string, type: string, limit: 1..1000)");
+    assert_null(fx_call(f, a, "wacp/trail.query", "[1]"));
+    EXPECT_ERR("invalid_params");
+    assert_string_equal(f->e.msg, "wacp/trail.query takes an object {workspace?, type?, limit?}");
+    /* Reading changes nothing: a terminal workspace may still read. */
+    assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
+    assert_string_equal(fx_state(f, a), "failed");
+    assert_non_null(fx_call(f, a, "wacp/trail.query", "{}"));
+    /* A trail that cannot be read. */
+    tq.fail = true;
+    assert_null(fx_call(f, f->rootid, "wacp/trail.query", "{}"));
+    EXPECT_ERR("trail_unavailable");
+    assert_int_equal(f->e.rpc_code, -32603);
+    assert_string_equal(f->e.msg, "the trail cannot be read: disk gone");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(x) cmocka_unit_test_setup_teardown(x, fx_setup, fx_teardown)
         T(test_l1_six_core_primitives),
+        T(test_trail_query_row),
         T(test_l1_three_base_roles_permission_matrix),
         T(test_l1_port_rights),
         T(test_l1_eleven_signal_types_closed_set),

@@ -155,7 +155,7 @@ static void test_ws_timeout_enforcement(void **state)
     assert_non_null(fx_call(f, b, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
     assert_non_null(fx_call(f, b, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     uint64_t dl = wacp_next_deadline(f->w);
-    assert_true(dl <= wacp_now_ms() + 2000);
+    assert_true(dl <= wacp_core_now_ms() + 2000);
     wacp_tick(f->w, dl + 1);
     assert_string_equal(fx_state(f, a), "failed");
     assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "timeout");
@@ -175,7 +175,7 @@ static void test_ws_suspension_queues_and_pauses(void **state)
     }
     assert_int_equal(fx_notes_count(f, a, "wacp/envelope"), before);
     /* No redelivery clock runs for a frozen inbox. */
-    assert_true(wacp_next_deadline(f->w) > wacp_now_ms() + 60000);
+    assert_true(wacp_next_deadline(f->w) > wacp_core_now_ms() + 60000);
     assert_non_null(fx_call(f, f->rootid, "wacp/workspace.resume", "{\"workspace\": \"%s\"}", a));
     int k = 0;
     for (size_t i = 0; i < f->n_notes; i++)
@@ -565,7 +565,7 @@ static void test_task_draft_gate_timeout_approves(void **state)
     assert_int_equal(fx_count(f, "task_approved"), 0);
     assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"%s\"}", fx_str(t, "task_id")));
     EXPECT_ERR("invalid_state");
-    uint64_t now = wacp_now_ms(), dl = wacp_next_deadline(f->w);
+    uint64_t now = wacp_core_now_ms(), dl = wacp_next_deadline(f->w);
     assert_true(dl > now + 25000 && dl <= now + 30000);
     wacp_tick(f->w, dl);
     assert_string_equal(fx_str(fx_last(f, "task_approved"), "approval"), "timeout_auto_approve");
@@ -579,7 +579,7 @@ static void test_task_draft_gate_timeout_rejects(void **state)
     cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"n\"}");
     assert_string_equal(fx_str(t, "status"), "draft");
     uint64_t dl = wacp_next_deadline(f->w);
-    assert_true(dl <= wacp_now_ms() + 5000);
+    assert_true(dl <= wacp_core_now_ms() + 5000);
     wacp_tick(f->w, dl);
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
     assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"), "cancelled");

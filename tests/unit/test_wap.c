@@ -40,7 +40,7 @@ static void unknown_tool_is_enoent(void **state)
     struct fx *f = *state;
     cJSON *res = NULL;
     bool err = false;
-    assert_int_equal(f->s->call(&f->ctx, "deleteEverything", NULL, &res, &err), -ENOENT);
+    assert_int_equal(tool_surface_call(f->s, &f->ctx, "deleteEverything", NULL, &res, &err), -ENOENT);
     assert_null(res);
 }
 

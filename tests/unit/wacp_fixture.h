@@ -6,7 +6,9 @@
 
 #include "policy/policy.h"
 #include "supervisor/wacp/wacp.h"
-#include "supervisor/wacp/internal.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/tree.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,7 +292,7 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
         policy_diags_print(&d, stderr);
     assert_int_equal(r, 0);
     policy_diags_free(&d);
-    struct wacp_hooks h = {f, fx_record, fx_start, fx_stop, fx_notify, NULL};
+    struct wacp_hooks h = {f, fx_record, fx_start, fx_stop, fx_notify, NULL, NULL}; /* no trail: wacp/trail.query is then unknown */
     f->base_ms = 100;
     struct wacp_opts o = {.policy = f->p, .run_dir = f->run, .root_dir = f->root,
                           .root_owner = "alice", .redelivery_base_ms = f->base_ms,

@@ -117,7 +117,7 @@ static inline cJSON *fx_call(struct fx *f, const char *tool, const char *args, b
         assert_non_null(a);
     cJSON *res = NULL;
     bool err = false;
-    int r = f->s->call(&f->ctx, tool, a, &res, &err);
+    int r = tool_surface_call(f->s, &f->ctx, tool, a, &res, &err);
     cJSON_Delete(a);
     assert_int_equal(r, 0);
     assert_non_null(res);

@@ -3,6 +3,7 @@
  * `{error, message}` errors, over the broker operations. As in wap.c, one table per tool drives
  * both argument validation and the inputSchema of tools/list. */
 #include "tools/broker/broker.h"
+#include "tools/gate.h"
 #include "tools/params.h"
 #include "tools/session.h"
 #include "tools/surfaces.h"
@@ -22,10 +23,7 @@ struct call {
 };
 
 struct ft_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     cJSON *(*fn)(struct call *c);
     bool writes; /* changes the workspace: read-only, read-first and write_failed apply */
 };
@@ -99,7 +97,7 @@ static int parse_args(struct call *c, const cJSON *args)
 {
     const struct ft_tool *t = c->t;
     struct tool_param_bad b;
-    if (tool_params_check(t->params, t->n_params, args, c->v, NULL, check_patch, c, &b) == 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, c->v, NULL, check_patch, c, &b) == 0)
         return 0;
     const struct tool_param *p = b.param;
     switch (b.fault) {
@@ -110,7 +108,7 @@ static int parse_args(struct call *c, const cJSON *args)
         size_t n = broker_utf8_cut(b.key, strlen(b.key), 60);
         memcpy(name, b.key, n);
         name[n] = '\0';
-        return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->name, name);
+        return fail(c, "invalid_argument", "%s takes no argument \"%s\"", t->spec.name, name);
     }
     case TOOL_PARAM_TYPE:
         switch (p->type) {
@@ -165,27 +163,11 @@ static int path_rel(struct call *c, const char *path, char **rel)
     return 0;
 }
 
-/* Does any tool of this policy need reads recorded? Hashing every read costs a pass over the
- * file, so it is done only when a read-first rule can ask for it. */
+/* Does any tool of this policy need reads recorded (for the gate's read-first rule)? Hashing
+ * every read costs a pass over the file, so it is done only when a rule can ask for it. */
 static bool reads_matter(const struct tool_ctx *ctx)
 {
-    for (size_t i = 0; i < ctx->n_rules; i++)
-        if (ctx->rules[i].read_before_write)
-            return true;
-    return false;
-}
-
-/* The read-first rule of a write tool, when the policy sets one. */
-static int check_fresh(struct call *c, const char *rel)
-{
-    const struct tool_rule *r = tool_rule_find(c->ctx, c->t->name);
-    if (!r || !r->read_before_write)
-        return 0;
-    if (tool_session_check_fresh(c->ctx->session, c->ctx, rel, "path", NULL, &c->e) < 0) {
-        c->code = "read_required";
-        return -1;
-    }
-    return 0;
+    return tool_gate_reads_matter(&tool_surface_file, ctx);
 }
 
 static void note_write(struct call *c, const char *rel)
@@ -350,7 +332,7 @@ static const struct tool_param write_params[] = {
 static cJSON *ft_write(struct call *c)
 {
     _cleanup_free_ char *rel = NULL;
-    if (path_rel(c, arg_str(c, 0, ""), &rel) < 0 || check_fresh(c, rel) < 0)
+    if (path_rel(c, arg_str(c, 0, ""), &rel) < 0)
         return NULL;
     const char *content = arg_str(c, 1, "");
     struct broker_write_opts o = {.mode = BROKER_WRITE_OVERWRITE, .create_dirs = true};
@@ -379,7 +361,7 @@ static const struct tool_param patch_params[] = {
 static cJSON *ft_patch(struct call *c)
 {
     _cleanup_free_ char *rel = NULL;
-    if (path_rel(c, arg_str(c, 0, ""), &rel) < 0 || check_fresh(c, rel) < 0)
+    if (path_rel(c, arg_str(c, 0, ""), &rel) < 0)
         return NULL;
     size_t n = (size_t)cJSON_GetArraySize(c->v[1]);
     _cleanup_free_ struct broker_edit *ed = calloc(n, sizeof(*ed));
@@ -420,7 +402,7 @@ static cJSON *ft_delete(struct call *c)
         fail(c, "is_directory", "path names the workspace root, a directory; file.delete deletes files");
         return NULL;
     }
-    if (check_fresh(c, rel) < 0 || broker_remove(c->ctx, rel, false, &c->e) < 0)
+    if (broker_remove(c->ctx, rel, false, &c->e) < 0)
         return NULL;
     tool_session_forget(c->ctx->session, rel);
     cJSON *res = cJSON_CreateObject();
@@ -608,19 +590,19 @@ static cJSON *ft_search(struct call *c)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 static const struct ft_tool tools[] = {
-    {"file.read", "Read file contents with optional pagination for large files.", read_params,
-     ARRAY_SIZE(read_params), ft_read, false},
-    {"file.write", "Create or overwrite a file. Creates parent directories if needed.",
-     write_params, ARRAY_SIZE(write_params), ft_write, true},
-    {"file.patch",
+    {{"file.read", "Read file contents with optional pagination for large files.", read_params,
+     ARRAY_SIZE(read_params)}, ft_read, false},
+    {{"file.write", "Create or overwrite a file. Creates parent directories if needed.",
+     write_params, ARRAY_SIZE(write_params)}, ft_write, true},
+    {{"file.patch",
      "Apply search-and-replace edits to a file. More efficient than rewriting entire files for small changes.",
-     patch_params, ARRAY_SIZE(patch_params), ft_patch, true},
-    {"file.delete", "Delete a file. Does not delete directories.", delete_params,
-     ARRAY_SIZE(delete_params), ft_delete, true},
-    {"file.list", "List files in a directory with optional glob pattern filtering.", list_params,
-     ARRAY_SIZE(list_params), ft_list, false},
-    {"file.search", "Search for content within files using regex patterns.", search_params,
-     ARRAY_SIZE(search_params), ft_search, false},
+     patch_params, ARRAY_SIZE(patch_params)}, ft_patch, true},
+    {{"file.delete", "Delete a file. Does not delete directories.", delete_params,
+     ARRAY_SIZE(delete_params)}, ft_delete, true},
+    {{"file.list", "List files in a directory with optional glob pattern filtering.", list_params,
+     ARRAY_SIZE(list_params)}, ft_list, false},
+    {{"file.search", "Search for content within files using regex patterns.", search_params,
+     ARRAY_SIZE(search_params)}, ft_search, false},
 };
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -715,40 +697,59 @@ static cJSON *patches_schema(const struct tool_param *p)
 static cJSON *ft_list_tools(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct ft_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params, 0, patches_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), 0, patches_schema, NULL, NULL);
 }
 
-/* Arguments, then the policy (approval, read-only), then the tool: the order of trust. */
-static int ft_call(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
-                   bool *is_error)
+static const struct ft_tool *tool_find(const char *name)
+{
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
+}
+
+/* The gate's view of a call (tools/gate.h): well-formed arguments, and the file a write tool
+ * would change. The gate checks approval and read-first between this and ft_run: arguments,
+ * then the policy, then the tool, the order of trust. */
+static int ft_target(const struct tool_ctx *ctx, const char *name, const cJSON *args, char **rel)
+{
+    *rel = NULL;
+    const struct ft_tool *t = tool_find(name);
+    struct call c = {.ctx = (struct tool_ctx *)ctx, .t = t};
+    if (!t || parse_args(&c, args) < 0)
+        return -1;
+    if (t->writes && path_rel(&c, arg_str(&c, 0, ""), rel) < 0)
+        *rel = NULL; /* ft_run answers the bad path itself */
+    if (*rel && !**rel && t->fn == ft_delete) { /* ft_delete answers the root first */
+        free(*rel);
+        *rel = NULL;
+    }
+    return 0;
+}
+
+static cJSON *ft_refuse(struct tool_ctx *ctx, const char *name, const struct tool_verdict *v)
+{
+    struct call c = {.ctx = ctx, .t = tool_find(name), .e = v->err};
+    if (v->rule == TOOL_RULE_APPROVAL)
+        fail(&c, "approval_required",
+             "%s needs an administrator's approval under this agent's policy, and no approval channel is available; nothing was done",
+             name);
+    else if (v->rule == TOOL_RULE_READ_FIRST || v->rule == TOOL_RULE_STALE)
+        c.code = "read_required";
+    else
+        fail(&c, "permission_denied", "%s: %s", name, v->message ? v->message : "refused");
+    return error_json(&c);
+}
+
+static int ft_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
+                  bool *is_error)
 {
     *result = NULL;
     *is_error = false;
-    const struct ft_tool *t = NULL;
-    for (size_t i = 0; name && i < ARRAY_SIZE(tools); i++)
-        if (strcmp(tools[i].name, name) == 0)
-            t = &tools[i];
+    const struct ft_tool *t = tool_find(name);
     if (!t)
         return -ENOENT;
     struct call c = {.ctx = ctx, .t = t};
     cJSON *res = NULL;
-    const struct tool_rule *rule = tool_rule_find(ctx, t->name);
     if (parse_args(&c, args) < 0)
         ;
-    else if (rule && rule->needs_approval)
-        fail(&c, "approval_required",
-             "%s needs an administrator's approval under this agent's policy, and no approval channel is available; nothing was done",
-             t->name);
     else if (t->writes && ctx->read_only)
         fail(&c, "permission_denied",
              "the workspace is read-only for this agent (its role has no write authority); nothing was changed");
@@ -765,9 +766,20 @@ static int ft_call(struct tool_ctx *ctx, const char *name, const cJSON *args, cJ
     return *result ? 0 : -ENOMEM;
 }
 
+/* The gate's and the policy's table (tools/gate.h). */
+static const struct tool_def defs[] = {
+    {"file.read", TOOL_KIND_READ, false},    {"file.write", TOOL_KIND_WRITE, false},
+    {"file.patch", TOOL_KIND_WRITE, false},  {"file.delete", TOOL_KIND_WRITE, false},
+    {"file.list", TOOL_KIND_READ, false},    {"file.search", TOOL_KIND_READ, false},
+};
+
 const struct tool_surface tool_surface_file = {
     .name = "file",
+    .defs = defs,
+    .n_defs = ARRAY_SIZE(defs),
     .list = ft_list_tools,
-    .call = ft_call,
+    .run = ft_run,
+    .target = ft_target,
+    .refuse = ft_refuse,
     .denial = ft_denial,
 };

@@ -6,6 +6,7 @@
  * kward_diff.c. Every answer is an object whose "output" is the text Kward's tool returns; errors are
  * {error: "Error: ...", code, field?} (docs/protocol-kward.md). */
 #include "tools/broker/broker.h"
+#include "tools/gate.h"
 #include "tools/kward/kward.h"
 #include "tools/params.h"
 #include "tools/session.h"
@@ -37,10 +38,7 @@ struct call {
 typedef cJSON *(*kward_fn)(struct call *c);
 
 struct kward_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     kward_fn fn;
 };
 
@@ -171,7 +169,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
         fail(c, NULL, BROKER_E_INVALID, "arguments", "arguments must be an object");
         return;
     case TOOL_PARAM_UNKNOWN:
-        fail(c, NULL, BROKER_E_INVALID, b->key, "%s takes no argument \"%.60s\"", c->t->name,
+        fail(c, NULL, BROKER_E_INVALID, b->key, "%s takes no argument \"%.60s\"", c->t->spec.name,
              b->key);
         return;
     case TOOL_PARAM_REQUIRED:
@@ -224,7 +222,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
 static int parse_args(struct call *c, const cJSON *args)
 {
     struct tool_param_bad b;
-    if (tool_params_check(c->t->params, c->t->n_params, args, c->v, NULL, check_edit, c, &b) == 0)
+    if (tool_params_check(c->t->spec.params, c->t->spec.n_params, args, c->v, NULL, check_edit, c, &b) == 0)
         return 0;
     bad_args(c, &b);
     return -1;
@@ -1156,7 +1154,7 @@ static cJSON *k_stats(struct call *c)
             size_t x = order[k - 1], y = order[k];
             uint64_t sx = snap.original[x] > snap.returned[x] ? snap.original[x] - snap.returned[x] : 0;
             uint64_t sy = snap.original[y] > snap.returned[y] ? snap.original[y] - snap.returned[y] : 0;
-            if (sx > sy || (sx == sy && strcmp(tools[x].name, tools[y].name) < 0))
+            if (sx > sy || (sx == sy && strcmp(tools[x].spec.name, tools[y].spec.name) < 0))
                 break;
             order[k - 1] = y;
             order[k] = x;
@@ -1167,11 +1165,11 @@ static cJSON *k_stats(struct call *c)
     for (size_t j = 0; j < n && by; j++) {
         size_t i = order[j];
         uint64_t sv = snap.original[i] > snap.returned[i] ? snap.original[i] - snap.returned[i] : 0;
-        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned", tools[i].name,
+        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned", tools[i].spec.name,
                   (uintmax_t)snap.calls[i], (uintmax_t)sv, (uintmax_t)snap.returned[i],
                   (uintmax_t)snap.original[i]);
         cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(by, o) || !cJSON_AddStringToObject(o, "tool", tools[i].name) ||
+        if (!o || !cJSON_AddItemToArray(by, o) || !cJSON_AddStringToObject(o, "tool", tools[i].spec.name) ||
             !cJSON_AddNumberToObject(o, "calls", (double)snap.calls[i]) ||
             !cJSON_AddNumberToObject(o, "original_bytes", (double)snap.original[i]) ||
             !cJSON_AddNumberToObject(o, "returned_bytes", (double)snap.returned[i]) ||
@@ -1200,29 +1198,17 @@ static cJSON *k_stats(struct call *c)
 
 /* ---- write_file, edit_file ------------------------------------------------------------------ */
 
-/* The rules every change passes before the broker sees it: read-only, then read-first (the
- * seed's guardrail, on unless the policy turns it off for the tool). */
-static int change_allowed(struct call *c, const char *rel, const char *shown, const char *verb)
+/* The rule every change passes before the broker sees it: read-only. (Read-first, the seed's
+ * guardrail, on unless the policy turns it off for the tool, is the gate's: kward_target and
+ * kward_refuse, tools/gate.h.) */
+static int change_allowed(struct call *c)
 {
     if (c->ctx->read_only) {
         fail(c, "read_only", BROKER_E_DENIED, "path", "the workspace is read-only for this agent; %s is refused",
-             c->t->name);
+             c->t->spec.name);
         return -1;
     }
-    const struct tool_rule *rule = tool_rule_find(c->ctx, c->t->name);
-    if (rule && !rule->read_before_write)
-        return 0;
-    enum tool_fresh why;
-    struct broker_err e;
-    if (tool_session_check_fresh(c->ctx->session, c->ctx, rel, "path", &why, &e) == 0)
-        return 0;
-    if (why == TOOL_FRESH_CHANGED)
-        fail(c, "stale_read", BROKER_E_DENIED, "path",
-             "%s has changed since it was last read; read it again before %s", shown, verb);
-    else
-        fail(c, "read_required", BROKER_E_DENIED, "path",
-             "existing file must be read before %s: %s", verb, shown);
-    return -1;
+    return 0;
 }
 
 /* Diffs OLD (NULL: a new file) against DATA (GNU diff in a command sandbox), then writes DATA
@@ -1313,7 +1299,7 @@ static cJSON *k_write(struct call *c)
         c->e = pe;
         return NULL;
     }
-    if (change_allowed(c, rel, shown, "writing") < 0)
+    if (change_allowed(c) < 0)
         return NULL;
     /* The old content, for the diff: none for a new file; unknown (no diff) when it is not text
      * or over the read cap. Errors of the target itself come from the write. */
@@ -1369,7 +1355,7 @@ static cJSON *k_edit(struct call *c)
     broker_meta_clear(&m);
     if (dir)
         return fail(c, "not_a_file", BROKER_E_IS_DIR, "path", "not a file: %s", shown);
-    if (change_allowed(c, rel, shown, "editing") < 0)
+    if (change_allowed(c) < 0)
         return NULL;
     struct broker_read_result r;
     if (load_text(c, path, shown, &r) < 0)
@@ -1547,28 +1533,28 @@ static cJSON *k_shell(struct call *c)
 
 /* In the order of the T_* indexes. */
 static const struct kward_tool tools[] = {
-    {"list_directory", "Lists entries in a workspace-relative directory (directories end with '/').",
-     list_params, ARRAY_SIZE(list_params), k_list},
-    {"read_file",
+    {{"list_directory", "Lists entries in a workspace-relative directory (directories end with '/').",
+     list_params, ARRAY_SIZE(list_params)}, k_list},
+    {{"read_file",
      "Read a workspace text file. Output is capped at 50 KB or 2,000 lines; use offset/limit to continue, or mode preview/outline/range/full. Files over 256 KB cannot be read.",
-     read_params, ARRAY_SIZE(read_params), k_read},
-    {"summarize_file_structure",
+     read_params, ARRAY_SIZE(read_params)}, k_read},
+    {{"summarize_file_structure",
      "Returns a compact outline of recognizable declarations in a source file (line ranges and kinds, at most 80 entries).",
-     summarize_params, ARRAY_SIZE(summarize_params), k_summarize},
-    {"context_for_task",
+     summarize_params, ARRAY_SIZE(summarize_params)}, k_summarize},
+    {{"context_for_task",
      "Build focused workspace context for a task from outlines and matching excerpts within a byte budget.",
-     context_params, ARRAY_SIZE(context_params), k_context},
-    {"context_budget_stats",
+     context_params, ARRAY_SIZE(context_params)}, k_context},
+    {{"context_budget_stats",
      "Return approximate per-session context budget savings: raw versus returned result sizes per tool.",
-     NULL, 0, k_stats},
-    {"write_file",
+     NULL, 0}, k_stats},
+    {{"write_file",
      "Writes complete file content. Existing files must be read first. The result includes a unified diff.",
-     write_params, ARRAY_SIZE(write_params), k_write},
-    {"edit_file",
+     write_params, ARRAY_SIZE(write_params)}, k_write},
+    {{"edit_file",
      "Edit a read workspace file by exact replacements. Each old_text must match once; edits must not overlap.",
-     edit_params, ARRAY_SIZE(edit_params), k_edit},
-    {"run_shell_command", "Run a shell command from the workspace root.", shell_params,
-     ARRAY_SIZE(shell_params), k_shell},
+     edit_params, ARRAY_SIZE(edit_params)}, k_edit},
+    {{"run_shell_command", "Run a shell command from the workspace root.", shell_params,
+     ARRAY_SIZE(shell_params)}, k_shell},
 };
 
 /* edit_file's edits: {old_text, new_text} objects, which the generic table cannot say. */
@@ -1593,44 +1579,99 @@ static cJSON *edits_schema(const struct tool_param *p)
 static cJSON *kward_list(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct kward_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALWAYS_REQUIRED, edits_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALWAYS_REQUIRED,
+                            edits_schema, NULL, NULL);
 }
 
-static int kward_call(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
-                      bool *is_error)
+/* The index of tool NAME (T_LIST ...), or ARRAY_SIZE(tools). */
+static size_t tool_index(const char *name)
 {
-    *result = NULL;
-    *is_error = false;
-    size_t ti;
-    for (ti = 0; name && ti < ARRAY_SIZE(tools); ti++)
-        if (!strcmp(tools[ti].name, name))
-            break;
-    if (!name || ti == ARRAY_SIZE(tools))
-        return -ENOENT;
+    const struct kward_tool *t = tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
+    return t ? (size_t)(t - tools) : ARRAY_SIZE(tools);
+}
+
+/* The gate's view of a call (tools/gate.h): well-formed arguments, and for write_file and
+ * edit_file the file whose freshness the read-first rule checks, after the checks k_write and
+ * k_edit make first (not the root; containment; edit_file: an existing file, not a directory). */
+static int kward_target(const struct tool_ctx *ctx, const char *name, const cJSON *args, char **rel)
+{
+    *rel = NULL;
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return -1;
+    struct call c = {.ctx = (struct tool_ctx *)ctx, .t = &tools[ti]};
+    if (parse_args(&c, args) < 0)
+        return -1;
+    if (ti != T_WRITE && ti != T_EDIT)
+        return 0;
+    const char *path = arg_str(&c, ti == T_WRITE ? WRITE_PATH : EDIT_PATH, "");
+    _cleanup_free_ char *r = NULL;
+    struct broker_err e;
+    if (broker_path_clean(path, "path", &r, &e) < 0 || !*r)
+        return 0;
+    struct broker_meta m;
+    if (broker_info(ctx, path, "path", &m, &e) == 0) {
+        bool dir = m.is_dir;
+        broker_meta_clear(&m);
+        if (ti == T_EDIT && dir)
+            return 0;
+    } else if (ti == T_EDIT || e.kind != BROKER_E_NOT_FOUND) {
+        return 0;
+    }
+    *rel = r;
+    r = NULL;
+    return 0;
+}
+
+/* Shapes an error of tool TI like kward_run does, context budget included. */
+static cJSON *error_result(struct call *c, size_t ti)
+{
+    cJSON *res = error_json(c);
+    cJSON_Delete(c->err_extra);
+    if (res && ti != T_STATS) {
+        const cJSON *er = cJSON_GetObjectItemCaseSensitive(res, "error");
+        size_t n = cJSON_IsString(er) ? strlen(er->valuestring) : 0;
+        budget_note(c->ctx, ti, n, n);
+    }
+    return res;
+}
+
+static cJSON *kward_refuse(struct tool_ctx *ctx, const char *name, const struct tool_verdict *v)
+{
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return NULL;
     struct call c = {.ctx = ctx, .t = &tools[ti]};
-    cJSON *res = NULL;
-    const struct tool_rule *rule = tool_rule_find(ctx, name);
-    if (parse_args(&c, args) < 0) {
-        /* c.e says why */
-    } else if (rule && rule->needs_approval) {
+    const char *verb = ti == T_WRITE ? "writing" : "editing";
+    const char *shown = v->rel && *v->rel ? v->rel : ".";
+    if (v->rule == TOOL_RULE_APPROVAL)
         /* Until an approval channel exists, a call that needs one is refused, never run. */
         fail(&c, "approval_required", BROKER_E_DENIED, NULL,
              "%s needs approval by an administrator, and this session has no approval channel; the call was not made",
              name);
-    } else {
+    else if (v->rule == TOOL_RULE_STALE)
+        fail(&c, "stale_read", BROKER_E_DENIED, "path",
+             "%s has changed since it was last read; read it again before %s", shown, verb);
+    else if (v->rule == TOOL_RULE_READ_FIRST)
+        fail(&c, "read_required", BROKER_E_DENIED, "path", "existing file must be read before %s: %s", verb,
+             shown);
+    else
+        fail(&c, "permission_denied", BROKER_E_DENIED, NULL, "%s: %s", name, v->message ? v->message : "refused");
+    return error_result(&c, ti);
+}
+
+static int kward_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
+                     bool *is_error)
+{
+    *result = NULL;
+    *is_error = false;
+    size_t ti = tool_index(name);
+    if (ti == ARRAY_SIZE(tools))
+        return -ENOENT;
+    struct call c = {.ctx = ctx, .t = &tools[ti]};
+    cJSON *res = NULL;
+    if (parse_args(&c, args) == 0)
         res = tools[ti].fn(&c);
-    }
     if (res) {
         const cJSON *out = cJSON_GetObjectItemCaseSensitive(res, "output");
         size_t ret = cJSON_IsString(out) ? strlen(out->valuestring) : 0;
@@ -1641,14 +1682,8 @@ static int kward_call(struct tool_ctx *ctx, const char *name, const cJSON *args,
     }
     if (c.e.kind == BROKER_OK && !c.code)
         fail(&c, "io_error", BROKER_E_IO, NULL, "the tool failed without saying why");
-    *result = error_json(&c);
-    cJSON_Delete(c.err_extra);
+    *result = error_result(&c, ti);
     *is_error = true;
-    if (*result && ti != T_STATS) {
-        const cJSON *er = cJSON_GetObjectItemCaseSensitive(*result, "error");
-        size_t n = cJSON_IsString(er) ? strlen(er->valuestring) : 0;
-        budget_note(ctx, ti, n, n);
-    }
     return *result ? 0 : -ENOMEM;
 }
 
@@ -1663,9 +1698,22 @@ static const char *kward_denial(const cJSON *result)
     return NULL;
 }
 
+/* The gate's and the policy's table (tools/gate.h); read-first on by default for the two
+ * write tools, the seed's guardrail. Same order as tools[] (T_LIST ...). */
+static const struct tool_def defs[] = {
+    {"list_directory", TOOL_KIND_READ, false},    {"read_file", TOOL_KIND_READ, false},
+    {"summarize_file_structure", TOOL_KIND_READ, false}, {"context_for_task", TOOL_KIND_READ, false},
+    {"context_budget_stats", TOOL_KIND_READ, false}, {"write_file", TOOL_KIND_WRITE, true},
+    {"edit_file", TOOL_KIND_WRITE, true},         {"run_shell_command", TOOL_KIND_COMMAND, false},
+};
+
 const struct tool_surface tool_surface_kward = {
     .name = "kward",
+    .defs = defs,
+    .n_defs = ARRAY_SIZE(defs),
     .list = kward_list,
-    .call = kward_call,
+    .run = kward_run,
+    .target = kward_target,
+    .refuse = kward_refuse,
     .denial = kward_denial,
 };

@@ -3,6 +3,7 @@
  * scores, over one bounded index per session (tools/voltagent/index.h). */
 #include "tools/voltagent/voltagent.h"
 #include "tools/voltagent/index.h"
+#include "tools/voltagent/toolkit.h"
 
 #include "tools/broker/glob.h"
 #include "tools/session.h"
@@ -631,48 +632,22 @@ out:
 
 /* ---- the toolkit ---------------------------------------------------------------------------- */
 
-typedef cJSON *(*search_fn)(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error);
-
-static const struct {
-    const char *name, *desc;
-    const struct vs_param *params;
-    size_t n_params;
-    search_fn fn;
-} tools[] = {
+static const struct voltagent_toolkit_tool tools[] = {
     {"workspace_index", INDEX_DESC, index_params, ARRAY_SIZE(index_params), t_index},
     {"workspace_index_content", INDEX_CONTENT_DESC, content_params, ARRAY_SIZE(content_params),
      t_index_content},
     {"workspace_search", SEARCH_DESC, search_params, ARRAY_SIZE(search_params), t_search},
 };
+static const struct voltagent_toolkit toolkit = {tools, ARRAY_SIZE(tools), false};
 
 int voltagent_search_list(const struct tool_ctx *ctx, cJSON *arr)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        if (!tool_enabled(ctx, tools[i].name))
-            continue;
-        cJSON *o = vs_tool_entry(tools[i].name, tools[i].desc, tools[i].params, tools[i].n_params);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            return -ENOMEM;
-        }
-    }
-    return 0;
+    (void)ctx;
+    return voltagent_toolkit_list(&toolkit, arr);
 }
 
 int voltagent_search_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                           bool *is_error)
 {
-    for (size_t i = 0; tool && i < ARRAY_SIZE(tools); i++) {
-        if (strcmp(tools[i].name, tool))
-            continue;
-        struct vs_args a;
-        struct broker_err e = {0};
-        *is_error = false;
-        if (vs_args_parse(tool, tools[i].params, tools[i].n_params, args, &a, &e) < 0)
-            *result = fail(is_error, &e);
-        else
-            *result = tools[i].fn(ctx, &a, is_error);
-        return *result ? 0 : -ENOMEM;
-    }
-    return -ENOENT;
+    return voltagent_toolkit_call(&toolkit, ctx, tool, args, result, is_error);
 }

@@ -4,6 +4,7 @@
  * names, parameters, defaults and texts (src/workspace/skills/index.ts). */
 #include "tools/voltagent/voltagent.h"
 #include "tools/voltagent/index.h"
+#include "tools/voltagent/toolkit.h"
 
 #include "tools/broker/glob.h"
 #include "tools/session.h"
@@ -1288,14 +1289,7 @@ static cJSON *t_read_asset(struct tool_ctx *ctx, const struct vs_args *a, bool *
 
 /* ---- the toolkit ---------------------------------------------------------------------------- */
 
-typedef cJSON *(*skill_fn)(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error);
-
-static const struct {
-    const char *name, *desc;
-    const struct vs_param *params;
-    size_t n_params;
-    skill_fn fn;
-} tools[] = {
+static const struct voltagent_toolkit_tool tools[] = {
     {"workspace_list_skills", "List available workspace skills.", list_params, ARRAY_SIZE(list_params), t_list},
     {"workspace_search_skills", "Search skill instructions by text query.", search_params,
      ARRAY_SIZE(search_params), t_search},
@@ -1311,39 +1305,16 @@ static const struct {
      t_read_asset},
 };
 
+static const struct voltagent_toolkit toolkit = {tools, ARRAY_SIZE(tools), true};
+
 int voltagent_skills_list(const struct tool_ctx *ctx, cJSON *arr)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        if (!tool_enabled(ctx, tools[i].name))
-            continue;
-        cJSON *o = vs_tool_entry(tools[i].name, tools[i].desc, tools[i].params, tools[i].n_params);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            return -ENOMEM;
-        }
-    }
-    return 0;
+    (void)ctx;
+    return voltagent_toolkit_list(&toolkit, arr);
 }
 
 int voltagent_skills_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                           bool *is_error)
 {
-    for (size_t i = 0; tool && i < ARRAY_SIZE(tools); i++) {
-        if (strcmp(tools[i].name, tool))
-            continue;
-        struct vs_args a;
-        struct broker_err e = {0};
-        *is_error = false;
-        if (vs_args_parse(tool, tools[i].params, tools[i].n_params, args, &a, &e) < 0) {
-            *is_error = true;
-            *result = voltagent_error(&e);
-        } else if (!ctx->session) {
-            *result = fail_text(is_error, broker_kind_name(BROKER_E_IO),
-                                "Error: Workspace skills need a session to keep their state in");
-        } else {
-            *result = tools[i].fn(ctx, &a, is_error);
-        }
-        return *result ? 0 : -ENOMEM;
-    }
-    return -ENOENT;
+    return voltagent_toolkit_call(&toolkit, ctx, tool, args, result, is_error);
 }

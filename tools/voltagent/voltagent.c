@@ -5,6 +5,7 @@
 #include "tools/voltagent/voltagent.h"
 
 #include "tools/broker/glob.h"
+#include "tools/gate.h"
 #include "tools/params.h"
 #include "tools/session.h"
 
@@ -81,10 +82,7 @@ typedef cJSON *(*volt_fn)(struct tool_ctx *ctx, const struct volt_tool *t, const
                           bool *is_error);
 
 struct volt_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     volt_fn fn;
     bool writes; /* upstream's READ_ONLY_BLOCKED_TOOLS: hidden and refused in read-only mode */
 };
@@ -110,7 +108,7 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
     case TOOL_PARAM_NOT_OBJECT:
         return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
     case TOOL_PARAM_UNKNOWN:
-        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->name,
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", t->spec.name,
                            b->key);
     case TOOL_PARAM_REQUIRED:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
@@ -151,7 +149,7 @@ static int parse_args(const struct volt_tool *t, const cJSON *args, struct args 
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (tool_params_check(t->params, t->n_params, args, a->v, a->n, NULL, NULL, &b) < 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, a->v, a->n, NULL, NULL, &b) < 0)
         return bad_args(t, &b, e);
     return 0;
 }
@@ -341,54 +339,18 @@ static cJSON *no_symlink(struct tool_ctx *ctx, const char *path, const char *fie
     return voltagent_error_text(VOLTAGENT_E_SYMLINK, buf);
 }
 
-/* requireReadBeforeWrite, where the policy sets it for TOOL: an existing file must have been
- * read in this session and be byte for byte what was read (upstream compares mtimes; corral
- * the content hash of tools/session.h, which a touch cannot fool). Directories and missing
- * paths pass, as upstream. Returns NULL to go on, else the refusal. */
-static cJSON *read_first(struct tool_ctx *ctx, const char *tool, const char *path, bool *is_error)
-{
-    const struct tool_rule *rule = tool_rule_find(ctx, tool);
-    if (!rule || !rule->read_before_write)
-        return NULL;
-    struct broker_err e = {0};
-    _cleanup_free_ char *rel = NULL;
-    if (broker_path_clean(path, "file_path", &rel, &e) < 0)
-        return fail_broker(&e, is_error);
-    struct broker_meta m;
-    if (broker_info(ctx, path, "file_path", &m, &e) < 0)
-        return e.kind == BROKER_E_NOT_FOUND ? NULL : fail_broker(&e, is_error);
-    bool dir = m.is_dir;
-    broker_meta_clear(&m);
-    if (dir)
-        return NULL;
-    enum tool_fresh why;
-    if (tool_session_check_fresh(ctx->session, ctx, rel, "file_path", &why, &e) == 0)
-        return NULL;
-    _cleanup_free_ char *shown = broker_path_display(rel);
-    if (why == TOOL_FRESH_UNREAD)
-        return fail_text(is_error, VOLTAGENT_E_READ_FIRST,
-                         "Error: Please read '%s' with read_file before modifying it.",
-                         shown ? shown : path);
-    if (why == TOOL_FRESH_CHANGED)
-        return fail_text(is_error, VOLTAGENT_E_STALE,
-                         "Error: '%s' has changed since it was last read. Read it again before modifying.",
-                         shown ? shown : path);
-    return fail_broker(&e, is_error);
-}
-
-/* The common head of every write tool: the path rule, read-only mode, read-first. */
+/* The common head of every write tool: the path rule, read-only mode, no symlink. Then comes
+ * requireReadBeforeWrite, which the gate checked before the call (volt_target, tools/gate.h). */
 static cJSON *write_guard(struct tool_ctx *ctx, const struct volt_tool *t, const char *path,
                           const char *field, const struct link_text *symlink_text, bool *is_error)
 {
+    (void)t;
     cJSON *err;
     if (voltagent_path_check(path, field, &err) < 0)
         return fail_path(err, is_error);
     if (ctx->read_only)
         return fail_text(is_error, VOLTAGENT_E_READ_ONLY, "%s", READ_ONLY_TEXT);
-    cJSON *link = no_symlink(ctx, path, field, symlink_text, is_error);
-    if (link || *is_error)
-        return link;
-    return read_first(ctx, t->name, path, is_error);
+    return no_symlink(ctx, path, field, symlink_text, is_error);
 }
 
 static void note(struct tool_ctx *ctx, const char *path, bool gone)
@@ -1354,7 +1316,7 @@ static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- the toolkit table ---------------------------------------------------------------------- */
 
-#define TOOL(n, d, p, f, w) {n, d, p, ARRAY_SIZE(p), f, w}
+#define TOOL(n, d, p, f, w) {{n, d, p, ARRAY_SIZE(p)}, f, w}
 static const struct volt_tool tools[] = {
     TOOL("ls", "List files and directories in a workspace directory", ls_params, t_ls, false),
     TOOL("read_file",
@@ -1387,38 +1349,24 @@ static const struct volt_tool tools[] = {
 
 /* Read-only mode hides the write tools (upstream's READ_ONLY_BLOCKED_TOOLS), and a role
  * without command authority does not see execute_command. */
-static bool tool_shown(const struct tool_ctx *ctx, const struct volt_tool *t)
+static bool tool_shown(const void *row, const void *data)
 {
+    const struct volt_tool *t = row;
+    const struct tool_ctx *ctx = data;
     if (t->writes && ctx->read_only)
         return false;
-    if (t->fn == t_exec && !ctx->allow_commands)
-        return false;
-    return tool_enabled(ctx, t->name);
+    return t->fn != t_exec || ctx->allow_commands;
 }
 
-static int fs_list(const struct tool_ctx *ctx, cJSON *arr)
+static const struct volt_tool *tool_find(const char *name)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        const struct volt_tool *t = &tools[i];
-        if (!tool_shown(ctx, t))
-            continue;
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALWAYS_REQUIRED, NULL);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            return -ENOMEM;
-        }
-    }
-    return 0;
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
 }
 
 static int fs_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                    bool *is_error)
 {
-    const struct volt_tool *t = NULL;
-    for (size_t i = 0; tool && i < ARRAY_SIZE(tools); i++)
-        if (!strcmp(tools[i].name, tool))
-            t = &tools[i];
+    const struct volt_tool *t = tool_find(tool);
     if (!t)
         return -ENOENT;
     struct broker_err e = {0};
@@ -1433,8 +1381,9 @@ static int fs_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJ
 
 static cJSON *volt_list(const struct tool_ctx *ctx)
 {
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr || fs_list(ctx, arr) < 0 || voltagent_search_list(ctx, arr) < 0 ||
+    cJSON *arr = tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALWAYS_REQUIRED,
+                                  NULL, tool_shown, ctx);
+    if (!arr || voltagent_search_list(ctx, arr) < 0 ||
         voltagent_skills_list(ctx, arr) < 0) {
         cJSON_Delete(arr);
         return NULL;
@@ -1442,30 +1391,89 @@ static cJSON *volt_list(const struct tool_ctx *ctx)
     return arr;
 }
 
-static int volt_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
-                     bool *is_error)
+static int volt_run(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
+                    bool *is_error)
 {
     *result = NULL;
     *is_error = false;
-    /* needsApproval: upstream holds the call until a person approves it. corral has no way yet
-     * to reach an admin mid-call, so the call is refused, and says why, before any toolkit
-     * parses or performs it. */
-    const struct tool_rule *rule = tool_rule_find(ctx, tool);
-    if (rule && rule->needs_approval) {
-        char text[512];
-        snprintf(text, sizeof(text),
-                 "Error: Tool '%.64s' requires an admin's approval before it runs, and corral cannot yet hold calls for approval, so this call was refused. Ask an admin to run it for you or to lift needs_approval for '%.64s' in the policy.",
-                 tool, tool);
-        *result = voltagent_error_text(VOLTAGENT_E_APPROVAL, text);
-        *is_error = true;
-        return *result ? 0 : -ENOMEM;
-    }
     int r = fs_call(ctx, tool, args, result, is_error);
     if (r == -ENOENT)
         r = voltagent_search_call(ctx, tool, args, result, is_error);
     if (r == -ENOENT)
         r = voltagent_skills_call(ctx, tool, args, result, is_error);
     return r;
+}
+
+/* The gate's view of a call (tools/gate.h). Filesystem tools: well-formed arguments, and for a
+ * write tool the file requireReadBeforeWrite checks, after what write_guard answers first (the
+ * path rule, a symlink); directories and missing paths pass, as upstream. The search and skills
+ * toolkits change no file. */
+static int volt_target(const struct tool_ctx *ctx, const char *tool, const cJSON *args, char **rel)
+{
+    *rel = NULL;
+    const struct volt_tool *t = tool_find(tool);
+    if (!t)
+        return 0;
+    struct args a;
+    struct broker_err e = {0};
+    /* Malformed arguments are still "well formed" for the gate: upstream holds a call for
+     * approval before its schema check, so needsApproval answers first; fs_call then answers
+     * the arguments. */
+    if (parse_args(t, args, &a, &e) < 0 || !t->writes)
+        return 0;
+    const char *path = arg_str(&a, 0, "");
+    cJSON *err = NULL;
+    bool is_error = false;
+    if (voltagent_path_check(path, "file_path", &err) < 0) {
+        cJSON_Delete(err);
+        return 0;
+    }
+    err = no_symlink((struct tool_ctx *)ctx, path, "file_path", &SYMLINK_TEXT, &is_error);
+    if (err || is_error) {
+        cJSON_Delete(err);
+        return 0;
+    }
+    _cleanup_free_ char *r = NULL;
+    if (broker_path_clean(path, "file_path", &r, &e) < 0)
+        return 0;
+    struct broker_meta m;
+    if (broker_info(ctx, path, "file_path", &m, &e) < 0)
+        return 0; /* missing: a new file; anything else: the tool reports it */
+    bool dir = m.is_dir;
+    broker_meta_clear(&m);
+    if (!dir) {
+        *rel = r;
+        r = NULL;
+    }
+    return 0;
+}
+
+static cJSON *volt_refuse(struct tool_ctx *ctx, const char *tool, const struct tool_verdict *v)
+{
+    (void)ctx;
+    bool is_error;
+    _cleanup_free_ char *shown = v->rel ? broker_path_display(v->rel) : NULL;
+    const char *p = shown ? shown : v->rel ? v->rel : "";
+    switch (v->rule) {
+    case TOOL_RULE_APPROVAL: {
+        /* needsApproval: upstream holds the call until a person approves it. corral has no way
+         * yet to reach an admin mid-call, so the call is refused, and says why. */
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "Error: Tool '%.64s' requires an admin's approval before it runs, and corral cannot yet hold calls for approval, so this call was refused. Ask an admin to run it for you or to lift needs_approval for '%.64s' in the policy.",
+                 tool, tool);
+        return voltagent_error_text(VOLTAGENT_E_APPROVAL, text);
+    }
+    case TOOL_RULE_READ_FIRST:
+        return fail_text(&is_error, VOLTAGENT_E_READ_FIRST,
+                         "Error: Please read '%s' with read_file before modifying it.", p);
+    case TOOL_RULE_STALE:
+        return fail_text(&is_error, VOLTAGENT_E_STALE,
+                         "Error: '%s' has changed since it was last read. Read it again before modifying.", p);
+    default:
+        return fail_text(&is_error, broker_kind_name(BROKER_E_DENIED), "Error: %s: %s", tool,
+                         v->message ? v->message : "refused");
+    }
 }
 
 static const char *volt_denial(const cJSON *result)
@@ -1492,9 +1500,37 @@ static const char *volt_denial(const cJSON *result)
     return NULL;
 }
 
+/* The gate's and the policy's table (tools/gate.h): the filesystem, search, sandbox and skills
+ * toolkits. requireReadBeforeWrite is on by default for edit_file and delete_file (upstream's
+ * default runtime). */
+static const struct tool_def defs[] = {
+    {"ls", TOOL_KIND_READ, false},          {"read_file", TOOL_KIND_READ, false},
+    {"write_file", TOOL_KIND_WRITE, false}, {"edit_file", TOOL_KIND_WRITE, true},
+    {"delete_file", TOOL_KIND_WRITE, true}, {"stat", TOOL_KIND_READ, false},
+    {"mkdir", TOOL_KIND_WRITE, false},      {"rmdir", TOOL_KIND_WRITE, false},
+    {"list_tree", TOOL_KIND_READ, false},   {"list_files", TOOL_KIND_READ, false},
+    {"glob", TOOL_KIND_READ, false},        {"grep", TOOL_KIND_READ, false},
+    {"workspace_index", TOOL_KIND_READ, false},
+    {"workspace_index_content", TOOL_KIND_READ, false},
+    {"workspace_search", TOOL_KIND_READ, false},
+    {"execute_command", TOOL_KIND_COMMAND, false},
+    {"workspace_list_skills", TOOL_KIND_READ, false},
+    {"workspace_search_skills", TOOL_KIND_READ, false},
+    {"workspace_read_skill", TOOL_KIND_READ, false},
+    {"workspace_activate_skill", TOOL_KIND_READ, false},
+    {"workspace_deactivate_skill", TOOL_KIND_READ, false},
+    {"workspace_read_skill_reference", TOOL_KIND_READ, false},
+    {"workspace_read_skill_script", TOOL_KIND_READ, false},
+    {"workspace_read_skill_asset", TOOL_KIND_READ, false},
+};
+
 const struct tool_surface tool_surface_voltagent = {
     .name = "voltagent",
+    .defs = defs,
+    .n_defs = ARRAY_SIZE(defs),
     .list = volt_list,
-    .call = volt_call,
+    .run = volt_run,
+    .target = volt_target,
+    .refuse = volt_refuse,
     .denial = volt_denial,
 };

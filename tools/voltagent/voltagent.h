@@ -32,9 +32,9 @@ int voltagent_path_check(const char *path, const char *field, cJSON **error);
 
 /* Results: where upstream's tool returns a string, the success result is {"output": STRING}
  * (the string as upstream spells it), with structured fields beside it where they help a
- * program; where upstream returns an object (execute_command), that object. The registry
- * (voltagent.c) applies the policy's needs_approval rule to every toolkit's tools before it
- * dispatches, so a toolkit never sees a call that needs approval.
+ * program; where upstream returns an object (execute_command), that object. The tool gate
+ * (tools/gate.h) applies the policy's rules to every toolkit's tools before the registry
+ * (voltagent.c) dispatches, so a toolkit never sees a call that needs approval.
  *
  * Each toolkit: its tools for tools/list (appended to ARR; 0 or -ENOMEM), and a call that
  * returns -ENOENT when TOOL is not one of its own, else as tool_surface.call. */

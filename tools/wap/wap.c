@@ -3,6 +3,7 @@
  * One table per tool drives both argument validation and the inputSchema of tools/list, so the
  * two can never disagree. */
 #include "tools/broker/broker.h"
+#include "tools/gate.h"
 #include "tools/params.h"
 #include "tools/surfaces.h"
 
@@ -18,10 +19,7 @@ struct args {
 typedef cJSON *(*wap_fn)(struct tool_ctx *ctx, const struct args *a, struct broker_err *e);
 
 struct wap_tool {
-    const char *name;
-    const char *desc;
-    const struct tool_param *params;
-    size_t n_params;
+    struct tool_spec spec; /* first: tool_params_list / tool_params_find */
     wap_fn fn;
 };
 
@@ -80,7 +78,7 @@ static int bad_args(const struct wap_tool *t, const struct tool_param_bad *b, st
     case TOOL_PARAM_UNKNOWN: {
         char f[64];
         snprintf(f, sizeof(f), "%.60s", b->key);
-        return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->name, f);
+        return broker_fail(e, BROKER_E_INVALID, f, "%s takes no field \"%s\"", t->spec.name, f);
     }
     case TOOL_PARAM_CHOICE: {
         char list[128] = "";
@@ -122,7 +120,7 @@ static int parse_args(const struct wap_tool *t, const cJSON *args, struct args *
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (tool_params_check(t->params, t->n_params, args, a->v, NULL, NULL, NULL, &b) < 0)
+    if (tool_params_check(t->spec.params, t->spec.n_params, args, a->v, NULL, NULL, NULL, &b) < 0)
         return bad_args(t, &b, e);
     return 0;
 }
@@ -224,6 +222,22 @@ static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct bro
     return res;
 }
 
+/* What the agent read or wrote, for the gate's read-before-write rule (tools/gate.h). Hashing
+ * costs a pass over the file, so only when a rule of this policy can ask for it. */
+static void note(struct tool_ctx *ctx, const char *path, bool wrote)
+{
+    if (!ctx->session || !tool_gate_reads_matter(&tool_surface_wap, ctx))
+        return;
+    _cleanup_free_ char *rel = NULL;
+    struct broker_err e;
+    if (broker_path_clean(path, "path", &rel, &e) < 0)
+        return;
+    if (wrote)
+        (void)tool_session_note_write(ctx->session, ctx, rel);
+    else
+        (void)tool_session_note_read(ctx->session, ctx, rel);
+}
+
 static const struct tool_param read_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
     {"startLine", TOOL_PARAM_INT, false, "Optional start line (1-indexed)", NULL, 1, MAX_LINE},
@@ -241,6 +255,7 @@ static cJSON *wap_read(struct tool_ctx *ctx, const struct args *a, struct broker
     struct broker_read_result r;
     if (broker_read(ctx, arg_str(a, 0, ""), &o, &r, e) < 0)
         return NULL;
+    note(ctx, arg_str(a, 0, ""), false);
     cJSON *res = cJSON_CreateObject();
     bool ok = res && cJSON_AddStringToObject(res, "content", r.content) &&
               cJSON_AddItemToObject(res, "metadata", meta_json(&r.meta)) &&
@@ -276,6 +291,7 @@ static cJSON *wap_write(struct tool_ctx *ctx, const struct args *a, struct broke
     size_t written = 0;
     if (broker_write(ctx, arg_str(a, 0, ""), content, strlen(content), &o, &display, &written, e) < 0)
         return NULL;
+    note(ctx, arg_str(a, 0, ""), true);
     cJSON *res = cJSON_CreateObject();
     if (!res || !cJSON_AddBoolToObject(res, "success", true) ||
         !cJSON_AddStringToObject(res, "path", display) ||
@@ -379,6 +395,7 @@ static cJSON *wap_modify(struct tool_ctx *ctx, const struct args *a, struct brok
     _cleanup_free_ char *display = NULL;
     if (broker_modify(ctx, arg_str(a, 0, ""), ed, n, &display, e) < 0)
         return NULL;
+    note(ctx, arg_str(a, 0, ""), true);
     cJSON *res = cJSON_CreateObject();
     if (!res || !cJSON_AddBoolToObject(res, "success", true) ||
         !cJSON_AddStringToObject(res, "path", display)) {
@@ -571,20 +588,20 @@ static cJSON *wap_info(struct tool_ctx *ctx, const struct args *a, struct broker
 }
 
 static const struct wap_tool tools[] = {
-    {"exploreFiles", "Lists files and directories in a specified path, optionally recursively.",
-     explore_params, ARRAY_SIZE(explore_params), wap_explore},
-    {"readFile", "Reads the content of a file, with options to read specific line ranges.",
-     read_params, ARRAY_SIZE(read_params), wap_read},
-    {"writeFile", "Writes content to a file, creating the file if it doesn't exist.", write_params,
-     ARRAY_SIZE(write_params), wap_write},
-    {"modifyFile", "Performs targeted modifications to a file without rewriting the entire content.",
-     modify_params, ARRAY_SIZE(modify_params), wap_modify},
-    {"searchFiles", "Searches for content in files across the workspace.", search_params,
-     ARRAY_SIZE(search_params), wap_search},
-    {"executeCommand", "Executes a shell command in the workspace.", exec_params,
-     ARRAY_SIZE(exec_params), wap_exec},
-    {"getWorkspaceInfo",
-     "Retrieves information about the workspace, including default settings and limits.", NULL, 0,
+    {{"exploreFiles", "Lists files and directories in a specified path, optionally recursively.",
+     explore_params, ARRAY_SIZE(explore_params)}, wap_explore},
+    {{"readFile", "Reads the content of a file, with options to read specific line ranges.",
+     read_params, ARRAY_SIZE(read_params)}, wap_read},
+    {{"writeFile", "Writes content to a file, creating the file if it doesn't exist.", write_params,
+      ARRAY_SIZE(write_params)}, wap_write},
+    {{"modifyFile", "Performs targeted modifications to a file without rewriting the entire content.",
+     modify_params, ARRAY_SIZE(modify_params)}, wap_modify},
+    {{"searchFiles", "Searches for content in files across the workspace.", search_params,
+      ARRAY_SIZE(search_params)}, wap_search},
+    {{"executeCommand", "Executes a shell command in the workspace.", exec_params,
+      ARRAY_SIZE(exec_params)}, wap_exec},
+    {{"getWorkspaceInfo",
+     "Retrieves information about the workspace, including default settings and limits.", NULL, 0},
      wap_info},
 };
 
@@ -655,29 +672,83 @@ static cJSON *ops_schema(const struct tool_param *p)
 static cJSON *wap_list(const struct tool_ctx *ctx)
 {
     (void)ctx;
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr && i < ARRAY_SIZE(tools); i++) {
-        const struct wap_tool *t = &tools[i];
-        cJSON *o = tool_params_entry(t->name, t->desc, t->params, t->n_params,
-                                     TOOL_PARAMS_ALL_BOUNDS, ops_schema);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
+    return tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALL_BOUNDS,
+                            ops_schema, NULL, NULL);
 }
 
-static int wap_call(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
-                    bool *is_error)
+static const struct wap_tool *tool_find(const char *name)
+{
+    return tool_params_find(tools, ARRAY_SIZE(tools), sizeof(tools[0]), name);
+}
+
+/* The gate's view of a call: well-formed arguments, and the file a write would change
+ * (writeFile "create" never changes an existing one). */
+static int wap_target(const struct tool_ctx *ctx, const char *name, const cJSON *args, char **rel)
+{
+    *rel = NULL;
+    const struct wap_tool *t = tool_find(name);
+    struct broker_err e;
+    struct args a;
+    if (!t || parse_args(t, args, &a, &e) < 0)
+        return -1;
+    if (t->fn != wap_write && t->fn != wap_modify)
+        return 0;
+    if (t->fn == wap_write && !strcmp(arg_str(&a, 2, "overwrite"), "create"))
+        return 0;
+    /* A bad path, the root or a directory: the broker answers it as such. */
+    _cleanup_free_ char *r = NULL;
+    struct broker_meta m;
+    if (broker_path_clean(arg_str(&a, 0, ""), "path", &r, &e) < 0 || !*r)
+        return 0;
+    if (broker_info(ctx, r, "path", &m, &e) == 0) {
+        bool dir = m.is_dir;
+        broker_meta_clear(&m);
+        if (dir)
+            return 0;
+    }
+    *rel = r;
+    r = NULL;
+    return 0;
+}
+
+/* A refusal by the gate: PERMISSION_DENIED, the rule as details.reason (the trail's denial). */
+static cJSON *wap_refuse(struct tool_ctx *ctx, const char *name, const struct tool_verdict *v)
+{
+    (void)ctx;
+    struct broker_err e = v->err;
+    const char *reason = "denied";
+    if (v->rule == TOOL_RULE_APPROVAL) {
+        reason = "approval_required";
+        broker_fail(&e, BROKER_E_DENIED, NULL,
+                    "%s needs a human's approval under this agent's policy, and corral cannot yet hold a call for approval; nothing was done",
+                    name);
+    } else if (v->rule == TOOL_RULE_READ_FIRST) {
+        reason = "read_before_write";
+    } else if (v->rule == TOOL_RULE_STALE) {
+        reason = "stale_read";
+    } else {
+        broker_fail(&e, BROKER_E_DENIED, NULL, "%s: %s", name, v->message ? v->message : "refused");
+    }
+    cJSON *d = cJSON_CreateObject();
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !d || !cJSON_AddStringToObject(o, "error", e.msg) ||
+        !cJSON_AddStringToObject(o, "code", wap_code(BROKER_E_DENIED)) ||
+        !cJSON_AddStringToObject(d, "reason", reason) ||
+        (e.field[0] && !cJSON_AddStringToObject(d, "field", e.field))) {
+        cJSON_Delete(o);
+        cJSON_Delete(d);
+        return NULL;
+    }
+    cJSON_AddItemToObject(o, "details", d);
+    return o;
+}
+
+static int wap_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJSON **result,
+                   bool *is_error)
 {
     *result = NULL;
     *is_error = false;
-    const struct wap_tool *t = NULL;
-    for (size_t i = 0; name && i < ARRAY_SIZE(tools); i++)
-        if (strcmp(tools[i].name, name) == 0)
-            t = &tools[i];
+    const struct wap_tool *t = tool_find(name);
     if (!t)
         return -ENOENT;
     struct broker_err e = {0};
@@ -698,8 +769,20 @@ static int wap_call(struct tool_ctx *ctx, const char *name, const cJSON *args, c
     return *result ? 0 : -ENOMEM;
 }
 
+/* The gate's and the policy's table (tools/gate.h): names as the seed spells them, and kinds. */
+static const struct tool_def defs[] = {
+    {"exploreFiles", TOOL_KIND_READ, false},   {"readFile", TOOL_KIND_READ, false},
+    {"writeFile", TOOL_KIND_WRITE, false},     {"modifyFile", TOOL_KIND_WRITE, false},
+    {"searchFiles", TOOL_KIND_READ, false},    {"executeCommand", TOOL_KIND_COMMAND, false},
+    {"getWorkspaceInfo", TOOL_KIND_READ, false},
+};
+
 const struct tool_surface tool_surface_wap = {
     .name = "wap",
+    .defs = defs,
+    .n_defs = ARRAY_SIZE(defs),
     .list = wap_list,
-    .call = wap_call,
+    .run = wap_run,
+    .target = wap_target,
+    .refuse = wap_refuse,
 };
