@@ -24,7 +24,10 @@ const struct policy_role *policy_role_find(const struct policy *p, const char *n
     return NULL;
 }
 
-size_t policy_role_count(const struct policy *p) { return p->n_roles; }
+size_t policy_role_count(const struct policy *p)
+{
+    return p->n_roles;
+}
 
 const char *policy_role_name(const struct policy *p, size_t i)
 {
@@ -128,7 +131,10 @@ bool policy_role_can(const struct policy_role_view *v, const char *cap)
     return false;
 }
 
-size_t policy_agent_count(const struct policy *p) { return p->n_agents; }
+size_t policy_agent_count(const struct policy *p)
+{
+    return p->n_agents;
+}
 
 const struct policy_agent *policy_agent_get(const struct policy *p, size_t i)
 {
@@ -264,8 +270,9 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "\ntools (surface %s)\n", v.surface);
     for (size_t i = 0; i < v.n_tools; i++) {
         const struct policy_tool_view *t = &v.tools[i];
-        const char *kind = t->kind == POLICY_TOOL_WRITE ? "writes" :
-                           t->kind == POLICY_TOOL_COMMAND ? "runs commands" : "reads";
+        const char *kind = t->kind == POLICY_TOOL_WRITE     ? "writes"
+                           : t->kind == POLICY_TOOL_COMMAND ? "runs commands"
+                                                            : "reads";
         fprintf(f, "  %-32s %-9s %s%s%s\n", t->name, t->enabled ? "enabled" : "disabled", kind,
                 t->enabled && t->needs_approval ? "  needs approval" : "",
                 t->enabled && t->read_before_write ? "  read before write" : "");
@@ -308,8 +315,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     const struct sandbox_profile *s = &v.sandbox;
     fprintf(f, "\nsandbox\n");
     fprintf(f, "  namespaces     user, mount, pid, ipc, uts, net, cgroup\n");
-    fprintf(f, "  network        %s\n", s->net == SANDBOX_NET_LOOPBACK ? "loopback (lo only)"
-                                                                       : "none (no interface up)");
+    fprintf(f, "  network        %s\n",
+            s->net == SANDBOX_NET_LOOPBACK ? "loopback (lo only)" : "none (no interface up)");
     fprintf(f, "  root           minimal, read-only (/usr, /lib*, /etc basics), fresh /proc, "
                "minimal /dev\n");
     fprintf(f, "  /tmp           private, %s\n", size_str(s->limits.tmp_size, a, sizeof(a)));
@@ -320,8 +327,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
                 s->binds[i].inside ? s->binds[i].inside : s->binds[i].host,
                 s->binds[i].writable ? "rw" : "ro", s->binds[i].optional ? ", optional" : "");
     fprintf(f, "  landlock       %s\n", s->landlock ? "on" : "off");
-    fprintf(f, "  user, group    %u, %u inside (mapped to an unprivileged host id)\n",
-            (unsigned)s->uid, (unsigned)s->gid);
+    fprintf(f, "  user, group    %u, %u inside (mapped to an unprivileged host id)\n", (unsigned)s->uid,
+            (unsigned)s->gid);
     if (s->limits.nofile)
         fprintf(f, "  nofile         %llu\n", (unsigned long long)s->limits.nofile);
     fprintf(f, "  capabilities   none (every set empty, no_new_privs)\n");
@@ -342,9 +349,10 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
             v.may_exec ? "" : "@exec removed (no command authority: no execve after start)  ",
             v.base == POLICY_BASE_OBSERVER ? "@file-write removed, opens read-only (observer)" : "",
             v.may_exec && v.base != POLICY_BASE_OBSERVER ? "nothing (the role's authority "
-            "keeps every asked-for group)" : "");
-    fprintf(f, "  sockets        %s\n", s->seccomp.network ? "AF_UNIX, AF_INET, AF_INET6"
-                                                           : "AF_UNIX only (no network authority)");
+                                                           "keeps every asked-for group)"
+                                                         : "");
+    fprintf(f, "  sockets        %s\n",
+            s->seccomp.network ? "AF_UNIX, AF_INET, AF_INET6" : "AF_UNIX only (no network authority)");
     fprintf(f, "  extra allowed  ");
     for (size_t i = 0; i < s->seccomp.n_allow; i++)
         fprintf(f, "%s%s", i ? ", " : "", s->seccomp.allow[i]);
@@ -355,9 +363,11 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "%s\n", s->seccomp.n_deny ? "" : "-");
     fprintf(f, "  always denied  (no policy can lift these)\n");
     print_always_denied(f);
-    fprintf(f, "                 and: clone with namespace flags, ioctl TIOCSTI and TIOCLINUX, "
-               "x32 and\n                 foreign-ABI syscalls, sockets of every family but "
-               "AF_UNIX%s\n", s->seccomp.network ? ", AF_INET, AF_INET6" : "");
+    fprintf(f,
+            "                 and: clone with namespace flags, ioctl TIOCSTI and TIOCLINUX, "
+            "x32 and\n                 foreign-ABI syscalls, sockets of every family but "
+            "AF_UNIX%s\n",
+            s->seccomp.network ? ", AF_INET, AF_INET6" : "");
 
     bool first = true;
     for (size_t i = 0; i < p->n_agents; i++)

@@ -23,7 +23,7 @@ struct jsonc_doc {
 };
 /* 0 with doc filled, or -EINVAL with a diagnostic (syntax error, NUL byte, ...). */
 int jsonc_parse(struct jsonc_doc *doc, const char *name, const char *data, size_t len,
-               struct policy_diags *d);
+                struct policy_diags *d);
 void jsonc_free(struct jsonc_doc *doc);
 void jsonc_where(const struct jsonc_doc *doc, size_t off, int *line, int *col);
 size_t jsonc_val_off(const struct jsonc_doc *doc, const cJSON *n);

@@ -72,7 +72,8 @@ struct lctx {
     unsigned si;
 };
 
-static void err_at(struct lctx *c, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void err_at(struct lctx *c, size_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void err_at(struct lctx *c, size_t off, const char *fmt, ...)
 {
     char msg[1024];
@@ -106,16 +107,25 @@ static const char *S(struct lctx *c, const char *s)
 
 static const char *type_name(const cJSON *n)
 {
-    if (cJSON_IsString(n)) return "a string";
-    if (cJSON_IsNumber(n)) return "a number";
-    if (cJSON_IsBool(n)) return "a boolean";
-    if (cJSON_IsNull(n)) return "null";
-    if (cJSON_IsArray(n)) return "an array";
-    if (cJSON_IsObject(n)) return "an object";
+    if (cJSON_IsString(n))
+        return "a string";
+    if (cJSON_IsNumber(n))
+        return "a number";
+    if (cJSON_IsBool(n))
+        return "a boolean";
+    if (cJSON_IsNull(n))
+        return "null";
+    if (cJSON_IsArray(n))
+        return "an array";
+    if (cJSON_IsObject(n))
+        return "an object";
     return "an unknown value";
 }
 
-static const char *where(const char *path) { return *path ? path : "the top level"; }
+static const char *where(const char *path)
+{
+    return *path ? path : "the top level";
+}
 
 static char *join(char *buf, size_t cap, const char *path, const char *key)
 {
@@ -124,8 +134,8 @@ static char *join(char *buf, size_t cap, const char *path, const char *key)
 }
 
 /* Unknown keys and duplicate keys are errors: a typo must never silently weaken a policy. */
-static bool check_object(struct lctx *c, const cJSON *n, const char *path,
-                         const char *const *keys, size_t nkeys)
+static bool check_object(struct lctx *c, const cJSON *n, const char *path, const char *const *keys,
+                         size_t nkeys)
 {
     if (!cJSON_IsObject(n)) {
         ERR_VAL(c, n, "%s must be an object ({...}), not %s", where(path), type_name(n));
@@ -143,13 +153,13 @@ static bool check_object(struct lctx *c, const cJSON *n, const char *path,
         if (!known) {
             const char *s = policy_suggest(m->string, keys, nkeys);
             if (s) {
-                ERR_KEY(c, m, "unknown key '%s' in %s; did you mean '%s'?", S(c, m->string),
-                        where(path), s);
+                ERR_KEY(c, m, "unknown key '%s' in %s; did you mean '%s'?", S(c, m->string), where(path),
+                        s);
             } else {
                 char list[512] = "";
                 for (size_t i = 0; i < nkeys; i++)
-                    snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                             i ? ", " : "", keys[i]);
+                    snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+                             keys[i]);
                 ERR_KEY(c, m, "unknown key '%s' in %s; the keys here are: %s", S(c, m->string),
                         where(path), list);
             }
@@ -214,7 +224,10 @@ static bool want_enum(struct lctx *c, const cJSON *n, const char *path, const ch
     char list[256] = "";
     for (size_t i = 0; i < count; i++)
         snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%s\"",
-                 i == 0 ? "" : i + 1 == count ? " or " : ", ", names[i]);
+                 i == 0           ? ""
+                 : i + 1 == count ? " or "
+                                  : ", ",
+                 names[i]);
     const char *sug = policy_suggest(s, names, count);
     if (sug)
         ERR_VAL(c, n, "%s: unknown value '%s'; did you mean '%s'? (one of %s)", path, S(c, s), sug,
@@ -225,8 +238,8 @@ static bool want_enum(struct lctx *c, const cJSON *n, const char *path, const ch
 }
 
 /* An integral number in [min, max]. */
-static bool want_count(struct lctx *c, const cJSON *n, const char *path, uint64_t min,
-                       uint64_t max, uint64_t *out)
+static bool want_count(struct lctx *c, const cJSON *n, const char *path, uint64_t min, uint64_t max,
+                       uint64_t *out)
 {
     if (!cJSON_IsNumber(n)) {
         ERR_VAL(c, n, "%s must be a whole number, not %s", path, type_name(n));
@@ -257,8 +270,8 @@ static void fmt_size(uint64_t v, char *buf, size_t cap)
 }
 
 /* Bytes: a whole number, or a string with a unit ("512M", "1G"), in [min, max]. */
-static bool want_size(struct lctx *c, const cJSON *n, const char *path, uint64_t min,
-                      uint64_t max, uint64_t *out)
+static bool want_size(struct lctx *c, const cJSON *n, const char *path, uint64_t min, uint64_t max,
+                      uint64_t *out)
 {
     uint64_t v;
     if (cJSON_IsNumber(n)) {
@@ -267,13 +280,14 @@ static bool want_size(struct lctx *c, const cJSON *n, const char *path, uint64_t
     } else if (cJSON_IsString(n)) {
         int r = util_parse_size(n->valuestring, &v);
         if (r < 0) {
-            ERR_VAL(c, n, "%s: '%s' is not a size; write bytes as a number or with a unit K, M, G "
-                    "or T (\"512M\", \"1G\")", path, S(c, n->valuestring));
+            ERR_VAL(c, n,
+                    "%s: '%s' is not a size; write bytes as a number or with a unit K, M, G "
+                    "or T (\"512M\", \"1G\")",
+                    path, S(c, n->valuestring));
             return false;
         }
     } else {
-        ERR_VAL(c, n, "%s must be a size (\"512M\" or a number of bytes), not %s", path,
-                type_name(n));
+        ERR_VAL(c, n, "%s must be a size (\"512M\" or a number of bytes), not %s", path, type_name(n));
         return false;
     }
     if (v < min || v > max) {
@@ -302,13 +316,15 @@ static bool want_seconds(struct lctx *c, const cJSON *n, const char *path, bool 
         if (zero_ok && !strcmp(n->valuestring, "0")) {
             v = 0;
         } else if (util_parse_seconds(n->valuestring, &v) < 0) {
-            ERR_VAL(c, n, "%s: '%s' is not a duration; write seconds as a number or with a unit "
-                    "ms, s, m or h (\"30s\", \"5m\")", path, S(c, n->valuestring));
+            ERR_VAL(c, n,
+                    "%s: '%s' is not a duration; write seconds as a number or with a unit "
+                    "ms, s, m or h (\"30s\", \"5m\")",
+                    path, S(c, n->valuestring));
             return false;
         }
     } else {
-        ERR_VAL(c, n, "%s must be a duration (\"30s\", \"5m\" or a number of seconds), not %s",
-                path, type_name(n));
+        ERR_VAL(c, n, "%s must be a duration (\"30s\", \"5m\" or a number of seconds), not %s", path,
+                type_name(n));
         return false;
     }
     *out = v;
@@ -316,8 +332,8 @@ static bool want_seconds(struct lctx *c, const cJSON *n, const char *path, bool 
 }
 
 /* An array of strings, copied into the policy (NULL-terminated). */
-static bool want_strings(struct lctx *c, const cJSON *n, const char *path, size_t max,
-                         const char ***out, size_t *count)
+static bool want_strings(struct lctx *c, const cJSON *n, const char *path, size_t max, const char ***out,
+                         size_t *count)
 {
     if (!cJSON_IsArray(n)) {
         ERR_VAL(c, n, "%s must be an array of strings ([\"...\"]), not %s", path, type_name(n));
@@ -411,8 +427,7 @@ static bool is_ident(const char *s, size_t len)
 
 /* Parses a capability as written ("send: report -> coordinator", "emit:blocked", "integrate",
  * with -> or the arrow U+2192) into its canonical form in buf. NULL, or why it is not one. */
-static const char *cap_parse(struct lctx *c, const cJSON *roles, const char *in, char *buf,
-                             size_t cap)
+static const char *cap_parse(struct lctx *c, const cJSON *roles, const char *in, char *buf, size_t cap)
 {
     char t[256];
     size_t k = 0;
@@ -565,7 +580,8 @@ static void load_caps(struct lctx *c, const cJSON *roles, const cJSON *rj, struc
             continue;
         }
         if (!role_has(r, buf)) {
-            ERR_VAL(c, e, "%s: base role '%s' does not have '%s', so there is nothing to remove; "
+            ERR_VAL(c, e,
+                    "%s: base role '%s' does not have '%s', so there is nothing to remove; "
                     "check the spelling (its capabilities are listed by 'corral policy show')",
                     p, policy_base_name(r->base), S(c, buf));
             continue;
@@ -585,9 +601,10 @@ static void load_caps(struct lctx *c, const cJSON *roles, const cJSON *rj, struc
             continue;
         }
         if ((why = roles_above_ceiling(r->base, buf))) {
-            ERR_VAL(c, e, "%s: '%s' is above the ceiling of base role '%s' (%s); a derived role can "
-                    "only narrow or redirect its base: remove it%s", p, S(c, buf),
-                    policy_base_name(r->base), why,
+            ERR_VAL(c, e,
+                    "%s: '%s' is above the ceiling of base role '%s' (%s); a derived role can "
+                    "only narrow or redirect its base: remove it%s",
+                    p, S(c, buf), policy_base_name(r->base), why,
                     r->base == POLICY_BASE_WORKER ? ", or grant delegation at workspace creation" : "");
             continue;
         }
@@ -678,9 +695,9 @@ static void tool_list(struct lctx *c, struct policy_role *r, const cJSON *n, con
             for (size_t j = 0; j < r->n_tools; j++)
                 names[j] = r->tools[j].name;
             const char *sug = policy_suggest(s, names, r->n_tools);
-            ERR_VAL(c, e, "%s: '%s' is not a tool of the '%s' surface%s%s%s", p, S(c, s),
-                    r->surface, sug ? "; did you mean '" : " ('corral policy show' lists them)",
-                    sug ? sug : "", sug ? "'?" : "");
+            ERR_VAL(c, e, "%s: '%s' is not a tool of the '%s' surface%s%s%s", p, S(c, s), r->surface,
+                    sug ? "; did you mean '" : " ('corral policy show' lists them)", sug ? sug : "",
+                    sug ? "'?" : "");
             continue;
         }
         fn(c, r, ti, k, e, p);
@@ -704,23 +721,22 @@ static void t_approve(struct lctx *c, struct policy_role *r, struct tool_intent 
 {
     r->tools[k].needs_approval = true;
 }
-static void t_rbw(struct lctx *c, struct policy_role *r, struct tool_intent *ti, int k,
-                  const cJSON *e, const char *p)
+static void t_rbw(struct lctx *c, struct policy_role *r, struct tool_intent *ti, int k, const cJSON *e,
+                  const char *p)
 {
     if (r->tools[k].kind != POLICY_TOOL_WRITE) {
-        ERR_VAL(c, e, "%s: read_before_write applies to tools that change files, and '%s' does not",
-                p, r->tools[k].name);
+        ERR_VAL(c, e, "%s: read_before_write applies to tools that change files, and '%s' does not", p,
+                r->tools[k].name);
         return;
     }
     r->tools[k].read_before_write = true;
 }
 
-static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
-                       struct tool_intent *ti, const char *path)
+static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r, struct tool_intent *ti,
+                       const char *path)
 {
-    static const char *const keys[] = {"enabled", "disabled", "needs_approval",
-                                       "read_before_write", "limits", "exclude",
-                                       "embedding_command"};
+    static const char *const keys[] = {"enabled", "disabled", "needs_approval",   "read_before_write",
+                                       "limits",  "exclude",  "embedding_command"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     char p[256];
@@ -738,8 +754,10 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
         for (const cJSON *e = cJSON_IsArray(v) ? v->child : NULL; e; e = e->next, i++)
             for (const cJSON *f = cJSON_IsArray(en) ? en->child : NULL; f; f = f->next)
                 if (cJSON_IsString(e) && cJSON_IsString(f) && !strcmp(e->valuestring, f->valuestring))
-                    ERR_VAL(c, e, "%s.disabled[%zu]: '%s' is also listed in %s.enabled; keep it in "
-                            "one list", path, i, S(c, e->valuestring), path);
+                    ERR_VAL(c, e,
+                            "%s.disabled[%zu]: '%s' is also listed in %s.enabled; keep it in "
+                            "one list",
+                            path, i, S(c, e->valuestring), path);
         tool_list(c, r, v, join(p, sizeof(p), path, "disabled"), t_disable, ti);
     }
     if ((v = get(n, "needs_approval"))) {
@@ -755,8 +773,10 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
     if ((v = get(n, "embedding_command"))) {
         const char *cmd;
         if (strcmp(r->surface, "voltagent"))
-            ERR_VAL(c, v, "%s.embedding_command is for the voltagent surface's search, and this "
-                    "role's surface is '%s'", path, r->surface);
+            ERR_VAL(c, v,
+                    "%s.embedding_command is for the voltagent surface's search, and this "
+                    "role's surface is '%s'",
+                    path, r->surface);
         else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd) &&
                  !(r->limits.embedding_command = policy_strdup(c->p, cmd)))
             c->oom = true;
@@ -772,9 +792,8 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
     const cJSON *lim = get(n, "limits");
     if (!lim)
         return;
-    static const char *const lkeys[] = {"max_file_size", "max_search_results",
-                                        "max_explore_entries", "max_output_bytes",
-                                        "command_timeout", "command_timeout_max"};
+    static const char *const lkeys[] = {"max_file_size",    "max_search_results", "max_explore_entries",
+                                        "max_output_bytes", "command_timeout",    "command_timeout_max"};
     char lp[256];
     join(lp, sizeof(lp), path, "limits");
     if (!check_object(c, lim, lp, lkeys, ARRAY_SIZE(lkeys)))
@@ -799,7 +818,8 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r,
     if (l->command_timeout && l->command_timeout_max && l->command_timeout > l->command_timeout_max)
         ERR_VAL(c, get(lim, "command_timeout") ? get(lim, "command_timeout") : lim,
                 "%s.command_timeout (%gs) is above command_timeout_max (%gs); lower it or raise the "
-                "maximum", lp, l->command_timeout, l->command_timeout_max);
+                "maximum",
+                lp, l->command_timeout, l->command_timeout_max);
 }
 
 /* ---- sandbox */
@@ -829,8 +849,7 @@ static bool seccomp_name(struct lctx *c, const cJSON *e, const char *p, bool all
         const char *sug = policy_suggest(s, names, k);
         char list[512] = "";
         for (size_t i = 0; i < k; i++)
-            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
-                     names[i]);
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", names[i]);
         if (sug)
             ERR_VAL(c, e, "%s: unknown syscall group '%s'; did you mean '%s'?", p, S(c, s), sug);
         else
@@ -838,13 +857,17 @@ static bool seccomp_name(struct lctx *c, const cJSON *e, const char *p, bool all
         return false;
     }
     if (!sandbox_seccomp_syscall_known(s)) {
-        ERR_VAL(c, e, "%s: unknown syscall '%s' on this architecture; check the spelling (groups "
-                "start with '@')", p, S(c, s));
+        ERR_VAL(c, e,
+                "%s: unknown syscall '%s' on this architecture; check the spelling (groups "
+                "start with '@')",
+                p, S(c, s));
         return false;
     }
     if (allow && sandbox_seccomp_always_denied(s)) {
-        ERR_VAL(c, e, "%s: '%s' is on the always-denied list (namespaces, mounts, ptrace, bpf, "
-                "kernel keys and modules, ...) and no policy can allow it; remove it", p, S(c, s));
+        ERR_VAL(c, e,
+                "%s: '%s' is on the always-denied list (namespaces, mounts, ptrace, bpf, "
+                "kernel keys and modules, ...) and no policy can allow it; remove it",
+                p, S(c, s));
         return false;
     }
     *sys = s;
@@ -871,8 +894,10 @@ static void load_seccomp(struct lctx *c, const cJSON *n, struct policy_role *r, 
         char p[256];
         join(p, sizeof(p), path, key);
         if (!cJSON_IsArray(v)) {
-            ERR_VAL(c, v, "%s must be an array of syscall groups (\"@file-read\") and syscall "
-                    "names, not %s", p, type_name(v));
+            ERR_VAL(c, v,
+                    "%s must be an array of syscall groups (\"@file-read\") and syscall "
+                    "names, not %s",
+                    p, type_name(v));
             continue;
         }
         size_t cnt = (size_t)cJSON_GetArraySize(v);
@@ -929,8 +954,10 @@ static bool inside_reserved(const char *s)
 static void load_mounts(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
 {
     if (!cJSON_IsArray(n)) {
-        ERR_VAL(c, n, "%s must be an array of mounts ({\"host\": \"/path\", \"mode\": \"ro\"}), "
-                "not %s", path, type_name(n));
+        ERR_VAL(c, n,
+                "%s must be an array of mounts ({\"host\": \"/path\", \"mode\": \"ro\"}), "
+                "not %s",
+                path, type_name(n));
         return;
     }
     size_t cnt = (size_t)cJSON_GetArraySize(n);
@@ -963,8 +990,10 @@ static void load_mounts(struct lctx *c, const cJSON *n, struct policy_role *r, c
         }
         if ((v = get(e, "inside")) && want_abs_path(c, v, join(q, sizeof(q), p, "inside"), &inside) &&
             inside_reserved(inside)) {
-            ERR_VAL(c, v, "%s.inside: '%s' is part of the sandbox's own root (/, /proc, /dev, /sys, "
-                    "/tmp); bind it somewhere else", p, S(c, inside));
+            ERR_VAL(c, v,
+                    "%s.inside: '%s' is part of the sandbox's own root (/, /proc, /dev, /sys, "
+                    "/tmp); bind it somewhere else",
+                    p, S(c, inside));
             ok = false;
         }
         if ((v = get(e, "mode")))
@@ -972,31 +1001,36 @@ static void load_mounts(struct lctx *c, const cJSON *n, struct policy_role *r, c
         if ((v = get(e, "optional")))
             ok &= want_bool(c, v, join(q, sizeof(q), p, "optional"), &optional);
         if (host && !inside && inside_reserved(host)) {
-            ERR_VAL(c, get(e, "host"), "%s.host: '%s' would cover the sandbox's own root; set "
-                    "\"inside\" to another path", p, S(c, host));
+            ERR_VAL(c, get(e, "host"),
+                    "%s.host: '%s' would cover the sandbox's own root; set "
+                    "\"inside\" to another path",
+                    p, S(c, host));
             ok = false;
         }
         struct stat st;
         if (host && !optional && stat(host, &st) < 0) {
-            ERR_VAL(c, get(e, "host"), "%s.host: '%s' does not exist (%s); create it or set "
-                    "\"optional\": true", p, S(c, host), strerror(errno));
+            ERR_VAL(c, get(e, "host"),
+                    "%s.host: '%s' does not exist (%s); create it or set "
+                    "\"optional\": true",
+                    p, S(c, host), strerror(errno));
             ok = false;
         }
         if (!ok || !host)
             continue;
         b[k++] = (struct sandbox_bind){.host = policy_strdup(c->p, host),
                                        .inside = inside ? policy_strdup(c->p, inside) : NULL,
-                                       .writable = mode == 1, .optional = optional};
+                                       .writable = mode == 1,
+                                       .optional = optional};
     }
     r->binds = b;
     r->n_binds = k;
 }
 
-static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r,
-                         struct sc_intent *si, const char *path)
+static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r, struct sc_intent *si,
+                         const char *path)
 {
-    static const char *const keys[] = {"network", "mounts", "landlock", "user", "group",
-                                       "tmp_size", "nofile", "seccomp"};
+    static const char *const keys[] = {"network", "mounts",   "landlock", "user",
+                                       "group",   "tmp_size", "nofile",   "seccomp"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     static const char *const nets[] = {"none", "loopback"};
@@ -1024,8 +1058,8 @@ static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r,
 
 static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
 {
-    static const char *const keys[] = {"memory", "pids", "cpus", "wall_time", "output_bytes",
-                                       "storage_bytes"};
+    static const char *const keys[] = {"memory",    "pids",         "cpus",
+                                       "wall_time", "output_bytes", "storage_bytes"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     struct policy_budgets *b = &r->budgets;
@@ -1068,8 +1102,10 @@ static void load_authority(struct lctx *c, const cJSON *n, struct policy_role *r
         if (!v || !want_bool(c, v, join(p, sizeof(p), path, keys[i]), &b))
             continue;
         if (b && !max[i]) {
-            ERR_VAL(c, v, "%s: a role based on '%s' cannot have %s authority (%s); set it to false, "
-                    "or base the role on 'worker'", p, policy_base_name(r->base), keys[i], why[i]);
+            ERR_VAL(c, v,
+                    "%s: a role based on '%s' cannot have %s authority (%s); set it to false, "
+                    "or base the role on 'worker'",
+                    p, policy_base_name(r->base), keys[i], why[i]);
             continue;
         }
         *dst[i] = b;
@@ -1084,8 +1120,11 @@ static void role_defaults(struct policy_role *r)
     r->uid = 1000;
     r->gid = 1000;
     r->tmp_size = 64u << 20;
-    r->budgets = (struct policy_budgets){.memory = 256u << 20, .pids = 256, .cpus = 1.0,
-                                         .output_bytes = 8u << 20, .storage_bytes = 1u << 30};
+    r->budgets = (struct policy_budgets){.memory = 256u << 20,
+                                         .pids = 256,
+                                         .cpus = 1.0,
+                                         .output_bytes = 8u << 20,
+                                         .storage_bytes = 1u << 30};
 }
 
 /* Fixed order whatever the order of keys: authority decides what tools and groups may be had. */
@@ -1095,8 +1134,8 @@ static void load_role_settings(struct lctx *c, const cJSON *rj, struct policy_ro
     static const char *const surfaces[] = {"wap", "file", "voltagent", "kward"};
     char p[256];
     const cJSON *v;
-    if ((v = get(rj, "description")) && want_string(c, v, join(p, sizeof(p), path, "description"),
-                                                    &r->description))
+    if ((v = get(rj, "description")) &&
+        want_string(c, v, join(p, sizeof(p), path, "description"), &r->description))
         r->description = policy_strdup(c->p, r->description);
     if ((v = get(rj, "authority")))
         load_authority(c, v, r, join(p, sizeof(p), path, "authority"));
@@ -1119,8 +1158,7 @@ static void load_role_settings(struct lctx *c, const cJSON *rj, struct policy_ro
 /* After all settings: tool enablement and seccomp groups follow authority; what was asked for
  * explicitly beyond it is an error, never silently dropped. */
 static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj,
-                          const struct tool_intent *ti, const struct sc_intent *si,
-                          const char *path)
+                          const struct tool_intent *ti, const struct sc_intent *si, const char *path)
 {
     for (size_t i = 0; i < r->n_tools; i++) {
         struct policy_tool_view *t = &r->tools[i];
@@ -1131,8 +1169,8 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
             const char *what = t->kind == POLICY_TOOL_WRITE ? "write" : "commands";
             err_at(c, ti->src[i] ? jsonc_val_off(c->doc, ti->src[i]) : jsonc_key_off(c->doc, rj),
                    "%s.tools.enabled: '%s' needs %s authority, which role '%s' does not have; set "
-                   "%s.authority.%s to true or do not enable the tool", path, t->name, what,
-                   S(c, r->name), path, what);
+                   "%s.authority.%s to true or do not enable the tool",
+                   path, t->name, what, S(c, r->name), path, what);
         }
         t->enabled = ti->state[i] == 0 ? permitted : ti->state[i] == 1 && permitted;
     }
@@ -1156,7 +1194,8 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
                 ERR_VAL(c, e, "%s.sandbox.seccomp.allow[%zu]: '%s' is not allowed for role '%s': %s",
                         path, i, S(c, e->valuestring), S(c, r->name),
                         (bit & SANDBOX_SC_EXEC) ? "it has no command authority (set "
-                        "authority.commands to true)" : "observers cannot open files for writing");
+                                                  "authority.commands to true)"
+                                                : "observers cannot open files for writing");
         }
     }
     size_t k = 0;
@@ -1164,28 +1203,31 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
         if (!cJSON_IsString(e) || (narrowed & SANDBOX_SC_EXEC))
             continue;
         if (!strcmp(e->valuestring, "execve") || !strcmp(e->valuestring, "execveat"))
-            ERR_VAL(c, e, "%s.sandbox.seccomp.allow[%zu]: '%s' needs command authority, which role "
-                    "'%s' does not have; set authority.commands to true or remove it", path, k,
-                    e->valuestring, S(c, r->name));
+            ERR_VAL(c, e,
+                    "%s.sandbox.seccomp.allow[%zu]: '%s' needs command authority, which role "
+                    "'%s' does not have; set authority.commands to true or remove it",
+                    path, k, e->valuestring, S(c, r->name));
     }
     r->groups = narrowed;
     if (r->net == SANDBOX_NET_LOOPBACK && !r->authority.network)
-        err_at(c, jsonc_key_off(c->doc, rj), "%s.sandbox.network is \"loopback\" but role '%s' has no "
+        err_at(c, jsonc_key_off(c->doc, rj),
+               "%s.sandbox.network is \"loopback\" but role '%s' has no "
                "network authority; set %s.authority.network to true or the network to \"none\"",
                path, S(c, r->name), path);
     for (size_t i = 0; i < r->n_binds; i++)
         if (r->binds[i].writable && !r->authority.write)
-            err_at(c, jsonc_key_off(c->doc, rj), "%s.sandbox.mounts: '%s' is mounted read-write but "
-                   "role '%s' has no write authority; make the mount \"ro\"%s", path,
-                   S(c, r->binds[i].host), S(c, r->name),
+            err_at(c, jsonc_key_off(c->doc, rj),
+                   "%s.sandbox.mounts: '%s' is mounted read-write but "
+                   "role '%s' has no write authority; make the mount \"ro\"%s",
+                   path, S(c, r->binds[i].host), S(c, r->name),
                    r->base == POLICY_BASE_OBSERVER ? "" : " or set authority.write to true");
 }
 
 static void load_roles(struct lctx *c, const cJSON *roles)
 {
-    static const char *const derived_keys[] = {"description", "extends", "add", "remove",
-                                               "checkpoint_types", "authority", "surface",
-                                               "tools", "sandbox", "budgets"};
+    static const char *const derived_keys[] = {"description",      "extends",   "add",     "remove",
+                                               "checkpoint_types", "authority", "surface", "tools",
+                                               "sandbox",          "budgets"};
     static const char *const base_names[] = {"coordinator", "worker", "observer"};
     size_t nd = 0;
     if (roles && check_object(c, roles, "roles", NULL, 0) == false)
@@ -1223,9 +1265,10 @@ static void load_roles(struct lctx *c, const cJSON *roles)
         for (const cJSON *k = rj->child; k; k = k->next)
             if (!strcmp(k->string, "extends") || !strcmp(k->string, "add") ||
                 !strcmp(k->string, "remove") || !strcmp(k->string, "checkpoint_types"))
-                ERR_KEY(c, k, "%s: the base role '%s' cannot have '%s' (its capabilities are fixed "
-                        "by WACP); define a derived role with \"extends\": \"%s\" instead", path,
-                        base_names[b], k->string,
+                ERR_KEY(c, k,
+                        "%s: the base role '%s' cannot have '%s' (its capabilities are fixed "
+                        "by WACP); define a derived role with \"extends\": \"%s\" instead",
+                        path, base_names[b], k->string,
                         b == POLICY_BASE_COORDINATOR ? "worker" : base_names[b]);
         check_object(c, rj, path, derived_keys, ARRAY_SIZE(derived_keys)); /* extends etc.: above */
         r->configured = true;
@@ -1254,9 +1297,11 @@ static void load_roles(struct lctx *c, const cJSON *roles)
         int b = -1;
         if (!ext) {
             const char *sug = policy_suggest(m->string, base_names, 3);
-            ERR_KEY(c, m, "%s: '%s' is not a base role, so it needs \"extends\": \"worker\" or "
-                    "\"observer\"%s%s%s", path, S(c, m->string), sug ? " (or did you mean '" : "",
-                    sug ? sug : "", sug ? "'?)" : "");
+            ERR_KEY(c, m,
+                    "%s: '%s' is not a base role, so it needs \"extends\": \"worker\" or "
+                    "\"observer\"%s%s%s",
+                    path, S(c, m->string), sug ? " (or did you mean '" : "", sug ? sug : "",
+                    sug ? "'?)" : "");
             continue;
         }
         const char *es;
@@ -1266,22 +1311,26 @@ static void load_roles(struct lctx *c, const cJSON *roles)
             if (!strcmp(es, base_names[k]))
                 b = k;
         if (b == POLICY_BASE_COORDINATOR) {
-            ERR_VAL(c, ext, "%s.extends: the coordinator role cannot be extended (one coordinator "
+            ERR_VAL(c, ext,
+                    "%s.extends: the coordinator role cannot be extended (one coordinator "
                     "per run, and its capabilities are already the ceiling); extend 'worker' or "
-                    "'observer'", path);
+                    "'observer'",
+                    path);
             continue;
         }
         if (b < 0) {
             const cJSON *other = get(roles, es);
             if (other && other != m)
-                ERR_VAL(c, ext, "%s.extends: '%s' is a derived role, and derived roles cannot be "
-                        "extended (single-level inheritance); extend its base role instead", path,
-                        S(c, es));
+                ERR_VAL(c, ext,
+                        "%s.extends: '%s' is a derived role, and derived roles cannot be "
+                        "extended (single-level inheritance); extend its base role instead",
+                        path, S(c, es));
             else {
                 const char *sug = policy_suggest(es, base_names, 3);
-                ERR_VAL(c, ext, "%s.extends: unknown role '%s'; a derived role extends 'worker' or "
-                        "'observer'%s%s%s", path, S(c, es), sug ? " (did you mean '" : "",
-                        sug ? sug : "", sug ? "'?)" : "");
+                ERR_VAL(c, ext,
+                        "%s.extends: unknown role '%s'; a derived role extends 'worker' or "
+                        "'observer'%s%s%s",
+                        path, S(c, es), sug ? " (did you mean '" : "", sug ? sug : "", sug ? "'?)" : "");
             }
             continue;
         }
@@ -1342,10 +1391,11 @@ static void load_types(struct lctx *c, const cJSON *n, const cJSON *roles, bool 
             ERR_KEY(c, m, "%s: a type name is 1 to 64 letters, digits, '_', '-' or '.'", path);
             continue;
         }
-        if (type_registered(envelope ? ebase : cbase, envelope ? 3 : 2, m->string,
-                            strlen(m->string))) {
-            ERR_KEY(c, m, "%s: '%s' is a base type of WACP and cannot be redefined; pick another "
-                    "name", path, m->string);
+        if (type_registered(envelope ? ebase : cbase, envelope ? 3 : 2, m->string, strlen(m->string))) {
+            ERR_KEY(c, m,
+                    "%s: '%s' is a base type of WACP and cannot be redefined; pick another "
+                    "name",
+                    path, m->string);
             continue;
         }
         if (!check_object(c, m, path, envelope ? ekeys : ckeys, 2))
@@ -1420,13 +1470,17 @@ static void check_binary(struct lctx *c, const cJSON *n, const char *p, const ch
         return;
     }
     if (st.st_uid != 0) {
-        ERR_VAL(c, n, "%s: '%s' is owned by uid %u, who could replace what corral runs; make it "
-                "owned by root (chown root: '%s')", p, S(c, path), (unsigned)st.st_uid, S(c, path));
+        ERR_VAL(c, n,
+                "%s: '%s' is owned by uid %u, who could replace what corral runs; make it "
+                "owned by root (chown root: '%s')",
+                p, S(c, path), (unsigned)st.st_uid, S(c, path));
         return;
     }
     if (st.st_mode & 022) {
-        ERR_VAL(c, n, "%s: '%s' is writable by %s, who could replace what corral runs; chmod go-w "
-                "it", p, S(c, path), (st.st_mode & 002) ? "every user" : "its group");
+        ERR_VAL(c, n,
+                "%s: '%s' is writable by %s, who could replace what corral runs; chmod go-w "
+                "it",
+                p, S(c, path), (st.st_mode & 002) ? "every user" : "its group");
         return;
     }
     char *real = realpath(path, NULL);
@@ -1435,12 +1489,14 @@ static void check_binary(struct lctx *c, const cJSON *n, const char *p, const ch
     for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
         *slash = '\0';
         const char *dir = *real ? real : "/";
-        if (stat(dir, &st) == 0 &&
-            (st.st_uid != 0 || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))) {
-            ERR_VAL(c, n, "%s: the directory '%s' holding '%s' is %s, so the binary could be "
-                    "replaced; install it in a root-owned directory no one else can write", p,
-                    S(c, dir), S(c, path), st.st_uid != 0 ? "owned by a non-root user" : "writable "
-                    "by other users");
+        if (stat(dir, &st) == 0 && (st.st_uid != 0 || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))) {
+            ERR_VAL(c, n,
+                    "%s: the directory '%s' holding '%s' is %s, so the binary could be "
+                    "replaced; install it in a root-owned directory no one else can write",
+                    p, S(c, dir), S(c, path),
+                    st.st_uid != 0 ? "owned by a non-root user"
+                                   : "writable "
+                                     "by other users");
             break;
         }
         if (!*real)
@@ -1529,8 +1585,10 @@ static void load_agents(struct lctx *c, const cJSON *n)
                         good &= (*x >= 'A' && *x <= 'Z') || (*x >= 'a' && *x <= 'z') ||
                                 (*x >= '0' && *x <= '9') || *x == '_';
                     if (!good) {
-                        ERR_KEY(c, e, "%s: an environment name is letters, digits and '_', not "
-                                "starting with a digit", ep);
+                        ERR_KEY(c, e,
+                                "%s: an environment name is letters, digits and '_', not "
+                                "starting with a digit",
+                                ep);
                         ok = false;
                         continue;
                     }
@@ -1562,13 +1620,15 @@ static void load_agents(struct lctx *c, const cJSON *n)
                     names[i] = p->roles[i].name;
                 const char *sug = policy_suggest(s, names, p->n_roles);
                 ERR_VAL(c, v, "%s: unknown role '%s'%s%s%s", q, S(c, s),
-                        sug ? "; did you mean '" : "; define it under roles",
-                        sug ? sug : "", sug ? "'?" : "");
+                        sug ? "; did you mean '" : "; define it under roles", sug ? sug : "",
+                        sug ? "'?" : "");
                 ok = false;
             } else if (r->base == POLICY_BASE_COORDINATOR) {
                 if (coordinator) {
-                    ERR_VAL(c, v, "%s: agent '%s' already holds the coordinator role, and WACP "
-                            "allows exactly one coordinator per run", q, S(c, coordinator->string));
+                    ERR_VAL(c, v,
+                            "%s: agent '%s' already holds the coordinator role, and WACP "
+                            "allows exactly one coordinator per run",
+                            q, S(c, coordinator->string));
                     ok = false;
                 }
                 coordinator = m;
@@ -1585,8 +1645,8 @@ static void load_agents(struct lctx *c, const cJSON *n)
 }
 
 /* ---- session-level settings for the runtime */
-static const char *const gate_names[] = {"task_approval", "workspace_create", "envelope_delivery",
-                                         "integration", "conflict_resolution", "workspace_abort"};
+static const char *const gate_names[] = {"task_approval", "workspace_create",    "envelope_delivery",
+                                         "integration",   "conflict_resolution", "workspace_abort"};
 
 const char *policy_gate_name(enum policy_gate g)
 {
@@ -1607,15 +1667,15 @@ const char *policy_fallback_name(enum policy_fallback f)
 static void highway_preset(struct policy_highway *h, int preset)
 {
     static const char *const names[] = {"autonomous", "supervised", "gated"};
-    *h = (struct policy_highway){.preset = names[preset], .visibility = true, .injection = true,
-                                 .escalation = true};
+    *h = (struct policy_highway){
+        .preset = names[preset], .visibility = true, .injection = true, .escalation = true};
     for (int g = 0; g < POLICY_GATE_COUNT; g++)
-        h->gates[g] = (struct policy_gate_rule){.enabled = preset == 2, .timeout = 0,
-                                                .fallback = POLICY_FALLBACK_REJECT};
+        h->gates[g] = (struct policy_gate_rule){
+            .enabled = preset == 2, .timeout = 0, .fallback = POLICY_FALLBACK_REJECT};
     switch (preset) {
     case 0:
-        h->gates[POLICY_GATE_TASK_APPROVAL] =
-            (struct policy_gate_rule){true, 30, POLICY_FALLBACK_APPROVE};
+        h->gates[POLICY_GATE_TASK_APPROVAL] = (struct policy_gate_rule){true, 30,
+                                                                        POLICY_FALLBACK_APPROVE};
         h->escalation_timeout = 60;
         h->escalation_fallback = POLICY_FALLBACK_ESCALATE;
         break;
@@ -1655,7 +1715,7 @@ static void load_timeout_fallback(struct lctx *c, const cJSON *n, const char *pa
 
 static void load_highway(struct lctx *c, const cJSON *n)
 {
-    static const char *const keys[] = {"preset", "visibility", "injection", "gates",
+    static const char *const keys[] = {"preset",        "visibility",     "injection", "gates",
                                        "gate_defaults", "gate_overrides", "escalation"};
     static const char *const presets[] = {"autonomous", "supervised", "gated"};
     struct policy_highway *h = &c->p->highway;
@@ -1732,8 +1792,7 @@ static void load_users(struct lctx *c, const cJSON *n)
             ERR_VAL(c, m, "%s: a user_id is 1 to 64 letters, digits, '_', '-', '.' or '@'", path);
             continue;
         }
-        p->users[p->n_users++] = (struct policy_user){.uid = (uid_t)uid,
-                                                      .user_id = policy_strdup(p, s)};
+        p->users[p->n_users++] = (struct policy_user){.uid = (uid_t)uid, .user_id = policy_strdup(p, s)};
     }
 }
 
@@ -1767,8 +1826,11 @@ static void load_protected(struct lctx *c, const cJSON *n)
             continue;
         size_t len = strlen(s);
         if (!len || len > 1024 || s[0] == '/' || s[len - 1] == '/' || strstr(s, "//")) {
-            ERR_VAL(c, e, "protected_paths[%zu]: a workspace-relative glob (\".git/config\", \"**/.git/hooks/**\"), "
-                    "1 to 1024 bytes, no leading or trailing '/'", i);
+            ERR_VAL(c, e,
+                    "protected_paths[%zu]: a workspace-relative glob (\".git/config\", "
+                    "\"**/.git/hooks/**\"), "
+                    "1 to 1024 bytes, no leading or trailing '/'",
+                    i);
             continue;
         }
         for (const char *q = s; *q; q++)
@@ -1801,9 +1863,10 @@ static void load_rates(struct lctx *c, const cJSON *n)
 
 static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_diags *d)
 {
-    static const char *const keys[] = {"version", "description", "roles", "envelope_types",
-                                       "checkpoint_types", "agents", "highway", "users", "trail",
-                                       "max_message", "protected_paths", "rate_limits", "$schema"};
+    static const char *const keys[] = {
+        "version",         "description", "roles",  "envelope_types", "checkpoint_types",
+        "agents",          "highway",     "users",  "trail",          "max_message",
+        "protected_paths", "rate_limits", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1863,8 +1926,8 @@ static void sort_diags(struct policy_diags *d, size_t from)
     for (size_t i = from + 1; i < d->n; i++) {
         struct policy_diag x = d->v[i];
         size_t j = i;
-        while (j > from && (d->v[j - 1].line > x.line ||
-                            (d->v[j - 1].line == x.line && d->v[j - 1].col > x.col))) {
+        while (j > from &&
+               (d->v[j - 1].line > x.line || (d->v[j - 1].line == x.line && d->v[j - 1].col > x.col))) {
             d->v[j] = d->v[j - 1];
             j--;
         }

@@ -102,13 +102,13 @@ struct policy_tool_limits {
  * while it lives; the view itself is a plain value the caller owns. */
 struct policy_role_view {
     const char *name;
-    const char *extends;        /* the base role name of a derived role; NULL for a base role */
+    const char *extends; /* the base role name of a derived role; NULL for a base role */
     enum policy_base base;
-    const char *description;    /* NULL when none */
+    const char *description; /* NULL when none */
     struct policy_authority authority;
     const struct policy_cap *caps; /* effective WACP capabilities: base, minus remove, plus add */
     size_t n_caps;
-    const char *surface;        /* "wap", "file", "voltagent", "kward" */
+    const char *surface;                  /* "wap", "file", "voltagent", "kward" */
     const struct policy_tool_view *tools; /* every tool of the surface, in seed order */
     size_t n_tools;
     struct policy_tool_limits limits;
@@ -147,10 +147,10 @@ const char *policy_role_name(const struct policy *p, size_t i);
 
 struct policy_agent {
     const char *name;
-    const char *binary;         /* absolute, checked: a root-owned regular executable */
-    const char *const *argv;    /* argv[0] is the binary; NULL-terminated */
+    const char *binary;      /* absolute, checked: a root-owned regular executable */
+    const char *const *argv; /* argv[0] is the binary; NULL-terminated */
     size_t argc;
-    const char *const *env;     /* "KEY=VALUE", NULL-terminated */
+    const char *const *env; /* "KEY=VALUE", NULL-terminated */
     size_t n_env;
     const char *role;
 };
@@ -177,11 +177,11 @@ enum policy_fallback {
 };
 struct policy_gate_rule {
     bool enabled;
-    double timeout;           /* seconds; 0: wait indefinitely */
+    double timeout; /* seconds; 0: wait indefinitely */
     enum policy_fallback fallback;
 };
 struct policy_highway {
-    const char *preset;       /* "autonomous", "supervised" (default), "gated" */
+    const char *preset; /* "autonomous", "supervised" (default), "gated" */
     bool visibility;
     bool injection;
     struct policy_gate_rule gates[POLICY_GATE_COUNT];

@@ -14,13 +14,13 @@
 #include <stddef.h>
 
 struct tool_limits {
-    uint64_t max_file_size;      /* readFile / writeFile cap (WAP seed default 1 MiB) */
-    size_t max_search_results;   /* searchFiles cap */
-    size_t max_explore_entries;  /* exploreFiles cap */
-    size_t max_output_bytes;     /* executeCommand stdout+stderr cap */
-    double command_timeout_sec;  /* executeCommand default timeout */
-    double command_timeout_max;  /* hard ceiling whatever the request says */
-    const char *const *exclude;  /* default exclusion patterns (NULL: the seed's) */
+    uint64_t max_file_size;     /* readFile / writeFile cap (WAP seed default 1 MiB) */
+    size_t max_search_results;  /* searchFiles cap */
+    size_t max_explore_entries; /* exploreFiles cap */
+    size_t max_output_bytes;    /* executeCommand stdout+stderr cap */
+    double command_timeout_sec; /* executeCommand default timeout */
+    double command_timeout_max; /* hard ceiling whatever the request says */
+    const char *const *exclude; /* default exclusion patterns (NULL: the seed's) */
     size_t n_exclude;
     const char *embedding_command; /* voltagent search: external embedding (NULL: the local one) */
 };
@@ -28,37 +28,38 @@ struct tool_limits {
 /* The policy's word on one tool (policy/ fills it; tools/ never reads a policy). A tool with
  * no rule is enabled, needs no approval and has no read-first rule. */
 struct tool_rule {
-    const char *name;        /* the seed's tool name */
-    bool enabled;            /* false: not listed, and a call is refused */
-    bool needs_approval;     /* held for an admin (refused while no highway can approve it) */
-    bool read_before_write;  /* a write to an existing file needs a fresh read first */
+    const char *name;       /* the seed's tool name */
+    bool enabled;           /* false: not listed, and a call is refused */
+    bool needs_approval;    /* held for an admin (refused while no highway can approve it) */
+    bool read_before_write; /* a write to an existing file needs a fresh read first */
 };
 
 struct tool_session;
 
 struct tool_ctx {
-    int root_fd;                  /* O_PATH | O_DIRECTORY fd of the workspace root; caller owns it */
-    const char *root_host_path;   /* used only to bind the workspace into a command sandbox */
+    int root_fd;                /* O_PATH | O_DIRECTORY fd of the workspace root; caller owns it */
+    const char *root_host_path; /* used only to bind the workspace into a command sandbox */
     struct tool_limits limits;
-    bool read_only;               /* writes refused (observer, read-only mode) */
-    bool allow_commands;          /* executeCommand permitted by the role */
+    bool read_only;                                /* writes refused (observer, read-only mode) */
+    bool allow_commands;                           /* executeCommand permitted by the role */
     const struct sandbox_profile *command_profile; /* base profile of command sandboxes */
-    const struct sandbox_child *cgroup_parent; /* the agent's sandbox: command sandboxes nest in its cgroup */
+    const struct sandbox_child
+        *cgroup_parent;            /* the agent's sandbox: command sandboxes nest in its cgroup */
     const struct tool_rule *rules; /* per-tool policy; NULL: every tool enabled, no rules */
     size_t n_rules;
-    struct tool_session *session;  /* this connection's memory (tools/session.h); NULL: none */
+    struct tool_session *session; /* this connection's memory (tools/session.h); NULL: none */
     /* With a trail: a command sandbox's seccomp listener is handed to this (from a worker
      * thread; it takes the fd in every case), so the command's denied system calls are recorded
      * like the agent's own (supervisor/listeners/handoff.h). NULL: the filter answers EPERM itself. */
     void (*adopt_listener)(void *data, const char *tag, int listener,
                            const struct sandbox_seccomp *rules);
     void *adopt_data;
-    const char *adopt_tag;         /* the workspace id the entries go to */
+    const char *adopt_tag; /* the workspace id the entries go to */
     /* Workspace-relative globs (policy protected_paths) no write may touch, matched on the
      * path as given and as the kernel resolved it (tools/broker/protect.h). */
     const char *const *protected_paths;
     size_t n_protected;
-    uint64_t storage_bytes;        /* the workspace's budget for its files' bytes; 0: none */
+    uint64_t storage_bytes; /* the workspace's budget for its files' bytes; 0: none */
 };
 
 /* The rule for TOOL, or NULL when the policy sets none. */
@@ -90,7 +91,7 @@ struct tool_verdict;
 /* A surface maps names and shapes; the rules are the gate's (tools/gate.h). Callers go through
  * tool_surface_list and tool_surface_call, never through list/run directly. */
 struct tool_surface {
-    const char *name; /* "wap", "file", "voltagent", "kward" */
+    const char *name;            /* "wap", "file", "voltagent", "kward" */
     const struct tool_def *defs; /* every tool of the surface, in tools/list order */
     size_t n_defs;
     /* The `tools` array of a tools/list result: name, description, inputSchema per tool.

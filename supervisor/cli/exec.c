@@ -56,7 +56,15 @@ static void exec_usage(FILE *f)
 }
 
 #define MAX_BINDS 64
-enum { SET_NET = 1, SET_MEMORY = 2, SET_PIDS = 4, SET_CPUS = 8, SET_TMP = 16, SET_LANDLOCK = 32, SET_CWD = 64 };
+enum {
+    SET_NET = 1,
+    SET_MEMORY = 2,
+    SET_PIDS = 4,
+    SET_CPUS = 8,
+    SET_TMP = 16,
+    SET_LANDLOCK = 32,
+    SET_CWD = 64
+};
 #define MAX_ENV 128
 
 struct exec_opts {
@@ -93,7 +101,8 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
         return -1;
     }
     if (inside && inside[0] != '/') {
-        fprintf(stderr, "corral exec: --%s %s: the path inside must be absolute\n", writable ? "rw" : "ro", spec);
+        fprintf(stderr, "corral exec: --%s %s: the path inside must be absolute\n",
+                writable ? "rw" : "ro", spec);
         free(host);
         free(abs);
         return -1;
@@ -108,19 +117,45 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
 
 static int parse(int argc, char **argv, struct exec_opts *o)
 {
-    enum { O_NET = 256, O_MEMORY, O_PIDS, O_CPUS, O_TIMEOUT, O_TMP, O_RO, O_RW, O_CHDIR, O_ENV,
-           O_NOLL, O_STATS, O_POLICY, O_ROLE, O_WS, O_TRAIL, O_DURABILITY };
+    enum {
+        O_NET = 256,
+        O_MEMORY,
+        O_PIDS,
+        O_CPUS,
+        O_TIMEOUT,
+        O_TMP,
+        O_RO,
+        O_RW,
+        O_CHDIR,
+        O_ENV,
+        O_NOLL,
+        O_STATS,
+        O_POLICY,
+        O_ROLE,
+        O_WS,
+        O_TRAIL,
+        O_DURABILITY
+    };
     static const struct option longopts[] = {
-        {"net", required_argument, 0, O_NET},       {"memory", required_argument, 0, O_MEMORY},
-        {"pids", required_argument, 0, O_PIDS},     {"cpus", required_argument, 0, O_CPUS},
-        {"timeout", required_argument, 0, O_TIMEOUT}, {"tmp-size", required_argument, 0, O_TMP},
-        {"ro", required_argument, 0, O_RO},         {"rw", required_argument, 0, O_RW},
-        {"chdir", required_argument, 0, O_CHDIR},   {"env", required_argument, 0, O_ENV},
-        {"no-landlock", no_argument, 0, O_NOLL},    {"stats", no_argument, 0, O_STATS},
-        {"policy", required_argument, 0, O_POLICY}, {"role", required_argument, 0, O_ROLE},
-        {"workspace", required_argument, 0, O_WS},  {"trail", required_argument, 0, O_TRAIL},
+        {"net", required_argument, 0, O_NET},
+        {"memory", required_argument, 0, O_MEMORY},
+        {"pids", required_argument, 0, O_PIDS},
+        {"cpus", required_argument, 0, O_CPUS},
+        {"timeout", required_argument, 0, O_TIMEOUT},
+        {"tmp-size", required_argument, 0, O_TMP},
+        {"ro", required_argument, 0, O_RO},
+        {"rw", required_argument, 0, O_RW},
+        {"chdir", required_argument, 0, O_CHDIR},
+        {"env", required_argument, 0, O_ENV},
+        {"no-landlock", no_argument, 0, O_NOLL},
+        {"stats", no_argument, 0, O_STATS},
+        {"policy", required_argument, 0, O_POLICY},
+        {"role", required_argument, 0, O_ROLE},
+        {"workspace", required_argument, 0, O_WS},
+        {"trail", required_argument, 0, O_TRAIL},
         {"trail-durability", required_argument, 0, O_DURABILITY},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
@@ -129,9 +164,7 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         uint64_t v;
         double d;
         switch (c) {
-        case 'h':
-            exec_usage(stdout);
-            return 1;
+        case 'h': exec_usage(stdout); return 1;
         case O_NET:
             if (!strcmp(optarg, "none"))
                 o->prof.net = SANDBOX_NET_NONE;
@@ -146,11 +179,13 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_MEMORY:
         case O_TMP:
             if (util_parse_size(optarg, &v) < 0) {
-                fprintf(stderr, "corral exec: --%s: '%s' is not a size (try 256M or 1G)\n", c == O_MEMORY ? "memory" : "tmp-size", optarg);
+                fprintf(stderr, "corral exec: --%s: '%s' is not a size (try 256M or 1G)\n",
+                        c == O_MEMORY ? "memory" : "tmp-size", optarg);
                 return -1;
             }
             if (c == O_MEMORY && v && v < (4u << 20)) {
-                fprintf(stderr, "corral exec: --memory %s is below the 4M a sandbox needs to start\n", optarg);
+                fprintf(stderr, "corral exec: --memory %s is below the 4M a sandbox needs to start\n",
+                        optarg);
                 return -1;
             }
             if (c == O_MEMORY)
@@ -161,11 +196,13 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_PIDS:
             if (util_parse_u64(optarg, &v) < 0 || v > 4194304) {
-                fprintf(stderr, "corral exec: --pids takes a whole number up to 4194304, not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --pids takes a whole number up to 4194304, not '%s'\n",
+                        optarg);
                 return -1;
             }
             if (v == 1) {
-                fprintf(stderr, "corral exec: --pids 1 leaves no room for the program next to the sandbox's init; use 2 or more\n");
+                fprintf(stderr, "corral exec: --pids 1 leaves no room for the program next to the "
+                                "sandbox's init; use 2 or more\n");
                 return -1;
             }
             o->prof.limits.pids = v;
@@ -173,7 +210,9 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_CPUS:
             if (util_parse_seconds(optarg, &d) < 0 || d < 0.01 || d > 4096) {
-                fprintf(stderr, "corral exec: --cpus takes a number of CPUs from 0.01, e.g. 0.5, not '%s'\n", optarg);
+                fprintf(stderr,
+                        "corral exec: --cpus takes a number of CPUs from 0.01, e.g. 0.5, not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->prof.limits.cpus = d;
@@ -181,7 +220,8 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             break;
         case O_TIMEOUT:
             if (util_parse_seconds(optarg, &d) < 0) {
-                fprintf(stderr, "corral exec: --timeout takes seconds (e.g. 30, 1.5, 250ms), not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --timeout takes seconds (e.g. 30, 1.5, 250ms), not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->timeout = d;
@@ -210,7 +250,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
             }
             o->env[o->n_env++] = optarg;
             break;
-        case O_NOLL: o->prof.landlock = false; o->set |= SET_LANDLOCK; break;
+        case O_NOLL:
+            o->prof.landlock = false;
+            o->set |= SET_LANDLOCK;
+            break;
         case O_STATS: o->stats = true; break;
         case O_POLICY: o->policy = optarg; break;
         case O_ROLE: o->role = optarg; break;
@@ -218,17 +261,20 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_TRAIL: o->trail = optarg; break;
         case O_DURABILITY:
             if (trail_durability_parse(optarg, &o->durability) < 0) {
-                fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n",
+                        optarg);
                 return -1;
             }
             break;
         default:
-            fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n", argv[optind - 1]);
+            fprintf(stderr, "corral exec: unknown or incomplete option '%s'; see 'corral exec --help'\n",
+                    argv[optind - 1]);
             return -1;
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "corral exec: no PROGRAM given; usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n");
+        fprintf(stderr,
+                "corral exec: no PROGRAM given; usage: corral exec [OPTIONS] -- PROGRAM [ARG...]\n");
         return -1;
     }
     return 0;
@@ -258,8 +304,8 @@ static void build_env(struct exec_opts *o)
 
 static void print_stats(const struct sandbox_result *r, const struct sandbox_profile *p)
 {
-    fprintf(stderr, "corral: stats: wall=%.3fs cpu=%.3fs memory_peak=%.1fMiB",
-            r->wall_sec, (double)r->cpu_usec / 1e6, (double)r->memory_peak / (1024.0 * 1024.0));
+    fprintf(stderr, "corral: stats: wall=%.3fs cpu=%.3fs memory_peak=%.1fMiB", r->wall_sec,
+            (double)r->cpu_usec / 1e6, (double)r->memory_peak / (1024.0 * 1024.0));
     if (p->limits.memory)
         fprintf(stderr, " memory_limit=%.0fMiB", (double)p->limits.memory / (1024.0 * 1024.0));
     if (p->limits.pids)
@@ -280,17 +326,25 @@ static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
         o->prof.seccomp.network = cli.net != SANDBOX_NET_NONE;
         /* With a policy file the admin decides; the embedded default lets the command line ask. */
         if (cli.net != SANDBOX_NET_NONE && !v->authority.network && o->policy) {
-            fprintf(stderr, "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
-                    cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "?", v->name);
+            fprintf(
+                stderr,
+                "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
+                cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "?", v->name);
             return -1;
         }
     }
-    if (o->set & SET_MEMORY) o->prof.limits.memory = cli.limits.memory;
-    if (o->set & SET_PIDS) o->prof.limits.pids = cli.limits.pids;
-    if (o->set & SET_CPUS) o->prof.limits.cpus = cli.limits.cpus;
-    if (o->set & SET_TMP) o->prof.limits.tmp_size = cli.limits.tmp_size;
-    if (o->set & SET_LANDLOCK) o->prof.landlock = cli.landlock;
-    if (o->set & SET_CWD) o->prof.cwd = cli.cwd;
+    if (o->set & SET_MEMORY)
+        o->prof.limits.memory = cli.limits.memory;
+    if (o->set & SET_PIDS)
+        o->prof.limits.pids = cli.limits.pids;
+    if (o->set & SET_CPUS)
+        o->prof.limits.cpus = cli.limits.cpus;
+    if (o->set & SET_TMP)
+        o->prof.limits.tmp_size = cli.limits.tmp_size;
+    if (o->set & SET_LANDLOCK)
+        o->prof.landlock = cli.landlock;
+    if (o->set & SET_CWD)
+        o->prof.cwd = cli.cwd;
     if (o->timeout <= 0 && v->budgets.wall_time > 0)
         o->timeout = v->budgets.wall_time;
     size_t n = v->sandbox.n_binds + o->n_binds;
@@ -363,7 +417,8 @@ int cli_exec(int argc, char **argv)
     /* The profile comes from a policy's role (the embedded default policy without --policy);
      * options given on the command line override it. */
     if (o.role && !o.policy) {
-        fprintf(stderr, "corral exec: --role needs --policy FILE (without it the embedded default policy's role 'default' applies)\n");
+        fprintf(stderr, "corral exec: --role needs --policy FILE (without it the embedded default "
+                        "policy's role 'default' applies)\n");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
@@ -372,8 +427,10 @@ int cli_exec(int argc, char **argv)
     if (lr < 0) {
         policy_diags_print(&diags, stderr);
         policy_diags_free(&diags);
-        fprintf(stderr, "corral: policy %s has problems (listed above); 'corral policy check %s' shows them too\n",
-                o.policy ? o.policy : "(embedded default)", o.policy ? o.policy : "");
+        fprintf(
+            stderr,
+            "corral: policy %s has problems (listed above); 'corral policy check %s' shows them too\n",
+            o.policy ? o.policy : "(embedded default)", o.policy ? o.policy : "");
         goto out;
     }
     policy_diags_free(&diags);
@@ -404,7 +461,8 @@ int cli_exec(int argc, char **argv)
     char **pargv = argv + optind;
     int fr = sandbox_find_program(pargv[0], &program);
     if (fr < 0) {
-        fprintf(stderr, "corral: %s: %s\n", pargv[0], fr == -ENOENT ? "command not found" : strerror(-fr));
+        fprintf(stderr, "corral: %s: %s\n", pargv[0],
+                fr == -ENOENT ? "command not found" : strerror(-fr));
         status = fr == -ENOENT ? CORRAL_EXIT_NOTFOUND : CORRAL_EXIT_NOEXEC;
         goto out;
     }
@@ -455,7 +513,8 @@ int cli_exec(int argc, char **argv)
     exec_record_spawned(&rec, sandbox_child_pid(child));
     int lfd = sandbox_child_take_notify_fd(child);
     if (lfd >= 0) {
-        struct listener_opts no = {.trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
+        struct listener_opts no = {
+            .trail = trail, .workspace = rec.workspace, .profile = &o.prof.seccomp};
         if (listener_new(lfd, &no, &notify, &err) < 0) {
             fprintf(stderr, "corral: %s\n", err.msg);
             goto out_sig;
@@ -468,8 +527,10 @@ int cli_exec(int argc, char **argv)
      * --workspace also the tools the role allows (commands in sandboxes of their own, with the
      * role's command profile). Without an agent nothing commits at a turn's end: the sampler
      * commits what it staged itself. */
-    struct serve_exec_opts so = {.workspace = o.workspace, .view = &view,
-                                 .timeout_sec = o.timeout, .trail = trail,
+    struct serve_exec_opts so = {.workspace = o.workspace,
+                                 .view = &view,
+                                 .timeout_sec = o.timeout,
+                                 .trail = trail,
                                  .workspace_id = rec.workspace[0] ? rec.workspace : NULL,
                                  .notify = notify,
                                  .sample_sec = trail ? SAMPLE_SEC : 0,
@@ -502,10 +563,14 @@ int cli_exec(int argc, char **argv)
     if (o.stats)
         print_stats(&res, &o.prof);
     if (res.oom)
-        fprintf(stderr, "corral: budget_exceeded: memory: the program reached its %.0fMiB memory budget and was killed\n",
+        fprintf(stderr,
+                "corral: budget_exceeded: memory: the program reached its %.0fMiB memory budget and was "
+                "killed\n",
                 (double)o.prof.limits.memory / (1024.0 * 1024.0));
     if (res.pids_limited)
-        fprintf(stderr, "corral: budget_exceeded: pids: the program reached its budget of %" PRIu64 " processes; forks were refused\n",
+        fprintf(stderr,
+                "corral: budget_exceeded: pids: the program reached its budget of %" PRIu64
+                " processes; forks were refused\n",
                 o.prof.limits.pids);
     if (timed_out) {
         fprintf(stderr, "corral: timeout: the program ran out of its %.3gs and was killed\n", o.timeout);

@@ -31,7 +31,8 @@ static const char run_usage[] =
     "                          made fresh by corral (default: DIR_OF_TRAIL/runs/RUN-ID)\n"
     "  --control PATH          the control socket for `corral ps` (default: TRAIL.sock)\n"
     "  --timeout SECONDS       end the run (every workspace fails) after this long\n"
-    "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default 1000)\n"
+    "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default "
+    "1000)\n"
     "  --quiet                 no summary at the end\n"
     "\n"
     "The trail, the run directory and the control socket must be in directories only root can\n"
@@ -69,11 +70,16 @@ const char *cli_trail_path(const struct policy *p, const char *given)
 int cli_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"workspace", required_argument, NULL, 'w'}, {"trail", required_argument, NULL, 't'},
-        {"trail-durability", required_argument, NULL, 'd'}, {"run-dir", required_argument, NULL, 'r'},
-        {"control", required_argument, NULL, 'c'}, {"timeout", required_argument, NULL, 'T'},
-        {"redelivery-ms", required_argument, NULL, 'R'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"workspace", required_argument, NULL, 'w'},
+        {"trail", required_argument, NULL, 't'},
+        {"trail-durability", required_argument, NULL, 'd'},
+        {"run-dir", required_argument, NULL, 'r'},
+        {"control", required_argument, NULL, 'c'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"redelivery-ms", required_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct run_opts o = {.trail_full = true};
     const char *trail = NULL, *durability = NULL;
@@ -95,7 +101,8 @@ int cli_run(int argc, char **argv)
         case 'R': {
             uint64_t v;
             if (util_parse_u64(optarg, &v) < 0 || v == 0 || v > 600000) {
-                fprintf(stderr, "corral run: --redelivery-ms %s: give milliseconds from 1 to 600000\n", optarg);
+                fprintf(stderr, "corral run: --redelivery-ms %s: give milliseconds from 1 to 600000\n",
+                        optarg);
                 return CORRAL_EXIT_USAGE;
             }
             o.redelivery_base_ms = v;
@@ -112,7 +119,8 @@ int cli_run(int argc, char **argv)
     }
     o.policy_path = argv[optind];
     if (!o.workspace) {
-        fprintf(stderr, "corral run: --workspace DIR is required: the project directory the coordinator's workspace holds\n");
+        fprintf(stderr, "corral run: --workspace DIR is required: the project directory the "
+                        "coordinator's workspace holds\n");
         return CORRAL_EXIT_USAGE;
     }
     struct stat st;
@@ -130,7 +138,8 @@ int cli_run(int argc, char **argv)
         }
     }
     if (geteuid() != 0) {
-        fprintf(stderr, "corral run: must run as root (it creates namespaces and cgroups for every agent); try: sudo corral run ...\n");
+        fprintf(stderr, "corral run: must run as root (it creates namespaces and cgroups for every "
+                        "agent); try: sudo corral run ...\n");
         return CORRAL_EXIT_USAGE;
     }
 
@@ -139,7 +148,9 @@ int cli_run(int argc, char **argv)
     if (policy_load_file(o.policy_path, &pol, &diags) < 0) {
         policy_diags_print(&diags, stderr);
         policy_diags_free(&diags);
-        fprintf(stderr, "corral run: policy %s has problems (listed above); fix them and run 'corral policy check %s'\n",
+        fprintf(stderr,
+                "corral run: policy %s has problems (listed above); fix them and run 'corral policy "
+                "check %s'\n",
                 o.policy_path, o.policy_path);
         return CORRAL_EXIT_USAGE;
     }

@@ -44,11 +44,11 @@ struct agent_host {
     struct pool *pool;
     struct trail *trail;
     struct agent_host_opts o;
-    struct agent *dirty;                 /* agents with responses staged this turn */
+    struct agent *dirty;                        /* agents with responses staged this turn */
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
-    size_t inflight;                     /* staged + submitted tool calls */
+    size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
-    bool trail_warned;                   /* the first trail failure is said once on stderr */
+    bool trail_warned; /* the first trail failure is said once on stderr */
 };
 
 struct agent {
@@ -62,7 +62,7 @@ struct agent {
     struct tool_ctx *tools;
     struct pool_share share; /* its long tool calls (commands) on the pool now */
     struct rate_bucket tool_rate;
-    uint64_t rate_refused, rate_noted_ms; /* refused since the last denial entry, and when */
+    uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     uint64_t notes_dropped, drop_noted_ms; /* notifications over its byte budget, and when noted */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
@@ -74,10 +74,10 @@ struct agent {
     struct agent *dirty_next;
     bool initialized;
     char protocol[32];
-    bool in_eof;   /* its output is closed: no more requests */
-    bool failing;  /* abuse limit reached: deliver the last error, then end */
+    bool in_eof;  /* its output is closed: no more requests */
+    bool failing; /* abuse limit reached: deliver the last error, then end */
     bool ended;
-    bool freeing;  /* agent_free called while tool calls were running */
+    bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
     struct agent_stats st;
 };
@@ -118,7 +118,8 @@ static int host_trail_append(struct agent_host *h, const char *ws, const char *t
 }
 
 /* Puts TEXT in BODY under KEY, or as a blob under KEY_blob when large or not UTF-8. */
-static int trail_put_text(struct agent_host *h, cJSON *body, const char *key, const char *text, size_t len)
+static int trail_put_text(struct agent_host *h, cJSON *body, const char *key, const char *text,
+                          size_t len)
 {
     if (len <= TRAIL_INLINE_MAX && rpc_utf8_check(text, len) == len && !memchr(text, '\0', len)) {
         char *copy = strndup(text, len);
@@ -135,7 +136,8 @@ static int trail_put_text(struct agent_host *h, cJSON *body, const char *key, co
     return cJSON_AddStringToObject(body, name, hex) ? 0 : -ENOMEM;
 }
 
-static int host_trail_message(struct agent_host *h, struct agent *a, bool inbound, const char *line, size_t len)
+static int host_trail_message(struct agent_host *h, struct agent *a, bool inbound, const char *line,
+                              size_t len)
 {
     if (!h->trail)
         return 0;
@@ -177,8 +179,10 @@ static int record_denial(struct agent_host *h, struct agent *a, const char *kind
     if (!h->trail)
         return 0;
     cJSON *d = cJSON_CreateObject();
-    bool ok = d && cJSON_AddStringToObject(d, "kind", kind) && cJSON_AddStringToObject(d, "agent", a->name) &&
-              cJSON_AddStringToObject(d, "subject", subject) && cJSON_AddStringToObject(d, "rule", rule) &&
+    bool ok = d && cJSON_AddStringToObject(d, "kind", kind) &&
+              cJSON_AddStringToObject(d, "agent", a->name) &&
+              cJSON_AddStringToObject(d, "subject", subject) &&
+              cJSON_AddStringToObject(d, "rule", rule) &&
               (!reason || cJSON_AddStringToObject(d, "reason", reason));
     if (!ok) {
         cJSON_Delete(d);
@@ -193,14 +197,17 @@ int agent_record_denial(struct agent *a, const char *kind, const char *subject, 
 }
 
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
-                           const char *tool, const cJSON *args, const cJSON *result, bool is_error, int rc)
+                           const char *tool, const cJSON *args, const cJSON *result, bool is_error,
+                           int rc)
 {
     if (!h->trail)
         return 0;
     cJSON *body = cJSON_CreateObject();
     bool ok = body && cJSON_AddStringToObject(body, "agent", a->name) &&
-              cJSON_AddStringToObject(body, "phase", phase) && cJSON_AddStringToObject(body, "tool", tool) &&
-              cJSON_AddItemToObject(body, "request_id", id ? cJSON_Duplicate(id, false) : cJSON_CreateNull());
+              cJSON_AddStringToObject(body, "phase", phase) &&
+              cJSON_AddStringToObject(body, "tool", tool) &&
+              cJSON_AddItemToObject(body, "request_id",
+                                    id ? cJSON_Duplicate(id, false) : cJSON_CreateNull());
     if (ok && args) {
         char *text = cJSON_PrintUnformatted(args);
         ok = text && trail_put_text(h, body, "arguments", text, strlen(text)) == 0;
@@ -208,7 +215,10 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     }
     if (ok && !strcmp(phase, "end")) {
         const cJSON *code = is_error ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
-        ok = cJSON_AddStringToObject(body, "outcome", rc < 0 ? "failed" : is_error ? "error" : "ok") &&
+        ok = cJSON_AddStringToObject(body, "outcome",
+                                     rc < 0     ? "failed"
+                                     : is_error ? "error"
+                                                : "ok") &&
              (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring));
     }
     if (!ok) {
@@ -228,7 +238,8 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
             reason = cJSON_IsString(c) ? c->valuestring : NULL;
         } else {
             const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
             if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
                 rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
                 reason = code->valuestring;
@@ -345,7 +356,8 @@ void agent_notify(struct agent *a, const char *method, const cJSON *params)
 {
     cJSON *n = cJSON_CreateObject();
     char *text = NULL;
-    if (n && cJSON_AddStringToObject(n, "jsonrpc", "2.0") && cJSON_AddStringToObject(n, "method", method) &&
+    if (n && cJSON_AddStringToObject(n, "jsonrpc", "2.0") &&
+        cJSON_AddStringToObject(n, "method", method) &&
         (!params || cJSON_AddItemToObject(n, "params", cJSON_Duplicate(params, true))))
         text = cJSON_PrintUnformatted(n);
     cJSON_Delete(n);
@@ -363,7 +375,8 @@ void agent_notify(struct agent *a, const char *method, const cJSON *params)
         a->notes_dropped++;
         if (!a->drop_noted_ms || now - a->drop_noted_ms >= 1000) {
             char rule[128];
-            snprintf(rule, sizeof(rule), "notification_budget: %zu bytes wait unread (%llu notifications dropped)",
+            snprintf(rule, sizeof(rule),
+                     "notification_budget: %zu bytes wait unread (%llu notifications dropped)",
                      a->queued, (unsigned long long)a->notes_dropped);
             a->drop_noted_ms = now;
             a->notes_dropped = 0;
@@ -385,7 +398,10 @@ void agent_notify(struct agent *a, const char *method, const cJSON *params)
     stage_line(a, line, len);
 }
 
-bool agent_serves_wacp(const struct agent *a) { return a->wacp != NULL; }
+bool agent_serves_wacp(const struct agent *a)
+{
+    return a->wacp != NULL;
+}
 
 void agent_call_wacp(struct agent *a, const struct rpc_msg *m)
 {
@@ -625,8 +641,8 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = tool_surface_call(j->a->surface, j->a->tools, j->name, j->args ? j->args : &empty, &j->result,
-                                &j->is_error);
+    j->rc = tool_surface_call(j->a->surface, j->a->tools, j->name, j->args ? j->args : &empty,
+                              &j->result, &j->is_error);
 }
 
 static void agent_really_free(struct agent *a);
@@ -672,7 +688,8 @@ static void tool_job_done(struct pool_job *pj)
     if (!a->ended) {
         if (j->rc == -ENOENT) {
             char msg[200];
-            snprintf(msg, sizeof(msg), "invalid params: unknown tool \"%.100s\" (tools/list names them)", j->name);
+            snprintf(msg, sizeof(msg), "invalid params: unknown tool \"%.100s\" (tools/list names them)",
+                     j->name);
             agent_reply_error(a, j->id, RPC_INVALID_PARAMS, msg);
         } else if (j->rc < 0 || !j->result) {
             char msg[200];
@@ -756,8 +773,9 @@ static void host_turn_end(void *data)
             if (committed < 0) {
                 /* Nothing unrecorded may happen: the call is refused, not run. */
                 j->rc = -EIO;
-                agent_reply_error(j->a, j->id, RPC_INTERNAL_ERROR,
-                                  "internal error: the trail cannot be written, so the call was not made");
+                agent_reply_error(
+                    j->a, j->id, RPC_INTERNAL_ERROR,
+                    "internal error: the trail cannot be written, so the call was not made");
                 j->a->inflight--;
                 h->inflight--;
                 tool_job_free(j);
@@ -820,7 +838,10 @@ void agent_host_free(struct agent_host *h)
     free(h);
 }
 
-size_t agent_host_inflight(const struct agent_host *h) { return h->inflight; }
+size_t agent_host_inflight(const struct agent_host *h)
+{
+    return h->inflight;
+}
 
 static int set_nonblock(int fd)
 {
@@ -867,7 +888,8 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     }
     if (r < 0) {
         agent_really_free(a);
-        return cerr_set(err, r, "agent %s: setting up its pipes: %s", c->name ? c->name : "", strerror(-r));
+        return cerr_set(err, r, "agent %s: setting up its pipes: %s", c->name ? c->name : "",
+                        strerror(-r));
     }
     h->n_agents++;
     *out = a;
@@ -925,9 +947,18 @@ void agent_get_stats(const struct agent *a, struct agent_stats *s)
     s->inflight = a->inflight;
 }
 
-bool agent_ended(const struct agent *a) { return a->ended; }
-const char *agent_name(const struct agent *a) { return a->name; }
-bool agent_initialized(const struct agent *a) { return a->initialized; }
+bool agent_ended(const struct agent *a)
+{
+    return a->ended;
+}
+const char *agent_name(const struct agent *a)
+{
+    return a->name;
+}
+bool agent_initialized(const struct agent *a)
+{
+    return a->initialized;
+}
 
 void agent_set_initialized(struct agent *a, const char *protocol_version)
 {
@@ -935,5 +966,11 @@ void agent_set_initialized(struct agent *a, const char *protocol_version)
     snprintf(a->protocol, sizeof(a->protocol), "%s", protocol_version ? protocol_version : "");
 }
 
-const struct tool_surface *agent_surface(const struct agent *a) { return a->surface; }
-const struct tool_ctx *agent_tools(const struct agent *a) { return a->tools; }
+const struct tool_surface *agent_surface(const struct agent *a)
+{
+    return a->surface;
+}
+const struct tool_ctx *agent_tools(const struct agent *a)
+{
+    return a->tools;
+}

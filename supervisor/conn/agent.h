@@ -40,11 +40,11 @@ enum agent_end {
 const char *agent_end_name(enum agent_end e);
 
 struct agent_config {
-    const char *name;                    /* for logs and the trail ("agent", a workspace id) */
-    int in_fd;                           /* read end: the agent's stdout (borrowed) */
-    int out_fd;                          /* write end: the agent's stdin (borrowed; may equal in_fd) */
-    const struct tool_surface *surface;  /* borrowed */
-    struct tool_ctx *tools;              /* borrowed; used from worker threads during calls */
+    const char *name;                   /* for logs and the trail ("agent", a workspace id) */
+    int in_fd;                          /* read end: the agent's stdout (borrowed) */
+    int out_fd;                         /* write end: the agent's stdin (borrowed; may equal in_fd) */
+    const struct tool_surface *surface; /* borrowed */
+    struct tool_ctx *tools;             /* borrowed; used from worker threads during calls */
     /* Called once on the loop thread when the connection ends; the agent stays allocated. */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
@@ -69,11 +69,11 @@ size_t agent_host_inflight(const struct agent_host *h);
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t bytes_in, bytes_out;
-    uint64_t trail_bytes;  /* message content this agent has put in the trail */
-    unsigned abuse;        /* malformed messages (and unknown notifications) so far */
-    size_t queued_bytes;   /* output waiting */
+    uint64_t trail_bytes; /* message content this agent has put in the trail */
+    unsigned abuse;       /* malformed messages (and unknown notifications) so far */
+    size_t queued_bytes;  /* output waiting */
     unsigned inflight;
-    bool reading;          /* false while back-pressure holds its input */
+    bool reading; /* false while back-pressure holds its input */
 };
 void agent_get_stats(const struct agent *a, struct agent_stats *s);
 bool agent_ended(const struct agent *a);

@@ -88,7 +88,8 @@ static void m_initialize(struct agent *a, const struct rpc_msg *m)
     }
     const cJSON *v = p ? cJSON_GetObjectItemCaseSensitive(p, "protocolVersion") : NULL;
     if (v && !cJSON_IsString(v)) {
-        agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: protocolVersion must be a string");
+        agent_reply_error(a, m->id, RPC_INVALID_PARAMS,
+                          "invalid params: protocolVersion must be a string");
         return;
     }
     /* The client's version when we speak it (the handshake needs one with initialize, so not the
@@ -120,7 +121,10 @@ static void m_ignore(struct agent *a, const struct rpc_msg *m)
     (void)a, (void)m; /* notifications/cancelled: calls run to completion; the answer is still sent */
 }
 
-static void m_ping(struct agent *a, const struct rpc_msg *m) { reply_taking(a, m, cJSON_CreateObject()); }
+static void m_ping(struct agent *a, const struct rpc_msg *m)
+{
+    reply_taking(a, m, cJSON_CreateObject());
+}
 
 static void m_discover(struct agent *a, const struct rpc_msg *m)
 {
@@ -166,11 +170,13 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(p, "name");
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(p, "arguments");
     if (!cJSON_IsString(name) || !name->valuestring[0]) {
-        agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: \"name\" must be a tool name (a string)");
+        agent_reply_error(a, m->id, RPC_INVALID_PARAMS,
+                          "invalid params: \"name\" must be a tool name (a string)");
         return;
     }
     if (args && !cJSON_IsObject(args)) {
-        agent_reply_error(a, m->id, RPC_INVALID_PARAMS, "invalid params: \"arguments\" must be an object");
+        agent_reply_error(a, m->id, RPC_INVALID_PARAMS,
+                          "invalid params: \"arguments\" must be an object");
         return;
     }
     /* The gate's first rule, answered here at the protocol level: a disabled tool is not there
@@ -184,13 +190,15 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         char msg[256];
         snprintf(msg, sizeof(msg),
                  "tool \"%.64s\" is disabled for this agent's role by the policy; "
-                 "tools/list shows the tools it may call", name->valuestring);
+                 "tools/list shows the tools it may call",
+                 name->valuestring);
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, msg);
         return;
     }
     /* A flood of calls is refused before it is recorded or queued, and counts as abuse. */
     if (!agent_tool_rate_take(a)) {
-        agent_reply_error(a, m->id, -32004, "rate limited: more tool calls a second than the policy's "
+        agent_reply_error(a, m->id, -32004,
+                          "rate limited: more tool calls a second than the policy's "
                           "rate_limits.tool_calls allows; slow down");
         agent_count_abuse(a);
         return;
@@ -222,14 +230,17 @@ static int method_cmp(const void *key, const void *elem)
 /* A request of the stateless revision names its version in params._meta instead of a handshake. */
 static bool stateless_request(const struct rpc_msg *m)
 {
-    const cJSON *meta = cJSON_IsObject(m->params) ? cJSON_GetObjectItemCaseSensitive(m->params, "_meta") : NULL;
-    const cJSON *v = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, MCP_META_VERSION) : NULL;
+    const cJSON *meta = cJSON_IsObject(m->params) ? cJSON_GetObjectItemCaseSensitive(m->params, "_meta")
+                                                  : NULL;
+    const cJSON *v = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, MCP_META_VERSION)
+                                          : NULL;
     return cJSON_IsString(v) && !strcmp(v->valuestring, MCP_STATELESS_VERSION);
 }
 
 void dispatch_message(struct agent *a, const struct rpc_msg *m)
 {
-    const struct method *md = bsearch(m->method, methods, ARRAY_SIZE(methods), sizeof(methods[0]), method_cmp);
+    const struct method *md = bsearch(m->method, methods, ARRAY_SIZE(methods), sizeof(methods[0]),
+                                      method_cmp);
     char msg[200];
     if (!m->id) {
         /* Notifications are never answered, not even with an error (JSON-RPC 2.0, 4.1). */
@@ -254,7 +265,8 @@ void dispatch_message(struct agent *a, const struct rpc_msg *m)
         return;
     }
     if (!(md->flags & M_REQUEST)) {
-        snprintf(msg, sizeof(msg), "invalid request: %s is a notification; send it without an id", md->name);
+        snprintf(msg, sizeof(msg), "invalid request: %s is a notification; send it without an id",
+                 md->name);
         agent_reply_error(a, m->id, RPC_INVALID_REQUEST, msg);
         return;
     }

@@ -199,5 +199,11 @@ void pool_submit(struct pool *p, struct pool_job *j)
     pthread_mutex_unlock(&p->mu);
 }
 
-size_t pool_inflight(const struct pool *p) { return p->inflight; }
-unsigned pool_workers(const struct pool *p) { return p->n_threads; }
+size_t pool_inflight(const struct pool *p)
+{
+    return p->inflight;
+}
+unsigned pool_workers(const struct pool *p)
+{
+    return p->n_threads;
+}

@@ -26,8 +26,10 @@ static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
     memset(a, 0, sizeof(*a));
     a->sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(a->sun_path))
-        return cerr_set(err, ENAMETOOLONG, "control socket path %s is longer than %zu bytes; choose a shorter --db or --control path",
-                        path, sizeof(a->sun_path) - 1);
+        return cerr_set(
+            err, ENAMETOOLONG,
+            "control socket path %s is longer than %zu bytes; choose a shorter --db or --control path",
+            path, sizeof(a->sun_path) - 1);
     memcpy(a->sun_path, path, strlen(path) + 1);
     return 0;
 }
@@ -70,14 +72,20 @@ int control_new(struct loop *loop, const char *path, cJSON *(*state)(void *data)
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode))
-            return cerr_set(err, EEXIST, "control socket %s: something that is not a socket is there; remove it or choose another path", path);
+            return cerr_set(err, EEXIST,
+                            "control socket %s: something that is not a socket is there; remove it or "
+                            "choose another path",
+                            path);
         /* A live run answers; only a dead one's socket is replaced. */
         int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         bool live = probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0;
         if (probe >= 0)
             close(probe);
         if (live)
-            return cerr_set(err, EBUSY, "another run is using the control socket %s (same trail?); give this run its own --trail", path);
+            return cerr_set(err, EBUSY,
+                            "another run is using the control socket %s (same trail?); give this run "
+                            "its own --trail",
+                            path);
         unlink(path);
     }
     struct control *c = calloc(1, sizeof(*c));
@@ -131,7 +139,8 @@ int control_fetch(const char *path, char **out, struct cerr *err)
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         int e = errno;
         if (e == ENOENT || e == ECONNREFUSED)
-            return cerr_set(err, e, "no run is listening at %s: is `corral run` running with this trail?", path);
+            return cerr_set(err, e,
+                            "no run is listening at %s: is `corral run` running with this trail?", path);
         return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
     }
     /* Only a run of root's (or our own user's) is believed: anyone can bind a socket where a
@@ -141,7 +150,8 @@ int control_fetch(const char *path, char **out, struct cerr *err)
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
         return cerr_set(err, errno, "%s: cannot tell who serves it: %s", path, strerror(errno));
     if (cred.uid != 0 && cred.uid != geteuid())
-        return cerr_set(err, EPERM, "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
+        return cerr_set(err, EPERM,
+                        "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
                         path, (unsigned)cred.uid, (int)cred.pid);
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LOG_TAIL_MAX 65536 /* bytes of an agent's stderr kept in the trail at its end */
+#define LOG_TAIL_MAX 65536                /* bytes of an agent's stderr kept in the trail at its end */
 #define LOG_FILE_MAX ((uint64_t)16 << 20) /* RLIMIT_FSIZE of an agent: caps its log file */
 
 struct run;
@@ -69,7 +69,7 @@ struct run {
     struct loop_watch deadline_watch, sig_watch, timeout_watch, ctl_watch;
     struct control *ctl;
     struct handoff *cmd_denials; /* command sandboxes' seccomp listeners */
-    uint64_t armed; /* the deadline the timer is set for (UINT64_MAX: none) */
+    uint64_t armed;              /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
     int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
     unsigned signals;
@@ -108,7 +108,8 @@ static int record(struct run *r, const char *ws, const char *actor, const char *
     return rc;
 }
 
-static int hook_record(void *data, const char *ws, const char *actor, const char *type, const cJSON *body)
+static int hook_record(void *data, const char *ws, const char *actor, const char *type,
+                       const cJSON *body)
 {
     return record(data, ws, actor, type, body);
 }
@@ -175,7 +176,8 @@ static int build_argv(struct run_ws *s, const struct policy_agent *ag, struct ce
         const char *arg = ag->argv[i];
         struct stat st;
         char real[PATH_MAX];
-        if (i > 0 && arg[0] != '-' && stat(arg, &st) == 0 && S_ISREG(st.st_mode) && realpath(arg, real)) {
+        if (i > 0 && arg[0] != '-' && stat(arg, &st) == 0 && S_ISREG(st.st_mode) &&
+            realpath(arg, real)) {
             char *h = strdup(real);
             s->argv[i] = strdup(real);
             if (!h || !s->argv[i]) {
@@ -293,10 +295,13 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     cJSON *argv = cJSON_CreateArray();
     for (size_t i = 0; s->argv[i]; i++)
         cJSON_AddItemToArray(argv, cJSON_CreateString(s->argv[i]));
-    bool ok = b && cJSON_AddStringToObject(b, "purpose", "agent") && cJSON_AddStringToObject(b, "agent", info->agent) &&
-              cJSON_AddStringToObject(b, "role", info->role) && cJSON_AddStringToObject(b, "program", ag->binary) &&
+    bool ok = b && cJSON_AddStringToObject(b, "purpose", "agent") &&
+              cJSON_AddStringToObject(b, "agent", info->agent) &&
+              cJSON_AddStringToObject(b, "role", info->role) &&
+              cJSON_AddStringToObject(b, "program", ag->binary) &&
               cJSON_AddItemToObject(b, "argv", argv) &&
-              cJSON_AddItemToObject(b, "profile", exec_record_profile_json(&s->prof, info->budgets.wall_time));
+              cJSON_AddItemToObject(b, "profile",
+                                    exec_record_profile_json(&s->prof, info->budgets.wall_time));
     rc = ok ? record(r, info->id, "protocol", "sandbox_created", b) : -ENOMEM;
     cJSON_Delete(b);
     if (rc < 0) {
@@ -306,8 +311,8 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
 
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     /* Beneath the run directory's own fd, made fresh: nothing another user planted is written through. */
-    _cleanup_close_ int logfd =
-        openat(r->logs_fd, s->log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    _cleanup_close_ int logfd = openat(
+        r->logs_fd, s->log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (logfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         int e = errno;
         if (in[0] >= 0) {
@@ -315,7 +320,8 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
             close(in[1]);
         }
         run_ws_free(s);
-        return cerr_set(err, e, "cannot set up the agent's pipes or log %s: %s", s->log_path, strerror(e));
+        return cerr_set(err, e, "cannot set up the agent's pipes or log %s: %s", s->log_path,
+                        strerror(e));
     }
     struct sandbox_stdio stdio = {.in = in[0], .out = out[1], .err = logfd};
     rc = sandbox_spawn(&s->prof, ag->binary, s->argv, &stdio, &s->child, err);
@@ -349,9 +355,13 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
     }
-    struct role_tools_opts to = {.view = &s->view, .root_fd = s->root_fd,
-                                 .root_host_path = s->root_host_path, .cgroup_parent = s->child,
-                                 .session = s->session, .denials = r->cmd_denials, .tag = s->id,
+    struct role_tools_opts to = {.view = &s->view,
+                                 .root_fd = s->root_fd,
+                                 .root_host_path = s->root_host_path,
+                                 .cgroup_parent = s->child,
+                                 .session = s->session,
+                                 .denials = r->cmd_denials,
+                                 .tag = s->id,
                                  .storage_bytes = info->budgets.storage_bytes};
     /* Protected paths (the policy's, else the default .git list) and the storage budget bind
      * the agent's own tools; checkpoints and integration check them again in the model. */
@@ -363,12 +373,19 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
 
     const struct tool_surface *surface = tool_surface_find(s->view.surface);
     struct agent_config ac = {
-        .name = s->id, .in_fd = s->from_agent, .out_fd = s->to_agent,
-        .surface = surface ? surface : tool_surface_find("wap"), .tools = &s->tools.ctx,
-        .on_end = on_conn_end, .data = s, .wacp = on_wacp, .on_message = dispatch_message,
+        .name = s->id,
+        .in_fd = s->from_agent,
+        .out_fd = s->to_agent,
+        .surface = surface ? surface : tool_surface_find("wap"),
+        .tools = &s->tools.ctx,
+        .on_end = on_conn_end,
+        .data = s,
+        .wacp = on_wacp,
+        .on_message = dispatch_message,
     };
     rc = agent_new(r->host, &ac, &s->agent, err);
-    if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN, on_pid_end, s) < 0) {
+    if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN,
+                                 on_pid_end, s) < 0) {
         agent_free(s->agent);
         sandbox_child_signal(s->child, SIGKILL);
         run_ws_free(s);
@@ -435,7 +452,8 @@ static void run_ws_maybe_finalize(struct run_ws *s)
 /* The tail of the agent's stderr, into the trail as one agent_log entry (size-capped). */
 static void record_log_tail(struct run_ws *s)
 {
-    _cleanup_close_ int fd = openat(s->r->logs_fd, s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    _cleanup_close_ int fd = openat(s->r->logs_fd, s->log_path,
+                                    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
         return;
@@ -487,7 +505,8 @@ static void on_pid_end(void *data, uint32_t events)
         reason = res.oom ? "budget_exceeded:memory" : "budget_exceeded:pids";
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "budget", res.oom ? "memory" : "pids");
-        cJSON_AddNumberToObject(x, "limit", (double)(res.oom ? s->prof.limits.memory : s->prof.limits.pids));
+        cJSON_AddNumberToObject(x, "limit",
+                                (double)(res.oom ? s->prof.limits.memory : s->prof.limits.pids));
         record(r, s->id, "protocol", "budget_exceeded", x);
         cJSON_Delete(x);
     }
@@ -543,8 +562,8 @@ static int add_entry(const struct trail_entry *te, void *data)
 
 /* hooks.trail_query (wacp/trail.query, a row of the WACP method table): the run holds the trail,
  * so it reads it, with a reader opened on first use. */
-static int hook_trail_query(void *data, const char *ws, const char *type, uint64_t limit,
-                            cJSON *entries, struct cerr *err)
+static int hook_trail_query(void *data, const char *ws, const char *type, uint64_t limit, cJSON *entries,
+                            struct cerr *err)
 {
     struct run *r = data;
     if (!r->reader) {
@@ -553,8 +572,9 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
             return rc;
     }
     struct trail_filter f = {.workspace = ws, .type = type, .limit = limit};
-    struct query_out q = {.entries = entries,
-                          .host_paths = {r->o->run_dir, r->o->workspace, r->o->trail_path, r->o->policy_path}};
+    struct query_out q = {
+        .entries = entries,
+        .host_paths = {r->o->run_dir, r->o->workspace, r->o->trail_path, r->o->policy_path}};
     return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
@@ -594,8 +614,7 @@ static cJSON *ps_json(void *data)
     struct run *r = data;
     cJSON *tree = wacp_tree_json(r->w);
     cJSON *ws;
-    cJSON_ArrayForEach(ws, tree)
-    {
+    cJSON_ArrayForEach (ws, tree) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(ws, "id");
         if (!cJSON_IsString(id))
             id = cJSON_GetObjectItemCaseSensitive(ws, "workspace_id");
@@ -701,7 +720,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         close(r.run_fd);
         return r.logs_fd;
     }
-    int rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL, &r.trail, err);
+    int rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL,
+                        &r.trail, err);
     if (rc < 0) {
         close(r.logs_fd);
         close(r.run_fd);
@@ -755,17 +775,25 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     }
 
     struct wacp_opts wo = {
-        .policy = o->policy, .run_dir = o->run_dir, .root_dir = o->workspace,
-        .root_owner = o->owner, .redelivery_base_ms = o->redelivery_base_ms,
+        .policy = o->policy,
+        .run_dir = o->run_dir,
+        .root_dir = o->workspace,
+        .root_owner = o->owner,
+        .redelivery_base_ms = o->redelivery_base_ms,
     };
-    struct wacp_hooks wh = {.data = &r, .record = hook_record, .start = hook_start,
-                            .stop = hook_stop, .notify = hook_notify,
-                            .trail_query = hook_trail_query, .commit = hook_commit};
+    struct wacp_hooks wh = {.data = &r,
+                            .record = hook_record,
+                            .start = hook_start,
+                            .stop = hook_stop,
+                            .notify = hook_notify,
+                            .trail_query = hook_trail_query,
+                            .commit = hook_commit};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
     if (!coord) {
-        rc = cerr_set(err, EINVAL, "policy %s names no agent with the coordinator role; add one under \"agents\"",
+        rc = cerr_set(err, EINVAL,
+                      "policy %s names no agent with the coordinator role; add one under \"agents\"",
                       o->policy_path ? o->policy_path : "");
         goto out;
     }
@@ -776,7 +804,9 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     /* Until the root workspace is terminal and every agent's sandbox is gone. */
     for (;;) {
         if (r.trail_failed && !r.shutting_down) {
-            fprintf(stderr, "corral run: the trail cannot be written (%s); stopping every agent rather than act unrecorded\n",
+            fprintf(stderr,
+                    "corral run: the trail cannot be written (%s); stopping every agent rather than act "
+                    "unrecorded\n",
                     r.trail_err.msg);
             shutdown_run(&r, "trail_failed");
         }
@@ -806,12 +836,15 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     if (!o->quiet) {
         printf("corral run: the coordinator's workspace is %s%s\n", res->root_state,
                r.timed_out ? " (the run's --timeout expired)" : "");
-        printf("  workspaces %llu (%llu closed, %llu failed)  tasks %llu (%llu done)  checkpoints %llu\n",
-               (unsigned long long)sum.workspaces, (unsigned long long)sum.closed, (unsigned long long)sum.failed,
-               (unsigned long long)sum.tasks, (unsigned long long)sum.tasks_done, (unsigned long long)sum.checkpoints);
+        printf(
+            "  workspaces %llu (%llu closed, %llu failed)  tasks %llu (%llu done)  checkpoints %llu\n",
+            (unsigned long long)sum.workspaces, (unsigned long long)sum.closed,
+            (unsigned long long)sum.failed, (unsigned long long)sum.tasks,
+            (unsigned long long)sum.tasks_done, (unsigned long long)sum.checkpoints);
         printf("  envelopes %llu  signals %llu  integrations %llu  conflicts %llu  denials %llu\n",
-               (unsigned long long)sum.envelopes, (unsigned long long)sum.signals, (unsigned long long)sum.integrations,
-               (unsigned long long)sum.conflicts, (unsigned long long)sum.denials);
+               (unsigned long long)sum.envelopes, (unsigned long long)sum.signals,
+               (unsigned long long)sum.integrations, (unsigned long long)sum.conflicts,
+               (unsigned long long)sum.denials);
         printf("  trail %s (%llu entries); agents' logs in %s/logs\n", o->trail_path,
                (unsigned long long)trail_head_seq(r.trail), o->run_dir);
     }

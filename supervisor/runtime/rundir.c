@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool ours(uid_t uid) { return uid == 0 || uid == geteuid(); }
+static bool ours(uid_t uid)
+{
+    return uid == 0 || uid == geteuid();
+}
 
 static const char fix[] = "choose a directory only root can write (for example under /var/lib/corral), "
                           "or make it so (chown root, chmod go-w)";
@@ -44,14 +47,17 @@ int rundir_check_dir(const char *dir, const char *what, struct cerr *err)
             return cerr_set(err, ENOTDIR, "%s %s: %s is not a directory", what, dir, p);
         }
         if (!ours(st.st_uid)) {
-            cerr_set(err, EPERM, "%s %s: %s is owned by uid %u, who could swap what corral keeps there; %s",
-                     what, dir, p, (unsigned)st.st_uid, fix);
+            cerr_set(err, EPERM,
+                     "%s %s: %s is owned by uid %u, who could swap what corral keeps there; %s", what,
+                     dir, p, (unsigned)st.st_uid, fix);
             real[i] = c;
             return -EPERM;
         }
         if ((st.st_mode & 022) && (self || !(st.st_mode & S_ISVTX))) {
-            cerr_set(err, EPERM, "%s %s: %s is writable by others (mode %04o), who could plant or swap "
-                     "what corral keeps there; %s", what, dir, p, (unsigned)(st.st_mode & 07777), fix);
+            cerr_set(err, EPERM,
+                     "%s %s: %s is writable by others (mode %04o), who could plant or swap "
+                     "what corral keeps there; %s",
+                     what, dir, p, (unsigned)(st.st_mode & 07777), fix);
             real[i] = c;
             return -EPERM;
         }
@@ -99,10 +105,12 @@ int rundir_check_file(const char *file, const char *what, bool socket, struct ce
     if (lstat(file, &st) < 0)
         return errno == ENOENT ? 0 : cerr_set(err, errno, "%s %s: %s", what, file, strerror(errno));
     if (socket ? !S_ISSOCK(st.st_mode) : !S_ISREG(st.st_mode))
-        return cerr_set(err, EEXIST, "%s %s: something that is not a %s is there; remove it or choose another path",
+        return cerr_set(err, EEXIST,
+                        "%s %s: something that is not a %s is there; remove it or choose another path",
                         what, file, socket ? "socket" : "regular file");
     if (!ours(st.st_uid) || (st.st_mode & 022))
-        return cerr_set(err, EPERM, "%s %s is owned by uid %u (mode %04o): corral does not adopt a file another "
+        return cerr_set(err, EPERM,
+                        "%s %s is owned by uid %u (mode %04o): corral does not adopt a file another "
                         "user made or may write; remove it, or choose another path",
                         what, file, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
     return 0;
@@ -134,7 +142,8 @@ int rundir_create(const char *dir, struct cerr *err)
     char *slash = strrchr(copy, '/');
     if (slash && slash != copy)
         *slash = '\0';
-    int r = rundir_make_parents(slash ? (slash == copy ? "/" : copy) : ".", "the run directory's parent", err);
+    int r = rundir_make_parents(slash ? (slash == copy ? "/" : copy) : ".", "the run directory's parent",
+                                err);
     if (r < 0)
         return r;
     bool made = mkdir(dir, 0700) == 0;
@@ -147,9 +156,12 @@ int rundir_create(const char *dir, struct cerr *err)
     struct stat st;
     if (fstat(fd, &st) < 0 || !ours(st.st_uid) || (st.st_mode & 077) || (!made && !dir_empty(fd))) {
         close(fd);
-        return cerr_set(err, EEXIST, "the run directory %s already exists and is not an empty directory of root's "
-                        "with mode 0700: corral makes its run directory itself; give a --run-dir that does "
-                        "not exist yet", dir);
+        return cerr_set(
+            err, EEXIST,
+            "the run directory %s already exists and is not an empty directory of root's "
+            "with mode 0700: corral makes its run directory itself; give a --run-dir that does "
+            "not exist yet",
+            dir);
     }
     return fd;
 }

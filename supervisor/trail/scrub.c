@@ -7,8 +7,8 @@
 #include <string.h>
 
 static const char *const host_fields[] = {
-    "pid", "cgroup", "program", "argv", "file", "run_dir", "policy", "profile", "host_uid", "trail",
-    "log_path", "root_dir", "binds", "mounts",
+    "pid",     "cgroup",   "program", "argv",     "file",     "run_dir", "policy",
+    "profile", "host_uid", "trail",   "log_path", "root_dir", "binds",   "mounts",
 };
 
 static bool is_host_field(const char *k)

@@ -83,7 +83,7 @@ static const char *one_of(const char *s, const char *const *v, size_t n)
 }
 
 int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                     struct wacp_err *e)
+                                  struct wacp_err *e)
 {
     const char *type = cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring;
     const char *intent = cJSON_GetObjectItemCaseSensitive(p, "intent")->valuestring;
@@ -98,7 +98,8 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     static const char *const statuses[] = {"provisional", "final"};
     static const char *const confs[] = {"high", "medium", "low"};
     if (strlen(type) == 0 || strlen(type) > 64)
-        return reject(w, c, type, parent, e, -32602, "invalid_structure", "type must be 1-64 characters");
+        return reject(w, c, type, parent, e, -32602, "invalid_structure",
+                      "type must be 1-64 characters");
     if (intent[0] == 0)
         return reject(w, c, type, parent, e, -32602, "invalid_structure",
                       "intent must say why this checkpoint exists (non-empty)");
@@ -111,9 +112,10 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
         return reject(w, c, type, parent, e, WACP_E_DENIED, "type_not_permitted", msg);
     }
     if (strcmp(parent, c->head)) {
-        snprintf(msg, sizeof(msg), "parent must be the chain head, %s, not %.64s: chains are linear "
-                 "and append-only", c->head[0] ? c->head : "null (the first)",
-                 parent[0] ? parent : "null");
+        snprintf(msg, sizeof(msg),
+                 "parent must be the chain head, %s, not %.64s: chains are linear "
+                 "and append-only",
+                 c->head[0] ? c->head : "null (the first)", parent[0] ? parent : "null");
         return reject(w, c, type, parent, e, WACP_E_STATE, "chain_head_mismatch", msg);
     }
     if (c->n_checkpoints >= WACP_MAX_CHECKPOINTS) {
@@ -168,7 +170,8 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
             if (r < 0)
                 return wacp_core_trail_err(e);
         }
-        return reject(w, c, type, parent, e, prot ? WACP_E_DENIED : -32602, prot ? "protected_path" : "too_deep", msg);
+        return reject(w, c, type, parent, e, prot ? WACP_E_DENIED : -32602,
+                      prot ? "protected_path" : "too_deep", msg);
     }
     /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
     if (c->budgets.storage_bytes) {
@@ -187,9 +190,10 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
             cJSON_Delete(x);
             if (r < 0 && r != -EFBIG)
                 return wacp_core_trail_err(e);
-            snprintf(msg, sizeof(msg), "the workspace holds %llu bytes, over its storage budget of %llu "
-                     "(storage_bytes): remove files, then checkpoint", (unsigned long long)used,
-                     (unsigned long long)c->budgets.storage_bytes);
+            snprintf(msg, sizeof(msg),
+                     "the workspace holds %llu bytes, over its storage budget of %llu "
+                     "(storage_bytes): remove files, then checkpoint",
+                     (unsigned long long)used, (unsigned long long)c->budgets.storage_bytes);
             return reject(w, c, type, parent, e, WACP_E_LIMIT, "budget_exceeded", msg);
         }
     }
@@ -255,13 +259,13 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
 }
 
 int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                   struct wacp_err *e)
+                                struct wacp_err *e)
 {
     const cJSON *wj = cJSON_GetObjectItemCaseSensitive(p, "workspace");
     struct wacp_ws *t = wj ? wacp_tree_find(w, wj->valuestring) : c;
     if (!t || !wacp_tree_visible(c, t))
         return wacp_core_deny(w, c, "wacp/checkpoint.list", e, WACP_E_NOT_FOUND, "not_found",
-                         "no workspace '%.80s' you can see", wj->valuestring);
+                              "no workspace '%.80s' you can see", wj->valuestring);
     *res = wacp_core_obj();
     cJSON *a = cJSON_AddArrayToObject(*res, "checkpoints");
     if (!a)

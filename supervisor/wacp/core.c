@@ -54,11 +54,11 @@ int wacp_core_fail(struct wacp_err *e, int rpc, const char *code, const char *fm
 int wacp_core_trail_err(struct wacp_err *e)
 {
     return wacp_core_fail(e, -32603, "trail_unavailable",
-                     "the trail cannot be written, so nothing was done; the run is stopping");
+                          "the trail cannot be written, so nothing was done; the run is stopping");
 }
 
 int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,
-              int rpc, const char *code, const char *fmt, ...)
+                   int rpc, const char *code, const char *fmt, ...)
 {
     e->rpc_code = rpc;
     snprintf(e->code, sizeof(e->code), "%s", code);
@@ -73,7 +73,8 @@ int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *met
         cJSON_AddStringToObject(b, "code", code);
         cJSON_AddStringToObject(b, "reason", e->msg);
     }
-    int r = wacp_core_rec(w, caller ? caller->id : NULL, caller ? caller->role : "protocol", "denial", b);
+    int r = wacp_core_rec(w, caller ? caller->id : NULL, caller ? caller->role : "protocol", "denial",
+                          b);
     cJSON_Delete(b);
     w->sum.denials++;
     if (r < 0)

@@ -9,13 +9,15 @@ void wacp_core_new_id(const char *prefix, char out[WACP_ID_LEN]);
 uint64_t wacp_core_now_ms(void);
 uint64_t wacp_core_wall_ms(void);
 /* Stages one entry; -EIO when the trail refuses (the caller changes nothing). BODY borrowed. */
-int wacp_core_rec(struct wacp *w, const char *ws, const char *actor, const char *type, const cJSON *body);
+int wacp_core_rec(struct wacp *w, const char *ws, const char *actor, const char *type,
+                  const cJSON *body);
 /* Fills E and returns -1. */
 int wacp_core_fail(struct wacp_err *e, int rpc, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A refusal by the rules: records a `denial` entry (kind "protocol") and fails E with it. */
 int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,
-              int rpc, const char *code, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+                   int rpc, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 int wacp_core_trail_err(struct wacp_err *e);
 /* Whether the run may keep LEN more payload bytes (the run-wide ceiling); counts them if so. */
 bool wacp_core_hold(struct wacp *w, size_t len);

@@ -61,7 +61,7 @@ static cJSON *right_json(const struct wacp_right *r)
 }
 
 int wacp_envelope_right_add(struct wacp *w, enum right_kind kind, const char *holder, const char *target,
-                  const char *by, char id_out[WACP_ID_LEN])
+                            const char *by, char id_out[WACP_ID_LEN])
 {
     if (w->n_rights >= WACP_MAX_RIGHTS ||
         !wacp_core_grow((void **)&w->rights, &w->cap_rights, w->n_rights + 1, sizeof(*w->rights)))
@@ -108,8 +108,8 @@ static bool can_send(const struct policy_role_view *v, const char *type, const c
     return policy_role_can(v, cap);
 }
 
-bool wacp_envelope_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const struct wacp_ws *to,
-                        const char *type)
+bool wacp_envelope_channel_matrix(const struct wacp *w, const struct wacp_ws *from,
+                                  const struct wacp_ws *to, const char *type)
 {
     (void)w;
     if (can_send(&from->view, type, to->role) ||
@@ -138,7 +138,8 @@ static cJSON *env_json(const struct wacp_env *v)
     wacp_core_add_str(o, "origin", v->origin);
     cJSON_AddNumberToObject(o, "timestamp", (double)v->timestamp_ms);
     cJSON_AddNumberToObject(o, "attempt", v->attempt);
-    cJSON_AddItemToObject(o, "rights", v->rights ? cJSON_Duplicate(v->rights, true) : cJSON_CreateArray());
+    cJSON_AddItemToObject(o, "rights",
+                          v->rights ? cJSON_Duplicate(v->rights, true) : cJSON_CreateArray());
     return o;
 }
 
@@ -267,8 +268,8 @@ static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
     return 0;
 }
 
-int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_ws *to, const cJSON *payload,
-                       const char *origin, char id_out[WACP_ID_LEN])
+int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_ws *to,
+                                 const cJSON *payload, const char *origin, char id_out[WACP_ID_LEN])
 {
     struct wacp_env *v = env_alloc(from, to->id, "directive", payload);
     if (!v)
@@ -276,7 +277,7 @@ int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_w
     v->origin = !strcmp(origin, "human") ? "human" : "agent";
     cJSON *b = created_body(v, to->originator);
     int r = wacp_core_rec(w, from && strcmp(from, "system") ? from : to->id,
-                     strcmp(from, "system") ? "protocol" : "system", "envelope_created", b);
+                          strcmp(from, "system") ? "protocol" : "system", "envelope_created", b);
     cJSON_Delete(b);
     if (r < 0 || (r = env_push(w, v, to)) < 0) {
         wacp_envelope_free(v);
@@ -287,12 +288,11 @@ int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_w
 }
 
 /* Records a rejection with its reason (envelope spec 9, closed set) and fails E. */
-static int reject(struct wacp *w, struct wacp_ws *c, const char *id, const char *to,
-                  const char *type, const char *reason, struct wacp_err *e, int rpc,
-                  const char *fmt, ...) __attribute__((format(printf, 9, 10)));
-static int reject(struct wacp *w, struct wacp_ws *c, const char *id, const char *to,
-                  const char *type, const char *reason, struct wacp_err *e, int rpc,
-                  const char *fmt, ...)
+static int reject(struct wacp *w, struct wacp_ws *c, const char *id, const char *to, const char *type,
+                  const char *reason, struct wacp_err *e, int rpc, const char *fmt, ...)
+    __attribute__((format(printf, 9, 10)));
+static int reject(struct wacp *w, struct wacp_ws *c, const char *id, const char *to, const char *type,
+                  const char *reason, struct wacp_err *e, int rpc, const char *fmt, ...)
 {
     e->rpc_code = rpc;
     snprintf(e->code, sizeof(e->code), "%s", reason);
@@ -330,7 +330,7 @@ static struct wacp_right *right_to(struct wacp *w, const struct wacp_ws *c, cons
 }
 
 int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                    struct wacp_err *e)
+                              struct wacp_err *e)
 {
     static const char M[] = "wacp/envelope.send";
     const char *to = cJSON_GetObjectItemCaseSensitive(p, "to")->valuestring;
@@ -385,7 +385,8 @@ int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p,
     if (!type_registered(w, type))
         return reject(w, c, id, to, type, "invalid_type", e, -32602,
                       "envelope type '%.64s' is not registered (directive, feedback, query, or the "
-                      "policy's envelope_types)", type);
+                      "policy's envelope_types)",
+                      type);
     struct wacp_right *right = right_to(w, c, to);
     if (!right)
         return reject(w, c, id, to, type, "no_send_right", e, WACP_E_DENIED,
@@ -394,8 +395,8 @@ int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p,
         return reject(w, c, id, to, type, "permission_denied", e, WACP_E_DENIED,
                       "the permission matrix does not let your role send this type to %s", t->role);
     if (!takes_delivery(t->state) && t->state != WS_SUSPENDED && t->state != WS_MIGRATING)
-        return reject(w, c, id, to, type, "target_terminal", e, WACP_E_STATE,
-                      "workspace %s is terminal", to);
+        return reject(w, c, id, to, type, "target_terminal", e, WACP_E_STATE, "workspace %s is terminal",
+                      to);
     if (t->state == WS_INTEGRATING || t->state == WS_CONFLICTED)
         return reject(w, c, id, to, type, "target_terminal", e, WACP_E_STATE,
                       "workspace %s is integrating: its inbox is sealed", to);
@@ -417,7 +418,8 @@ int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p,
     }
     if (t->inbox >= w->max_envelopes || w->n_env >= WACP_MAX_ENVELOPES_TOTAL)
         return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit",
-                         "workspace %s has %zu envelopes not yet acknowledged, its limit", to, t->inbox);
+                              "workspace %s has %zu envelopes not yet acknowledged, its limit", to,
+                              t->inbox);
 
     struct wacp_env *v = env_alloc(c->id, to, type, payload);
     if (!v)
@@ -476,7 +478,7 @@ int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p,
 }
 
 int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                   struct wacp_err *e)
+                             struct wacp_err *e)
 {
     static const char M[] = "wacp/envelope.ack";
     const char *id = cJSON_GetObjectItemCaseSensitive(p, "envelope_id")->valuestring;
@@ -484,7 +486,7 @@ int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, 
     /* Only the receiver acks, and only what it was given: anything else is not found. */
     if (!v || strcmp(v->to, c->id) || !v->sent)
         return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
-                         "no envelope '%.80s' delivered to you", id);
+                              "no envelope '%.80s' delivered to you", id);
     if (v->state == ENV_ACKNOWLEDGED) {
         *res = wacp_core_obj();
         wacp_core_add_str(*res, "envelope_id", v->id);
@@ -494,7 +496,8 @@ int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, 
     }
     if (v->undeliverable)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "undeliverable",
-                         "envelope %s was recorded undeliverable after %u attempts", v->id, v->attempt);
+                              "envelope %s was recorded undeliverable after %u attempts", v->id,
+                              v->attempt);
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "envelope_id", v->id);
     wacp_core_add_str(b, "from", v->from);
@@ -511,7 +514,7 @@ int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, 
     struct wacp_ws *from = wacp_tree_find(w, v->from);
     char sid[WACP_ID_LEN];
     if (wacp_signal_emit(w, c, "protocol", "acknowledged", NULL, v->id,
-                 from && (WS_BIT(from->state) & WS_LIVE_MASK) ? from : NULL, false, sid) < 0)
+                         from && (WS_BIT(from->state) & WS_LIVE_MASK) ? from : NULL, false, sid) < 0)
         return wacp_core_trail_err(e);
     v->state = ENV_ACKNOWLEDGED;
     if (c->inbox)
@@ -571,7 +574,7 @@ uint64_t wacp_envelope_next_deadline(const struct wacp *w)
 /* ---- rights */
 
 int wacp_envelope_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                           struct wacp_err *e)
+                                     struct wacp_err *e)
 {
     (void)p;
     *res = wacp_core_obj();
@@ -588,31 +591,33 @@ int wacp_envelope_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJ
 }
 
 int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                            struct wacp_err *e)
+                                      struct wacp_err *e)
 {
     static const char M[] = "wacp/rights.grant";
     if (!wacp_tree_is_coordinator(c))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "rights are created by the coordinator only");
+                              "rights are created by the coordinator only");
     const char *holder = cJSON_GetObjectItemCaseSensitive(p, "holder")->valuestring;
     const char *target = cJSON_GetObjectItemCaseSensitive(p, "target")->valuestring;
     const char *kind = cJSON_GetObjectItemCaseSensitive(p, "kind")->valuestring;
     struct wacp_ws *h = wacp_tree_find(w, holder), *t = wacp_tree_find(w, target);
     if (!h || !t)
-        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'", h ? target : holder);
+        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s'",
+                              h ? target : holder);
     enum right_kind k;
     if (!strcmp(kind, "send"))
         k = RIGHT_SEND;
     else if (!strcmp(kind, "send_once"))
         k = RIGHT_SEND_ONCE;
     else
-        return wacp_core_fail(e, -32602, "invalid_params",
-                         "kind must be \"send\" or \"send_once\" (receive rights are never granted)");
+        return wacp_core_fail(
+            e, -32602, "invalid_params",
+            "kind must be \"send\" or \"send_once\" (receive rights are never granted)");
     if (h == t)
         return wacp_core_fail(e, -32602, "invalid_params", "a workspace needs no right to itself");
     if (!(WS_BIT(h->state) & WS_LIVE_MASK) || !(WS_BIT(t->state) & WS_LIVE_MASK))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "target_terminal",
-                         "rights are granted between live workspaces");
+                              "rights are granted between live workspaces");
     if (w->n_rights >= WACP_MAX_RIGHTS)
         return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds too many rights");
     char rid[WACP_ID_LEN];
@@ -627,12 +632,12 @@ int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const c
 }
 
 int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                             struct wacp_err *e)
+                                       struct wacp_err *e)
 {
     static const char M[] = "wacp/rights.revoke";
     if (!wacp_tree_is_coordinator(c))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "rights are revoked by the coordinator only");
+                              "rights are revoked by the coordinator only");
     const char *id = cJSON_GetObjectItemCaseSensitive(p, "right_id")->valuestring;
     const cJSON *rj = cJSON_GetObjectItemCaseSensitive(p, "reason");
     struct wacp_right *r = right_find(w, id);
@@ -640,7 +645,7 @@ int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const 
         return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no live right '%.80s'", id);
     if (r->kind == RIGHT_RECEIVE)
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "a workspace's receive right to its own inbox is never revoked");
+                              "a workspace's receive right to its own inbox is never revoked");
     cJSON *b = right_json(r);
     cJSON_AddStringToObject(b, "right_type", right_kind_name(r->kind));
     wacp_core_add_str(b, "revoked_by", c->role);

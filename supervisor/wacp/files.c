@@ -149,8 +149,10 @@ static int open_beneath(int dirfd, const char *rel, int flags)
     char *part = strtok_r(p, "/", &save);
     while (part) {
         char *next = strtok_r(NULL, "/", &save);
-        int fd = openat(cur, part, next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                                         : (flags | O_NOFOLLOW | O_CLOEXEC), 0600);
+        int fd = openat(cur, part,
+                        next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                             : (flags | O_NOFOLLOW | O_CLOEXEC),
+                        0600);
         int saved = errno;
         if (cur != dirfd)
             close(cur);
@@ -254,8 +256,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
             break;
         }
         if (dst >= 0) {
-            _cleanup_close_ int o = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                           st.st_mode & 0755);
+            _cleanup_close_ int o = openat(
+                dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0755);
             if (o < 0 || util_write_all(o, data, len) < 0) {
                 r = cerr_set(wk->err, errno ? errno : EIO, "cannot write the copy of %s: %s", rel,
                              strerror(errno));
@@ -310,8 +312,8 @@ static int object_put(const char *objects, const char *hex, const char *data, si
     unsigned char rnd[8];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return cerr_set(err, errno, "getrandom: %s", strerror(errno));
-    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", objects, rnd[0], rnd[1],
-                                           rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", objects, rnd[0],
+                                           rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (!path || !tmp)
         return cerr_set(err, ENOMEM, "out of memory");
     struct stat st;
@@ -363,8 +365,8 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
 }
 
 int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
-                   const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
-                   struct cerr *err)
+                        const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
+                        struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
@@ -433,7 +435,7 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
 }
 
 int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
-                   struct wacp_manifest *out, struct cerr *err)
+                        struct wacp_manifest *out, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
@@ -472,19 +474,25 @@ static unsigned depth_of(const char *rel)
     return d;
 }
 
-int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_files_rules *rules, struct cerr *err)
+int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_files_rules *rules,
+                           struct cerr *err)
 {
     for (size_t i = 0; i < m->n; i++) {
         const char *rel = m->v[i].path;
         if (!wacp_files_path_ok(rel))
             return cerr_set(err, EINVAL, "bad path in a manifest");
         if (depth_of(rel) > WACP_FILES_MAX_DEPTH)
-            return cerr_set(err, ELOOP, "'%.200s' lies %u directories deep, deeper than a workspace may "
-                            "nest (%d)", rel, depth_of(rel), WACP_FILES_MAX_DEPTH);
-        const char *pat = rules ? broker_protected_match(rules->protected_paths, rules->n_protected, rel) : NULL;
+            return cerr_set(err, ELOOP,
+                            "'%.200s' lies %u directories deep, deeper than a workspace may "
+                            "nest (%d)",
+                            rel, depth_of(rel), WACP_FILES_MAX_DEPTH);
+        const char *pat = rules ? broker_protected_match(rules->protected_paths, rules->n_protected, rel)
+                                : NULL;
         if (pat)
-            return cerr_set(err, EPERM, "'%.200s' is a protected path (policy protected_paths: \"%.100s\"): "
-                            "no agent writes it and no integration carries it", rel, pat);
+            return cerr_set(err, EPERM,
+                            "'%.200s' is a protected path (policy protected_paths: \"%.100s\"): "
+                            "no agent writes it and no integration carries it",
+                            rel, pat);
     }
     return 0;
 }
@@ -507,13 +515,16 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
         if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return 0; /* missing: made fresh */
         if (!next)
-            return S_ISREG(st.st_mode) ? 0
-                   : cerr_set(err, S_ISDIR(st.st_mode) ? EISDIR : EEXIST,
-                              "%s is %s in the parent, and integration replaces regular files only", rel,
-                              S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+            return S_ISREG(st.st_mode)
+                       ? 0
+                       : cerr_set(err, S_ISDIR(st.st_mode) ? EISDIR : EEXIST,
+                                  "%s is %s in the parent, and integration replaces regular files only",
+                                  rel, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
         if (!S_ISDIR(st.st_mode))
-            return cerr_set(err, ENOTDIR, "%s: a part of the path is a link or a file in the parent, "
-                            "and integration never writes through one", rel);
+            return cerr_set(err, ENOTDIR,
+                            "%s: a part of the path is a link or a file in the parent, "
+                            "and integration never writes through one",
+                            rel);
         int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return cerr_set(err, errno, "%s: %s", rel, strerror(errno));
@@ -575,8 +586,10 @@ static int object_pass(int objects_fd, const struct wacp_file *f, int out, struc
     crypto_generichash_final(&hs, h, sizeof(h));
     sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
     if (strcmp(hex, f->hash) || total != f->size)
-        return cerr_set(err, EBADMSG, "the object of %s does not match its hash (the run directory was changed "
-                        "behind corral): refused", f->path);
+        return cerr_set(err, EBADMSG,
+                        "the object of %s does not match its hash (the run directory was changed "
+                        "behind corral): refused",
+                        f->path);
     return 0;
 }
 
@@ -644,14 +657,15 @@ static int write_one(int pfd, const char *leaf, const struct wacp_file *f, int o
             return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
         /* Appeared meanwhile: replaced below like an existing file, if it is a regular one. */
         if (fstatat(pfd, leaf, &old, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(old.st_mode))
-            return cerr_set(err, EEXIST, "%s appeared in the parent meanwhile, not as a regular file", f->path);
+            return cerr_set(err, EEXIST, "%s appeared in the parent meanwhile, not as a regular file",
+                            f->path);
     }
     unsigned char rnd[8];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return cerr_set(err, errno, "getrandom: %s", strerror(errno));
     char tmp[64];
-    snprintf(tmp, sizeof(tmp), ".corral-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
-             rnd[4], rnd[5], rnd[6], rnd[7]);
+    snprintf(tmp, sizeof(tmp), ".corral-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
         return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
     if (renameat(pfd, tmp, pfd, leaf) < 0) {
@@ -662,8 +676,9 @@ static int write_one(int pfd, const char *leaf, const struct wacp_file *f, int o
     return 0;
 }
 
-int wacp_files_integrate(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                    const char *objects, const struct wacp_files_rules *rules, struct cerr *err)
+int wacp_files_integrate(const char *dir, const struct wacp_manifest *m,
+                         const struct wacp_manifest *skip, const char *objects,
+                         const struct wacp_files_rules *rules, struct cerr *err)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)

@@ -89,7 +89,7 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
 }
 
 int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                        struct wacp_err *e)
+                                    struct wacp_err *e)
 {
     static const char M[] = "wacp/integrate";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "integrate", e);
@@ -101,22 +101,23 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     bool accept = !strcmp(decision, "accept");
     if (!accept && strcmp(decision, "revise") && strcmp(decision, "reject"))
         return wacp_core_fail(e, -32602, "invalid_params",
-                         "decision must be \"accept\", \"revise\" or \"reject\"");
+                              "decision must be \"accept\", \"revise\" or \"reject\"");
     if (strcmp(strategy, "direct") && strcmp(strategy, "layered")) {
         if (!strcmp(strategy, "evaluated"))
             return wacp_core_fail(e, -32602, "unsupported_strategy",
-                             "the evaluated strategy is the coordinator's own merge: read both "
-                             "states, write the result, and integrate with \"direct\"");
+                                  "the evaluated strategy is the coordinator's own merge: read both "
+                                  "states, write the result, and integrate with \"direct\"");
         return wacp_core_fail(e, -32602, "invalid_params", "strategy must be \"direct\" or \"layered\"");
     }
     if (t->state != WS_INTEGRATING)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s; integration takes a workspace that emitted complete "
-                         "(integrating)", t->id, wacp_tree_state_name(t->state));
+                              "workspace %s is %s; integration takes a workspace that emitted complete "
+                              "(integrating)",
+                              t->id, wacp_tree_state_name(t->state));
     if (!accept) {
         /* No backward transitions: revise and reject fail the workspace (PROTOCOL 7.4). */
         if (wacp_tree_set_state(w, t, WS_FAILED, c->role,
-                         !strcmp(decision, "revise") ? "revision_required" : "rejected") < 0)
+                                !strcmp(decision, "revise") ? "revision_required" : "rejected") < 0)
             return wacp_core_trail_err(e);
         *res = integ_result(t, NULL, NULL);
         return 0;
@@ -124,12 +125,12 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     const cJSON *cj = cJSON_GetObjectItemCaseSensitive(p, "checkpoint");
     if (!t->final_cp[0])
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "no_final_checkpoint",
-                         "workspace %s has no final checkpoint to integrate; revise or reject it",
-                         t->id);
+                              "workspace %s has no final checkpoint to integrate; revise or reject it",
+                              t->id);
     if (cj && strcmp(cj->valuestring, t->final_cp))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "not_final_checkpoint",
-                         "integration uses the most recent final checkpoint of %s, which is %s",
-                         t->id, t->final_cp);
+                              "integration uses the most recent final checkpoint of %s, which is %s",
+                              t->id, t->final_cp);
     const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
@@ -179,7 +180,7 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
 }
 
 int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                      struct wacp_err *e)
+                                  struct wacp_err *e)
 {
     static const char M[] = "wacp/conflict.resolve";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "integrate", e);
@@ -190,14 +191,16 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     const char *prefer = pj ? pj->valuestring : "child";
     bool rework = !strcmp(how, "agent_rework");
     if (!rework && strcmp(how, "coordinator_resolve"))
-        return wacp_core_fail(e, -32602, !strcmp(how, "escalate") ? "unsupported_resolution" : "invalid_params",
-                         "resolution must be \"coordinator_resolve\" or \"agent_rework\" (escalation "
-                         "to a human goes through the highway, not built yet)");
+        return wacp_core_fail(
+            e, -32602, !strcmp(how, "escalate") ? "unsupported_resolution" : "invalid_params",
+            "resolution must be \"coordinator_resolve\" or \"agent_rework\" (escalation "
+            "to a human goes through the highway, not built yet)");
     if (strcmp(prefer, "child") && strcmp(prefer, "parent"))
         return wacp_core_fail(e, -32602, "invalid_params", "prefer must be \"child\" or \"parent\"");
     if (t->state != WS_CONFLICTED)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s, not conflicted", t->id, wacp_tree_state_name(t->state));
+                              "workspace %s is %s, not conflicted", t->id,
+                              wacp_tree_state_name(t->state));
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "resolution", how);
@@ -217,6 +220,5 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
-    return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL, "layered",
-                       res, e);
+    return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL, "layered", res, e);
 }

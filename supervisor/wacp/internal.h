@@ -10,15 +10,21 @@
 
 #include <stdio.h>
 
-#define WACP_ID_LEN 40          /* "ws-" + 32 hex + NUL, with room */
-#define WACP_HASH_HEX 65        /* BLAKE2b-256 in hex + NUL */
-#define WACP_MAX_CHECKPOINTS 1024   /* per workspace */
-#define WACP_MAX_TASKS 4096         /* per run */
-#define WACP_MAX_RIGHTS 65536       /* per run */
+#define WACP_ID_LEN 40                 /* "ws-" + 32 hex + NUL, with room */
+#define WACP_HASH_HEX 65               /* BLAKE2b-256 in hex + NUL */
+#define WACP_MAX_CHECKPOINTS 1024      /* per workspace */
+#define WACP_MAX_TASKS 4096            /* per run */
+#define WACP_MAX_RIGHTS 65536          /* per run */
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
-#define WACP_REDELIVERIES 3         /* protocol constant: 4 attempts in all */
+#define WACP_REDELIVERIES 3            /* protocol constant: 4 attempts in all */
 
-enum wacp_rate { WACP_RATE_NONE = 0, WACP_RATE_SIGNALS, WACP_RATE_ENVELOPES, WACP_RATE_CHECKPOINTS, WACP_RATE_N };
+enum wacp_rate {
+    WACP_RATE_NONE = 0,
+    WACP_RATE_SIGNALS,
+    WACP_RATE_ENVELOPES,
+    WACP_RATE_CHECKPOINTS,
+    WACP_RATE_N
+};
 
 struct wacp_files_rules {
     const char *const *protected_paths; /* globs (tools/broker/protect.h) */
@@ -38,9 +44,9 @@ enum ws_state {
     WS_NSTATES,
 };
 #define WS_BIT(s) (1u << (s))
-#define WS_LIVE_MASK (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | \
-                      WS_BIT(WS_MIGRATING) | WS_BIT(WS_SUSPENDED) | WS_BIT(WS_INTEGRATING) | \
-                      WS_BIT(WS_CONFLICTED))
+#define WS_LIVE_MASK                                                                   \
+    (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED) | WS_BIT(WS_MIGRATING) | \
+     WS_BIT(WS_SUSPENDED) | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED))
 #define WS_WORKING_MASK (WS_BIT(WS_IDLE) | WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED))
 
 /* One file of a manifest: HASH empty for a file the workspace deleted since its base. */
@@ -76,17 +82,17 @@ struct wacp_ws {
     bool stopped;               /* hooks->stop was called */
     cJSON *directive, *context; /* immutable components 1 and 3 */
     char directive_env[WACP_ID_LEN];
-    char task[WACP_ID_LEN];     /* "" when none */
+    char task[WACP_ID_LEN]; /* "" when none */
     struct policy_budgets budgets;
     uint64_t created_ms, timeout_ms, deadline_ms; /* deadline 0: none */
     uint64_t suspended_at_ms;
-    struct wacp_manifest base;  /* its files at creation (layered integration's base) */
-    size_t n_checkpoints;       /* its chain: the last is the head */
+    struct wacp_manifest base; /* its files at creation (layered integration's base) */
+    size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
-    char final_cp[WACP_ID_LEN]; /* the most recent final checkpoint, "" when none */
-    struct wacp_manifest conflicts; /* paths in conflict while conflicted */
-    size_t inbox;               /* envelopes addressed to it not yet acknowledged */
-    size_t queued;              /* of those, not yet notified (it was frozen) */
+    char final_cp[WACP_ID_LEN];            /* the most recent final checkpoint, "" when none */
+    struct wacp_manifest conflicts;        /* paths in conflict while conflicted */
+    size_t inbox;                          /* envelopes addressed to it not yet acknowledged */
+    size_t queued;                         /* of those, not yet notified (it was frozen) */
     struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
@@ -99,14 +105,14 @@ struct wacp_env {
     char from[WACP_ID_LEN], to[WACP_ID_LEN];
     char *type;
     char in_reply_to[WACP_ID_LEN];
-    const char *priority;       /* static string */
-    const char *origin;         /* "agent" or "human" */
-    char *payload;              /* as JSON text: a parsed tree costs ~40x its bytes for a run */
-    cJSON *rights;              /* the transferred rights, as the receiver sees them */
+    const char *priority; /* static string */
+    const char *origin;   /* "agent" or "human" */
+    char *payload;        /* as JSON text: a parsed tree costs ~40x its bytes for a run */
+    cJSON *rights;        /* the transferred rights, as the receiver sees them */
     enum env_state state;
-    bool sent;                  /* notified at least once */
+    bool sent; /* notified at least once */
     bool undeliverable;
-    unsigned attempt;           /* notifications made (1..4) */
+    unsigned attempt; /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
 };
 
@@ -157,7 +163,7 @@ struct wacp {
     uint64_t redelivery_base_ms, max_workspaces, max_envelopes, max_payload;
     uint64_t max_payload_total, payload_total; /* the run's memory ceiling on kept payloads */
     struct policy_session session;
-    struct wacp_files_rules rules;   /* protected paths (the policy's, else the default list) */
+    struct wacp_files_rules rules; /* protected paths (the policy's, else the default list) */
 
     struct wacp_ws **ws;
     size_t n_ws, cap_ws;
@@ -169,7 +175,7 @@ struct wacp {
     size_t n_cp, cap_cp;
     struct wacp_task **tasks;
     size_t n_tasks, cap_tasks;
-    char graph[WACP_ID_LEN];    /* the run's one task graph, "" until its first task */
+    char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
 };
 

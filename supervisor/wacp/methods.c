@@ -35,39 +35,48 @@ struct method {
     enum wacp_rate rate;        /* the workspace's bucket it draws on (WACP_RATE_NONE: none) */
 };
 
-#define END {NULL, 0, false}
+#define END            \
+    {                  \
+        NULL, 0, false \
+    }
 static const struct pspec p_none[] = {END};
-static const struct pspec p_emit[] = {{"type", P_STR, true}, {"reason", P_STR, false},
-                                      {"ref", P_STR, false}, END};
-static const struct pspec p_send[] = {{"to", P_STR, true}, {"type", P_STR, true},
-                                      {"payload", P_ANY, true}, {"in_reply_to", P_STR_NULL, false},
-                                      {"priority", P_STR, false}, {"rights", P_ARR, false}, END};
+static const struct pspec p_emit[] = {
+    {"type", P_STR, true}, {"reason", P_STR, false}, {"ref", P_STR, false}, END};
+static const struct pspec p_send[] = {{"to", P_STR, true},
+                                      {"type", P_STR, true},
+                                      {"payload", P_ANY, true},
+                                      {"in_reply_to", P_STR_NULL, false},
+                                      {"priority", P_STR, false},
+                                      {"rights", P_ARR, false},
+                                      END};
 static const struct pspec p_ack[] = {{"envelope_id", P_STR, true}, END};
-static const struct pspec p_create[] = {{"agent", P_STR, true}, {"directive", P_ANY, true},
-                                        {"context", P_ANY, false}, {"task", P_STR, false},
-                                        {"owner", P_STR, false}, {"budgets", P_OBJ, false},
-                                        {"delegate", P_BOOL, false}, {"timeout", P_NUM, false}, END};
+static const struct pspec p_create[] = {
+    {"agent", P_STR, true},      {"directive", P_ANY, true}, {"context", P_ANY, false},
+    {"task", P_STR, false},      {"owner", P_STR, false},    {"budgets", P_OBJ, false},
+    {"delegate", P_BOOL, false}, {"timeout", P_NUM, false},  END};
 static const struct pspec p_ws_reason[] = {{"workspace", P_STR, true}, {"reason", P_STR, false}, END};
 static const struct pspec p_ws[] = {{"workspace", P_STR, true}, END};
 static const struct pspec p_transfer[] = {{"workspace", P_STR, true}, {"owner", P_STR, true}, END};
-static const struct pspec p_grant[] = {{"holder", P_STR, true}, {"target", P_STR, true},
-                                       {"kind", P_STR, true}, END};
+static const struct pspec p_grant[] = {
+    {"holder", P_STR, true}, {"target", P_STR, true}, {"kind", P_STR, true}, END};
 static const struct pspec p_revoke[] = {{"right_id", P_STR, true}, {"reason", P_STR, false}, END};
-static const struct pspec p_cp[] = {{"type", P_STR, true}, {"intent", P_STR, true},
-                                    {"status", P_STR, true}, {"confidence", P_STR, true},
+static const struct pspec p_cp[] = {{"type", P_STR, true},         {"intent", P_STR, true},
+                                    {"status", P_STR, true},       {"confidence", P_STR, true},
                                     {"parent", P_STR_NULL, false}, {"files", P_ARR, false},
-                                    {"payload", P_ANY, false}, END};
+                                    {"payload", P_ANY, false},     END};
 static const struct pspec p_cp_list[] = {{"workspace", P_STR, false}, END};
-static const struct pspec p_task[] = {{"name", P_STR, false}, {"description", P_STR, false},
+static const struct pspec p_task[] = {{"name", P_STR, false},       {"description", P_STR, false},
                                       {"depends_on", P_ARR, false}, {"parent_task", P_STR, false},
-                                      {"tasks", P_ARR, false}, END};
+                                      {"tasks", P_ARR, false},      END};
 static const struct pspec p_assign[] = {{"task", P_STR, true}, {"workspace", P_STR, true}, END};
 static const struct pspec p_task_id[] = {{"task", P_STR, true}, END};
-static const struct pspec p_integrate[] = {{"workspace", P_STR, true}, {"decision", P_STR, true},
-                                           {"strategy", P_STR, false}, {"checkpoint", P_STR, false},
+static const struct pspec p_integrate[] = {{"workspace", P_STR, true},
+                                           {"decision", P_STR, true},
+                                           {"strategy", P_STR, false},
+                                           {"checkpoint", P_STR, false},
                                            END};
-static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolution", P_STR, true},
-                                         {"prefer", P_STR, false}, END};
+static const struct pspec p_resolve[] = {
+    {"workspace", P_STR, true}, {"resolution", P_STR, true}, {"prefer", P_STR, false}, END};
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
@@ -77,16 +86,19 @@ static const struct pspec p_resolve[] = {{"workspace", P_STR, true}, {"resolutio
  * workspace does nothing, a suspended or migrating one is frozen, an integrating one is read
  * only. */
 static const struct method methods[] = {
-    {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED), p_cp, WACP_RATE_CHECKPOINTS},
+    {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED),
+     p_cp, WACP_RATE_CHECKPOINTS},
     {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, WACP_RATE_NONE},
     {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve, WACP_RATE_NONE},
-    {"wacp/envelope.ack", wacp_envelope_method_ack, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
+    {"wacp/envelope.ack", wacp_envelope_method_ack,
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
     {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, WACP_RATE_ENVELOPES},
     {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate, WACP_RATE_NONE},
     {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, WACP_RATE_NONE},
     {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, WACP_RATE_NONE},
     {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, WACP_RATE_NONE},
-    {"wacp/signal.emit", wacp_signal_method_emit, WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, WACP_RATE_SIGNALS},
+    {"wacp/signal.emit", wacp_signal_method_emit,
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, WACP_RATE_SIGNALS},
     {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, WACP_RATE_NONE},
     {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, WACP_RATE_NONE},
     {"wacp/task.create", wacp_task_method_create, WORKING, p_task, WACP_RATE_NONE},
@@ -142,26 +154,27 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
     if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p))
         return wacp_core_fail(e, -32602, "invalid_params", "%s takes an object of parameters", m->name);
     const cJSON *k;
-    cJSON_ArrayForEach(k, p) {
+    cJSON_ArrayForEach (k, p) {
         if (!k->string)
-            return wacp_core_fail(e, -32602, "invalid_params", "%s: a parameter without a name", m->name);
+            return wacp_core_fail(e, -32602, "invalid_params", "%s: a parameter without a name",
+                                  m->name);
         const struct pspec *s = m->params;
         while (s->name && strcmp(s->name, k->string))
             s++;
         if (!s->name)
             return wacp_core_fail(e, -32602, "invalid_params", "%s takes no parameter '%.64s'", m->name,
-                             k->string);
+                                  k->string);
         if (cJSON_GetObjectItemCaseSensitive(p, k->string) != k)
             return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
-                             k->string);
+                                  k->string);
         if (!ptype_ok(s->type, k))
             return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, s->name,
-                             ptype_name(s->type));
+                                  ptype_name(s->type));
     }
     for (const struct pspec *s = m->params; s->name; s++)
         if (s->required && !cJSON_GetObjectItemCaseSensitive(p, s->name))
             return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, s->name,
-                             ptype_name(s->type));
+                                  ptype_name(s->type));
     return 0;
 }
 
@@ -206,8 +219,9 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
 {
     *result = NULL;
     memset(e, 0, sizeof(*e));
-    const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods),
-                                              sizeof(methods[0]), method_cmp) : NULL;
+    const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods), sizeof(methods[0]),
+                                              method_cmp)
+                                    : NULL;
     if (!m) {
         wacp_core_fail(e, -32601, "method_not_found", "no method '%.80s'", method ? method : "");
         return -ENOENT;
@@ -219,12 +233,13 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
         return -1;
     if (!(m->states & WS_BIT(c->state)))
         return wacp_core_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
-                         "%s is not allowed while your workspace is %s", m->name,
-                         wacp_tree_state_name(c->state));
+                              "%s is not allowed while your workspace is %s", m->name,
+                              wacp_tree_state_name(c->state));
     if (m->rate != WACP_RATE_NONE && rate_limited(w, c, m) < 0)
-        return wacp_core_fail(e, WACP_E_LIMIT, "rate_limited",
-                              "%s: more than %u a second from this workspace (policy rate_limits); slow down",
-                              m->name, rate_of(w, m->rate));
+        return wacp_core_fail(
+            e, WACP_E_LIMIT, "rate_limited",
+            "%s: more than %u a second from this workspace (policy rate_limits); slow down", m->name,
+            rate_of(w, m->rate));
     if (!m->params) /* the handler checks its own parameters, as given */
         return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
@@ -242,11 +257,10 @@ static void on_state_changed(struct wacp *w, struct wacp_ws *ws, enum ws_state t
         wacp_envelope_drop_for(w, ws);
 }
 
-int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
-             struct cerr *err)
+int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err)
 {
-    if (!o || !o->policy || !o->run_dir || !o->root_dir || !h || !h->record || !h->start ||
-        !h->stop || !h->notify)
+    if (!o || !o->policy || !o->run_dir || !o->root_dir || !h || !h->record || !h->start || !h->stop ||
+        !h->notify)
         return cerr_set(err, EINVAL, "wacp: options and every hook are required");
     if (sodium_init() < 0)
         return cerr_set(err, EIO, "wacp: libsodium cannot start");
@@ -262,7 +276,8 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->max_payload = o->max_payload ? o->max_payload : (1u << 20);
     w->max_payload_total = o->max_payload_total ? o->max_payload_total : (256u << 20);
     policy_session_get(o->policy, &w->session);
-    w->rules.protected_paths = w->session.protected_paths ? w->session.protected_paths : broker_protected_default;
+    w->rules.protected_paths = w->session.protected_paths ? w->session.protected_paths
+                                                          : broker_protected_default;
     if (w->session.protected_paths)
         w->rules.n_protected = w->session.n_protected_paths;
     else
@@ -340,7 +355,8 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t wacp_next_deadline(const struct wacp *w)
 {
-    return min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w), wacp_task_next_deadline(w));
+    return min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w),
+                wacp_task_next_deadline(w));
 }
 
 void wacp_tick(struct wacp *w, uint64_t now_ms)
@@ -390,6 +406,5 @@ void wacp_summary_get(const struct wacp *w, struct wacp_summary *s)
     s->tasks = w->n_tasks;
     s->tasks_done = 0;
     for (size_t i = 0; i < w->n_tasks; i++)
-        s->tasks_done += w->tasks[i]->status == TASK_INTEGRATED ||
-                         w->tasks[i]->status == TASK_COMPLETED;
+        s->tasks_done += w->tasks[i]->status == TASK_INTEGRATED || w->tasks[i]->status == TASK_COMPLETED;
 }

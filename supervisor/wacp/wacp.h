@@ -27,10 +27,10 @@ struct wacp;
  * long as the workspace. */
 struct wacp_ws_info {
     const char *id;
-    const char *parent;        /* NULL for the root */
-    const char *agent;         /* the policy's agent name */
-    const char *role;          /* the role name */
-    const char *dir;           /* host directory of its files */
+    const char *parent; /* NULL for the root */
+    const char *agent;  /* the policy's agent name */
+    const char *role;   /* the role name */
+    const char *dir;    /* host directory of its files */
     const char *owner, *originator;
     struct policy_budgets budgets; /* never above the parent's */
 };
@@ -44,8 +44,7 @@ struct wacp_hooks {
      * "protocol", "system" or a user id. 0, or < 0 when
      * the trail cannot take it: the engine then abandons the operation with nothing changed
      * and the call fails with "the trail cannot be written". */
-    int (*record)(void *data, const char *ws, const char *actor, const char *type,
-                  const cJSON *body);
+    int (*record)(void *data, const char *ws, const char *actor, const char *type, const cJSON *body);
     /* Starts the agent of a new workspace. < 0 with ERR set: the workspace fails
      * (idle -> failed, reason "creation_error") and the caller is told why. */
     int (*start)(void *data, const struct wacp_ws_info *ws, struct cerr *err);
@@ -58,27 +57,26 @@ struct wacp_hooks {
     /* wacp/trail.query: appends to ENTRIES (a JSON array) the committed entries of WS (NULL:
      * every workspace) of TYPE (NULL: any), at most LIMIT. The model checked the caller's scope.
      * < 0 with ERR: the trail cannot be read. May be NULL: the method is then unknown. */
-    int (*trail_query)(void *data, const char *ws, const char *type, uint64_t limit,
-                       cJSON *entries, struct cerr *err);
+    int (*trail_query)(void *data, const char *ws, const char *type, uint64_t limit, cJSON *entries,
+                       struct cerr *err);
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
 };
 
 struct wacp_opts {
-    const struct policy *policy;   /* borrowed; roles, agents, taxonomy */
-    const char *run_dir;           /* state: ws/ID copies, objects/ (created if missing) */
-    const char *root_dir;          /* the root workspace's files (the project) */
-    const char *root_owner;        /* user id of the human who started the run */
-    uint64_t redelivery_base_ms;   /* ack timeout before redelivery k waits k * this (default 1000) */
-    uint64_t max_workspaces;       /* per run (default 256): a flood of creations is refused */
-    uint64_t max_envelopes;        /* undelivered per inbox (default 1024) */
-    uint64_t max_payload;          /* bytes of one envelope or checkpoint payload (default 1 MiB) */
-    uint64_t max_payload_total;    /* payload bytes the run keeps in all (default 256 MiB) */
+    const struct policy *policy; /* borrowed; roles, agents, taxonomy */
+    const char *run_dir;         /* state: ws/ID copies, objects/ (created if missing) */
+    const char *root_dir;        /* the root workspace's files (the project) */
+    const char *root_owner;      /* user id of the human who started the run */
+    uint64_t redelivery_base_ms; /* ack timeout before redelivery k waits k * this (default 1000) */
+    uint64_t max_workspaces;     /* per run (default 256): a flood of creations is refused */
+    uint64_t max_envelopes;      /* undelivered per inbox (default 1024) */
+    uint64_t max_payload;        /* bytes of one envelope or checkpoint payload (default 1 MiB) */
+    uint64_t max_payload_total;  /* payload bytes the run keeps in all (default 256 MiB) */
 };
 
-int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out,
-             struct cerr *err);
+int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err);
 void wacp_free(struct wacp *w);
 
 /* Creates the root workspace for AGENT (the policy's coordinator agent), originator "system",

@@ -35,13 +35,24 @@ static void protected_defaults(void **state)
         const char *path;
         bool want;
     } t[] = {
-        {".git/config", true},          {".git/hooks/pre-commit", true}, {".git/hooks", true},
-        {"sub/.git/config", true},      {".git", true},                  {"a/b/.git", true},
-        {".git/modules/x/config", true}, {".git/worktrees/w/config", true},
-        {".git/config.worktree", true}, {".git/info/attributes", true},
-        {".git/objects/ab/cdef", false}, {".git/HEAD", false},            {".gitignore", false},
-        {"src/config", false},          {"git/config", false},           {".github/workflows/ci.yml", false},
-        {"config", false},              {".git/refs/heads/main", false},
+        {".git/config", true},
+        {".git/hooks/pre-commit", true},
+        {".git/hooks", true},
+        {"sub/.git/config", true},
+        {".git", true},
+        {"a/b/.git", true},
+        {".git/modules/x/config", true},
+        {".git/worktrees/w/config", true},
+        {".git/config.worktree", true},
+        {".git/info/attributes", true},
+        {".git/objects/ab/cdef", false},
+        {".git/HEAD", false},
+        {".gitignore", false},
+        {"src/config", false},
+        {"git/config", false},
+        {".github/workflows/ci.yml", false},
+        {"config", false},
+        {".git/refs/heads/main", false},
     };
     size_t n = n_default();
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {

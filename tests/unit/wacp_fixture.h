@@ -28,12 +28,14 @@ static const char fx_policy[] =
     "{\n"
     " \"version\": 1,\n"
     " \"highway\": {\"preset\": \"autonomous\", \"gates\": {\"task_approval\": false}},\n"
-    " \"envelope_types\": {\"report\": {\"permissions\": [{\"sender\": \"reviewer\", \"receiver\": \"coordinator\"}]}},\n"
+    " \"envelope_types\": {\"report\": {\"permissions\": [{\"sender\": \"reviewer\", \"receiver\": "
+    "\"coordinator\"}]}},\n"
     " \"checkpoint_types\": {\"review\": {\"permitted_roles\": [\"reviewer\"]}},\n"
     " \"roles\": {\n"
     "   \"coordinator\": {\"budgets\": {\"memory\": \"512M\", \"pids\": 64, \"wall_time\": \"1h\"}},\n"
     "   \"worker\": {\"budgets\": {\"memory\": \"256M\", \"pids\": 32}},\n"
-    "   \"reviewer\": {\"extends\": \"worker\", \"remove\": [\"send:query->coordinator\", \"create:artifact\"],\n"
+    "   \"reviewer\": {\"extends\": \"worker\", \"remove\": [\"send:query->coordinator\", "
+    "\"create:artifact\"],\n"
     "                \"add\": [\"send:report->coordinator\"], \"checkpoint_types\": [\"review\"]}\n"
     " },\n"
     " \"agents\": {\n"
@@ -77,8 +79,7 @@ struct fx {
     uint64_t base_ms;
 };
 
-static int fx_record(void *data, const char *ws, const char *actor, const char *type,
-                     const cJSON *body)
+static int fx_record(void *data, const char *ws, const char *actor, const char *type, const cJSON *body)
 {
     struct fx *f = data;
     if (f->fail_record)
@@ -135,7 +136,7 @@ static cJSON *fx_keep(struct fx *f, cJSON *o)
 /* Calls METHOD as workspace WS with params given as printf'd JSON; the result (kept until
  * teardown) or NULL with f->e filled. */
 __attribute__((format(printf, 4, 5))) static cJSON *fx_call(struct fx *f, const char *ws,
-                                                             const char *method, const char *fmt, ...)
+                                                            const char *method, const char *fmt, ...)
 {
     char buf[16384];
     va_list ap;
@@ -212,7 +213,7 @@ static const char *fx_state(struct fx *f, const char *ws)
 {
     cJSON *t = fx_keep(f, wacp_tree_json(f->w));
     const cJSON *x;
-    cJSON_ArrayForEach(x, t)
+    cJSON_ArrayForEach (x, t)
         if (!strcmp(fx_str(x, "workspace_id"), ws))
             return fx_str(x, "state");
     return NULL;
@@ -292,11 +293,17 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
         policy_diags_print(&d, stderr);
     assert_int_equal(r, 0);
     policy_diags_free(&d);
-    struct wacp_hooks h = {f, fx_record, fx_start, fx_stop, fx_notify, NULL, NULL}; /* no trail: wacp/trail.query is then unknown */
+    struct wacp_hooks h = {f,         fx_record, fx_start, fx_stop,
+                           fx_notify, NULL,      NULL}; /* no trail: wacp/trail.query is then unknown */
     f->base_ms = 100;
-    struct wacp_opts o = {.policy = f->p, .run_dir = f->run, .root_dir = f->root,
-                          .root_owner = "alice", .redelivery_base_ms = f->base_ms,
-                          .max_workspaces = max_ws, .max_envelopes = max_env, .max_payload = 4096};
+    struct wacp_opts o = {.policy = f->p,
+                          .run_dir = f->run,
+                          .root_dir = f->root,
+                          .root_owner = "alice",
+                          .redelivery_base_ms = f->base_ms,
+                          .max_workspaces = max_ws,
+                          .max_envelopes = max_env,
+                          .max_payload = 4096};
     struct cerr err = {0};
     assert_int_equal(wacp_new(&o, &h, &f->w, &err), 0);
     assert_int_equal(wacp_start(f->w, NULL, &err), 0);
@@ -359,11 +366,11 @@ static int fx_teardown(void **state)
 }
 
 #define FX struct fx *f = *state
-#define EXPECT_ERR(code_)                                                                        \
-    do {                                                                                       \
-        assert_int_not_equal(f->rc, 0);                                                        \
-        if (strcmp(f->e.code, (code_)))                                                        \
-            fail_msg("expected error %s, got %s: %s", (code_), f->e.code, f->e.msg);           \
+#define EXPECT_ERR(code_)                                                            \
+    do {                                                                             \
+        assert_int_not_equal(f->rc, 0);                                              \
+        if (strcmp(f->e.code, (code_)))                                              \
+            fail_msg("expected error %s, got %s: %s", (code_), f->e.code, f->e.msg); \
     } while (0)
 
 #endif

@@ -33,8 +33,7 @@ static void meta_from_stat(struct broker_meta *m, const struct stat *st)
 
 /* A regular file with more than one name may be a hard link to a file outside the workspace
  * (made before it was handed over): nothing proves otherwise, so its bytes are not brokered. */
-static int check_regular(const struct stat *st, const char *field, const char *rel,
-                         struct broker_err *e)
+static int check_regular(const struct stat *st, const char *field, const char *rel, struct broker_err *e)
 {
     if (S_ISDIR(st->st_mode))
         return broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory, not a file", rel);
@@ -43,13 +42,14 @@ static int check_regular(const struct stat *st, const char *field, const char *r
                            "/%s is not a regular file (fifo, socket or device)", rel);
     if (st->st_nlink > 1)
         return broker_fail(e, BROKER_E_DENIED, field,
-                           "/%s has %ju hard links; files with other names may live outside the workspace and are not read or written",
+                           "/%s has %ju hard links; files with other names may live outside the "
+                           "workspace and are not read or written",
                            rel, (uintmax_t)st->st_nlink);
     return 0;
 }
 
-int broker_info(const struct tool_ctx *ctx, const char *path, const char *field,
-                struct broker_meta *out, struct broker_err *e)
+int broker_info(const struct tool_ctx *ctx, const char *path, const char *field, struct broker_meta *out,
+                struct broker_err *e)
 {
     memset(out, 0, sizeof(*out));
     _cleanup_free_ char *rel = NULL;
@@ -87,8 +87,8 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
     if (broker_path_clean(path, field, &rel, e) < 0)
         return -1;
     /* O_NONBLOCK: opening a fifo planted in the workspace must not hang the broker. */
-    _cleanup_close_ int fd =
-        broker_openat(ctx->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, 0, field, e);
+    _cleanup_close_ int fd = broker_openat(ctx->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, 0,
+                                           field, e);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -226,7 +226,7 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
 /* ---- write ---------------------------------------------------------------------------------- */
 
 struct target {
-    int dirfd;          /* parent, O_PATH */
+    int dirfd; /* parent, O_PATH */
     const char *leaf;
     bool exists;
     struct stat st;
@@ -246,19 +246,22 @@ static int check_protected(const struct tool_ctx *ctx, const char *rel, int dirf
         _cleanup_free_ char *dir = broker_resolved_rel(ctx->root_fd, dirfd);
         real = dir && *dir ? util_printf("%s/%s", dir, leaf) : dir ? strdup(leaf) : NULL;
         if (!real)
-            return broker_fail(e, BROKER_E_DENIED, field, "/%s: where it lands cannot be told, so it is not written", rel);
+            return broker_fail(e, BROKER_E_DENIED, field,
+                               "/%s: where it lands cannot be told, so it is not written", rel);
         pat = broker_protected_match(ctx->protected_paths, ctx->n_protected, real);
     }
     if (pat)
-        return broker_fail(e, BROKER_E_DENIED, field,
-                           "/%s is a protected path (policy protected_paths: \"%s\"): git or another tool "
-                           "would run what is written there, so agents never write it", real ? real : rel, pat);
+        return broker_fail(
+            e, BROKER_E_DENIED, field,
+            "/%s is a protected path (policy protected_paths: \"%s\"): git or another tool "
+            "would run what is written there, so agents never write it",
+            real ? real : rel, pat);
     return 0;
 }
 
 /* The workspace's storage budget: what it holds now, less the file replaced, plus NEW_LEN. */
-static int check_storage(const struct tool_ctx *ctx, const struct target *t, const char *rel, uint64_t new_len,
-                         struct broker_err *e)
+static int check_storage(const struct tool_ctx *ctx, const struct target *t, const char *rel,
+                         uint64_t new_len, struct broker_err *e)
 {
     if (!ctx->storage_bytes)
         return 0;
@@ -269,13 +272,17 @@ static int check_storage(const struct tool_ctx *ctx, const struct target *t, con
     uint64_t old = t->exists ? (uint64_t)t->st.st_size : 0;
     uint64_t after = (used > old ? used - old : 0) + new_len;
     if (r == -EFBIG)
-        return broker_fail(e, BROKER_E_TOO_LARGE, "content",
-                           "the workspace holds more entries or deeper directories than its storage budget "
-                           "can measure; remove some before writing /%s", rel);
+        return broker_fail(
+            e, BROKER_E_TOO_LARGE, "content",
+            "the workspace holds more entries or deeper directories than its storage budget "
+            "can measure; remove some before writing /%s",
+            rel);
     if (after > ctx->storage_bytes)
-        return broker_fail(e, BROKER_E_TOO_LARGE, "content",
-                           "writing /%s would make the workspace hold %ju bytes, over its storage budget of "
-                           "%ju bytes (storage_bytes)", rel, (uintmax_t)after, (uintmax_t)ctx->storage_bytes);
+        return broker_fail(
+            e, BROKER_E_TOO_LARGE, "content",
+            "writing /%s would make the workspace hold %ju bytes, over its storage budget of "
+            "%ju bytes (storage_bytes)",
+            rel, (uintmax_t)after, (uintmax_t)ctx->storage_bytes);
     return 0;
 }
 
@@ -294,9 +301,9 @@ static int target_open(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
     if (fstatat(t->dirfd, t->leaf, &t->st, AT_SYMLINK_NOFOLLOW) == 0) {
         t->exists = true;
         if (S_ISLNK(t->st.st_mode))
-            return broker_fail(e, BROKER_E_DENIED, field,
-                               "/%s is a symlink; writes do not follow symlinks (write the target's own path)",
-                               rel);
+            return broker_fail(
+                e, BROKER_E_DENIED, field,
+                "/%s is a symlink; writes do not follow symlinks (write the target's own path)", rel);
         return check_regular(&t->st, field, rel, e);
     }
     if (errno != ENOENT)
@@ -319,9 +326,8 @@ static int target_slurp(const struct target *t, const char *rel, uint64_t max, c
     if (check_regular(&st, field, rel, e) < 0)
         return -1;
     if ((uint64_t)st.st_size > max)
-        return broker_fail(e, BROKER_E_TOO_LARGE, field,
-                           "/%s is %ju bytes, over the limit of %ju bytes", rel,
-                           (uintmax_t)st.st_size, (uintmax_t)max);
+        return broker_fail(e, BROKER_E_TOO_LARGE, field, "/%s is %ju bytes, over the limit of %ju bytes",
+                           rel, (uintmax_t)st.st_size, (uintmax_t)max);
     size_t want = (size_t)st.st_size;
     char *buf = malloc(want + 1);
     if (!buf)
@@ -347,19 +353,19 @@ static int target_replace(const struct target *t, const char *rel, const char *c
     uint8_t rnd[8];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return broker_fail(e, BROKER_E_IO, field, "getrandom: %s", strerror(errno));
-    snprintf(tmp, sizeof(tmp), ".corral-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", rnd[0], rnd[1],
-             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    snprintf(tmp, sizeof(tmp), ".corral-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     /* The mode is set explicitly below, so the process umask (shared by threads) is moot. */
-    _cleanup_close_ int fd =
-        openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    _cleanup_close_ int fd = openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                    0600);
     if (fd < 0) {
         int err = errno;
         e->sys_errno = err;
         if (err == EACCES || err == EPERM || err == EROFS)
-            return broker_fail(e, BROKER_E_DENIED, field, "/%s: cannot create a file there: %s",
-                               rel, strerror(err));
-        return broker_fail(e, err == ENOSPC || err == EDQUOT ? BROKER_E_TOO_LARGE : BROKER_E_IO,
-                           field, "/%s: %s", rel, strerror(err));
+            return broker_fail(e, BROKER_E_DENIED, field, "/%s: cannot create a file there: %s", rel,
+                               strerror(err));
+        return broker_fail(e, err == ENOSPC || err == EDQUOT ? BROKER_E_TOO_LARGE : BROKER_E_IO, field,
+                           "/%s: %s", rel, strerror(err));
     }
     int err = 0;
     for (size_t i = 0; i < n_parts && !err; i++)
@@ -419,8 +425,8 @@ int broker_write(const struct tool_ctx *ctx, const char *path, const char *data,
         r = target_slurp(&t, rel, max, field, &old, &old_len, e);
         if (r == 0 && old_len + len > max)
             r = broker_fail(e, BROKER_E_TOO_LARGE, "content",
-                            "appending %zu bytes would make /%s %zu bytes, over the limit of %ju",
-                            len, rel, old_len + len, (uintmax_t)max);
+                            "appending %zu bytes would make /%s %zu bytes, over the limit of %ju", len,
+                            rel, old_len + len, (uintmax_t)max);
     }
     if (r == 0)
         r = check_storage(ctx, &t, rel, (uint64_t)old_len + len, e);
@@ -553,8 +559,8 @@ static int apply_edit(struct text *t, const struct broker_edit *op, size_t idx, 
         char *out = NULL;
         size_t out_len = 0;
         int r = broker_regex_substitute(re, t->s, t->len, op->replacement, global,
-                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, field, &out,
-                                        &out_len, e);
+                                        max > SIZE_MAX ? SIZE_MAX : (size_t)max, field, &out, &out_len,
+                                        e);
         broker_regex_free(re);
         if (r < 0)
             return -1;
@@ -581,8 +587,8 @@ static int apply_edit(struct text *t, const struct broker_edit *op, size_t idx, 
             return broker_fail(e, BROKER_E_NOT_UNIQUE, field,
                                "%s occurs more than once; add surrounding text to make it unique",
                                field);
-        return splice_text(t, at, at + pl, NULL, op->replacement, strlen(op->replacement), false,
-                           max, field, e);
+        return splice_text(t, at, at + pl, NULL, op->replacement, strlen(op->replacement), false, max,
+                           field, e);
     }
     }
     return broker_fail(e, BROKER_E_INVALID, "operations", "unknown operation");
@@ -633,8 +639,7 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
 
 /* ---- remove, mkdir (for the surfaces that have them: file.delete, rmdir, mkdir) ------------ */
 
-int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
-                  struct broker_err *e)
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory, struct broker_err *e)
 {
     static const char field[] = "path";
     _cleanup_free_ char *rel = NULL;
@@ -652,9 +657,8 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
         return -1;
     struct stat st;
     if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return broker_fail(e, errno == ENOENT ? BROKER_E_NOT_FOUND : BROKER_E_IO, field,
-                           "/%s: %s", rel, errno == ENOENT ? "does not exist in the workspace"
-                                                           : strerror(errno));
+        return broker_fail(e, errno == ENOENT ? BROKER_E_NOT_FOUND : BROKER_E_IO, field, "/%s: %s", rel,
+                           errno == ENOENT ? "does not exist in the workspace" : strerror(errno));
     /* A symlink is removed as itself, never through: its target is left alone. */
     if (directory && !S_ISDIR(st.st_mode))
         return broker_fail(e, BROKER_E_NOT_DIR, field, "/%s is not a directory", rel);
@@ -665,15 +669,14 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
         e->sys_errno = err; /* a refusal by the file system, not by containment */
         if (err == ENOTEMPTY || err == EEXIST)
             return broker_fail(e, BROKER_E_INVALID, field, "/%s is not empty", rel);
-        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
-                                                                             : BROKER_E_IO,
+        return broker_fail(e,
+                           err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED : BROKER_E_IO,
                            field, "/%s: %s", rel, strerror(err));
     }
     return 0;
 }
 
-int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
-                 struct broker_err *e)
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, struct broker_err *e)
 {
     static const char field[] = "path";
     _cleanup_free_ char *rel = NULL;
@@ -697,9 +700,10 @@ int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
             return 0;
         if (err == EEXIST)
             return broker_fail(e, BROKER_E_EXISTS, field, "/%s already exists", rel);
-        return broker_fail(e, err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
-                              : err == ENOSPC || err == EDQUOT             ? BROKER_E_TOO_LARGE
-                                                                           : BROKER_E_IO,
+        return broker_fail(e,
+                           err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED
+                           : err == ENOSPC || err == EDQUOT              ? BROKER_E_TOO_LARGE
+                                                                         : BROKER_E_IO,
                            field, "/%s: %s", rel, strerror(err));
     }
     struct stat pst;
@@ -812,8 +816,8 @@ static int walk_dir(struct walk *w, int dirfd, const char *rel, unsigned depth)
         if (broker_filter_prunes(w->filter, child, name, false))
             continue;
         struct broker_err sub_err;
-        int sub = broker_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS,
-                                "path", &sub_err);
+        int sub = broker_openat(dirfd, name, O_RDONLY | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS, "path",
+                                &sub_err);
         if (sub < 0)
             continue; /* replaced under us or unreadable: skipped, never followed */
         r = walk_dir(w, sub, child, depth + 1);
@@ -838,8 +842,7 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
     if (fstat(fd, &st) < 0)
         return broker_fail(e, BROKER_E_IO, "path", "/%s: %s", rel, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return broker_fail(e, BROKER_E_NOT_DIR, "path",
-                           "/%s is a file, not a directory", rel);
+        return broker_fail(e, BROKER_E_NOT_DIR, "path", "/%s is a file, not a directory", rel);
     struct glob *inc = NULL;
     if (o->include_glob && glob_new(o->include_glob, &inc) < 0)
         return broker_fail(e, BROKER_E_PATTERN, "pattern", "pattern \"%.200s\" is not a valid glob",
@@ -849,8 +852,12 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
         glob_free(inc);
         return -1;
     }
-    struct walk w = {.o = o, .filter = f, .include = inc, .start_len = *rel ? strlen(rel) + 1 : 0,
-                     .out = out, .e = e};
+    struct walk w = {.o = o,
+                     .filter = f,
+                     .include = inc,
+                     .start_len = *rel ? strlen(rel) + 1 : 0,
+                     .out = out,
+                     .e = e};
     int r = 0;
     if (!(o->recursive && *rel && broker_filter_prunes(f, rel, "", true))) {
         int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

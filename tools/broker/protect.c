@@ -16,8 +16,8 @@
  * as a file may point git at a directory the agent wrote ("gitdir: ..."). "**" + "/" matches at any
  * depth, so a nested repository is covered too. */
 const char *const broker_protected_default[] = {
-    "**/.git",          "**/.git/config",        "**/.git/config.worktree", "**/.git/commondir",
-    "**/.git/hooks",    "**/.git/hooks/**",      "**/.git/modules",         "**/.git/modules/**",
+    "**/.git",           "**/.git/config",       "**/.git/config.worktree", "**/.git/commondir",
+    "**/.git/hooks",     "**/.git/hooks/**",     "**/.git/modules",         "**/.git/modules/**",
     "**/.git/worktrees", "**/.git/worktrees/**", "**/.git/info/attributes", NULL,
 };
 
