@@ -117,8 +117,10 @@ int main(int argc, char **argv)
         in_fd = from[0];
     }
     char req[65536];
-    int k = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                     "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"rt_driver\",\"version\":\"1\"}}}\n");
+    int k = snprintf(req, sizeof(req),
+                     "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                     "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":"
+                     "\"rt_driver\",\"version\":\"1\"}}}\n");
     put(req, (size_t)k);
     size_t len;
     answer(0, &len);
@@ -136,7 +138,9 @@ int main(int argc, char **argv)
         if (i == 0)
             start = now_us();
         long id = i + warm + 1;
-        k = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
+        k = snprintf(req, sizeof(req),
+                     "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"tools/"
+                     "call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n",
                      id, tool, args);
         double a = now_us();
         put(req, (size_t)k);
@@ -157,9 +161,11 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++)
         sum += lat[i];
     if (n > 0)
-        fprintf(stderr, "RESULT tool=%s n=%ld init_us=%.0f p50_us=%.1f p99_us=%.1f mean_us=%.1f max_us=%.1f calls_per_s=%.0f bytes=%zu errors=%ld\n",
-                tool, n, init_us, lat[n / 2], lat[(size_t)((double)n * 0.99)], sum / (double)n, lat[n - 1],
-                (double)n / (total / 1e6), bytes / (size_t)n, errors);
+        fprintf(stderr,
+                "RESULT tool=%s n=%ld init_us=%.0f p50_us=%.1f p99_us=%.1f mean_us=%.1f max_us=%.1f "
+                "calls_per_s=%.0f bytes=%zu errors=%ld\n",
+                tool, n, init_us, lat[n / 2], lat[(size_t)((double)n * 0.99)], sum / (double)n,
+                lat[n - 1], (double)n / (total / 1e6), bytes / (size_t)n, errors);
     if (out_fd != 1)
         close(out_fd);
     return errors ? 1 : 0;

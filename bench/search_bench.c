@@ -21,7 +21,8 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     if (argc < 3 || (strcmp(argv[1], "search") == 0 && argc != 5)) {
-        fprintf(stderr, "usage: search_bench search ROOT QUERY regex|literal | explore ROOT | read ROOT PATH\n");
+        fprintf(stderr,
+                "usage: search_bench search ROOT QUERY regex|literal | explore ROOT | read ROOT PATH\n");
         return 2;
     }
     struct tool_ctx ctx = {0};
@@ -80,8 +81,8 @@ int main(int argc, char **argv)
             cJSON_Delete(res);
         }
         qsort(t, (size_t)n, sizeof(double), cmp_double);
-        printf("in-process %s: median %.3f ms, min %.3f ms over %d calls\n", tool,
-               t[n / 2] * 1000.0, t[0] * 1000.0, n);
+        printf("in-process %s: median %.3f ms, min %.3f ms over %d calls\n", tool, t[n / 2] * 1000.0,
+               t[0] * 1000.0, n);
         free(t);
     }
     cJSON_Delete(args);

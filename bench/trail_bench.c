@@ -49,15 +49,19 @@ static double plain_inserts(const char *path, unsigned turns, double budget_sec,
     sqlite3 *db = NULL;
     if (sqlite3_open(path, &db) != SQLITE_OK)
         return -1;
-    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                     "CREATE TABLE entries (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ts INTEGER NOT NULL,"
-                     " workspace TEXT, actor TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, local_seq INTEGER,"
-                     " local_prev BLOB, prev_hash BLOB, hash BLOB NOT NULL);"
-                     "CREATE INDEX entries_actor ON entries(actor);"
-                     "CREATE INDEX entries_type ON entries(type); CREATE INDEX entries_ts ON entries(ts);",
+    sqlite3_exec(db,
+                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                 "CREATE TABLE entries (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ts INTEGER NOT NULL,"
+                 " workspace TEXT, actor TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL, "
+                 "local_seq INTEGER,"
+                 " local_prev BLOB, prev_hash BLOB, hash BLOB NOT NULL);"
+                 "CREATE INDEX entries_actor ON entries(actor);"
+                 "CREATE INDEX entries_type ON entries(type); CREATE INDEX entries_ts ON entries(ts);",
                  NULL, NULL, NULL);
     sqlite3_stmt *st = NULL;
-    sqlite3_prepare_v2(db, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, 'worker', 'tool_call', ?5, ?6, ?7, ?7, ?7)", -1, &st, NULL);
+    sqlite3_prepare_v2(
+        db, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, 'worker', 'tool_call', ?5, ?6, ?7, ?7, ?7)", -1,
+        &st, NULL);
     unsigned char h[32] = {1};
     unsigned long n = 0;
     double t0 = now(), t;
@@ -131,8 +135,10 @@ static int throughput(const char *dir, unsigned turns)
         return 1;
     double ra = (double)released / ta, rb = (double)nb / tb;
     printf("durable throughput (synchronous=FULL, WAL, 64 agents, one commit per loop turn):\n");
-    printf("  corral trail (group commit, hash chains): %8lu entries in %6.2f s = %10.0f entries/s\n", released, ta, ra);
-    printf("  plain SQLite (one INSERT per transaction): %7lu entries in %6.2f s = %10.0f entries/s\n", nb, tb, rb);
+    printf("  corral trail (group commit, hash chains): %8lu entries in %6.2f s = %10.0f entries/s\n",
+           released, ta, ra);
+    printf("  plain SQLite (one INSERT per transaction): %7lu entries in %6.2f s = %10.0f entries/s\n",
+           nb, tb, rb);
     printf("  ratio: %.1fx (goal >= 10x)\n", ra / rb);
     return 0;
 }
@@ -150,7 +156,9 @@ static int latency(const char *dir, unsigned n)
     double *lat = calloc(n, sizeof(*lat));
     if (!lat)
         return 1;
-    printf("latency the trail adds to one sequential tool call (append + commit before release), %u calls:\n", n);
+    printf("latency the trail adds to one sequential tool call (append + commit before release), %u "
+           "calls:\n",
+           n);
     for (int mode = 0; mode < 2; mode++) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/latency-%s.db", dir, mode ? "normal" : "full");
@@ -161,14 +169,16 @@ static int latency(const char *dir, unsigned n)
         for (unsigned i = 0; i < n; i++) {
             cJSON *body = tool_body(0, i);
             double t0 = now();
-            if (trail_append(t, "ws-00", "worker", "tool_call", body, NULL, &err) < 0 || trail_commit(t, &err) < 0)
+            if (trail_append(t, "ws-00", "worker", "tool_call", body, NULL, &err) < 0 ||
+                trail_commit(t, &err) < 0)
                 return die_cerr("append/commit", &err);
             lat[i] = (now() - t0) * 1e6;
             cJSON_Delete(body);
         }
         trail_close(t);
         qsort(lat, n, sizeof(*lat), cmp_double);
-        printf("  %-6s p50 %8.1f us   p99 %8.1f us   (trail off: 0)\n", mode ? "normal" : "full", lat[n / 2], lat[n * 99 / 100]);
+        printf("  %-6s p50 %8.1f us   p99 %8.1f us   (trail off: 0)\n", mode ? "normal" : "full",
+               lat[n / 2], lat[n * 99 / 100]);
     }
     free(lat);
     return 0;
@@ -198,7 +208,8 @@ static int fill(const char *path, unsigned long n)
         return die_cerr("commit", &err);
     double dt = now() - t0;
     trail_close(t);
-    printf("filled %s with %lu entries in %.2f s (%.0f entries/s, NORMAL, 1000 per commit)\n", path, n, dt, (double)n / dt);
+    printf("filled %s with %lu entries in %.2f s (%.0f entries/s, NORMAL, 1000 per commit)\n", path, n,
+           dt, (double)n / dt);
     return 0;
 }
 
@@ -209,11 +220,15 @@ static int verify(const char *path)
     sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
     sqlite3_exec(db, "PRAGMA mmap_size=2147418112", NULL, NULL, NULL);
     sqlite3_stmt *st = NULL;
-    sqlite3_prepare_v2(db, "SELECT seq, id, ts, workspace, actor, type, body, local_seq, local_prev, prev_hash, hash FROM entries ORDER BY seq", -1, &st, NULL);
+    sqlite3_prepare_v2(db,
+                       "SELECT seq, id, ts, workspace, actor, type, body, local_seq, local_prev, "
+                       "prev_hash, hash FROM entries ORDER BY seq",
+                       -1, &st, NULL);
     double t0 = now();
     unsigned long rows = 0, bytes = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        bytes += (unsigned long)sqlite3_column_bytes(st, 6) + (unsigned long)sqlite3_column_bytes(st, 10);
+        bytes += (unsigned long)sqlite3_column_bytes(st, 6) +
+                 (unsigned long)sqlite3_column_bytes(st, 10);
         rows++;
     }
     double ts = now() - t0;
@@ -228,8 +243,12 @@ static int verify(const char *path)
     if (r != 0)
         return die_cerr("verify", &err);
     printf("verify speed over %llu entries:\n", (unsigned long long)n);
-    printf("  trail_verify_file (all hashes, both chains):  %6.3f s = %10.0f entries/s (goal >= 1000000)\n", tv, (double)n / tv);
-    printf("  bare SQLite scan of the same rows (no hashing): %6.3f s = %10.0f rows/s (%lu bytes read)\n", ts, (double)rows / ts, bytes);
+    printf(
+        "  trail_verify_file (all hashes, both chains):  %6.3f s = %10.0f entries/s (goal >= 1000000)\n",
+        tv, (double)n / tv);
+    printf(
+        "  bare SQLite scan of the same rows (no hashing): %6.3f s = %10.0f rows/s (%lu bytes read)\n",
+        ts, (double)rows / ts, bytes);
     printf("  verify costs %.2fx the bare scan\n", tv / ts);
     return 0;
 }
@@ -244,6 +263,7 @@ int main(int argc, char **argv)
         return fill(argv[2], strtoul(argv[3], NULL, 10));
     if (argc == 3 && !strcmp(argv[1], "verify"))
         return verify(argv[2]);
-    fprintf(stderr, "usage: trail_bench throughput DIR TURNS | latency DIR N | fill FILE N | verify FILE\n");
+    fprintf(stderr,
+            "usage: trail_bench throughput DIR TURNS | latency DIR N | fill FILE N | verify FILE\n");
     return 2;
 }

@@ -51,10 +51,26 @@ int util_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     switch (*end) {
     case '\0': break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: return -EINVAL;
     }
     if (shift && (*end == 'i' || *end == 'I'))
@@ -140,7 +156,10 @@ int util_write_fileat(int dirfd, const char *name, const char *s)
     return r;
 }
 
-int util_write_file(const char *path, const char *s) { return util_write_fileat(AT_FDCWD, path, s); }
+int util_write_file(const char *path, const char *s)
+{
+    return util_write_fileat(AT_FDCWD, path, s);
+}
 
 int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap)
 {
@@ -157,7 +176,10 @@ int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap)
     return 0;
 }
 
-int util_read_file(const char *path, char *buf, size_t cap) { return util_read_fileat(AT_FDCWD, path, buf, cap); }
+int util_read_file(const char *path, char *buf, size_t cap)
+{
+    return util_read_fileat(AT_FDCWD, path, buf, cap);
+}
 
 char *util_printf(const char *fmt, ...)
 {

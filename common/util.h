@@ -18,7 +18,10 @@
 #define _unused_ __attribute__((unused))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-static inline void util_freep(void *p) { free(*(void **)p); }
+static inline void util_freep(void *p)
+{
+    free(*(void **)p);
+}
 static inline void util_closep(int *fd)
 {
     if (*fd >= 0) {

@@ -299,13 +299,13 @@ static void syntax_error(struct jsonc_doc *doc, size_t off, struct policy_diags 
         rest_blank = (unsigned char)doc->text[i] <= 32;
     if (rest_blank)
         policy_diags_add(d, doc->name, line, col,
-                  "syntax error: unexpected end of file; is a closing '}' or ']' missing?");
+                         "syntax error: unexpected end of file; is a closing '}' or ']' missing?");
     else
         policy_diags_add(d, doc->name, line, col, "syntax error near '%s'%s", tok, hint);
 }
 
 int jsonc_parse(struct jsonc_doc *doc, const char *name, const char *data, size_t len,
-               struct policy_diags *d)
+                struct policy_diags *d)
 {
     *doc = (struct jsonc_doc){.name = name};
     if (len > 16u << 20)

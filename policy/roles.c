@@ -5,42 +5,71 @@
 #include <string.h>
 
 const char *const roles_signals[] = {
-    "ready",     "started",   "blocked",      "checkpoint", "complete", "failed",
-    "integrate", "acknowledged", "escalation", "suspend",   "migrate",
+    "ready",     "started",      "blocked",    "checkpoint", "complete", "failed",
+    "integrate", "acknowledged", "escalation", "suspend",    "migrate",
 };
 const size_t roles_n_signals = ARRAY_SIZE(roles_signals);
 
 /* What an agent may be given to read beyond its own workspace (Roles spec 3, Taxonomy 3). */
 const char *const roles_read_scopes[] = {
-    "own_workspace",         "own_directive",  "own_local_trail", "assigned_workspace",
-    "peer_workspace",        "designated_workspaces", "designated_group", "all_workspaces",
-    "global_trail",
+    "own_workspace",      "own_directive",  "own_local_trail",
+    "assigned_workspace", "peer_workspace", "designated_workspaces",
+    "designated_group",   "all_workspaces", "global_trail",
 };
 const size_t roles_n_read_scopes = ARRAY_SIZE(roles_read_scopes);
 
 /* The coordinator's protocol-level actions (Roles spec 3): never granted by inheritance. */
 const char *const roles_actions[] = {
-    "create_workspace", "abort_workspace",  "assign_roles",     "grant_delegate",
-    "integrate",        "manage_budgets",   "grant_visibility", "configure_highway",
+    "create_workspace", "abort_workspace", "assign_roles",     "grant_delegate",
+    "integrate",        "manage_budgets",  "grant_visibility", "configure_highway",
 };
 const size_t roles_n_actions = ARRAY_SIZE(roles_actions);
 
 static const char *const coordinator_row[] = {
-    "send:directive->worker", "send:feedback->worker", "receive:query<-worker",
-    "emit:ready", "emit:started", "emit:failed", "emit:integrate", "emit:acknowledged",
-    "read:all_workspaces", "read:global_trail",
-    "create_workspace", "abort_workspace", "assign_roles", "grant_delegate", "integrate",
-    "manage_budgets", "grant_visibility", "configure_highway",
+    "send:directive->worker",
+    "send:feedback->worker",
+    "receive:query<-worker",
+    "emit:ready",
+    "emit:started",
+    "emit:failed",
+    "emit:integrate",
+    "emit:acknowledged",
+    "read:all_workspaces",
+    "read:global_trail",
+    "create_workspace",
+    "abort_workspace",
+    "assign_roles",
+    "grant_delegate",
+    "integrate",
+    "manage_budgets",
+    "grant_visibility",
+    "configure_highway",
 };
 static const char *const worker_row[] = {
-    "send:query->coordinator", "receive:directive<-coordinator", "receive:feedback<-coordinator",
-    "emit:ready", "emit:started", "emit:blocked", "emit:checkpoint", "emit:complete",
-    "emit:failed", "emit:escalation", "create:artifact",
-    "read:own_workspace", "read:own_directive", "read:own_local_trail",
+    "send:query->coordinator",
+    "receive:directive<-coordinator",
+    "receive:feedback<-coordinator",
+    "emit:ready",
+    "emit:started",
+    "emit:blocked",
+    "emit:checkpoint",
+    "emit:complete",
+    "emit:failed",
+    "emit:escalation",
+    "create:artifact",
+    "read:own_workspace",
+    "read:own_directive",
+    "read:own_local_trail",
 };
 static const char *const observer_row[] = {
-    "emit:ready", "emit:started", "emit:complete", "emit:failed", "emit:escalation",
-    "create:observation", "read:designated_workspaces", "read:own_local_trail",
+    "emit:ready",
+    "emit:started",
+    "emit:complete",
+    "emit:failed",
+    "emit:escalation",
+    "create:observation",
+    "read:designated_workspaces",
+    "read:own_local_trail",
 };
 
 const char *policy_base_name(enum policy_base b)
@@ -71,9 +100,18 @@ void roles_base_init(struct policy_role *r, enum policy_base b)
     const char *const *row;
     size_t n;
     switch (b) {
-    case POLICY_BASE_COORDINATOR: row = coordinator_row; n = ARRAY_SIZE(coordinator_row); break;
-    case POLICY_BASE_WORKER: row = worker_row; n = ARRAY_SIZE(worker_row); break;
-    default: row = observer_row; n = ARRAY_SIZE(observer_row); break;
+    case POLICY_BASE_COORDINATOR:
+        row = coordinator_row;
+        n = ARRAY_SIZE(coordinator_row);
+        break;
+    case POLICY_BASE_WORKER:
+        row = worker_row;
+        n = ARRAY_SIZE(worker_row);
+        break;
+    default:
+        row = observer_row;
+        n = ARRAY_SIZE(observer_row);
+        break;
     }
     r->name = policy_base_name(b);
     r->base = b;
@@ -119,8 +157,8 @@ const char *roles_above_ceiling(enum policy_base b, const char *cap)
     }
     if (!strncmp(cap, "emit:", 5)) {
         const char *sig = cap + 5;
-        static const char *const worker_ok[] = {"ready", "started", "blocked", "checkpoint",
-                                                "complete", "failed", "escalation"};
+        static const char *const worker_ok[] = {"ready",    "started", "blocked",   "checkpoint",
+                                                "complete", "failed",  "escalation"};
         static const char *const observer_ok[] = {"ready", "started", "complete", "failed",
                                                   "escalation"};
         if (b == POLICY_BASE_WORKER && !in_list(sig, strlen(sig), worker_ok, ARRAY_SIZE(worker_ok)))

@@ -19,10 +19,10 @@ static const char *const cg_ctl_name[CG_NCTL] = {"memory", "pids", "cpu", "cpuac
 
 struct cgroup {
     bool v2;
-    char *rel;              /* our cgroup, relative to each hierarchy's root */
-    char *dir[CG_NCTL];     /* absolute directory per controller (v2: all the same one) */
-    int ndirs;              /* distinct directories to remove, in dir[] order */
-    char *leaf;             /* v2: DIR/main, where the processes live (see cgroup_create) */
+    char *rel;          /* our cgroup, relative to each hierarchy's root */
+    char *dir[CG_NCTL]; /* absolute directory per controller (v2: all the same one) */
+    int ndirs;          /* distinct directories to remove, in dir[] order */
+    char *leaf;         /* v2: DIR/main, where the processes live (see cgroup_create) */
 };
 
 static unsigned long cg_counter;
@@ -160,7 +160,8 @@ static int set_limits(struct cgroup *cg, const struct sandbox_limits *l, struct 
         /* Without swap accounting the file is absent; with it, swap must not extend the budget. */
         char p[4096];
         snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", cg->dir[CG_MEMORY]);
-        if (access(p, F_OK) == 0 && (r = write_ctl(cg, CG_MEMORY, "memory.memsw.limit_in_bytes", v, err)) < 0)
+        if (access(p, F_OK) == 0 &&
+            (r = write_ctl(cg, CG_MEMORY, "memory.memsw.limit_in_bytes", v, err)) < 0)
             return r;
         (void)write_ctl(cg, CG_MEMORY, "memory.swappiness", "0", NULL);
     }
@@ -190,7 +191,8 @@ static void rmdir_tree(const char *dir, int depth)
         while ((e = readdir(d))) {
             long pid;
             unsigned long n;
-            if (strcmp(e->d_name, "main") && (sscanf(e->d_name, "corral-%ld-%lu", &pid, &n) != 2 || pid <= 0))
+            if (strcmp(e->d_name, "main") &&
+                (sscanf(e->d_name, "corral-%ld-%lu", &pid, &n) != 2 || pid <= 0))
                 continue;
             char p[4096 + 8];
             if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) < (int)sizeof(p))
@@ -266,8 +268,12 @@ static int v2_enable_children(const char *dir, bool may_move_self, struct cerr *
         }
     }
     if (r < 0)
-        return cerr_set(err, r, "cgroup v2: cannot enable memory, pids and cpu for the children of %s: %s%s", dir, strerror(-r),
-                        r == -EBUSY ? " (other processes share corral's cgroup; start corral in a cgroup of its own, e.g. 'systemd-run --scope -p Delegate=yes corral ...')" : "");
+        return cerr_set(
+            err, r, "cgroup v2: cannot enable memory, pids and cpu for the children of %s: %s%s", dir,
+            strerror(-r),
+            r == -EBUSY ? " (other processes share corral's cgroup; start corral in a cgroup of its "
+                          "own, e.g. 'systemd-run --scope -p Delegate=yes corral ...')"
+                        : "");
     return 0;
 }
 
@@ -281,7 +287,8 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
     cg->v2 = v2_usable(root, sizeof(root), own, sizeof(own));
     char name[96];
     /* Command sandboxes are spawned from several worker threads at once. */
-    snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(), __atomic_add_fetch(&cg_counter, 1, __ATOMIC_RELAXED));
+    snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(),
+             __atomic_add_fetch(&cg_counter, 1, __ATOMIC_RELAXED));
     int r = 0;
 
     if (cg->v2) {
@@ -307,7 +314,10 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
             goto fail;
         }
         if (cg_mkdir(d) < 0) {
-            r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own cgroup; run as root or under a delegated subtree)", d, strerror(errno));
+            r = cerr_set(err, errno,
+                         "cgroup: cannot create %s: %s (corral needs write access to its own cgroup; "
+                         "run as root or under a delegated subtree)",
+                         d, strerror(errno));
             cg->ndirs = 0;
             goto fail;
         }
@@ -316,7 +326,8 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
         cg->leaf = util_printf("%s/main", d);
         if (!cg->leaf || (r = v2_enable_children(d, false, err)) < 0 || mkdir(cg->leaf, 0755) < 0) {
             if (r == 0)
-                r = cerr_set(err, errno ? errno : ENOMEM, "cgroup: cannot create %s/main: %s", d, strerror(errno));
+                r = cerr_set(err, errno ? errno : ENOMEM, "cgroup: cannot create %s/main: %s", d,
+                             strerror(errno));
             goto fail;
         }
     } else {
@@ -331,9 +342,13 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
             } else if (v1_mount_of(cg_ctl_name[i], mnt, sizeof(mnt)) < 0) {
                 if (i == CG_CPUACCT)
                     continue; /* usage then comes from cpu.stat where available */
-                if ((i == CG_MEMORY && !l->memory) || (i == CG_PIDS && !l->pids) || (i == CG_CPU && !(l->cpus > 0)))
+                if ((i == CG_MEMORY && !l->memory) || (i == CG_PIDS && !l->pids) ||
+                    (i == CG_CPU && !(l->cpus > 0)))
                     continue;
-                r = cerr_set(err, ENOENT, "cgroup: no v1 hierarchy with the '%s' controller is mounted and cgroup v2 lacks memory/pids/cpu; mount it or drop that budget", cg_ctl_name[i]);
+                r = cerr_set(err, ENOENT,
+                             "cgroup: no v1 hierarchy with the '%s' controller is mounted and cgroup v2 "
+                             "lacks memory/pids/cpu; mount it or drop that budget",
+                             cg_ctl_name[i]);
                 goto fail;
             }
             if (parent || own_cgroup(cg_ctl_name[i], ownc, sizeof(ownc)) < 0)
@@ -364,7 +379,10 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
                 sweep_stale(pd);
             }
             if (cg_mkdir(d) < 0) {
-                r = cerr_set(err, errno, "cgroup: cannot create %s: %s (corral needs write access to its own %s cgroup; run as root)", d, strerror(errno), cg_ctl_name[i]);
+                r = cerr_set(err, errno,
+                             "cgroup: cannot create %s: %s (corral needs write access to its own %s "
+                             "cgroup; run as root)",
+                             d, strerror(errno), cg_ctl_name[i]);
                 cg->dir[i] = NULL;
                 free(d);
                 goto fail;
@@ -389,7 +407,9 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err)
         char p[4096];
         snprintf(p, sizeof(p), "%s/cgroup.procs", cg->leaf);
         int r = util_write_file(p, v);
-        return r < 0 ? cerr_set(err, r, "cgroup: cannot move the sandbox into %s: %s", cg->leaf, strerror(-r)) : 0;
+        return r < 0 ? cerr_set(err, r, "cgroup: cannot move the sandbox into %s: %s", cg->leaf,
+                                strerror(-r))
+                     : 0;
     }
     for (int i = 0; i < CG_NCTL; i++) {
         if (!cg->dir[i])
@@ -453,7 +473,10 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
     r->pids_limited = read_keyed(cg, CG_PIDS, "pids.events", "max") > 0;
 }
 
-const char *cgroup_path(const struct cgroup *cg) { return cg ? cg->rel : NULL; }
+const char *cgroup_path(const struct cgroup *cg)
+{
+    return cg ? cg->rel : NULL;
+}
 
 /* SIGKILL every process listed in DIR/cgroup.procs (v1 has no cgroup.kill). */
 static int kill_listed(const char *dir)

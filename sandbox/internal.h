@@ -14,8 +14,8 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
 int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err);
 void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r);
 const char *cgroup_path(const struct cgroup *cg); /* relative to the hierarchy root(s) */
-int cgroup_kill(struct cgroup *cg);              /* SIGKILL every process in it */
-void cgroup_destroy(struct cgroup *cg);          /* kill what is left, rmdir, free; NULL ok */
+int cgroup_kill(struct cgroup *cg);               /* SIGKILL every process in it */
+void cgroup_destroy(struct cgroup *cg);           /* kill what is left, rmdir, free; NULL ok */
 
 /* seccomp.c: the filter as raw BPF, built in the parent so failures are reported before clone.
  * exec_ptr: when the profile does not allow exec after start, the one execve allowed is the one

@@ -12,10 +12,10 @@
 #include <sys/syscall.h>
 
 /* Newer than this system's headers may know. */
-#define LL_ACCESS_FS_TRUNCATE (1ULL << 14)    /* ABI 3 */
-#define LL_ACCESS_FS_IOCTL_DEV (1ULL << 15)   /* ABI 5 */
+#define LL_ACCESS_FS_TRUNCATE (1ULL << 14)        /* ABI 3 */
+#define LL_ACCESS_FS_IOCTL_DEV (1ULL << 15)       /* ABI 5 */
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
-#define LL_SCOPE_SIGNAL (1ULL << 1)           /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ULL << 1)               /* ABI 6 */
 
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
@@ -33,7 +33,10 @@ int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *er
 {
     int abi = sandbox_landlock_abi();
     if (abi < 1)
-        return cerr_set(err, -abi, "landlock: not available in this kernel (%s); turn landlock off in the policy to run without it", strerror(-abi));
+        return cerr_set(err, -abi,
+                        "landlock: not available in this kernel (%s); turn landlock off in the policy "
+                        "to run without it",
+                        strerror(-abi));
     uint64_t write_access = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
                             LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
                             LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
@@ -64,7 +67,8 @@ int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *er
         if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
             pb.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 3 ? LL_ACCESS_FS_TRUNCATE : 0);
         if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-            r = cerr_set(err, errno, "landlock: cannot allow writes beneath %s: %s", paths[i], strerror(errno));
+            r = cerr_set(err, errno, "landlock: cannot allow writes beneath %s: %s", paths[i],
+                         strerror(errno));
         close(fd);
     }
     if (r == 0 && syscall(SYS_landlock_restrict_self, rs, 0) < 0)

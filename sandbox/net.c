@@ -21,8 +21,8 @@ int net_loopback_prepare(struct net_request *req, struct cerr *err)
 {
     memset(req, 0, sizeof(*req));
     struct nl_msg *msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK);
-    struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = LO_IFINDEX, .ifi_flags = IFF_UP,
-                            .ifi_change = IFF_UP};
+    struct ifinfomsg ifi = {
+        .ifi_family = AF_UNSPEC, .ifi_index = LO_IFINDEX, .ifi_flags = IFF_UP, .ifi_change = IFF_UP};
     if (!msg || nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
         nlmsg_free(msg);
         return cerr_set(err, ENOMEM, "net: cannot build the request to bring lo up");
@@ -45,7 +45,8 @@ int net_loopback_up(const struct net_request *req, struct cerr *err)
         return cerr_set(err, errno, "net: cannot open rtnetlink: %s", strerror(errno));
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     int r = 0;
-    if (sendto(fd, req->buf, req->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)req->len) {
+    if (sendto(fd, req->buf, req->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) !=
+        (ssize_t)req->len) {
         r = cerr_set(err, errno ? errno : EIO, "net: cannot ask to bring lo up: %s", strerror(errno));
         goto out;
     }

@@ -20,11 +20,24 @@
 /* What every sandbox sees read-only: the runtime of ordinary programs. Missing ones are skipped;
  * a host path that is a symlink (merged /usr: /bin -> usr/bin) is recreated as the same symlink. */
 static const char *const runtime_paths[] = {
-    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32",
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-    "/etc/localtime", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/libx32",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
 };
-static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                        "/dev/urandom"};
 
 static int add_entry(struct root_plan *plan, struct root_entry e, struct cerr *err)
 {
@@ -132,9 +145,12 @@ static int detach_tree(const char *host, bool writable, bool device, const struc
         close(userns);
     if (r < 0) {
         close(fd);
-        return cerr_set(err, e, "root: cannot set the mount attributes of %s%s: %s", host,
-                        a.attr_set & MOUNT_ATTR_IDMAP ? " (id-mapped writable bind; the file system may not support id-mapped mounts)" : "",
-                        strerror(e));
+        return cerr_set(
+            err, e, "root: cannot set the mount attributes of %s%s: %s", host,
+            a.attr_set & MOUNT_ATTR_IDMAP
+                ? " (id-mapped writable bind; the file system may not support id-mapped mounts)"
+                : "",
+            strerror(e));
     }
     return fd;
 }
@@ -148,7 +164,8 @@ int root_plan_add_bind(struct root_plan *plan, const struct sandbox_profile *p, 
         inside = host;
     if (inside[0] != '/' || strstr(inside, "/../") || !strcmp(inside, "/") ||
         (strlen(inside) >= 3 && !strcmp(inside + strlen(inside) - 3, "/..")))
-        return cerr_set(err, EINVAL, "bind: '%s' is not a usable absolute path inside the sandbox", inside);
+        return cerr_set(err, EINVAL, "bind: '%s' is not a usable absolute path inside the sandbox",
+                        inside);
     struct stat lst;
     if (lstat(host, &lst) < 0) {
         if (optional && errno == ENOENT)
@@ -326,16 +343,17 @@ static int write_small(const char *path, const char *content)
     return r;
 }
 
-#define CHECK(expr, ...)                                  \
-    do {                                                  \
-        if ((expr) < 0)                                   \
-            return cerr_set(err, errno, __VA_ARGS__);     \
+#define CHECK(expr, ...)                              \
+    do {                                              \
+        if ((expr) < 0)                               \
+            return cerr_set(err, errno, __VA_ARGS__); \
     } while (0)
 
 int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p, struct cerr *err)
 {
     char path[4096 + 64], opts[128];
-    CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "root: cannot make / private: %s", strerror(errno));
+    CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "root: cannot make / private: %s",
+          strerror(errno));
     CHECK(mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"),
           "root: cannot mount the root tmpfs: %s", strerror(errno));
 
@@ -352,7 +370,8 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
                 continue;
             return cerr_set(err, errno, "root: cannot bind %s: %s", proc_ro[i], strerror(errno));
         }
-        CHECK(mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+        CHECK(mount(NULL, path, NULL,
+                    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
               "root: cannot make %s read-only: %s", proc_ro[i], strerror(errno));
     }
 
@@ -361,8 +380,10 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
     /* Device nodes were attached above as bind mounts: mount the /dev tmpfs first would hide
      * them, so /dev gets only links here. */
     static const char *const dev_links[][2] = {
-        {"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
-        {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
+        {"/dev/fd", "/proc/self/fd"},
+        {"/dev/stdin", "/proc/self/fd/0"},
+        {"/dev/stdout", "/proc/self/fd/1"},
+        {"/dev/stderr", "/proc/self/fd/2"},
         {"/dev/shm", "/tmp"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(dev_links); i++) {
@@ -372,23 +393,38 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
 
     snprintf(path, sizeof(path), NEWROOT "/tmp");
     (void)mkdir(path, 01777);
-    snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)(p->limits.tmp_size ? p->limits.tmp_size : 64ull << 20));
-    CHECK(mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts), "root: cannot mount /tmp: %s", strerror(errno));
+    snprintf(opts, sizeof(opts), "mode=1777,size=%llu",
+             (unsigned long long)(p->limits.tmp_size ? p->limits.tmp_size : 64ull << 20));
+    CHECK(mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts), "root: cannot mount /tmp: %s",
+          strerror(errno));
 
     /* A minimal /etc: who the user is, and that localhost is loopback. */
     snprintf(path, sizeof(path), NEWROOT "/etc");
     (void)mkdir(path, 0755);
     char passwd[512], group[256];
     snprintf(passwd, sizeof(passwd),
-             "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:corral agent:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+             "root:x:0:0:root:/root:/bin/sh\nagent:x:%u:%u:corral "
+             "agent:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
              (unsigned)p->uid, (unsigned)p->gid);
     snprintf(group, sizeof(group), "root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid);
     static const char hosts[] = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
     int w = 0;
-    if (w == 0) { snprintf(path, sizeof(path), NEWROOT "/etc/passwd"); w = write_small(path, passwd); }
-    if (w == 0) { snprintf(path, sizeof(path), NEWROOT "/etc/group"); w = write_small(path, group); }
-    if (w == 0) { snprintf(path, sizeof(path), NEWROOT "/etc/hosts"); w = write_small(path, hosts); }
-    if (w == 0) { snprintf(path, sizeof(path), NEWROOT "/etc/hostname"); w = write_small(path, p->hostname ? p->hostname : "corral"); }
+    if (w == 0) {
+        snprintf(path, sizeof(path), NEWROOT "/etc/passwd");
+        w = write_small(path, passwd);
+    }
+    if (w == 0) {
+        snprintf(path, sizeof(path), NEWROOT "/etc/group");
+        w = write_small(path, group);
+    }
+    if (w == 0) {
+        snprintf(path, sizeof(path), NEWROOT "/etc/hosts");
+        w = write_small(path, hosts);
+    }
+    if (w == 0) {
+        snprintf(path, sizeof(path), NEWROOT "/etc/hostname");
+        w = write_small(path, p->hostname ? p->hostname : "corral");
+    }
     if (w < 0)
         return cerr_set(err, w, "root: cannot write %s: %s", path, strerror(-w));
 
@@ -405,7 +441,8 @@ int root_assemble(const struct root_plan *plan, const struct sandbox_profile *p,
         }
         int r = make_target(path, e->is_dir);
         if (r < 0)
-            return cerr_set(err, r, "root: cannot create the mount point %s: %s", e->inside, strerror(-r));
+            return cerr_set(err, r, "root: cannot create the mount point %s: %s", e->inside,
+                            strerror(-r));
         CHECK(move_mount(e->fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH),
               "root: cannot attach %s: %s", e->inside, strerror(errno));
     }

@@ -5,9 +5,9 @@
 #include "sandbox/internal.h"
 
 struct root_entry {
-    int fd;        /* detached mount tree, or -1 for a symlink */
-    char *inside;  /* absolute path inside the sandbox */
-    char *link;    /* symlink target when this entry is a link */
+    int fd;       /* detached mount tree, or -1 for a symlink */
+    char *inside; /* absolute path inside the sandbox */
+    char *link;   /* symlink target when this entry is a link */
     bool is_dir;
     bool writable;
 };

@@ -30,35 +30,35 @@ struct sandbox_bind {
 /* Syscall groups in the spirit of systemd's @system-service. A profile allows a set of groups;
  * the always-denied list (sandbox_seccomp_always_denied) is never allowed, whatever the groups. */
 enum sandbox_sc_group {
-    SANDBOX_SC_BASIC_IO    = 1u << 0,  /* read, write, close, lseek, dup, pipe, ... */
-    SANDBOX_SC_FILE_READ   = 1u << 1,  /* open for reading, stat family, readlink, getdents, ... */
-    SANDBOX_SC_FILE_WRITE  = 1u << 2,  /* create, unlink, rename, mkdir, chmod, truncate, ... */
-    SANDBOX_SC_PROCESS     = 1u << 3,  /* fork/clone (no namespace flags), wait, exit, kill own */
-    SANDBOX_SC_EXEC        = 1u << 4,  /* execve/execveat after the program has started */
-    SANDBOX_SC_SIGNAL      = 1u << 5,
-    SANDBOX_SC_TIMER       = 1u << 6,  /* clocks, nanosleep, timerfd, alarm */
-    SANDBOX_SC_MEMORY      = 1u << 7,  /* mmap family, brk, madvise, mprotect */
-    SANDBOX_SC_IPC         = 1u << 8,  /* SysV / POSIX ipc, futex, eventfd, memfd */
-    SANDBOX_SC_IO_EVENT    = 1u << 9,  /* poll, select, epoll */
-    SANDBOX_SC_NETWORK_IO  = 1u << 10, /* socket calls; families still filtered by `network` */
+    SANDBOX_SC_BASIC_IO = 1u << 0,   /* read, write, close, lseek, dup, pipe, ... */
+    SANDBOX_SC_FILE_READ = 1u << 1,  /* open for reading, stat family, readlink, getdents, ... */
+    SANDBOX_SC_FILE_WRITE = 1u << 2, /* create, unlink, rename, mkdir, chmod, truncate, ... */
+    SANDBOX_SC_PROCESS = 1u << 3,    /* fork/clone (no namespace flags), wait, exit, kill own */
+    SANDBOX_SC_EXEC = 1u << 4,       /* execve/execveat after the program has started */
+    SANDBOX_SC_SIGNAL = 1u << 5,
+    SANDBOX_SC_TIMER = 1u << 6,        /* clocks, nanosleep, timerfd, alarm */
+    SANDBOX_SC_MEMORY = 1u << 7,       /* mmap family, brk, madvise, mprotect */
+    SANDBOX_SC_IPC = 1u << 8,          /* SysV / POSIX ipc, futex, eventfd, memfd */
+    SANDBOX_SC_IO_EVENT = 1u << 9,     /* poll, select, epoll */
+    SANDBOX_SC_NETWORK_IO = 1u << 10,  /* socket calls; families still filtered by `network` */
     SANDBOX_SC_SYSTEM_INFO = 1u << 11, /* uname, sysinfo, getrandom, getcpu, ... */
     SANDBOX_SC_CREDENTIALS = 1u << 12, /* get*id, set*id (no effect without capabilities), capget */
-    SANDBOX_SC_RESOURCES   = 1u << 13, /* getrlimit, prlimit (own), sched_* */
+    SANDBOX_SC_RESOURCES = 1u << 13,   /* getrlimit, prlimit (own), sched_* */
 };
-#define SANDBOX_SC_DEFAULT_GROUPS                                                               \
-    (SANDBOX_SC_BASIC_IO | SANDBOX_SC_FILE_READ | SANDBOX_SC_FILE_WRITE | SANDBOX_SC_PROCESS | \
-     SANDBOX_SC_EXEC | SANDBOX_SC_SIGNAL | SANDBOX_SC_TIMER | SANDBOX_SC_MEMORY |              \
-     SANDBOX_SC_IPC | SANDBOX_SC_IO_EVENT | SANDBOX_SC_NETWORK_IO | SANDBOX_SC_SYSTEM_INFO |   \
-     SANDBOX_SC_CREDENTIALS | SANDBOX_SC_RESOURCES)
+#define SANDBOX_SC_DEFAULT_GROUPS                                                                    \
+    (SANDBOX_SC_BASIC_IO | SANDBOX_SC_FILE_READ | SANDBOX_SC_FILE_WRITE | SANDBOX_SC_PROCESS |       \
+     SANDBOX_SC_EXEC | SANDBOX_SC_SIGNAL | SANDBOX_SC_TIMER | SANDBOX_SC_MEMORY | SANDBOX_SC_IPC |   \
+     SANDBOX_SC_IO_EVENT | SANDBOX_SC_NETWORK_IO | SANDBOX_SC_SYSTEM_INFO | SANDBOX_SC_CREDENTIALS | \
+     SANDBOX_SC_RESOURCES)
 
 struct sandbox_seccomp {
-    uint32_t groups;              /* SANDBOX_SC_* allowed */
-    const char *const *allow;     /* extra syscall names to allow (never an always-denied one) */
+    uint32_t groups;          /* SANDBOX_SC_* allowed */
+    const char *const *allow; /* extra syscall names to allow (never an always-denied one) */
     size_t n_allow;
-    const char *const *deny;      /* syscall names to deny although a group allows them */
+    const char *const *deny; /* syscall names to deny although a group allows them */
     size_t n_deny;
-    bool network;                 /* AF_INET/AF_INET6 sockets; otherwise AF_UNIX only */
-    bool notify;                  /* denials go to a listener (SECCOMP_RET_USER_NOTIF) that the
+    bool network; /* AF_INET/AF_INET6 sockets; otherwise AF_UNIX only */
+    bool notify;  /* denials go to a listener (SECCOMP_RET_USER_NOTIF) that the
                                    * caller answers, so each can be recorded; otherwise the filter
                                    * answers EPERM itself. See sandbox_child_take_notify_fd. */
 };
@@ -80,14 +80,14 @@ struct sandbox_profile {
     size_t n_binds;
     struct sandbox_limits limits;
     struct sandbox_seccomp seccomp;
-    bool landlock;            /* writes only beneath writable binds, /tmp and /dev/{null,zero,full} */
-    bool no_cgroup;           /* run without a cgroup of its own (budgets then refused) */
-    uid_t uid, gid;           /* ids inside */
-    uid_t host_uid;           /* the unprivileged host ids they map to */
+    bool landlock;  /* writes only beneath writable binds, /tmp and /dev/{null,zero,full} */
+    bool no_cgroup; /* run without a cgroup of its own (budgets then refused) */
+    uid_t uid, gid; /* ids inside */
+    uid_t host_uid; /* the unprivileged host ids they map to */
     gid_t host_gid;
     const char *hostname;
-    const char *cwd;          /* inside; NULL: "/" */
-    char *const *envp;        /* the program's whole environment; NULL: a minimal one */
+    const char *cwd;                           /* inside; NULL: "/" */
+    char *const *envp;                         /* the program's whole environment; NULL: a minimal one */
     const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
 };
 
@@ -105,16 +105,16 @@ struct sandbox_stdio {
 };
 
 struct sandbox_result {
-    bool exited;        /* true: exit_code is valid; false: signal is */
+    bool exited; /* true: exit_code is valid; false: signal is */
     int exit_code;
     int signal;
-    bool exec_failed;   /* the program could not be executed; exec_errno says why */
+    bool exec_failed; /* the program could not be executed; exec_errno says why */
     int exec_errno;
-    bool oom;           /* the memory budget was hit and the kernel killed in the group */
-    bool pids_limited;  /* a fork was refused by the pids budget */
-    uint64_t memory_peak; /* bytes */
+    bool oom;              /* the memory budget was hit and the kernel killed in the group */
+    bool pids_limited;     /* a fork was refused by the pids budget */
+    uint64_t memory_peak;  /* bytes */
     uint64_t pids_current; /* processes in the group now (sandbox_child_usage) */
-    uint64_t cpu_usec;    /* user + system of the whole group */
+    uint64_t cpu_usec;     /* user + system of the whole group */
     double wall_sec;
 };
 
@@ -152,9 +152,9 @@ int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
 void sandbox_child_free(struct sandbox_child *c);
 
 /* seccomp helpers for policy validation and tests. */
-int sandbox_seccomp_group_by_name(const char *name, uint32_t *bit);    /* "@file-read" -> bit */
+int sandbox_seccomp_group_by_name(const char *name, uint32_t *bit); /* "@file-read" -> bit */
 const char *sandbox_seccomp_group_name(uint32_t bit);
-bool sandbox_seccomp_syscall_known(const char *name);                 /* on this architecture */
+bool sandbox_seccomp_syscall_known(const char *name); /* on this architecture */
 bool sandbox_seccomp_always_denied(const char *name);
 /* What refused a syscall that reached a notify filter's default action, in a few words, for a
  * denial record: "always denied", "denied by the profile's deny list", "a foreign system call

@@ -39,87 +39,140 @@ struct sc_group {
  * mknod, creat) carry argument conditions and are handled in build_ctx, not listed here. */
 static const struct sc_group groups[] = {
     {SANDBOX_SC_BASIC_IO, "@basic-io",
-     CALLS("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
-           "preadv2", "pwritev2", "close", "close_range", "lseek", "dup", "dup2", "dup3", "pipe",
-           "pipe2", "fcntl", "sendfile", "splice", "tee", "vmsplice", "copy_file_range", "fsync",
-           "fdatasync", "sync_file_range", "flock", "readahead", "fadvise64")},
+     CALLS("read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2",
+           "pwritev2", "close", "close_range", "lseek", "dup", "dup2", "dup3", "pipe", "pipe2", "fcntl",
+           "sendfile", "splice", "tee", "vmsplice", "copy_file_range", "fsync", "fdatasync",
+           "sync_file_range", "flock", "readahead", "fadvise64")},
     {SANDBOX_SC_FILE_READ, "@file-read",
-     CALLS("stat", "fstat", "lstat", "newfstatat", "statx", "access", "faccessat",
-           "faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir",
-           "fchdir", "statfs", "fstatfs", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
-           "llistxattr", "flistxattr", "inotify_init", "inotify_init1", "inotify_add_watch",
-           "inotify_rm_watch", "umask")},
+     CALLS("stat", "fstat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2",
+           "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "statfs",
+           "fstatfs", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
+           "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "umask")},
     {SANDBOX_SC_FILE_WRITE, "@file-write",
-     CALLS("rmdir", "unlink", "unlinkat", "rename", "renameat",
-           "renameat2", "link", "linkat", "symlink", "symlinkat",
-           "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
-           "fallocate", "utime", "utimes", "utimensat", "futimesat",
-           "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-           "sync", "syncfs")},
+     CALLS("rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+           "symlinkat", "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate", "fallocate",
+           "utime", "utimes", "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr",
+           "removexattr", "lremovexattr", "fremovexattr", "sync", "syncfs")},
     {SANDBOX_SC_PROCESS, "@process",
      CALLS("fork", "vfork", "exit", "exit_group", "wait4", "waitid", "set_tid_address",
-           "set_robust_list", "get_robust_list", "rseq", "arch_prctl", "getpid", "getppid",
-           "gettid", "getpgid", "setpgid", "getpgrp", "getsid", "setsid", "pidfd_open",
-           "pidfd_send_signal", "sched_yield", "seccomp", "prctl", "landlock_create_ruleset",
-           "landlock_add_rule", "landlock_restrict_self")},
+           "set_robust_list", "get_robust_list", "rseq", "arch_prctl", "getpid", "getppid", "gettid",
+           "getpgid", "setpgid", "getpgrp", "getsid", "setsid", "pidfd_open", "pidfd_send_signal",
+           "sched_yield", "seccomp", "prctl", "landlock_create_ruleset", "landlock_add_rule",
+           "landlock_restrict_self")},
     {SANDBOX_SC_EXEC, "@exec", CALLS("execve", "execveat")},
     {SANDBOX_SC_SIGNAL, "@signal",
      CALLS("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
            "rt_sigtimedwait", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "kill", "tkill", "tgkill",
            "sigaltstack", "signalfd", "signalfd4", "pause", "restart_syscall")},
     {SANDBOX_SC_TIMER, "@timer",
-     CALLS("nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday",
-           "time", "alarm", "getitimer", "setitimer", "timer_create", "timer_settime",
-           "timer_gettime", "timer_getoverrun", "timer_delete", "timerfd_create",
-           "timerfd_settime", "timerfd_gettime", "times")},
+     CALLS("nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time",
+           "alarm", "getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime",
+           "timer_getoverrun", "timer_delete", "timerfd_create", "timerfd_settime", "timerfd_gettime",
+           "times")},
     {SANDBOX_SC_MEMORY, "@memory",
-     CALLS("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore",
-           "membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "get_mempolicy",
-           "mlock", "mlock2", "munlock", "mlockall", "munlockall")},
+     CALLS("brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "msync", "mincore", "membarrier",
+           "pkey_mprotect", "pkey_alloc", "pkey_free", "get_mempolicy", "mlock", "mlock2", "munlock",
+           "mlockall", "munlockall")},
     {SANDBOX_SC_IPC, "@ipc",
-     CALLS("futex", "futex_waitv", "eventfd", "eventfd2", "memfd_create", "shmget", "shmat",
-           "shmdt", "shmctl", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
-           "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
-           "mq_notify", "mq_getsetattr")},
+     CALLS("futex", "futex_waitv", "eventfd", "eventfd2", "memfd_create", "shmget", "shmat", "shmdt",
+           "shmctl", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd", "msgrcv", "msgctl",
+           "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr")},
     {SANDBOX_SC_IO_EVENT, "@io-event",
      CALLS("poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
            "epoll_wait", "epoll_pwait", "epoll_pwait2")},
     {SANDBOX_SC_NETWORK_IO, "@network-io",
-     CALLS("socketpair", "bind", "listen", "accept", "accept4", "connect", "getsockname",
-           "getpeername", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
-           "shutdown", "setsockopt", "getsockopt")},
-    {SANDBOX_SC_SYSTEM_INFO, "@system-info",
-     CALLS("uname", "sysinfo", "getrandom", "getcpu")},
+     CALLS("socketpair", "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
+           "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt",
+           "getsockopt")},
+    {SANDBOX_SC_SYSTEM_INFO, "@system-info", CALLS("uname", "sysinfo", "getrandom", "getcpu")},
     {SANDBOX_SC_CREDENTIALS, "@credentials",
-     CALLS("getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
-           "capget", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-           "setgroups", "setfsuid", "setfsgid")},
+     CALLS("getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "capget",
+           "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
+           "setfsgid")},
     {SANDBOX_SC_RESOURCES, "@resources",
-     CALLS("getrlimit", "setrlimit", "prlimit64", "getrusage", "sched_getaffinity",
-           "sched_setaffinity", "sched_getparam", "sched_getscheduler",
-           "sched_get_priority_max", "sched_get_priority_min", "sched_rr_get_interval",
-           "getpriority", "setpriority", "ioprio_get")},
+     CALLS("getrlimit", "setrlimit", "prlimit64", "getrusage", "sched_getaffinity", "sched_setaffinity",
+           "sched_getparam", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+           "sched_rr_get_interval", "getpriority", "setpriority", "ioprio_get")},
 };
 
 /* Never allowed, whatever the profile: escapes from the namespaces, the kernel's attack
  * surface that an agent has no use for, and other processes' memory. */
 static const char *const always_denied[] = {
-    "unshare", "setns", "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen",
-    "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-    "open_tree_attr", "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise",
-    "process_mrelease", "pidfd_getfd", "kcmp", "bpf", "perf_event_open", "userfaultfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key",
-    "request_key", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "open_by_handle_at", "name_to_handle_at", "swapon", "swapoff", "reboot",
-    "acct", "quotactl", "quotactl_fd", "iopl", "ioperm", "personality", "uselib", "vm86",
-    "vm86old", "nfsservctl", "_sysctl", "sysfs", "settimeofday", "clock_settime",
-    "clock_adjtime", "adjtimex", "syslog", "sethostname", "setdomainname", "fanotify_init",
-    "lookup_dcookie", "modify_ldt", "mbind", "set_mempolicy", "set_mempolicy_home_node",
-    "migrate_pages", "move_pages", "vhangup", "clone3", "lsm_set_self_attr",
+    "unshare",
+    "setns",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "open_tree_attr",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "process_mrelease",
+    "pidfd_getfd",
+    "kcmp",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "iopl",
+    "ioperm",
+    "personality",
+    "uselib",
+    "vm86",
+    "vm86old",
+    "nfsservctl",
+    "_sysctl",
+    "sysfs",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "syslog",
+    "sethostname",
+    "setdomainname",
+    "fanotify_init",
+    "lookup_dcookie",
+    "modify_ldt",
+    "mbind",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "migrate_pages",
+    "move_pages",
+    "vhangup",
+    "clone3",
+    "lsm_set_self_attr",
 };
 
-#define CLONE_NS_FLAGS                                                                       \
-    ((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |   \
+#define CLONE_NS_FLAGS                                                                     \
+    ((uint64_t)(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | \
                 CLONE_NEWNET | CLONE_NEWCGROUP))
 
 int sandbox_seccomp_group_by_name(const char *name, uint32_t *bit)
@@ -187,7 +240,11 @@ void sandbox_seccomp_syscall_name(uint32_t arch, int nr, char *buf, size_t size)
 
 /* Calls whose allow rule carries an argument condition (see build_ctx), with the group that
  * allows them and what the condition refuses. */
-static const struct { const char *name; uint32_t group; const char *what; } conditional[] = {
+static const struct {
+    const char *name;
+    uint32_t group;
+    const char *what;
+} conditional[] = {
     {"clone", SANDBOX_SC_PROCESS, "argument not allowed (namespace flags)"},
     {"socket", SANDBOX_SC_NETWORK_IO, "argument not allowed (socket address family)"},
     {"open", SANDBOX_SC_FILE_READ, "argument not allowed (open flags or a setuid/setgid mode)"},
@@ -271,7 +328,8 @@ static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scm
     }
     for (size_t i = 0; i < s->n_allow; i++) {
         if (sandbox_seccomp_always_denied(s->allow[i])) {
-            r = cerr_set(err, EPERM, "seccomp: '%s' is always denied and cannot be allowed", s->allow[i]);
+            r = cerr_set(err, EPERM, "seccomp: '%s' is always denied and cannot be allowed",
+                         s->allow[i]);
             goto fail;
         }
         if (allowed(s, s->allow[i]) && (r = add(ctx, SCMP_ACT_ALLOW, s->allow[i], 0, NULL, err)) < 0)
@@ -298,13 +356,17 @@ static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scm
          * creates belongs on the host to the directory's owner (root, say), and nosuid guards
          * only the sandbox's own view of it. Each call is allowed with the mode argument free of
          * those bits; anything else is denied. */
-        static const struct { const char *name; unsigned arg; } mode_calls[] = {
-            {"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"mkdir", 1},
-            {"mkdirat", 2}, {"mknod", 1}, {"mknodat", 2}, {"creat", 1},
+        static const struct {
+            const char *name;
+            unsigned arg;
+        } mode_calls[] = {
+            {"chmod", 1},   {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"mkdir", 1},
+            {"mkdirat", 2}, {"mknod", 1},  {"mknodat", 2},  {"creat", 1},
         };
         for (size_t i = 0; i < ARRAY_SIZE(mode_calls); i++) {
             struct scmp_arg_cmp c = {mode_calls[i].arg, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0};
-            if (allowed(s, mode_calls[i].name) && (r = add(ctx, SCMP_ACT_ALLOW, mode_calls[i].name, 1, &c, err)) < 0)
+            if (allowed(s, mode_calls[i].name) &&
+                (r = add(ctx, SCMP_ACT_ALLOW, mode_calls[i].name, 1, &c, err)) < 0)
                 goto fail;
         }
     }

@@ -34,11 +34,11 @@
 #endif
 
 struct sandbox_child {
-    pid_t pid;          /* host pid of init */
+    pid_t pid; /* host pid of init */
     int pidfd;
-    int status_fd;      /* init writes the program's wait status here */
-    int alive_fd;       /* our end of a pipe init watches: closes when we die */
-    int notify_fd;      /* the seccomp listener, until the caller takes it */
+    int status_fd; /* init writes the program's wait status here */
+    int alive_fd;  /* our end of a pipe init watches: closes when we die */
+    int notify_fd; /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
     double started;
     bool reaped;
@@ -48,8 +48,13 @@ struct sandbox_child {
 enum { MSG_SETUP = 'S', MSG_EXEC = 'X' };
 
 const char *const sandbox_default_env[] = {
-    "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "USER=agent",
-    "LOGNAME=agent", "TMPDIR=/tmp", NULL,
+    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "HOME=/tmp",
+    "LANG=C.UTF-8",
+    "USER=agent",
+    "LOGNAME=agent",
+    "TMPDIR=/tmp",
+    NULL,
 };
 
 void sandbox_profile_default(struct sandbox_profile *p)
@@ -122,18 +127,18 @@ struct spawn_args {
     struct net_request lo_req; /* --net loopback: the request, built before the clone */
     const struct root_plan *plan;
     struct seccomp_prog prog; /* received from the parent over the go pipe */
-    const char *exec_path;   /* in the random page: the one execve the filter allows */
+    const char *exec_path;    /* in the random page: the one execve the filter allows */
     char *const *argv;
     char *const *envp;
     const char *const *ll_paths;
     size_t n_ll;
-    int in, out, err;        /* stdio for the program, -1: inherit */
+    int in, out, err; /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
-    int notify_wr;           /* seccomp.notify: init passes the listener to the parent here */
-    int listener;            /* set by the program (memory shared until its execve), or -1 */
-    cap_t no_caps;           /* an empty capability set, allocated by the parent (no malloc in the child) */
-    char *arg_start;         /* corral's own argv strings, which init inherits: blanked so the */
-    size_t arg_len;          /* program reading /proc/1/cmdline learns no host path or option */
+    int notify_wr;   /* seccomp.notify: init passes the listener to the parent here */
+    int listener;    /* set by the program (memory shared until its execve), or -1 */
+    cap_t no_caps;   /* an empty capability set, allocated by the parent (no malloc in the child) */
+    char *arg_start; /* corral's own argv strings, which init inherits: blanked so the */
+    size_t arg_len;  /* program reading /proc/1/cmdline learns no host path or option */
 };
 
 /* Child-side failure: one record on the error pipe, then exit. Only before execve. */
@@ -149,13 +154,13 @@ __attribute__((noreturn)) static void child_fail(int fd, const char *msg)
     _exit(125);
 }
 
-#define CHILD_CHECK(cond, fd, ...)                            \
-    do {                                                      \
-        if (!(cond)) {                                        \
-            struct cerr e_;                                   \
-            cerr_set(&e_, errno, __VA_ARGS__);                \
-            child_fail(fd, e_.msg);                           \
-        }                                                     \
+#define CHILD_CHECK(cond, fd, ...)             \
+    do {                                       \
+        if (!(cond)) {                         \
+            struct cerr e_;                    \
+            cerr_set(&e_, errno, __VA_ARGS__); \
+            child_fail(fd, e_.msg);            \
+        }                                      \
     } while (0)
 
 /* Build with -DSPAWN_TRACE to print a timeline of a sandbox's start (for bench work). */
@@ -183,17 +188,22 @@ static void drop_privileges(const struct spawn_args *a)
     for (cap_value_t c = 0; c <= CAP_LAST_CAP || CAP_IS_SUPPORTED(c); c++) {
         if (!CAP_IS_SUPPORTED(c))
             break;
-        CHILD_CHECK(cap_drop_bound(c) == 0, fd, "caps: cannot drop %s from the bounding set: %s", cap_to_name(c), strerror(errno));
+        CHILD_CHECK(cap_drop_bound(c) == 0, fd, "caps: cannot drop %s from the bounding set: %s",
+                    cap_to_name(c), strerror(errno));
     }
-    CHILD_CHECK(cap_reset_ambient() == 0 || errno == EINVAL, fd, "caps: cannot clear the ambient set: %s", strerror(errno));
+    CHILD_CHECK(cap_reset_ambient() == 0 || errno == EINVAL, fd,
+                "caps: cannot clear the ambient set: %s", strerror(errno));
     /* Raw system calls, not glibc's setgroups / setres[ug]id: in a process cloned from a
      * multithreaded one (commands are started from worker threads), glibc's wrappers try to
      * change the ids of every thread the parent had, and wait forever on one the parent was
      * creating at that instant. This process has one thread: the kernel call is all it needs. */
     CHILD_CHECK(syscall(SYS_setgroups, 0, NULL) == 0, fd, "ids: setgroups: %s", strerror(errno));
-    CHILD_CHECK(syscall(SYS_setresgid, a->p->gid, a->p->gid, a->p->gid) == 0, fd, "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
-    CHILD_CHECK(syscall(SYS_setresuid, a->p->uid, a->p->uid, a->p->uid) == 0, fd, "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
-    CHILD_CHECK(a->no_caps && cap_set_proc(a->no_caps) == 0, fd, "caps: cannot clear the capability sets: %s", strerror(errno));
+    CHILD_CHECK(syscall(SYS_setresgid, a->p->gid, a->p->gid, a->p->gid) == 0, fd,
+                "ids: setresgid(%u): %s", (unsigned)a->p->gid, strerror(errno));
+    CHILD_CHECK(syscall(SYS_setresuid, a->p->uid, a->p->uid, a->p->uid) == 0, fd,
+                "ids: setresuid(%u): %s", (unsigned)a->p->uid, strerror(errno));
+    CHILD_CHECK(a->no_caps && cap_set_proc(a->no_caps) == 0, fd,
+                "caps: cannot clear the capability sets: %s", strerror(errno));
     CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, fd, "no_new_privs: %s", strerror(errno));
     /* Changing credentials cleared the parent-death signal: set it again, then make sure the
      * parent did not die in between (the liveness pipe hangs up when it does). */
@@ -215,8 +225,11 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
         if (std[i] >= 0 && std[i] != i)
             CHILD_CHECK(dup2(std[i], i) == i, fd, "stdio: dup2: %s", strerror(errno));
     /* Only 0, 1, 2 cross execve; the error pipe stays usable until then. */
-    CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s", strerror(errno));
-    CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd, "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/", strerror(errno));
+    CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s",
+                strerror(errno));
+    CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd,
+                "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/",
+                strerror(errno));
     CTT("prog-start");
     if (a->p->landlock) {
         struct cerr e;
@@ -227,17 +240,20 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
     struct sock_fprog fp = {.len = a->prog.len, .filter = a->prog.insns};
     struct sock_fprog fx = {.len = a->prog.extra_len, .filter = (struct sock_filter *)a->prog.extra};
     /* No second filter when it was merged into the main one (a notifying filter: seccomp.c). */
-    CHILD_CHECK(fx.len == 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd, "seccomp: cannot load the second filter: %s", strerror(errno));
+    CHILD_CHECK(fx.len == 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fx) == 0, fd,
+                "seccomp: cannot load the second filter: %s", strerror(errno));
     if (a->notify_wr >= 0) {
         /* The listener lands in the fd table this process shares with init (CLONE_FILES), close-
          * on-exec: execve gives the program a private copy without it, and init, still holding
          * it, passes it to the parent. So the program never holds its own listener, and nothing
          * runs between this load and execve that the filter could hold up. */
         long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fp);
-        CHILD_CHECK(lfd >= 0, fd, "seccomp: cannot load the filter with a listener: %s", strerror(errno));
+        CHILD_CHECK(lfd >= 0, fd, "seccomp: cannot load the filter with a listener: %s",
+                    strerror(errno));
         a->listener = (int)lfd;
     } else {
-        CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd, "seccomp: cannot load the filter: %s", strerror(errno));
+        CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0, fd,
+                    "seccomp: cannot load the filter: %s", strerror(errno));
     }
     CTT("prog-setup");
     execve(a->exec_path, a->argv, a->envp);
@@ -263,9 +279,13 @@ static int send_fd(int sock, int fd)
 {
     char byte = 'L';
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
     memset(&u, 0, sizeof(u));
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -370,7 +390,8 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
         /* Before anything below reuses fd numbers; the close_range below closes both. */
         if (a->listener < 0 || send_fd(a->notify_wr, a->listener) < 0) {
             kill(pid, SIGKILL);
-            CHILD_CHECK(0, fd, "seccomp: cannot pass the listener to the supervisor: %s", strerror(errno));
+            CHILD_CHECK(0, fd, "seccomp: cannot pass the listener to the supervisor: %s",
+                        strerror(errno));
         }
         close(a->listener);
     }
@@ -478,13 +499,17 @@ static int recv_listener(int sock)
 {
     char byte;
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
     if (recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
         return -EPROTO;
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)) ||
-        (m.msg_flags & MSG_CTRUNC))
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+        c->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
         return -EPROTO;
     int fd;
     memcpy(&fd, CMSG_DATA(c), sizeof(int));
@@ -530,7 +555,8 @@ static int read_setup_outcome(int fd, const char *program, struct cerr *err)
         int e;
         memcpy(&e, buf + 1, sizeof(int));
         return cerr_set(err, e, "cannot execute %s inside the sandbox: %s%s", program, strerror(e),
-                        e == ENOENT ? " (is its interpreter or loader visible inside? add it with --ro)" : "");
+                        e == ENOENT ? " (is its interpreter or loader visible inside? add it with --ro)"
+                                    : "");
     }
     return cerr_set(err, EPERM, "sandbox set-up failed: %s", buf + 1);
 }
@@ -539,9 +565,12 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
                   const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
 {
     if (!program || program[0] != '/')
-        return cerr_set(err, EINVAL, "program path must be absolute (resolve it with sandbox_find_program)");
+        return cerr_set(err, EINVAL,
+                        "program path must be absolute (resolve it with sandbox_find_program)");
     if (p->host_uid == 0 || p->host_gid == 0)
-        return cerr_set(err, EPERM, "refusing to map the sandbox's user to host root; choose an unprivileged host uid/gid");
+        return cerr_set(
+            err, EPERM,
+            "refusing to map the sandbox's user to host root; choose an unprivileged host uid/gid");
     if (strlen(program) >= 4000)
         return cerr_set(err, ENAMETOOLONG, "program path too long");
     if (p->no_cgroup && (p->limits.memory || p->limits.pids || p->limits.cpus > 0))
@@ -592,11 +621,22 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         goto fail;
     }
     struct spawn_args a = {
-        .p = p, .plan = &plan, .exec_path = exec_page, .argv = argv,
-        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env, .ll_paths = ll_paths, .n_ll = n_ll,
-        .in = stdio ? stdio->in : -1, .out = stdio ? stdio->out : -1, .err = stdio ? stdio->err : -1,
-        .go_rd = go[0], .err_wr = ep[1], .status_wr = sp[1], .alive_rd = go[0],
-        .notify_wr = np[1], .listener = -1,
+        .p = p,
+        .plan = &plan,
+        .exec_path = exec_page,
+        .argv = argv,
+        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env,
+        .ll_paths = ll_paths,
+        .n_ll = n_ll,
+        .in = stdio ? stdio->in : -1,
+        .out = stdio ? stdio->out : -1,
+        .err = stdio ? stdio->err : -1,
+        .go_rd = go[0],
+        .err_wr = ep[1],
+        .status_wr = sp[1],
+        .alive_rd = go[0],
+        .notify_wr = np[1],
+        .listener = -1,
     };
     own_args(&a.arg_start, &a.arg_len);
     a.no_caps = cap_init();
@@ -624,7 +664,9 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
     pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
     if (pid < 0) {
         r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
-                     errno == EPERM || errno == ENOSPC ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)" : "");
+                     errno == EPERM || errno == ENOSPC
+                         ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)"
+                         : "");
         cap_free(a.no_caps);
         free(a.prog.insns);
         goto fail;
@@ -695,10 +737,14 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
 
 fail:
     for (int i = 0; i < 2; i++) {
-        if (go[i] >= 0) close(go[i]);
-        if (ep[i] >= 0) close(ep[i]);
-        if (sp[i] >= 0) close(sp[i]);
-        if (np[i] >= 0) close(np[i]);
+        if (go[i] >= 0)
+            close(go[i]);
+        if (ep[i] >= 0)
+            close(ep[i]);
+        if (sp[i] >= 0)
+            close(sp[i]);
+        if (np[i] >= 0)
+            close(np[i]);
     }
     root_plan_free(&plan);
     seccomp_prog_release(&prog);
@@ -708,9 +754,18 @@ fail:
     return r;
 }
 
-int sandbox_child_pidfd(const struct sandbox_child *c) { return c->pidfd; }
-pid_t sandbox_child_pid(const struct sandbox_child *c) { return c->pid; }
-const char *sandbox_child_cgroup(const struct sandbox_child *c) { return cgroup_path(c->cg); }
+int sandbox_child_pidfd(const struct sandbox_child *c)
+{
+    return c->pidfd;
+}
+pid_t sandbox_child_pid(const struct sandbox_child *c)
+{
+    return c->pid;
+}
+const char *sandbox_child_cgroup(const struct sandbox_child *c)
+{
+    return cgroup_path(c->cg);
+}
 
 int sandbox_child_take_notify_fd(struct sandbox_child *c)
 {
@@ -784,9 +839,13 @@ void sandbox_child_free(struct sandbox_child *c)
             ;
     }
     cgroup_destroy(c->cg);
-    if (c->pidfd >= 0) close(c->pidfd);
-    if (c->status_fd >= 0) close(c->status_fd);
-    if (c->alive_fd >= 0) close(c->alive_fd);
-    if (c->notify_fd >= 0) close(c->notify_fd);
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    if (c->status_fd >= 0)
+        close(c->status_fd);
+    if (c->alive_fd >= 0)
+        close(c->alive_fd);
+    if (c->notify_fd >= 0)
+        close(c->notify_fd);
     free(c);
 }

@@ -20,7 +20,7 @@ struct corral_agent {
     int64_t next_id;
     int err_code;
     char err[512];
-    char word[48];      /* error.data.code of the last refused request */
+    char word[48]; /* error.data.code of the last refused request */
     /* WACP: events in arrival order ([{"k": KIND, "v": OBJECT}]), envelope ids handed over
      * (a ring), ids of pipelined acks whose answers are still to come. */
     cJSON *events;
@@ -63,9 +63,18 @@ static void set_err(struct corral_agent *a, int code, const char *fmt, const cha
     snprintf(a->err, sizeof(a->err), fmt, arg ? arg : "");
 }
 
-const char *corral_agent_error(const struct corral_agent *a) { return a->err; }
-int corral_agent_error_code(const struct corral_agent *a) { return a->err_code; }
-const char *corral_agent_error_word(const struct corral_agent *a) { return a->word; }
+const char *corral_agent_error(const struct corral_agent *a)
+{
+    return a->err;
+}
+int corral_agent_error_code(const struct corral_agent *a)
+{
+    return a->err_code;
+}
+const char *corral_agent_error_word(const struct corral_agent *a)
+{
+    return a->word;
+}
 
 int corral_agent_send_raw(struct corral_agent *a, const void *buf, size_t len)
 {
@@ -176,7 +185,8 @@ static int send_msg(struct corral_agent *a, cJSON *msg)
 static cJSON *envelope(const char *method, cJSON *params)
 {
     cJSON *m = cJSON_CreateObject();
-    if (!m || !cJSON_AddStringToObject(m, "jsonrpc", "2.0") || !cJSON_AddStringToObject(m, "method", method)) {
+    if (!m || !cJSON_AddStringToObject(m, "jsonrpc", "2.0") ||
+        !cJSON_AddStringToObject(m, "method", method)) {
         cJSON_Delete(m);
         cJSON_Delete(params);
         return NULL;
@@ -355,7 +365,8 @@ cJSON *corral_agent_request(struct corral_agent *a, const char *method, cJSON *p
         /* Not ours: a notification from the supervisor, or an answer to something else. An error
          * with id null is about a line we sent that it could not read: that was this one. */
         bool ours = !cJSON_GetObjectItemCaseSensitive(resp, "method") &&
-                    ((cJSON_IsNumber(rid) && (int64_t)rid->valuedouble == id) || (cJSON_IsNull(rid) && err));
+                    ((cJSON_IsNumber(rid) && (int64_t)rid->valuedouble == id) ||
+                     (cJSON_IsNull(rid) && err));
         if (!ours) {
             take(a, resp);
             continue;
@@ -363,7 +374,8 @@ cJSON *corral_agent_request(struct corral_agent *a, const char *method, cJSON *p
         if (err) {
             const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
             const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-            const cJSON *word = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(err, "data"), "code");
+            const cJSON *word = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(err, "data"), "code");
             set_err(a, cJSON_IsNumber(code) ? code->valueint : -32603, "%s",
                     cJSON_IsString(msg) ? msg->valuestring : "error without a message");
             if (cJSON_IsString(word))
@@ -379,7 +391,8 @@ cJSON *corral_agent_request(struct corral_agent *a, const char *method, cJSON *p
     }
 }
 
-int corral_agent_initialize(struct corral_agent *a, const char *name, const char *version, cJSON **result)
+int corral_agent_initialize(struct corral_agent *a, const char *name, const char *version,
+                            cJSON **result)
 {
     cJSON *p = cJSON_CreateObject();
     cJSON *info = cJSON_CreateObject();
@@ -508,8 +521,7 @@ cJSON *corral_agent_emit(struct corral_agent *a, const char *type, const char *r
 }
 
 cJSON *corral_agent_checkpoint(struct corral_agent *a, const char *type, const char *intent,
-                               const char *status, const char *confidence, cJSON *files,
-                               cJSON *payload)
+                               const char *status, const char *confidence, cJSON *files, cJSON *payload)
 {
     struct pb b = {.o = cJSON_CreateObject()};
     pb_str(&b, "type", type ? type : "artifact");
@@ -531,7 +543,10 @@ cJSON *corral_agent_checkpoint(struct corral_agent *a, const char *type, const c
     return r;
 }
 
-const char *corral_agent_chain_head(const struct corral_agent *a) { return a->chain_head; }
+const char *corral_agent_chain_head(const struct corral_agent *a)
+{
+    return a->chain_head;
+}
 
 cJSON *corral_agent_task_create(struct corral_agent *a, const char *name, const char *description,
                                 cJSON *depends_on)
@@ -617,5 +632,11 @@ cJSON *corral_agent_next_signal(struct corral_agent *a, int timeout_ms)
     return corral_agent_next_event(a, CORRAL_EV_SIGNAL, timeout_ms, NULL);
 }
 
-void corral_agent_drop_envelopes(struct corral_agent *a, unsigned n) { a->drop = n; }
-unsigned corral_agent_ack_errors(const struct corral_agent *a) { return a->ack_errs; }
+void corral_agent_drop_envelopes(struct corral_agent *a, unsigned n)
+{
+    a->drop = n;
+}
+unsigned corral_agent_ack_errors(const struct corral_agent *a)
+{
+    return a->ack_errs;
+}

@@ -35,7 +35,8 @@ void corral_agent_free(struct corral_agent *a);
 
 /* initialize + notifications/initialized. Returns 0, or -1 with corral_agent_error set.
  * *result (may be NULL) gets the initialize result, owned by the caller. */
-int corral_agent_initialize(struct corral_agent *a, const char *name, const char *version, cJSON **result);
+int corral_agent_initialize(struct corral_agent *a, const char *name, const char *version,
+                            cJSON **result);
 
 /* Any method. PARAMS (may be NULL) is taken. Returns the result (owned by the caller), or NULL
  * with the JSON-RPC error in corral_agent_error / corral_agent_error_code (0 for an I/O error). */
@@ -82,8 +83,7 @@ cJSON *corral_agent_emit(struct corral_agent *a, const char *type, const char *r
  * first has parent null). TYPE NULL: "artifact"; STATUS NULL: "final"; CONFIDENCE NULL:
  * "high". FILES (array of paths) and PAYLOAD may be NULL. */
 cJSON *corral_agent_checkpoint(struct corral_agent *a, const char *type, const char *intent,
-                               const char *status, const char *confidence, cJSON *files,
-                               cJSON *payload);
+                               const char *status, const char *confidence, cJSON *files, cJSON *payload);
 /* The head of this client's checkpoint chain (NULL before the first). */
 const char *corral_agent_chain_head(const struct corral_agent *a);
 /* DESCRIPTION may be NULL; DEPENDS_ON (array of task ids) may be NULL. */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int bad_set(struct tool_param_bad *bad, enum tool_param_fault fault,
-                   const struct tool_param *p, const cJSON *value)
+static int bad_set(struct tool_param_bad *bad, enum tool_param_fault fault, const struct tool_param *p,
+                   const cJSON *value)
 {
     *bad = (struct tool_param_bad){.fault = fault, .param = p, .value = value, .item = -1};
     return -EINVAL;
@@ -19,13 +19,13 @@ static int bad_set(struct tool_param_bad *bad, enum tool_param_fault fault,
 /* A number (whole for the integer types) in [min, max]; the _TEXT types also take it as a short
  * string. */
 static int check_number(const struct tool_param *p, const cJSON *v, double *out,
-                     struct tool_param_bad *bad)
+                        struct tool_param_bad *bad)
 {
     double d;
     if (cJSON_IsNumber(v)) {
         d = v->valuedouble;
-    } else if (p->type != TOOL_PARAM_INT && cJSON_IsString(v) && v->valuestring &&
-               v->valuestring[0] && strnlen(v->valuestring, 32) < 32) {
+    } else if (p->type != TOOL_PARAM_INT && cJSON_IsString(v) && v->valuestring && v->valuestring[0] &&
+               strnlen(v->valuestring, 32) < 32) {
         char *end;
         d = strtod(v->valuestring, &end);
         if (*end)
@@ -43,8 +43,8 @@ static int check_number(const struct tool_param *p, const cJSON *v, double *out,
     return 0;
 }
 
-static int check_one(const struct tool_param *p, const cJSON *v, double *num,
-                     tool_params_item_fn hook, void *arg, struct tool_param_bad *bad)
+static int check_one(const struct tool_param *p, const cJSON *v, double *num, tool_params_item_fn hook,
+                     void *arg, struct tool_param_bad *bad)
 {
     switch (p->type) {
     case TOOL_PARAM_STRING:
@@ -57,12 +57,10 @@ static int check_one(const struct tool_param *p, const cJSON *v, double *num,
             if (strcmp(*c, v->valuestring) == 0)
                 return 0;
         return bad_set(bad, TOOL_PARAM_CHOICE, p, v);
-    case TOOL_PARAM_BOOL:
-        return cJSON_IsBool(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
+    case TOOL_PARAM_BOOL: return cJSON_IsBool(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
     case TOOL_PARAM_INT:
     case TOOL_PARAM_INT_TEXT:
-    case TOOL_PARAM_NUMBER_TEXT:
-        return check_number(p, v, num, bad);
+    case TOOL_PARAM_NUMBER_TEXT: return check_number(p, v, num, bad);
     case TOOL_PARAM_OBJECT_NULL:
         return cJSON_IsObject(v) || cJSON_IsNull(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
     case TOOL_PARAM_STRINGS:
@@ -102,8 +100,7 @@ static int check_one(const struct tool_param *p, const cJSON *v, double *num,
 }
 
 int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, const cJSON **v,
-                      double *num, tool_params_item_fn item, void *arg,
-                      struct tool_param_bad *bad)
+                      double *num, tool_params_item_fn item, void *arg, struct tool_param_bad *bad)
 {
     for (size_t i = 0; i < n; i++) {
         v[i] = NULL;
@@ -174,17 +171,14 @@ static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_para
     case TOOL_PARAM_OBJECT_NULL: {
         cJSON *t = ok ? cJSON_CreateArray() : NULL;
         ok = t && cJSON_AddItemToObject(s, "type", t) &&
-             cJSON_AddItemToArray(t, cJSON_CreateString(p->type == TOOL_PARAM_OBJECT_NULL
-                                                             ? "object"
-                                                             : "string")) &&
+             cJSON_AddItemToArray(
+                 t, cJSON_CreateString(p->type == TOOL_PARAM_OBJECT_NULL ? "object" : "string")) &&
              cJSON_AddItemToArray(t, cJSON_CreateString("null"));
         if (!ok && t && !cJSON_GetObjectItemCaseSensitive(s, "type"))
             cJSON_Delete(t);
         break;
     }
-    case TOOL_PARAM_BOOL:
-        ok = ok && add_type(s, "boolean");
-        break;
+    case TOOL_PARAM_BOOL: ok = ok && add_type(s, "boolean"); break;
     case TOOL_PARAM_INT:
     case TOOL_PARAM_INT_TEXT:
     case TOOL_PARAM_NUMBER_TEXT:
@@ -204,8 +198,7 @@ static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_para
     case TOOL_PARAM_STRMAP:
         ok = ok && add_type(s, "object") && add_string_items(s, "additionalProperties");
         break;
-    case TOOL_PARAM_ITEMS:
-        break;
+    case TOOL_PARAM_ITEMS: break;
     }
     if (ok && !cJSON_AddStringToObject(s, "description", p->desc))
         ok = false;
@@ -224,8 +217,7 @@ cJSON *tool_params_entry(const char *name, const char *desc, const struct tool_p
     bool ok = o && cJSON_AddStringToObject(o, "name", name) &&
               cJSON_AddStringToObject(o, "description", desc) &&
               (schema = cJSON_AddObjectToObject(o, "inputSchema")) && add_type(schema, "object") &&
-              (props = cJSON_AddObjectToObject(schema, "properties")) &&
-              (req = cJSON_CreateArray());
+              (props = cJSON_AddObjectToObject(schema, "properties")) && (req = cJSON_CreateArray());
     for (size_t k = 0; ok && k < n; k++) {
         cJSON *ps = param_schema(&p[k], flags, items);
         ok = ps && cJSON_AddItemToObject(props, p[k].name, ps);

@@ -59,18 +59,16 @@ struct tool_param_bad {
 
 /* A surface's own check of one object item of a TOOL_PARAM_ITEMS parameter: 0, or negative
  * after recording its own error in `arg`. */
-typedef int (*tool_params_item_fn)(const struct tool_param *p, int i, const cJSON *item,
-                                   void *arg);
+typedef int (*tool_params_item_fn)(const struct tool_param *p, int i, const cJSON *item, void *arg);
 
 /* Checks ARGS (an object, or NULL / JSON null for none) against the N parameters P. On success
  * v[i] is parameter i's value (NULL when absent or JSON null; borrowed from ARGS) and, when NUM
  * is not NULL, num[i] is a number parameter's value. Returns 0, or -EINVAL with BAD filled. */
 int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, const cJSON **v,
-                      double *num, tool_params_item_fn item, void *arg,
-                      struct tool_param_bad *bad);
+                      double *num, tool_params_item_fn item, void *arg, struct tool_param_bad *bad);
 
 enum {
-    TOOL_PARAMS_ALL_BOUNDS = 1 << 0,     /* print maxima past 2^53-1 and every array count */
+    TOOL_PARAMS_ALL_BOUNDS = 1 << 0,      /* print maxima past 2^53-1 and every array count */
     TOOL_PARAMS_ALWAYS_REQUIRED = 1 << 1, /* print "required": [] when nothing is */
     TOOL_PARAMS_NO_BOUNDS = 1 << 2,       /* print no numeric bounds at all */
 };

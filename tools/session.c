@@ -61,7 +61,8 @@ void tool_session_free(struct tool_session *s)
 static int hash_file(const struct tool_ctx *ctx, const char *rel, unsigned char hash[HASH_LEN])
 {
     struct broker_err e;
-    _cleanup_close_ int fd = broker_openat(ctx->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0, 0, "path", &e);
+    _cleanup_close_ int fd = broker_openat(
+        ctx->root_fd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0, 0, "path", &e);
     if (fd < 0)
         return e.kind == BROKER_E_NOT_FOUND ? 0 : -1;
     struct stat st;

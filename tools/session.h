@@ -11,7 +11,10 @@ struct tool_session;
 
 int tool_session_new(struct tool_session **out);
 void tool_session_free(struct tool_session *s); /* NULL: no-op */
-static inline void tool_session_freep(struct tool_session **s) { tool_session_free(*s); }
+static inline void tool_session_freep(struct tool_session **s)
+{
+    tool_session_free(*s);
+}
 
 /* Records that the agent read workspace file REL ("a/b.c", as broker_path_clean gives it):
  * the file's identity and a BLAKE2b hash of its whole content as it is now. A file that cannot

@@ -1,6 +1,7 @@
-/* tools/surface.c: the registry of tool surfaces by policy name, and the default limits (the
- * WAP seed's recommended ones: 1 MiB files, 500 entries, 100 results, 1 MiB output, 30 s). */
-#include "tools/surfaces.h"
+/* tools/surface.c: what every surface shares below the surfaces themselves: the default limits
+ * (the WAP seed's recommended ones: 1 MiB files, 500 entries, 100 results, 1 MiB output, 30 s)
+ * and the lookup of a tool's policy rule. The registry of surfaces is tools/registry.c, above them. */
+#include "tools/tool.h"
 
 #include <string.h>
 
@@ -29,21 +30,4 @@ bool tool_enabled(const struct tool_ctx *ctx, const char *tool)
 {
     const struct tool_rule *r = tool_rule_find(ctx, tool);
     return !r || r->enabled;
-}
-
-static const struct tool_surface *const surfaces[] = {
-    &tool_surface_wap,
-    &tool_surface_file,
-    &tool_surface_kward,
-    &tool_surface_voltagent,
-};
-
-const struct tool_surface *tool_surface_find(const char *name)
-{
-    if (!name)
-        return NULL;
-    for (size_t i = 0; i < ARRAY_SIZE(surfaces); i++)
-        if (strcmp(surfaces[i]->name, name) == 0)
-            return surfaces[i];
-    return NULL;
 }

@@ -5,9 +5,9 @@
 
 #include "tools/tool.h"
 
-extern const struct tool_surface tool_surface_wap;
-extern const struct tool_surface tool_surface_file;
-extern const struct tool_surface tool_surface_kward;
-extern const struct tool_surface tool_surface_voltagent;
+extern const struct tool_surface wap_surface;
+extern const struct tool_surface file_tools_surface;
+extern const struct tool_surface kward_surface;
+extern const struct tool_surface voltagent_surface;
 
 #endif

@@ -11,7 +11,8 @@ static cJSON *call(struct corral_agent *a, const char *tool, const char *args, b
 {
     cJSON *r = corral_agent_call(a, tool, cJSON_Parse(args), is_error);
     if (!r)
-        fprintf(stderr, "agent: %s failed: %d %s\n", tool, corral_agent_error_code(a), corral_agent_error(a));
+        fprintf(stderr, "agent: %s failed: %d %s\n", tool, corral_agent_error_code(a),
+                corral_agent_error(a));
     return r;
 }
 
@@ -23,7 +24,8 @@ int main(void)
         fprintf(stderr, "agent: initialize: %s\n", a ? corral_agent_error(a) : "out of memory");
         return 1;
     }
-    fprintf(stderr, "agent: server %s\n", cJSON_GetObjectItem(cJSON_GetObjectItem(init, "serverInfo"), "name")->valuestring);
+    fprintf(stderr, "agent: server %s\n",
+            cJSON_GetObjectItem(cJSON_GetObjectItem(init, "serverInfo"), "name")->valuestring);
     cJSON_Delete(init);
 
     bool err;
@@ -33,14 +35,21 @@ int main(void)
         goto out;
     fprintf(stderr, "agent: %d entries\n", cJSON_GetObjectItem(tree, "totalFound")->valueint);
     const cJSON *f;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItem(tree, "files"))
+    cJSON_ArrayForEach (f, cJSON_GetObjectItem(tree, "files"))
         fprintf(stderr, "agent:   %s%s\n", cJSON_GetObjectItem(f, "path")->valuestring,
                 cJSON_IsTrue(cJSON_GetObjectItem(f, "isDirectory")) ? "/" : "");
     cJSON_Delete(tree);
 
-    cJSON *r = call(a, "writeFile", "{\"path\":\"notes/hello.txt\",\"content\":\"hello\\nworld\\n\",\"createDirectories\":true}", &err);
+    cJSON *r = call(
+        a, "writeFile",
+        "{\"path\":\"notes/hello.txt\",\"content\":\"hello\\nworld\\n\",\"createDirectories\":true}",
+        &err);
     cJSON_Delete(r);
-    r = call(a, "modifyFile", "{\"path\":\"notes/hello.txt\",\"operations\":[{\"type\":\"insert\",\"afterLine\":1,\"newContent\":\"edited by C\"}]}", &err);
+    r = call(a, "modifyFile",
+             "{\"path\":\"notes/"
+             "hello.txt\",\"operations\":[{\"type\":\"insert\",\"afterLine\":1,\"newContent\":\"edited "
+             "by C\"}]}",
+             &err);
     cJSON_Delete(r);
     cJSON *text = call(a, "readFile", "{\"path\":\"notes/hello.txt\"}", &err);
     if (!text || err)

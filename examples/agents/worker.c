@@ -64,7 +64,8 @@ static cJSON *ask(struct corral_agent *a, const cJSON *directive, const char *qu
     cJSON_AddStringToObject(p, "format", "json");
     cJSON_AddStringToObject(p, "question", question);
     cJSON_AddStringToObject(p, "content", text);
-    cJSON *q = corral_agent_send(a, str(directive, "from", ""), "query", p, str(directive, "envelope_id", NULL));
+    cJSON *q = corral_agent_send(a, str(directive, "from", ""), "query", p,
+                                 str(directive, "envelope_id", NULL));
     if (!q) {
         logf_("query refused: %s (%s)", corral_agent_error(a), corral_agent_error_word(a));
         return NULL;
@@ -167,7 +168,8 @@ static int add_function(struct corral_agent *a, const cJSON *d, const cJSON *job
             n--;
         src[n] = '\0';
         char *code = NULL;
-        if (asprintf(&code, median_fmt, lower ? "the lower of the two middle values" : "the mean of the two middle values",
+        if (asprintf(&code, median_fmt,
+                     lower ? "the lower of the two middle values" : "the mean of the two middle values",
                      lower ? "s[m - 1]" : "(s[m - 1] + s[m]) / 2") < 0)
             code = NULL;
         char *out = code ? concat(src, "\n", code + 1) : NULL; /* code starts with "\n\n" */
@@ -180,7 +182,8 @@ static int add_function(struct corral_agent *a, const cJSON *d, const cJSON *job
             cJSON_AddItemToArray(list, cJSON_CreateString(module));
             cJSON *cp = corral_agent_checkpoint(a, "artifact", "median() written, README.md still to do",
                                                 "provisional", "medium", list, NULL);
-            logf_("checkpoint %s (provisional)", cp ? str(cp, "checkpoint_id", "?") : corral_agent_error(a));
+            logf_("checkpoint %s (provisional)",
+                  cp ? str(cp, "checkpoint_id", "?") : corral_agent_error(a));
             cJSON_Delete(cp);
         }
     }
@@ -202,7 +205,8 @@ int main(void)
         return 1;
     }
     cJSON *me = corral_agent_self(a);
-    logf_("workspace %s role %s parent %s", str(me, "workspace_id", "?"), str(me, "role", "?"), str(me, "parent", "?"));
+    logf_("workspace %s role %s parent %s", str(me, "workspace_id", "?"), str(me, "role", "?"),
+          str(me, "parent", "?"));
     cJSON_Delete(me);
 
     cJSON *d = corral_agent_next_envelope(a, WAIT_MS);
@@ -212,7 +216,8 @@ int main(void)
         return 1;
     }
     const cJSON *job = cJSON_GetObjectItemCaseSensitive(d, "payload");
-    logf_("directive %s kind %s task %s", str(d, "envelope_id", "?"), str(job, "kind", "?"), str(job, "task", "-"));
+    logf_("directive %s kind %s task %s", str(d, "envelope_id", "?"), str(job, "kind", "?"),
+          str(job, "task", "-"));
 
     char summary[300];
     cJSON *files = cJSON_CreateArray();
@@ -239,7 +244,8 @@ int main(void)
     }
     cJSON_Delete(files);
     cJSON *s = corral_agent_emit(a, rc == 0 ? "complete" : "failed", summary, NULL);
-    logf_("%s: %s%s%s", rc == 0 ? "complete" : "failed", summary, s ? "" : " (signal refused: ", s ? "" : corral_agent_error(a));
+    logf_("%s: %s%s%s", rc == 0 ? "complete" : "failed", summary,
+          s ? "" : " (signal refused: ", s ? "" : corral_agent_error(a));
     cJSON_Delete(s);
     cJSON_Delete(d);
 
@@ -249,7 +255,8 @@ int main(void)
         cJSON *ev = corral_agent_next_event(a, CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, -1, &kind);
         if (!ev)
             break;
-        logf_("after completion: %s %s", kind == CORRAL_EV_ENVELOPE ? "envelope" : "signal", str(ev, "type", "?"));
+        logf_("after completion: %s %s", kind == CORRAL_EV_ENVELOPE ? "envelope" : "signal",
+              str(ev, "type", "?"));
         cJSON_Delete(ev);
     }
     corral_agent_free(a);

@@ -6,7 +6,7 @@
 
 enum {
     CORRAL_EXIT_OK = 0,
-    CORRAL_EXIT_PROBLEMS = 1,  /* a check found problems (policy check, trail verify) */
+    CORRAL_EXIT_PROBLEMS = 1, /* a check found problems (policy check, trail verify) */
     CORRAL_EXIT_USAGE = 2,
     CORRAL_EXIT_TIMEOUT = 124, /* corral exec: the program's time ran out */
     CORRAL_EXIT_INTERNAL = 125,

@@ -76,7 +76,7 @@ static int show(int argc, char **argv)
     const char *file = optind < argc ? argv[optind] : NULL;
     if ((file != NULL) == use_default || (file && optind + 1 < argc)) {
         fprintf(stderr, "corral policy show: name one FILE or --default; usage: corral policy show "
-                "(FILE | --default) [--role ROLE]\n");
+                        "(FILE | --default) [--role ROLE]\n");
         return CORRAL_EXIT_USAGE;
     }
     struct policy_diags d = {0};

@@ -57,9 +57,9 @@ static int depth_of(const cJSON *list, const cJSON *ws)
     const char *parent = str(ws, "parent");
     while (strcmp(parent, "-") && d < 64) {
         const cJSON *p = NULL, *it;
-        cJSON_ArrayForEach(it, list)
-        if (!strcmp(str(it, "id"), parent) || !strcmp(str(it, "workspace_id"), parent))
-            p = it;
+        cJSON_ArrayForEach (it, list)
+            if (!strcmp(str(it, "id"), parent) || !strcmp(str(it, "workspace_id"), parent))
+                p = it;
         if (!p)
             break;
         d++;
@@ -71,9 +71,9 @@ static int depth_of(const cJSON *list, const cJSON *ws)
 int cli_ps(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"policy", required_argument, NULL, 'p'},
+        {"db", required_argument, NULL, 'd'},      {"policy", required_argument, NULL, 'p'},
         {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     const char *db = NULL, *policy = NULL, *control = NULL;
     bool json = false;
@@ -105,7 +105,10 @@ int cli_ps(int argc, char **argv)
             }
             policy_diags_free(&diags);
         }
-        snprintf(path, sizeof(path), "%s.sock", db ? db : pol ? cli_trail_path(pol, NULL) : DEFAULT_TRAIL);
+        snprintf(path, sizeof(path), "%s.sock",
+                 db    ? db
+                 : pol ? cli_trail_path(pol, NULL)
+                       : DEFAULT_TRAIL);
         policy_free(pol);
         control = path;
     }
@@ -129,11 +132,10 @@ int cli_ps(int argc, char **argv)
         return CORRAL_EXIT_INTERNAL;
     }
     printf("run pid %.0f, trail %s\n", num(doc, "pid"), str(doc, "trail"));
-    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s\n", "WORKSPACE", "STATE", "ROLE", "AGENT", "OWNER",
-           "ORIGINATOR", "CKPTS", "MEMORY/BUDGET");
+    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s\n", "WORKSPACE", "STATE", "ROLE", "AGENT",
+           "OWNER", "ORIGINATOR", "CKPTS", "MEMORY/BUDGET");
     const cJSON *ws;
-    cJSON_ArrayForEach(ws, list)
-    {
+    cJSON_ArrayForEach (ws, list) {
         const char *id = str(ws, "id");
         if (!strcmp(id, "-"))
             id = str(ws, "workspace_id");
@@ -146,8 +148,9 @@ int cli_ps(int argc, char **argv)
         human_bytes(u ? num(u, "memory_limit") : -1, lim, sizeof(lim));
         snprintf(mem, sizeof(mem), "%s/%s", used, lim);
         double ck = num(ws, "checkpoints");
-        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s\n", name, str(ws, "state"), str(ws, "role"),
-               str(ws, "agent"), str(ws, "owner"), str(ws, "originator"), ck < 0 ? 0 : ck, mem);
+        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s\n", name, str(ws, "state"),
+               str(ws, "role"), str(ws, "agent"), str(ws, "owner"), str(ws, "originator"),
+               ck < 0 ? 0 : ck, mem);
     }
     cJSON_Delete(doc);
     return CORRAL_EXIT_OK;

@@ -34,7 +34,8 @@ static const char query_usage[] =
     "  --follow         after the entries present, keep printing new ones as a writer commits\n"
     "                   them, until interrupted (SIGINT or SIGTERM)\n"
     "\n"
-    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be read.\n";
+    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be "
+    "read.\n";
 
 static const char verify_usage[] =
     "usage: corral trail verify --db FILE [--anchor SEQ:HASH]\n"
@@ -55,12 +56,14 @@ static const char export_usage[] =
     "{\"format\":\"corral-trail-export\",...}, then every entry (the 'corral trail --json' form),\n"
     "then every blob as {\"blob\":HASH,\"size\":N,\"data\":BASE64}.\n"
     "\n"
-    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be read.or the output written.\n";
+    "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be "
+    "read.or the output written.\n";
 
 /* A missing or foreign file is the caller's mistake (2); anything else is ours or the disk's. */
 static int open_status(const struct cerr *e)
 {
-    return (e->code == -ENOENT || e->code == -EINVAL || e->code == -ENOTDIR) ? CORRAL_EXIT_USAGE : CORRAL_EXIT_INTERNAL;
+    return (e->code == -ENOENT || e->code == -EINVAL || e->code == -ENOTDIR) ? CORRAL_EXIT_USAGE
+                                                                             : CORRAL_EXIT_INTERNAL;
 }
 
 /* ---- corral trail (query) ------------------------------------------------------------------ */
@@ -133,7 +136,8 @@ static int follow_loop(struct trail_reader *r, struct trail_filter *f, struct pr
     }
     _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
-        fprintf(stderr, "corral trail: cannot watch for SIGINT/SIGTERM for --follow: %s\n", strerror(errno));
+        fprintf(stderr, "corral trail: cannot watch for SIGINT/SIGTERM for --follow: %s\n",
+                strerror(errno));
         return CORRAL_EXIT_INTERNAL;
     }
     for (;;) {
@@ -162,11 +166,16 @@ static int follow_loop(struct trail_reader *r, struct trail_filter *f, struct pr
 static int cmd_query(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'},    {"workspace", required_argument, NULL, 'w'},
-        {"actor", required_argument, NULL, 'a'}, {"type", required_argument, NULL, 't'},
-        {"since", required_argument, NULL, 's'}, {"until", required_argument, NULL, 'u'},
-        {"limit", required_argument, NULL, 'n'}, {"json", no_argument, NULL, 'j'},
-        {"follow", no_argument, NULL, 'f'},      {"help", no_argument, NULL, 'h'},
+        {"db", required_argument, NULL, 'd'},
+        {"workspace", required_argument, NULL, 'w'},
+        {"actor", required_argument, NULL, 'a'},
+        {"type", required_argument, NULL, 't'},
+        {"since", required_argument, NULL, 's'},
+        {"until", required_argument, NULL, 'u'},
+        {"limit", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"follow", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *db = NULL;
@@ -183,7 +192,8 @@ static int cmd_query(int argc, char **argv)
         case 'a': f.actor = optarg; break;
         case 't':
             if (!trail_event_known(optarg)) {
-                fprintf(stderr, "corral trail: unknown event type '%s'; docs/trail.md lists the types\n", optarg);
+                fprintf(stderr, "corral trail: unknown event type '%s'; docs/trail.md lists the types\n",
+                        optarg);
                 return CORRAL_EXIT_USAGE;
             }
             f.type = optarg;
@@ -191,7 +201,9 @@ static int cmd_query(int argc, char **argv)
         case 's':
         case 'u':
             if (trail_parse_time(optarg, c == 's' ? &f.since_us : &f.until_us) < 0) {
-                fprintf(stderr, "corral trail: --%s '%s' is not a time: use ISO-8601 (2026-11-23T09:30:00Z) or unix seconds\n",
+                fprintf(stderr,
+                        "corral trail: --%s '%s' is not a time: use ISO-8601 (2026-11-23T09:30:00Z) or "
+                        "unix seconds\n",
                         c == 's' ? "since" : "until", optarg);
                 return CORRAL_EXIT_USAGE;
             }
@@ -199,7 +211,8 @@ static int cmd_query(int argc, char **argv)
             break;
         case 'n':
             if (util_parse_u64(optarg, &limit) < 0 || limit == 0) {
-                fprintf(stderr, "corral trail: --limit '%s' must be a whole number of at least 1\n", optarg);
+                fprintf(stderr, "corral trail: --limit '%s' must be a whole number of at least 1\n",
+                        optarg);
                 return CORRAL_EXIT_USAGE;
             }
             break;
@@ -207,17 +220,22 @@ static int cmd_query(int argc, char **argv)
         case 'f': follow = true; break;
         case 'h': fputs(query_usage, stdout); return CORRAL_EXIT_OK;
         default:
-            fprintf(stderr, "corral trail: unknown or incomplete option '%s'; 'corral trail --help' lists the options\n",
+            fprintf(stderr,
+                    "corral trail: unknown or incomplete option '%s'; 'corral trail --help' lists the "
+                    "options\n",
                     argv[optind - 1]);
             return CORRAL_EXIT_USAGE;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "corral trail: unexpected argument '%s'; the subcommands are 'verify' and 'export'\n", argv[optind]);
+        fprintf(stderr,
+                "corral trail: unexpected argument '%s'; the subcommands are 'verify' and 'export'\n",
+                argv[optind]);
         return CORRAL_EXIT_USAGE;
     }
     if (!db) {
-        fprintf(stderr, "corral trail: --db FILE is required (no default trail yet): pass the trail file, e.g. the one given to 'corral exec --trail'\n");
+        fprintf(stderr, "corral trail: --db FILE is required (no default trail yet): pass the trail "
+                        "file, e.g. the one given to 'corral exec --trail'\n");
         return CORRAL_EXIT_USAGE;
     }
     struct cerr err = {0};
@@ -246,12 +264,14 @@ static int cmd_query(int argc, char **argv)
 
 /* ---- corral trail verify --------------------------------------------------------------------- */
 
-static int parse_db_output(int argc, char **argv, const char *usage, const char **db, const char **output,
-                           const char **anchor)
+static int parse_db_output(int argc, char **argv, const char *usage, const char **db,
+                           const char **output, const char **anchor)
 {
     static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},
-        {"anchor", required_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'},
+        {"db", required_argument, NULL, 'd'},
+        {"output", required_argument, NULL, 'o'},
+        {"anchor", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -268,7 +288,9 @@ static int parse_db_output(int argc, char **argv, const char *usage, const char 
             fputs(usage, stdout);
             return -1;
         } else {
-            fprintf(stderr, "corral trail %s: unknown or incomplete option '%s'; 'corral trail %s --help' lists the options\n",
+            fprintf(stderr,
+                    "corral trail %s: unknown or incomplete option '%s'; 'corral trail %s --help' lists "
+                    "the options\n",
                     argv[0], argv[optind - 1], argv[0]);
             return CORRAL_EXIT_USAGE;
         }
@@ -278,7 +300,9 @@ static int parse_db_output(int argc, char **argv, const char *usage, const char 
         return CORRAL_EXIT_USAGE;
     }
     if (!*db) {
-        fprintf(stderr, "corral trail %s: --db FILE is required (no default trail yet): pass the trail file\n", argv[0]);
+        fprintf(stderr,
+                "corral trail %s: --db FILE is required (no default trail yet): pass the trail file\n",
+                argv[0]);
         return CORRAL_EXIT_USAGE;
     }
     return 0;
@@ -318,8 +342,12 @@ static int cmd_verify(int argc, char **argv)
             memcpy(num, anchor, nl);
             num[nl] = '\0';
         }
-        if (!hex || nl == 0 || nl >= sizeof(num) || util_parse_u64(num, &anchor_seq) < 0 || anchor_seq == 0) {
-            fprintf(stderr, "corral trail verify: --anchor '%s' must be SEQ:HASH, as in the 'head:' line of an earlier verify\n", anchor);
+        if (!hex || nl == 0 || nl >= sizeof(num) || util_parse_u64(num, &anchor_seq) < 0 ||
+            anchor_seq == 0) {
+            fprintf(stderr,
+                    "corral trail verify: --anchor '%s' must be SEQ:HASH, as in the 'head:' line of an "
+                    "earlier verify\n",
+                    anchor);
             return CORRAL_EXIT_USAGE;
         }
         memcpy(anchor_hex, colon + 1, sizeof(anchor_hex));
@@ -347,12 +375,14 @@ static int cmd_verify(int argc, char **argv)
             if (a.seq != anchor_seq) {
                 rc = 1;
                 bad_seq = anchor_seq;
-                snprintf(err.msg, sizeof(err.msg), "entry %llu: is missing: the trail ends at %llu, before the anchor (cut short)",
+                snprintf(err.msg, sizeof(err.msg),
+                         "entry %llu: is missing: the trail ends at %llu, before the anchor (cut short)",
                          (unsigned long long)anchor_seq, (unsigned long long)n);
             } else if (strcmp(a.hex, anchor_hex)) {
                 rc = 1;
                 bad_seq = anchor_seq;
-                snprintf(err.msg, sizeof(err.msg), "entry %llu: its hash is not the anchor's (the trail was rewritten up to it)",
+                snprintf(err.msg, sizeof(err.msg),
+                         "entry %llu: its hash is not the anchor's (the trail was rewritten up to it)",
                          (unsigned long long)anchor_seq);
             }
         }
@@ -368,7 +398,9 @@ static int cmd_verify(int argc, char **argv)
     }
     if (rc == 1) {
         printf("bad: %s\n", err.msg);
-        fprintf(stderr, "corral trail verify: %s has been changed or damaged at %s%llu: restore it from a copy you trust\n",
+        fprintf(stderr,
+                "corral trail verify: %s has been changed or damaged at %s%llu: restore it from a copy "
+                "you trust\n",
                 db, bad_seq ? "entry " : "", (unsigned long long)bad_seq);
         return CORRAL_EXIT_PROBLEMS;
     }
@@ -422,12 +454,15 @@ static int cmd_export(int argc, char **argv)
     }
     FILE *out = stdout;
     if (output && !(out = fopen(output, "w"))) {
-        fprintf(stderr, "corral trail export: cannot create %s: %s; choose a writable --output path\n", output, strerror(errno));
+        fprintf(stderr, "corral trail export: cannot create %s: %s; choose a writable --output path\n",
+                output, strerror(errno));
         trail_reader_close(r);
         return CORRAL_EXIT_INTERNAL;
     }
     struct exporter x = {out};
-    fprintf(out, "{\"format\":\"corral-trail-export\",\"version\":1,\"trail_format\":%d,\"hash_algorithm\":\"%s\"}\n",
+    fprintf(out,
+            "{\"format\":\"corral-trail-export\",\"version\":1,\"trail_format\":%d,\"hash_algorithm\":"
+            "\"%s\"}\n",
             TRAIL_FORMAT, TRAIL_HASH_NAME);
     rc = trail_query(r, NULL, export_entry, &x, &err);
     if (rc == 0)
@@ -438,13 +473,15 @@ static int cmd_export(int argc, char **argv)
         if (rc == -ENOMEM)
             fprintf(stderr, "corral trail export: out of memory\n");
         else if (rc == -EIO && !err.msg[0])
-            fprintf(stderr, "corral trail export: cannot write %s: %s\n", output ? output : "standard output", strerror(errno));
+            fprintf(stderr, "corral trail export: cannot write %s: %s\n",
+                    output ? output : "standard output", strerror(errno));
         else
             fprintf(stderr, "corral trail export: %s\n", err.msg);
         status = CORRAL_EXIT_INTERNAL;
     }
     if ((out == stdout ? fflush(out) : fclose(out)) != 0 && status == CORRAL_EXIT_OK) {
-        fprintf(stderr, "corral trail export: cannot write %s: %s\n", output ? output : "standard output", strerror(errno));
+        fprintf(stderr, "corral trail export: cannot write %s: %s\n",
+                output ? output : "standard output", strerror(errno));
         status = CORRAL_EXIT_INTERNAL;
     }
     return status;

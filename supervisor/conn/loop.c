@@ -174,5 +174,11 @@ int loop_run(struct loop *l, struct cerr *err)
     return 0;
 }
 
-void loop_stop(struct loop *l) { l->stop = true; }
-bool loop_stopped(const struct loop *l) { return l->stop; }
+void loop_stop(struct loop *l)
+{
+    l->stop = true;
+}
+bool loop_stopped(const struct loop *l)
+{
+    return l->stop;
+}

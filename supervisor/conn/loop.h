@@ -30,7 +30,8 @@ int loop_new(struct loop **out, struct cerr *err);
 void loop_free(struct loop *l);
 
 /* Watches FD (borrowed) for EVENTS (EPOLLIN / EPOLLOUT; 0 is allowed: errors and hang-ups only). */
-int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events, loop_fn fn, void *data);
+int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events, loop_fn fn,
+                   void *data);
 int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
 /* Safe from inside a handler of the same turn: a pending event for W is dropped. */
 void loop_watch_del(struct loop *l, struct loop_watch *w);

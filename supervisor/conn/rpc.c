@@ -133,9 +133,18 @@ enum rpc_frame rpc_reader_next(struct rpc_reader *r, const char **line, size_t *
     }
 }
 
-size_t rpc_reader_pending(const struct rpc_reader *r) { return r->len - r->start; }
-void rpc_reader_fail(struct rpc_reader *r) { r->failed = true; }
-bool rpc_reader_failed(const struct rpc_reader *r) { return r->failed; }
+size_t rpc_reader_pending(const struct rpc_reader *r)
+{
+    return r->len - r->start;
+}
+void rpc_reader_fail(struct rpc_reader *r)
+{
+    r->failed = true;
+}
+bool rpc_reader_failed(const struct rpc_reader *r)
+{
+    return r->failed;
+}
 
 /* ---- decoding ---- */
 
@@ -259,7 +268,8 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
     if (esc < len)
         return decode_fail(err, RPC_PARSE_ERROR, NULL,
                            "parse error: \\u0000 in a string at byte %zu (a NUL would silently cut the "
-                           "string short: send the text without it)", esc);
+                           "string short: send the text without it)",
+                           esc);
     if (rpc_json_depth(line, len, max_depth) > max_depth)
         return decode_fail(err, RPC_INVALID_REQUEST, NULL,
                            "invalid request: nesting deeper than %u levels", max_depth);
@@ -284,7 +294,8 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
         goto out;
     }
     if (!cJSON_IsObject(root)) {
-        rc = decode_fail(err, RPC_INVALID_REQUEST, NULL, "invalid request: a message must be a JSON object");
+        rc = decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                         "invalid request: a message must be a JSON object");
         goto out;
     }
     /* Each envelope member once: a duplicate would let two readers of the same line (the
@@ -314,7 +325,8 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
         goto out;
     }
     if (!method) {
-        if (cJSON_GetObjectItemCaseSensitive(root, "result") || cJSON_GetObjectItemCaseSensitive(root, "error"))
+        if (cJSON_GetObjectItemCaseSensitive(root, "result") ||
+            cJSON_GetObjectItemCaseSensitive(root, "error"))
             rc = decode_fail(err, RPC_INVALID_REQUEST, id,
                              "invalid request: a response, but corral sent no request");
         else
@@ -322,7 +334,8 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
         goto out;
     }
     if (!cJSON_IsString(method) || !method->valuestring[0]) {
-        rc = decode_fail(err, RPC_INVALID_REQUEST, id, "invalid request: \"method\" must be a non-empty string");
+        rc = decode_fail(err, RPC_INVALID_REQUEST, id,
+                         "invalid request: \"method\" must be a non-empty string");
         goto out;
     }
     if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) {
@@ -407,7 +420,8 @@ char *rpc_error_line(const cJSON *id, int code, const char *message, const cJSON
     if (!env)
         return NULL;
     cJSON *e = cJSON_AddObjectToObject(env, "error");
-    if (!e || !cJSON_AddNumberToObject(e, "code", code) || !cJSON_AddStringToObject(e, "message", message) ||
+    if (!e || !cJSON_AddNumberToObject(e, "code", code) ||
+        !cJSON_AddStringToObject(e, "message", message) ||
         (data && !cJSON_AddItemReferenceToObject(e, "data", (cJSON *)data))) {
         cJSON_Delete(env);
         return NULL;

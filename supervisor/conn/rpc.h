@@ -27,10 +27,10 @@ enum {
 /* ---- framing ---- */
 
 enum rpc_frame {
-    RPC_FRAME_NONE = 0,  /* no complete line buffered: read more */
-    RPC_FRAME_LINE,      /* *line / *len: one message, without its '\n' (and a trailing '\r') */
-    RPC_FRAME_TOO_LONG,  /* a line passed the cap: answer once; the rest of it is discarded */
-    RPC_FRAME_FAILED,    /* the reader failed (rpc_reader_fail): sticky, nothing more is returned */
+    RPC_FRAME_NONE = 0, /* no complete line buffered: read more */
+    RPC_FRAME_LINE,     /* *line / *len: one message, without its '\n' (and a trailing '\r') */
+    RPC_FRAME_TOO_LONG, /* a line passed the cap: answer once; the rest of it is discarded */
+    RPC_FRAME_FAILED,   /* the reader failed (rpc_reader_fail): sticky, nothing more is returned */
 };
 
 struct rpc_reader;
@@ -62,9 +62,9 @@ bool rpc_reader_failed(const struct rpc_reader *r);
 /* One decoded message. All pointers are into root, which the message owns. */
 struct rpc_msg {
     cJSON *root;
-    const char *method;   /* never NULL once decoded */
-    const cJSON *id;      /* NULL: a notification (no response is sent) */
-    const cJSON *params;  /* NULL when absent; else an object or an array */
+    const char *method;  /* never NULL once decoded */
+    const cJSON *id;     /* NULL: a notification (no response is sent) */
+    const cJSON *params; /* NULL when absent; else an object or an array */
 };
 
 /* A decoding failure: the JSON-RPC error to answer with. id is a copy of the request's id when

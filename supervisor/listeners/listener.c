@@ -39,7 +39,7 @@ struct listener {
     const struct sandbox_seccomp *profile;
     unsigned per_syscall;
     unsigned max_recorded, recorded; /* one-by-one entries: the run's cap, and so far */
-    size_t req_size, resp_size; /* the kernel's struct sizes (SECCOMP_GET_NOTIF_SIZES) */
+    size_t req_size, resp_size;      /* the kernel's struct sizes (SECCOMP_GET_NOTIF_SIZES) */
     struct seccomp_notif *req;
     struct seccomp_notif_resp *resp;
     struct counter table[TABLE_SLOTS];
@@ -82,8 +82,14 @@ int listener_new(int listener, const struct listener_opts *o, struct listener **
     return 0;
 }
 
-int listener_fd(const struct listener *n) { return n->fd; }
-uint64_t listener_total(const struct listener *n) { return n->total; }
+int listener_fd(const struct listener *n)
+{
+    return n->fd;
+}
+uint64_t listener_total(const struct listener *n)
+{
+    return n->total;
+}
 
 void listener_free(struct listener *n)
 {
@@ -148,8 +154,9 @@ static cJSON *denial_body(const struct listener *n, uint32_t arch, int nr)
     char name[64], abuf[32];
     sandbox_seccomp_syscall_name(arch, nr, name, sizeof(name));
     cJSON *b = cJSON_CreateObject();
-    if (!b || !cJSON_AddStringToObject(b, "kind", "seccomp") || !cJSON_AddStringToObject(b, "subject", name) ||
-        !cJSON_AddStringToObject(b, "syscall", name) || !cJSON_AddNumberToObject(b, "nr", nr) ||
+    if (!b || !cJSON_AddStringToObject(b, "kind", "seccomp") ||
+        !cJSON_AddStringToObject(b, "subject", name) || !cJSON_AddStringToObject(b, "syscall", name) ||
+        !cJSON_AddNumberToObject(b, "nr", nr) ||
         !cJSON_AddStringToObject(b, "arch", sandbox_seccomp_arch_name(arch, nr, abuf, sizeof(abuf))) ||
         !cJSON_AddStringToObject(b, "rule", sandbox_seccomp_denial_rule(n->profile, arch, nr)) ||
         !cJSON_AddStringToObject(b, "reason", "EPERM")) {
@@ -198,7 +205,8 @@ int listener_handle(struct listener *n, unsigned max, bool *hup, struct cerr *er
             c->count++;
         else
             n->overflow++;
-        if (!n->trail || !c || c->recorded >= n->per_syscall || n->recorded >= n->max_recorded || rc < 0) {
+        if (!n->trail || !c || c->recorded >= n->per_syscall || n->recorded >= n->max_recorded ||
+            rc < 0) {
             answer(n, n->req->id);
             continue;
         }
@@ -210,7 +218,8 @@ int listener_handle(struct listener *n, unsigned max, bool *hup, struct cerr *er
          * live afterwards (the man page's check against pid reuse). */
         if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->req->id) < 0)
             pid = -1;
-        if (b && !(pid > 0 ? cJSON_AddNumberToObject(b, "pid", (double)pid) : cJSON_AddNullToObject(b, "pid"))) {
+        if (b && !(pid > 0 ? cJSON_AddNumberToObject(b, "pid", (double)pid)
+                           : cJSON_AddNullToObject(b, "pid"))) {
             cJSON_Delete(b);
             b = NULL;
         }
@@ -250,10 +259,13 @@ void listener_finish(struct listener *n)
     }
     if (n->overflow) {
         cJSON *b = cJSON_CreateObject();
-        if (b && cJSON_AddStringToObject(b, "kind", "seccomp") && cJSON_AddStringToObject(b, "subject", "(other syscalls)") &&
+        if (b && cJSON_AddStringToObject(b, "kind", "seccomp") &&
+            cJSON_AddStringToObject(b, "subject", "(other syscalls)") &&
             cJSON_AddStringToObject(b, "rule", "more distinct syscalls than are counted one by one") &&
-            cJSON_AddStringToObject(b, "reason", "EPERM") && cJSON_AddBoolToObject(b, "aggregate", true) &&
-            cJSON_AddNumberToObject(b, "count", (double)n->overflow) && cJSON_AddNumberToObject(b, "recorded", 0))
+            cJSON_AddStringToObject(b, "reason", "EPERM") &&
+            cJSON_AddBoolToObject(b, "aggregate", true) &&
+            cJSON_AddNumberToObject(b, "count", (double)n->overflow) &&
+            cJSON_AddNumberToObject(b, "recorded", 0))
             (void)stage(n, "denial", b, NULL);
         else
             cJSON_Delete(b);

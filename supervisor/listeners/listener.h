@@ -11,7 +11,7 @@
 struct trail;
 struct listener;
 
-#define SCNOTIFY_PER_SYSCALL 16   /* denials of one syscall recorded one by one */
+#define SCNOTIFY_PER_SYSCALL 16    /* denials of one syscall recorded one by one */
 #define SCNOTIFY_MAX_RECORDED 1024 /* denials of a run recorded one by one, all syscalls together */
 
 struct listener_opts {

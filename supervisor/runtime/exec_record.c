@@ -50,11 +50,14 @@ static cJSON *profile_json(const struct sandbox_profile *p, double timeout)
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "source", p->binds[i].host);
         cJSON_AddStringToObject(b, "target", p->binds[i].inside ? p->binds[i].inside : p->binds[i].host);
-        cJSON_AddStringToObject(b, "flags", p->binds[i].writable ? "rw,nosuid,nodev,idmap" : "ro,nosuid,nodev");
+        cJSON_AddStringToObject(b, "flags",
+                                p->binds[i].writable ? "rw,nosuid,nodev,idmap" : "ro,nosuid,nodev");
         cJSON_AddItemToArray(m, b);
     }
     cJSON *sc = cJSON_AddObjectToObject(o, "seccomp");
-    cJSON_AddStringToObject(sc, "default_action", p->seccomp.notify ? "user_notif(recorded, then errno(EPERM))" : "errno(EPERM)");
+    cJSON_AddStringToObject(sc, "default_action",
+                            p->seccomp.notify ? "user_notif(recorded, then errno(EPERM))"
+                                              : "errno(EPERM)");
     cJSON *g = cJSON_AddArrayToObject(sc, "groups");
     for (uint32_t bit = 1; bit; bit <<= 1)
         if (p->seccomp.groups & bit && sandbox_seccomp_group_name(bit))
@@ -103,7 +106,9 @@ int exec_record_start(struct exec_record *r, struct trail *t, const struct sandb
     cJSON_AddItemToObject(b, "profile", profile_json(p, timeout));
     append(r, "sandbox_created", b);
     if (commit(r) < 0)
-        return cerr_set(err, EIO, "trail: cannot record the sandbox before creating it, so it is not created: %s", r->err.msg);
+        return cerr_set(err, EIO,
+                        "trail: cannot record the sandbox before creating it, so it is not created: %s",
+                        r->err.msg);
     return 0;
 }
 
@@ -157,7 +162,8 @@ static int warn(struct exec_record *r, int i, const char *dim, double consumed, 
     return 1;
 }
 
-int exec_record_sample(struct exec_record *r, const struct sandbox_result *u, const struct sandbox_profile *p)
+int exec_record_sample(struct exec_record *r, const struct sandbox_result *u,
+                       const struct sandbox_profile *p)
 {
     if (!r->trail)
         return 0;
@@ -203,4 +209,7 @@ void exec_record_exited(struct exec_record *r, const struct sandbox_result *res,
     append(r, "process_exited", b);
 }
 
-int exec_record_finish(struct exec_record *r) { return commit(r); }
+int exec_record_finish(struct exec_record *r)
+{
+    return commit(r);
+}

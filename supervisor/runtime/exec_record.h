@@ -10,13 +10,13 @@ struct trail;
 struct policy_role_view;
 
 struct exec_record {
-    struct trail *trail;   /* NULL: recording is off and every call is a no-op */
-    char workspace[64];    /* the run's workspace id in the trail: "exec-PID-MS" */
+    struct trail *trail; /* NULL: recording is off and every call is a no-op */
+    char workspace[64];  /* the run's workspace id in the trail: "exec-PID-MS" */
     const char *role;
     pid_t pid;
-    bool failed;           /* a commit failed: the trail is degraded */
-    double timeout;        /* the run's wall-time budget (seconds; 0: none) */
-    bool warned[3];        /* budget_warning recorded: memory, pids, time */
+    bool failed;    /* a commit failed: the trail is degraded */
+    double timeout; /* the run's wall-time budget (seconds; 0: none) */
+    bool warned[3]; /* budget_warning recorded: memory, pids, time */
     struct cerr err;
 };
 
@@ -34,7 +34,8 @@ void exec_record_failed(struct exec_record *r, const char *why);
  * sandbox_child_usage) has reached EXEC_RECORD_WARN_PERCENT of its limit. Staged, not committed.
  * Returns how many it staged. */
 #define EXEC_RECORD_WARN_PERCENT 80
-int exec_record_sample(struct exec_record *r, const struct sandbox_result *u, const struct sandbox_profile *p);
+int exec_record_sample(struct exec_record *r, const struct sandbox_result *u,
+                       const struct sandbox_profile *p);
 /* Also records, first, the warnings a run too short for any sample never got (before each
  * budget_exceeded). */
 void exec_record_exited(struct exec_record *r, const struct sandbox_result *res, bool timed_out,

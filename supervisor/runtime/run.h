@@ -9,22 +9,22 @@
 
 struct run_opts {
     const struct policy *policy;
-    const char *policy_path;    /* for messages */
-    const char *workspace;      /* the root workspace's files (the project directory) */
-    const char *run_dir;        /* per-run state: ws/ copies, objects/ */
+    const char *policy_path; /* for messages */
+    const char *workspace;   /* the root workspace's files (the project directory) */
+    const char *run_dir;     /* per-run state: ws/ copies, objects/ */
     const char *trail_path;
-    bool trail_full;            /* durability full (fsync per commit) or normal */
-    const char *control_path;   /* the control socket (`corral ps`) */
-    const char *owner;          /* user id of whoever started the run */
-    double timeout;             /* seconds for the whole run; 0: none */
-    double stop_grace;          /* seconds an ending agent gets before SIGKILL (default 1) */
-    uint64_t redelivery_base_ms;/* 0: the model's default */
-    bool quiet;                 /* no summary on stdout */
+    bool trail_full;             /* durability full (fsync per commit) or normal */
+    const char *control_path;    /* the control socket (`corral ps`) */
+    const char *owner;           /* user id of whoever started the run */
+    double timeout;              /* seconds for the whole run; 0: none */
+    double stop_grace;           /* seconds an ending agent gets before SIGKILL (default 1) */
+    uint64_t redelivery_base_ms; /* 0: the model's default */
+    bool quiet;                  /* no summary on stdout */
 };
 
 /* The counts printed at the end of a run. */
 struct run_result {
-    bool root_closed;           /* the coordinator's workspace reached `closed` */
+    bool root_closed; /* the coordinator's workspace reached `closed` */
     bool timed_out;
     char root_state[16];
 };

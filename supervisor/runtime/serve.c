@@ -22,7 +22,8 @@
 struct serve_state {
     struct loop *loop;
     struct sandbox_child *child;
-    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch, warn_watch;
+    struct loop_watch pid_watch, timer_watch, grace_watch, sig_watch, notify_watch, sample_watch,
+        warn_watch;
     const struct serve_exec_opts *o;
     bool notify_failed;
     int sig_fd;
@@ -134,8 +135,8 @@ static void on_agent_end(struct agent *a, enum agent_end why, void *data)
     /* A failed connection fails the agent: it has no other way to ask for anything. An agent that
      * merely closed its pipes may still be finishing its own work: wait for its pidfd. */
     if (why == AGENT_END_ABUSE || why == AGENT_END_NOMEM) {
-        fprintf(stderr, "corral: agent %s: connection failed (%s): stopping its sandbox\n", agent_name(a),
-                why == AGENT_END_ABUSE ? "too many malformed messages" : "out of memory");
+        fprintf(stderr, "corral: agent %s: connection failed (%s): stopping its sandbox\n",
+                agent_name(a), why == AGENT_END_ABUSE ? "too many malformed messages" : "out of memory");
         /* A moment to read the last error, which says why; nothing it sends is read any more. */
         if (loop_timer_add(s->loop, &s->grace_watch, 1.0, on_grace_end, s) < 0)
             kill_sandbox(s);
@@ -150,7 +151,8 @@ static int open_workspace(const char *path, struct cerr *err)
     if (fd < 0) {
         int e = errno;
         if (e == ENOTDIR)
-            return cerr_set(err, e, "--workspace %s: not a directory; give the directory to serve", path);
+            return cerr_set(err, e, "--workspace %s: not a directory; give the directory to serve",
+                            path);
         return cerr_set(err, e, "--workspace %s: %s", path, strerror(e));
     }
     return fd;
@@ -168,7 +170,8 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         const char *surface_name = o->view->surface ? o->view->surface : "wap";
         surface = tool_surface_find(surface_name);
         if (!surface)
-            return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)", surface_name);
+            return cerr_set(err, EINVAL, "tool surface \"%s\" is unknown (wap, file, voltagent, kward)",
+                            surface_name);
         root_fd = open_workspace(o->workspace, err);
         if (root_fd < 0)
             return root_fd;
@@ -201,9 +204,12 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         if (r < 0)
             goto out;
     }
-    struct role_tools_opts to = {.view = o->view, .root_fd = root_fd,
-                                 .root_host_path = o->workspace, .cgroup_parent = child,
-                                 .session = session, .denials = cmd_denials,
+    struct role_tools_opts to = {.view = o->view,
+                                 .root_fd = root_fd,
+                                 .root_host_path = o->workspace,
+                                 .cgroup_parent = child,
+                                 .session = session,
+                                 .denials = cmd_denials,
                                  .tag = o->workspace_id ? o->workspace_id : "agent"};
     role_tools_init(&tools, &to);
     r = pool_new(s.loop, 0, &pool, err);
@@ -214,8 +220,14 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
     if (r < 0)
         goto out;
     struct agent_config ac = {
-        .name = o->workspace_id ? o->workspace_id : "agent", .in_fd = from_agent, .out_fd = to_agent, .surface = surface, .tools = &tools.ctx,
-        .on_end = on_agent_end, .data = &s, .on_message = dispatch_message,
+        .name = o->workspace_id ? o->workspace_id : "agent",
+        .in_fd = from_agent,
+        .out_fd = to_agent,
+        .surface = surface,
+        .tools = &tools.ctx,
+        .on_end = on_agent_end,
+        .data = &s,
+        .on_message = dispatch_message,
     };
     r = agent_new(host, &ac, &agent, err);
     if (r < 0)

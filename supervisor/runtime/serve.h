@@ -11,16 +11,16 @@ struct trail;
 struct listener;
 
 struct serve_exec_opts {
-    const char *workspace;        /* host directory served as the workspace root; NULL: no agent
+    const char *workspace;               /* host directory served as the workspace root; NULL: no agent
                                    * to serve, the sandbox alone is supervised */
     const struct policy_role_view *view; /* the role: surface, limits, tool rules, write,
                                           * commands (supervisor/runtime/role_tools.h) */
-    size_t max_message;           /* bytes of one JSON-RPC line (default 8 MiB) */
-    double timeout_sec;           /* 0: none; on expiry the agent is killed and *timed_out set */
-    struct trail *trail;          /* NULL: no trail */
-    const char *workspace_id;     /* the agent's workspace id in the trail (default "agent") */
-    struct listener *notify;      /* the sandbox's seccomp listener, answered on the loop; NULL: none */
-    double sample_sec;            /* > 0: sample(sample_data) every this many seconds while the
+    size_t max_message;                  /* bytes of one JSON-RPC line (default 8 MiB) */
+    double timeout_sec;                  /* 0: none; on expiry the agent is killed and *timed_out set */
+    struct trail *trail;                 /* NULL: no trail */
+    const char *workspace_id;            /* the agent's workspace id in the trail (default "agent") */
+    struct listener *notify; /* the sandbox's seccomp listener, answered on the loop; NULL: none */
+    double sample_sec;       /* > 0: sample(sample_data) every this many seconds while the
                                    * sandbox runs; what it stages commits at the turn's end */
     void (*sample)(void *data);
     void *sample_data;

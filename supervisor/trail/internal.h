@@ -56,14 +56,15 @@ struct trail_fields {
     const uint8_t *prev_hash;  /* NULL: none */
 };
 /* Fills hash. scratch is reused between calls. */
-int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN]);
+int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f,
+                     uint8_t hash[TRAIL_HASH_LEN]);
 
 /* Per-workspace head of the local chain, in a small open-addressing table keyed by name. */
 struct trail_wshead {
     char *name; /* NULL: empty slot */
     size_t len;
     uint64_t key;
-    uint64_t local_seq;              /* of the workspace's last entry */
+    uint64_t local_seq;                /* of the workspace's last entry */
     uint8_t last_hash[TRAIL_HASH_LEN]; /* hash of the workspace's last entry */
     /* verify only: the workspace's first entry within one range of the scan */
     uint64_t first_seq, first_local_seq;
@@ -75,8 +76,7 @@ struct trail_wsmap {
     size_t cap, n;
 };
 /* Finds name, or inserts it with local_seq 0 (*created set). NULL only on -ENOMEM. */
-struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len,
-                                     bool *created);
+struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len, bool *created);
 void trail_wsmap_clear(struct trail_wsmap *m);
 /* The map's hash of a name, and an order-free digest term for one (workspace, seq) pair: verify
  * sums these over the entries and over ws_index to prove the index holds exactly the entries. */
@@ -90,8 +90,8 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e);
 
 /* trail_verify_file_count with the scan cut into `ranges` threads (0: one per CPU, at most 4)
  * of at least range_min entries each; tests use it to check the stitching of range boundaries. */
-int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count, uint64_t *bad_seq,
-                        struct cerr *err);
+int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                        uint64_t *bad_seq, struct cerr *err);
 
 /* True if a body key holds blob references: "blob", "*_blob" (one hash) or "blobs" (*list set:
  * an array of hashes). */

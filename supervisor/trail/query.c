@@ -43,7 +43,8 @@ static int read_header(sqlite3 *db, int64_t *app, int64_t *ver)
         *app = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     st = NULL;
-    if (rc == SQLITE_ROW && (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
+    if (rc == SQLITE_ROW &&
+        (rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL)) == SQLITE_OK &&
         (rc = sqlite3_step(st)) == SQLITE_ROW)
         *ver = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -57,9 +58,12 @@ int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
     if (!path || !*path)
         return cerr_set(err, EINVAL, "trail: no file given; pass --db FILE");
     if (stat(path, &sb) < 0)
-        return cerr_set(err, errno, "trail %s: %s; check the path given with --db", path, strerror(errno));
+        return cerr_set(err, errno, "trail %s: %s; check the path given with --db", path,
+                        strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        return cerr_set(err, EINVAL, "trail %s is not a regular file; pass the trail's database file with --db", path);
+        return cerr_set(err, EINVAL,
+                        "trail %s is not a regular file; pass the trail's database file with --db",
+                        path);
     if (sodium_init() < 0)
         return cerr_set(err, EIO, "trail: libsodium failed to initialise");
     sqlite3 *db = NULL;
@@ -84,24 +88,35 @@ int trail_db_open_readonly(const char *path, sqlite3 **out, struct cerr *err)
             rc = SQLITE_NOMEM;
         else if (stat(wal, &ws) == 0) {
             sqlite3_close(db);
-            return cerr_set(err, EACCES, "trail %s cannot be read: its writer's shared-memory file %s-shm is missing and cannot be created here; read it as a user who can write its directory", path, path);
+            return cerr_set(err, EACCES,
+                            "trail %s cannot be read: its writer's shared-memory file %s-shm is missing "
+                            "and cannot be created here; read it as a user who can write its directory",
+                            path, path);
         } else {
             sqlite3_close(db);
             db = NULL;
-            rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+            rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                                 NULL);
             if (rc == SQLITE_OK)
                 rc = read_header(db, &app, &ver);
         }
     }
     int r = 0;
     if (rc == SQLITE_NOTADB)
-        r = cerr_set(err, EINVAL, "%s is not a corral trail (not an SQLite database); check the path given with --db", path);
+        r = cerr_set(err, EINVAL,
+                     "%s is not a corral trail (not an SQLite database); check the path given with --db",
+                     path);
     else if (rc != SQLITE_ROW)
-        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        r = cerr_set(err, EIO, "trail %s cannot be read: %s", path,
+                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     else if (app != TRAIL_APPLICATION_ID)
-        r = cerr_set(err, EINVAL, "%s is not a corral trail (SQLite application_id %lld); check the path given with --db", path, (long long)app);
+        r = cerr_set(
+            err, EINVAL,
+            "%s is not a corral trail (SQLite application_id %lld); check the path given with --db",
+            path, (long long)app);
     else if (ver != TRAIL_FORMAT)
-        r = cerr_set(err, EINVAL, "trail %s has format %lld; this corral reads format %d", path, (long long)ver, TRAIL_FORMAT);
+        r = cerr_set(err, EINVAL, "trail %s has format %lld; this corral reads format %d", path,
+                     (long long)ver, TRAIL_FORMAT);
     if (r < 0) {
         sqlite3_close(db);
         return r;
@@ -172,20 +187,24 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e)
  * ws_index (and still checks each row's workspace, so a damaged index can hide rows but never
  * add foreign ones); otherwise entries above `after` are scanned. *n counts the rows passed. */
 static int query_part(struct trail_reader *r, const struct trail_filter *f, bool indexed, uint64_t after,
-                      uint64_t upto, uint64_t limit, trail_entry_cb cb, void *ctx, uint64_t *n, struct cerr *err)
+                      uint64_t upto, uint64_t limit, trail_entry_cb cb, void *ctx, uint64_t *n,
+                      struct cerr *err)
 {
     char sql[768];
-    snprintf(sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE %s%s%s%s%s%s ORDER BY seq%s",
-             indexed ? "seq IN (SELECT seq FROM ws_index WHERE workspace = :ws AND seq > :after AND seq <= :upto)"
-                     : "seq > :after",
-             f->workspace ? " AND workspace = :ws" : "", f->actor ? " AND actor = :actor" : "",
-             f->type ? " AND type = :type" : "", f->has_since ? " AND ts >= :since" : "",
-             f->has_until ? " AND ts <= :until" : "", limit ? " LIMIT :limit" : "");
+    snprintf(
+        sql, sizeof(sql), "SELECT " TRAIL_COLS " FROM entries WHERE %s%s%s%s%s%s ORDER BY seq%s",
+        indexed
+            ? "seq IN (SELECT seq FROM ws_index WHERE workspace = :ws AND seq > :after AND seq <= :upto)"
+            : "seq > :after",
+        f->workspace ? " AND workspace = :ws" : "", f->actor ? " AND actor = :actor" : "",
+        f->type ? " AND type = :type" : "", f->has_since ? " AND ts >= :since" : "",
+        f->has_until ? " AND ts <= :until" : "", limit ? " LIMIT :limit" : "");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(r->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return cerr_set(err, EIO, "trail %s cannot be queried: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"), after > INT64_MAX ? INT64_MAX : (sqlite3_int64)after);
+    sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":after"),
+                       after > INT64_MAX ? INT64_MAX : (sqlite3_int64)after);
     if (indexed)
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":upto"), (sqlite3_int64)upto);
     if (f->workspace)
@@ -199,7 +218,8 @@ static int query_part(struct trail_reader *r, const struct trail_filter *f, bool
     if (f->has_until)
         sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":until"), f->until_us);
     if (limit)
-        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"), limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
+        sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"),
+                           limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
     int ret = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct trail_entry e;
@@ -225,7 +245,8 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         /* one read transaction, so the mark and both parts see the same commits */
         sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL);
         sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(r->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL) == SQLITE_OK &&
+        if (sqlite3_prepare_v2(r->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL) ==
+                SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW)
             upto = (uint64_t)sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
@@ -233,8 +254,8 @@ int trail_query(struct trail_reader *r, const struct trail_filter *f, trail_entr
         if (f->after_seq < upto)
             ret = query_part(r, f, true, f->after_seq, upto, f->limit, cb, ctx, &n, err);
         if (ret == 0 && (!f->limit || n < f->limit))
-            ret = query_part(r, f, false, f->after_seq > upto ? f->after_seq : upto, 0, f->limit ? f->limit - n : 0,
-                             cb, ctx, &n, err);
+            ret = query_part(r, f, false, f->after_seq > upto ? f->after_seq : upto, 0,
+                             f->limit ? f->limit - n : 0, cb, ctx, &n, err);
         sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
         return ret;
     }
@@ -265,15 +286,18 @@ int trail_blobs_each(struct trail_reader *r, trail_blob_cb cb, void *ctx, struct
     return ret;
 }
 
-int trail_blob_get(struct trail_reader *r, const char *hash_hex, void **data, size_t *len, struct cerr *err)
+int trail_blob_get(struct trail_reader *r, const char *hash_hex, void **data, size_t *len,
+                   struct cerr *err)
 {
     uint8_t h[TRAIL_HASH_LEN];
     size_t hl = 0;
     *data = NULL;
     *len = 0;
     if (!hash_hex || strlen(hash_hex) != 2 * TRAIL_HASH_LEN ||
-        sodium_hex2bin(h, sizeof(h), hash_hex, strlen(hash_hex), NULL, &hl, NULL) != 0 || hl != sizeof(h))
-        return cerr_set(err, EINVAL, "trail: '%.80s' is not a blob hash (64 hex digits)", hash_hex ? hash_hex : "");
+        sodium_hex2bin(h, sizeof(h), hash_hex, strlen(hash_hex), NULL, &hl, NULL) != 0 ||
+        hl != sizeof(h))
+        return cerr_set(err, EINVAL, "trail: '%.80s' is not a blob hash (64 hex digits)",
+                        hash_hex ? hash_hex : "");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(r->db, "SELECT data FROM blobs WHERE hash = ?1", -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -325,16 +349,18 @@ cJSON *trail_entry_to_json(const struct trail_entry *e)
     if (!o || !body || !cJSON_AddNumberToObject(o, "seq", (double)e->seq) ||
         !cJSON_AddStringToObject(o, "id", e->id) || !cJSON_AddStringToObject(o, "timestamp", when) ||
         !cJSON_AddRawToObject(o, "ts_us", ts) ||
-        !(e->workspace ? cJSON_AddStringToObject(o, "workspace", e->workspace) : cJSON_AddNullToObject(o, "workspace")) ||
+        !(e->workspace ? cJSON_AddStringToObject(o, "workspace", e->workspace)
+                       : cJSON_AddNullToObject(o, "workspace")) ||
         !cJSON_AddStringToObject(o, "actor", e->actor) || !cJSON_AddStringToObject(o, "type", e->type) ||
         !cJSON_AddItemToObject(o, "body", body)) {
         cJSON_Delete(body);
         cJSON_Delete(o);
         return NULL;
     }
-    if (!(e->workspace ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq) : cJSON_AddNullToObject(o, "local_seq")) ||
-        !add_hash(o, "local_prev", e->local_prev) ||
-        !add_hash(o, "prev_hash", e->prev_hash) || !add_hash(o, "hash", e->hash)) {
+    if (!(e->workspace ? cJSON_AddNumberToObject(o, "local_seq", (double)e->local_seq)
+                       : cJSON_AddNullToObject(o, "local_seq")) ||
+        !add_hash(o, "local_prev", e->local_prev) || !add_hash(o, "prev_hash", e->prev_hash) ||
+        !add_hash(o, "hash", e->hash)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -449,7 +475,8 @@ int trail_parse_time(const char *s, int64_t *out_us)
     }
     if (*p || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
         return -EINVAL;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h, .tm_min = m, .tm_sec = sec};
+    struct tm tm = {
+        .tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h, .tm_min = m, .tm_sec = sec};
     time_t t = timegm(&tm);
     if (t == (time_t)-1 && !(Y == 1969 && M == 12 && D == 31))
         return -EINVAL;

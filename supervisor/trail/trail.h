@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#define TRAIL_HASH_LEN 32           /* BLAKE2b-256 */
+#define TRAIL_HASH_LEN 32 /* BLAKE2b-256 */
 #define TRAIL_HASH_NAME "blake2b-256"
 #define TRAIL_FORMAT 1
 #define TRAIL_BODY_MAX (1u << 20)   /* canonical body bytes; larger payloads go to blobs */
@@ -51,8 +51,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
  * batch. hash_hex gets the lowercase hex BLAKE2b-256 of data (what `b2sum -l 256` prints), used to
  * reference it from a body: by convention under a key "blob", a key ending in "_blob", or in an
  * array under "blobs" (docs/trail.md). */
-int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[65],
-                   struct cerr *err);
+int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[65], struct cerr *err);
 
 /* Group commit: one transaction for every staged entry and blob. Only after it returns 0 may the
  * caller release the effects. On failure the batch is rolled back and the trail becomes
@@ -84,11 +83,11 @@ void trail_reader_close(struct trail_reader *r);
 struct trail_entry {
     uint64_t seq;
     const char *id;
-    int64_t ts_us;             /* unix microseconds, strictly increasing along the trail */
-    const char *workspace;     /* NULL: system-level */
+    int64_t ts_us;         /* unix microseconds, strictly increasing along the trail */
+    const char *workspace; /* NULL: system-level */
     const char *actor;
     const char *type;
-    const char *body;          /* canonical JSON object text */
+    const char *body; /* canonical JSON object text */
     size_t body_len;
     uint64_t local_seq;        /* position in the workspace's local chain (1-based); 0 if none */
     const uint8_t *local_prev; /* hash of the workspace's previous entry; NULL for its first entry
@@ -100,9 +99,9 @@ struct trail_entry {
 struct trail_filter {
     const char *workspace, *actor, *type; /* NULL: any */
     bool has_since, has_until;
-    int64_t since_us, until_us;           /* inclusive bounds */
-    uint64_t after_seq;                   /* only entries with seq > after_seq */
-    uint64_t limit;                       /* 0: no limit */
+    int64_t since_us, until_us; /* inclusive bounds */
+    uint64_t after_seq;         /* only entries with seq > after_seq */
+    uint64_t limit;             /* 0: no limit */
 };
 
 /* Calls cb for each matching entry in sequence order; a non-zero return from cb stops the query

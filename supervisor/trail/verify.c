@@ -20,11 +20,11 @@
 
 struct vrange {
     const char *path;
-    uint64_t lo, hi; /* inclusive */
+    uint64_t lo, hi;                      /* inclusive */
     uint64_t index_upto, indexed, digest; /* the ws_index mark; workspace entries at or below it */
     sqlite3 *db;
     struct trail_wsmap ws;
-    struct trail_wsmap refs;   /* hex hash -> first_seq of the first entry naming it */
+    struct trail_wsmap refs; /* hex hash -> first_seq of the first entry naming it */
     struct trail_buf scratch;
     /* found */
     uint64_t bad_seq;
@@ -35,8 +35,8 @@ struct vrange {
     int64_t first_ts, last_ts;
 };
 
-__attribute__((format(printf, 3, 4)))
-static void bad(struct vrange *v, uint64_t seq, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void bad(struct vrange *v, uint64_t seq, const char *fmt,
+                                                      ...)
 {
     if (v->code && (v->code < 0 || v->bad_seq <= seq))
         return;
@@ -132,7 +132,8 @@ static bool scan_refs(struct vrange *v, const char *body, size_t len, uint64_t s
 }
 
 /* One row: every check that needs only this row and the ones before it in the range. */
-static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const uint8_t *prev, int64_t last_ts)
+static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const uint8_t *prev,
+                      int64_t last_ts)
 {
     struct trail_fields f = {.seq = (uint64_t)sqlite3_column_int64(st, 0)};
     if (f.seq != expect) {
@@ -145,7 +146,8 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
         return false;
     }
     const uint8_t *local_prev, *prev_hash, *hash;
-    if (!hash_col(st, 8, &local_prev) || !hash_col(st, 9, &prev_hash) || !hash_col(st, 10, &hash) || !hash) {
+    if (!hash_col(st, 8, &local_prev) || !hash_col(st, 9, &prev_hash) || !hash_col(st, 10, &hash) ||
+        !hash) {
         bad(v, f.seq, "a hash column is not a 32-byte hash");
         return false;
     }
@@ -170,8 +172,10 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
     memcpy(type, f.type, f.type_len);
     type[f.type_len] = '\0';
     if (!prev_hash != (f.seq == 1) || (prev && !same(prev_hash, prev))) {
-        bad(v, f.seq, "%s", f.seq > 1 ? "prev_hash does not match the hash of the entry before it (changed prev_hash or hash, or entries reordered or replaced)"
-                                       : "the first entry must have no prev_hash");
+        bad(v, f.seq, "%s",
+            f.seq > 1 ? "prev_hash does not match the hash of the entry before it (changed prev_hash or "
+                        "hash, or entries reordered or replaced)"
+                      : "the first entry must have no prev_hash");
         return false;
     }
     if (prev && f.ts_us <= last_ts) {
@@ -191,7 +195,8 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
             snprintf(v->why, sizeof(v->why), "trail verify: out of memory");
             return false;
         }
-        if (sqlite3_column_type(st, 7) != SQLITE_INTEGER || f.local_seq < 1 || !local_prev != (f.local_seq == 1)) {
+        if (sqlite3_column_type(st, 7) != SQLITE_INTEGER || f.local_seq < 1 ||
+            !local_prev != (f.local_seq == 1)) {
             bad(v, f.seq, "its local chain fields in workspace '%.200s' are inconsistent", h->name);
             return false;
         }
@@ -202,7 +207,10 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
             if (local_prev)
                 memcpy(h->first_local_prev, local_prev, TRAIL_HASH_LEN);
         } else if (f.local_seq != h->local_seq + 1 || !same(local_prev, h->last_hash)) {
-            bad(v, f.seq, "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a workspace entry deleted, moved or changed)", h->name);
+            bad(v, f.seq,
+                "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a "
+                "workspace entry deleted, moved or changed)",
+                h->name);
             return false;
         }
         if (f.seq <= v->index_upto) {
@@ -236,8 +244,9 @@ static void *verify_range(void *arg)
 {
     struct vrange *v = arg;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(v->db, "SELECT " TRAIL_COLS " FROM entries WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        v->db, "SELECT " TRAIL_COLS " FROM entries WHERE seq BETWEEN ?1 AND ?2 ORDER BY seq", -1, &st,
+        NULL);
     if (rc != SQLITE_OK) {
         v->code = -EIO;
         snprintf(v->why, sizeof(v->why), "trail %s cannot be read: %s", v->path, sqlite3_errmsg(v->db));
@@ -282,7 +291,9 @@ static void stitch(struct vrange *rg, int n, struct vrange *first)
         if (a->code || b->code)
             break; /* a failure inside a range is earlier than anything past it */
         if (memcmp(b->first_prev, a->last_hash, TRAIL_HASH_LEN) != 0)
-            bad(first, b->lo, "prev_hash does not match the hash of the entry before it (changed prev_hash or hash, or entries reordered or replaced)");
+            bad(first, b->lo,
+                "prev_hash does not match the hash of the entry before it (changed prev_hash or hash, "
+                "or entries reordered or replaced)");
         else if (b->first_ts <= a->last_ts)
             bad(first, b->lo, "its timestamp is not after the previous entry's");
     }
@@ -300,7 +311,10 @@ static void stitch(struct vrange *rg, int n, struct vrange *first)
             }
             if (h->first_local_seq != g->local_seq + 1 || h->first_has_prev != (g->local_seq > 0) ||
                 (h->first_has_prev && memcmp(h->first_local_prev, g->last_hash, TRAIL_HASH_LEN) != 0))
-                bad(first, h->first_seq, "local_prev or local_seq does not follow the previous entry of workspace '%.200s' (a workspace entry deleted, moved or changed)", h->name);
+                bad(first, h->first_seq,
+                    "local_prev or local_seq does not follow the previous entry of workspace '%.200s' "
+                    "(a workspace entry deleted, moved or changed)",
+                    h->name);
             g->local_seq = h->local_seq;
             memcpy(g->last_hash, h->last_hash, TRAIL_HASH_LEN);
         }
@@ -313,7 +327,8 @@ static uint64_t first_ref(sqlite3 *db, const char *hex)
 {
     sqlite3_stmt *st = NULL;
     uint64_t seq = UINT64_MAX;
-    if (sqlite3_prepare_v2(db, "SELECT seq FROM entries WHERE instr(body, ?1) > 0 ORDER BY seq LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT seq FROM entries WHERE instr(body, ?1) > 0 ORDER BY seq LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW)
             seq = (uint64_t)sqlite3_column_int64(st, 0);
@@ -329,7 +344,8 @@ static void check_refs(sqlite3 *db, struct vrange *rg, int n, struct vrange *fir
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT 1 FROM blobs WHERE hash = ?1", -1, &st, NULL) != SQLITE_OK) {
         first->code = -EIO;
-        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", rg[0].path, sqlite3_errmsg(db));
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", rg[0].path,
+                 sqlite3_errmsg(db));
         return;
     }
     for (int k = 0; k < n; k++) {
@@ -343,7 +359,8 @@ static void check_refs(sqlite3 *db, struct vrange *rg, int n, struct vrange *fir
             int rc = sqlite3_step(st);
             sqlite3_reset(st);
             if (rc == SQLITE_DONE)
-                bad(first, h->first_seq, "it names blob %s, which is missing from the trail (deleted)", h->name);
+                bad(first, h->first_seq, "it names blob %s, which is missing from the trail (deleted)",
+                    h->name);
         }
     }
     sqlite3_finalize(st);
@@ -356,7 +373,8 @@ static void check_blobs(sqlite3 *db, const char *path, struct vrange *first)
     int rc = sqlite3_prepare_v2(db, "SELECT hash, size, data FROM blobs", -1, &st, NULL);
     if (rc != SQLITE_OK) {
         first->code = -EIO;
-        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path,
+                 sqlite3_errmsg(db));
         return;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -366,7 +384,8 @@ static void check_blobs(sqlite3 *db, const char *path, struct vrange *first)
         size_t len = (size_t)sqlite3_column_bytes(st, 2);
         uint8_t got[TRAIL_HASH_LEN];
         crypto_generichash(got, sizeof(got), data ? data : "", len, NULL, 0);
-        if (h && hl == TRAIL_HASH_LEN && memcmp(got, h, TRAIL_HASH_LEN) == 0 && sqlite3_column_int64(st, 1) == (sqlite3_int64)len)
+        if (h && hl == TRAIL_HASH_LEN && memcmp(got, h, TRAIL_HASH_LEN) == 0 &&
+            sqlite3_column_int64(st, 1) == (sqlite3_int64)len)
             continue;
         char hex[2 * TRAIL_HASH_LEN + 1] = "(not a hash)";
         if (h && hl == TRAIL_HASH_LEN)
@@ -376,7 +395,8 @@ static void check_blobs(sqlite3 *db, const char *path, struct vrange *first)
     }
     if (rc != SQLITE_DONE && first->code >= 0) {
         first->code = -EIO;
-        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path, sqlite3_errmsg(db));
+        snprintf(first->why, sizeof(first->why), "trail %s: cannot read blobs: %s", path,
+                 sqlite3_errmsg(db));
     }
     sqlite3_finalize(st);
 }
@@ -403,8 +423,10 @@ static void *scan_index(void *arg)
         return NULL;
     }
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT workspace, seq, seq > (SELECT ifnull(max(upto), 0) FROM ws_index_marks) FROM ws_index",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        db,
+        "SELECT workspace, seq, seq > (SELECT ifnull(max(upto), 0) FROM ws_index_marks) FROM ws_index",
+        -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         rc = SQLITE_OK;
         uint64_t seq = (uint64_t)sqlite3_column_int64(st, 1);
@@ -418,14 +440,16 @@ static void *scan_index(void *arg)
     }
     if (rc != SQLITE_DONE) {
         x->code = -EIO;
-        snprintf(x->why, sizeof(x->why), "trail %s: cannot read ws_index: %s", x->path, sqlite3_errmsg(db));
+        snprintf(x->why, sizeof(x->why), "trail %s: cannot read ws_index: %s", x->path,
+                 sqlite3_errmsg(db));
     }
     sqlite3_finalize(st);
     sqlite3_close(db);
     return NULL;
 }
 
-static void check_index(const struct vindex *x, const struct vrange *rg, int n, uint64_t hi, struct vrange *first)
+static void check_index(const struct vindex *x, const struct vrange *rg, int n, uint64_t hi,
+                        struct vrange *first)
 {
     if (x->code < 0) {
         first->code = x->code;
@@ -438,7 +462,10 @@ static void check_index(const struct vindex *x, const struct vrange *rg, int n, 
         digest += rg[k].digest;
     }
     if (x->upto > hi || x->rows != want || x->digest != digest || x->above)
-        bad(first, UINT64_MAX, "the workspace index (ws_index) does not match the entries up to its mark %llu (%llu rows for %llu entries%s): rows were deleted, added or changed, so queries by workspace may leave entries out",
+        bad(first, UINT64_MAX,
+            "the workspace index (ws_index) does not match the entries up to its mark %llu (%llu rows "
+            "for %llu entries%s): rows were deleted, added or changed, so queries by workspace may "
+            "leave entries out",
             (unsigned long long)x->upto, (unsigned long long)x->rows, (unsigned long long)want,
             x->rows == want ? ", different ones" : "");
 }
@@ -450,7 +477,8 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     int64_t lo = 0, hi = 0;
     bool empty = true;
     /* two subqueries: min() and max() together in one SELECT would scan a whole index */
-    int rc = sqlite3_prepare_v2(db, "SELECT (SELECT min(seq) FROM entries), (SELECT max(seq) FROM entries)", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(
+        db, "SELECT (SELECT min(seq) FROM entries), (SELECT max(seq) FROM entries)", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         empty = sqlite3_column_type(st, 0) == SQLITE_NULL;
         lo = sqlite3_column_int64(st, 0);
@@ -468,7 +496,9 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     }
     if (lo != 1) {
         *bad_seq = 1;
-        cerr_set(err, EBADMSG, "entry 1: %s", lo > 1 ? "is missing (rows deleted)" : "is out of order: an entry has a sequence number below 1");
+        cerr_set(err, EBADMSG, "entry 1: %s",
+                 lo > 1 ? "is missing (rows deleted)"
+                        : "is out of order: an entry has a sequence number below 1");
         return 1;
     }
     uint64_t upto = 0;
@@ -520,7 +550,9 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
         struct vrange first = {0};
         stitch(rg, n, &first);
         for (int k = 0; k < n; k++)
-            if (rg[k].code < 0 || (rg[k].code == 1 && (!first.code || (first.code == 1 && rg[k].bad_seq < first.bad_seq)))) {
+            if (rg[k].code < 0 ||
+                (rg[k].code == 1 &&
+                 (!first.code || (first.code == 1 && rg[k].bad_seq < first.bad_seq)))) {
                 first.code = rg[k].code;
                 first.bad_seq = rg[k].bad_seq;
                 memcpy(first.why, rg[k].why, sizeof(first.why));
@@ -559,8 +591,8 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     return ret;
 }
 
-int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count, uint64_t *bad_seq,
-                        struct cerr *err)
+int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                        uint64_t *bad_seq, struct cerr *err)
 {
     uint64_t n = 0, dummy = 0;
     if (!bad_seq)

@@ -13,27 +13,89 @@
 /* ---- registry: WACP's 72 event types (trail spec section 9) plus corral's own, sorted bytewise
  * for bsearch; test_trail checks the order. docs/trail.md lists each with its body fields. */
 static const char *const registry[] = {
-    "agent_log", "authentication_failed", "authentication_succeeded", "batch_abort",
-    "batch_priority_changed", "budget_exceeded", "budget_modified", "budget_warning",
-    "capability_denied", "capability_granted", "capability_revoked", "checkpoint_created",
-    "checkpoint_rejected", "conflict_detected", "conflict_resolved", "denial",
-    "envelope_created", "envelope_delivered", "envelope_redelivered", "envelope_rejected",
-    "envelope_undeliverable", "escalation_received", "escalation_resolved", "escalation_timeout",
-    "gate_reentry_blocked", "gate_resolved", "gate_timeout", "gate_triggered",
-    "graceful_termination_expired", "graceful_termination_initiated", "graph_created", "human_injection",
-    "integration_aborted", "integration_completed", "integration_started", "integrity_violation",
-    "liveness_warning", "migration_completed", "migration_failed", "migration_started",
-    "port_right_consumed", "port_right_created", "port_right_revoked", "port_right_transferred",
-    "priority_changed", "process_exited", "process_started", "protocol_error",
-    "protocol_message", "recovery_completed", "resource_discrepancy", "sandbox_created",
-    "signal_delivered", "signal_emitted", "supervisor_started", "supervisor_stopped",
-    "suspension_resumed", "suspension_started", "system_degraded", "task_approved",
-    "task_assigned", "task_completed", "task_created", "task_failed",
-    "task_status_changed", "tool_call", "trail_access_denied", "trail_compacted",
-    "trail_created", "trail_snapshot_created", "user_blocked", "user_created",
-    "user_deactivated", "user_reactivated", "user_resumed", "user_suspended",
-    "user_unblocked", "visibility_granted", "workspace_created", "workspace_ownership_transferred",
-    "workspace_rejected", "workspace_reparented", "workspace_state_changed",
+    "agent_log",
+    "authentication_failed",
+    "authentication_succeeded",
+    "batch_abort",
+    "batch_priority_changed",
+    "budget_exceeded",
+    "budget_modified",
+    "budget_warning",
+    "capability_denied",
+    "capability_granted",
+    "capability_revoked",
+    "checkpoint_created",
+    "checkpoint_rejected",
+    "conflict_detected",
+    "conflict_resolved",
+    "denial",
+    "envelope_created",
+    "envelope_delivered",
+    "envelope_redelivered",
+    "envelope_rejected",
+    "envelope_undeliverable",
+    "escalation_received",
+    "escalation_resolved",
+    "escalation_timeout",
+    "gate_reentry_blocked",
+    "gate_resolved",
+    "gate_timeout",
+    "gate_triggered",
+    "graceful_termination_expired",
+    "graceful_termination_initiated",
+    "graph_created",
+    "human_injection",
+    "integration_aborted",
+    "integration_completed",
+    "integration_started",
+    "integrity_violation",
+    "liveness_warning",
+    "migration_completed",
+    "migration_failed",
+    "migration_started",
+    "port_right_consumed",
+    "port_right_created",
+    "port_right_revoked",
+    "port_right_transferred",
+    "priority_changed",
+    "process_exited",
+    "process_started",
+    "protocol_error",
+    "protocol_message",
+    "recovery_completed",
+    "resource_discrepancy",
+    "sandbox_created",
+    "signal_delivered",
+    "signal_emitted",
+    "supervisor_started",
+    "supervisor_stopped",
+    "suspension_resumed",
+    "suspension_started",
+    "system_degraded",
+    "task_approved",
+    "task_assigned",
+    "task_completed",
+    "task_created",
+    "task_failed",
+    "task_status_changed",
+    "tool_call",
+    "trail_access_denied",
+    "trail_compacted",
+    "trail_created",
+    "trail_snapshot_created",
+    "user_blocked",
+    "user_created",
+    "user_deactivated",
+    "user_reactivated",
+    "user_resumed",
+    "user_suspended",
+    "user_unblocked",
+    "visibility_granted",
+    "workspace_created",
+    "workspace_ownership_transferred",
+    "workspace_rejected",
+    "workspace_reparented",
+    "workspace_state_changed",
 };
 
 static int registry_cmp(const void *key, const void *elem)
@@ -129,8 +191,11 @@ static int canon_string(const char *s, struct trail_buf *b)
         case '\r': esc[1] = 'r'; break;
         case '\t': esc[1] = 't'; break;
         default:
-            esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-            esc[4] = hex[c >> 4]; esc[5] = hex[c & 15];
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
             el = 6;
         }
         if ((r = trail_buf_put(b, esc, el)) < 0)
@@ -222,8 +287,7 @@ static int canon(const cJSON *j, struct trail_buf *b, int depth)
         }
         return trail_buf_put(b, "}", 1);
     }
-    default:
-        return -EINVAL; /* cJSON_Raw or an invalid node: unverified text has no place here */
+    default: return -EINVAL; /* cJSON_Raw or an invalid node: unverified text has no place here */
     }
 }
 
@@ -280,15 +344,16 @@ static void enc_content(struct trail_buf *b, const struct trail_fields *f)
 
 static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
 
-int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f, uint8_t hash[TRAIL_HASH_LEN])
+int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f,
+                     uint8_t hash[TRAIL_HASH_LEN])
 {
     /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
      * 1 GB), and the sum below cannot wrap for the same reason. */
     if (f->id_len > UINT32_MAX || f->ws_len > UINT32_MAX || f->actor_len > UINT32_MAX ||
         f->type_len > UINT32_MAX || f->body_len > UINT32_MAX)
         return -E2BIG;
-    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 +
-                  f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len;
+    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 + f->id_len +
+                  f->ws_len + f->actor_len + f->type_len + f->body_len;
     scratch->len = 0;
     int r = trail_buf_reserve(scratch, need);
     if (r < 0)
@@ -344,8 +409,7 @@ static struct trail_wshead *wsmap_find_slot(struct trail_wshead *slots, size_t c
     }
 }
 
-struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len,
-                                     bool *created)
+struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, size_t len, bool *created)
 {
     uint64_t key = name_key(name, len);
     *created = false;
@@ -361,8 +425,8 @@ struct trail_wshead *trail_wsmap_get(struct trail_wsmap *m, const char *name, si
             return NULL;
         for (size_t i = 0; i < m->cap; i++)
             if (m->slots[i].name)
-                *wsmap_find_slot(slots, cap, m->slots[i].key, m->slots[i].name, m->slots[i].len) =
-                    m->slots[i];
+                *wsmap_find_slot(slots, cap, m->slots[i].key, m->slots[i].name,
+                                 m->slots[i].len) = m->slots[i];
         free(m->slots);
         m->slots = slots;
         m->cap = cap;
@@ -394,9 +458,9 @@ void trail_wsmap_clear(struct trail_wsmap *m)
 
 static const char schema_sql[] =
     "CREATE TABLE entries ("
-    " seq INTEGER PRIMARY KEY,"  /* global sequence: 1, 2, 3, ... with no gap */
+    " seq INTEGER PRIMARY KEY," /* global sequence: 1, 2, 3, ... with no gap */
     " id TEXT NOT NULL,"
-    " ts INTEGER NOT NULL,"      /* unix microseconds */
+    " ts INTEGER NOT NULL," /* unix microseconds */
     " workspace TEXT,"
     " actor TEXT NOT NULL,"
     " type TEXT NOT NULL,"
@@ -411,7 +475,8 @@ static const char schema_sql[] =
     "CREATE TABLE blobs (hash BLOB PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL);"
     /* The workspace index, written in sorted runs (docs/trail.md, "Queries by workspace"):
      * every workspace entry with seq <= max(ws_index_marks.upto) is in ws_index. */
-    "CREATE TABLE ws_index (workspace TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (workspace, seq)) WITHOUT ROWID;"
+    "CREATE TABLE ws_index (workspace TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (workspace, "
+    "seq)) WITHOUT ROWID;"
     "CREATE TABLE ws_index_marks (upto INTEGER PRIMARY KEY);"
     "CREATE TRIGGER ws_index_no_update BEFORE UPDATE ON ws_index BEGIN"
     " SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of ws_index is refused'); END;"
@@ -441,7 +506,8 @@ static const char schema_sql[] =
 
 struct trail {
     sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx, *ins_mark;
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx,
+        *ins_mark;
     char *path;
     char trail_id[33];
     bool in_txn;
@@ -461,7 +527,8 @@ struct trail {
 static int sql_err(struct cerr *err, sqlite3 *db, int rc, const char *path, const char *what)
 {
     int code = (rc == SQLITE_FULL) ? -ENOSPC : (rc == SQLITE_READONLY) ? -EROFS : -EIO;
-    return cerr_set(err, code, "trail %s: %s: %s", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    return cerr_set(err, code, "trail %s: %s: %s", path, what,
+                    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
 /* The writer may only read, insert into the two tables and run transactions: a bug or an
@@ -477,15 +544,13 @@ static int authorizer(void *ctx, int action, const char *a1, const char *a2, con
     case SQLITE_SELECT:
     case SQLITE_READ:
     case SQLITE_TRANSACTION:
-    case SQLITE_FUNCTION:
-        return SQLITE_OK;
+    case SQLITE_FUNCTION: return SQLITE_OK;
     case SQLITE_INSERT:
         return (a1 && (!strcmp(a1, "entries") || !strcmp(a1, "blobs") || !strcmp(a1, "ws_index") ||
                        !strcmp(a1, "ws_index_marks")))
                    ? SQLITE_OK
                    : SQLITE_DENY;
-    default:
-        return SQLITE_DENY;
+    default: return SQLITE_DENY;
     }
 }
 
@@ -609,7 +674,9 @@ static int ensure_txn(struct trail *t, struct cerr *err)
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
             degrade(t, rc, "reading the head");
         } else {
-            snprintf(t->why, sizeof(t->why), "another process wrote to it (its last entry is %lld, this writer's is %llu); one writer per trail file",
+            snprintf(t->why, sizeof(t->why),
+                     "another process wrote to it (its last entry is %lld, this writer's is %llu); one "
+                     "writer per trail file",
                      found, (unsigned long long)t->c_seq);
             degrade(t, 0, NULL);
         }
@@ -636,7 +703,8 @@ static int check_name(const char *what, const char *s, struct cerr *err)
 bool trail_blob_ref_key(const char *key, size_t len, bool *list)
 {
     *list = (len == 5 && !memcmp(key, "blobs", 5));
-    return *list || (len == 4 && !memcmp(key, "blob", 4)) || (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
+    return *list || (len == 4 && !memcmp(key, "blob", 4)) ||
+           (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
 }
 
 /* One reference: 64 lowercase hex digits naming a blob already put in this trail (committed or in
@@ -650,7 +718,10 @@ static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, str
     for (size_t i = 0; hex && i < n; i++)
         hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
     if (!hex)
-        return cerr_set(err, EINVAL, "trail: a '%s' body names a blob by something other than a lowercase hex BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)", type);
+        return cerr_set(err, EINVAL,
+                        "trail: a '%s' body names a blob by something other than a lowercase hex "
+                        "BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)",
+                        type);
     sodium_hex2bin(h, sizeof(h), s, n, NULL, NULL, NULL);
     sqlite3_stmt *st = t->has_blob;
     sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
@@ -663,10 +734,14 @@ static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, str
         degrade(t, rc, "looking up a blob");
         return degraded_err(t, err);
     }
-    return cerr_set(err, EINVAL, "trail: a '%s' body references blob %s, which is not in the trail: put it with trail_blob_put first", type, s);
+    return cerr_set(err, EINVAL,
+                    "trail: a '%s' body references blob %s, which is not in the trail: put it with "
+                    "trail_blob_put first",
+                    type, s);
 }
 
-static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, int depth, struct cerr *err)
+static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, int depth,
+                           struct cerr *err)
 {
     if (!j || depth > 1000)
         return 0; /* the canonical encoder has already refused anything deeper */
@@ -678,7 +753,8 @@ static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, in
             if (!list) {
                 r = check_blob_ref(t, c, type, err);
             } else if (!cJSON_IsArray(c)) {
-                r = cerr_set(err, EINVAL, "trail: 'blobs' in a '%s' body must be an array of blob hashes", type);
+                r = cerr_set(err, EINVAL,
+                             "trail: 'blobs' in a '%s' body must be an array of blob hashes", type);
             } else {
                 r = 0;
                 for (const cJSON *e = c->child; e && r == 0; e = e->next)
@@ -688,7 +764,8 @@ static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, in
                 return r;
             continue;
         }
-        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && (r = check_blob_refs(t, c, type, depth + 1, err)) < 0)
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) &&
+            (r = check_blob_refs(t, c, type, depth + 1, err)) < 0)
             return r;
     }
     return 0;
@@ -702,7 +779,10 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     if (t->degraded)
         return degraded_err(t, err);
     if (!trail_event_known(type))
-        return cerr_set(err, EINVAL, "trail: unknown event type '%.64s': the registry is closed (docs/trail.md lists the types)", type);
+        return cerr_set(
+            err, EINVAL,
+            "trail: unknown event type '%.64s': the registry is closed (docs/trail.md lists the types)",
+            type);
     int r = check_name("actor", actor, err);
     if (r < 0 || (workspace && (r = check_name("workspace", workspace, err)) < 0))
         return r;
@@ -714,12 +794,17 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     } else {
         r = trail_canonical_json(body, &t->body);
         if (r == -EINVAL)
-            return cerr_set(err, EINVAL, "trail: the body of a '%s' entry cannot be encoded (raw JSON, a member without a key, or nesting deeper than 1000)", type);
+            return cerr_set(err, EINVAL,
+                            "trail: the body of a '%s' entry cannot be encoded (raw JSON, a member "
+                            "without a key, or nesting deeper than 1000)",
+                            type);
     }
     if (r < 0)
         return cerr_set(err, r, "trail: out of memory encoding a '%s' body", type);
     if (t->body.len > TRAIL_BODY_MAX)
-        return cerr_set(err, E2BIG, "trail: the body of a '%s' entry is %zu bytes, over the %u limit: put large content in a blob (trail_blob_put) and reference its hash",
+        return cerr_set(err, E2BIG,
+                        "trail: the body of a '%s' entry is %zu bytes, over the %u limit: put large "
+                        "content in a blob (trail_blob_put) and reference its hash",
                         type, t->body.len, TRAIL_BODY_MAX);
     if ((r = check_blob_refs(t, body, type, 0, err)) < 0)
         return r;
@@ -742,10 +827,18 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         ts = t->ts + 1; /* strictly increasing even if the wall clock steps back */
     int id_len = snprintf(id, sizeof(id), "%s-%llu", t->trail_id, (unsigned long long)seq);
     struct trail_fields f = {
-        .seq = seq, .id = id, .id_len = (size_t)id_len, .ts_us = ts,
-        .workspace = workspace, .ws_len = ws_len,
-        .actor = actor, .actor_len = strlen(actor), .type = type, .type_len = strlen(type),
-        .body = (const char *)t->body.p, .body_len = t->body.len,
+        .seq = seq,
+        .id = id,
+        .id_len = (size_t)id_len,
+        .ts_us = ts,
+        .workspace = workspace,
+        .ws_len = ws_len,
+        .actor = actor,
+        .actor_len = strlen(actor),
+        .type = type,
+        .type_len = strlen(type),
+        .body = (const char *)t->body.p,
+        .body_len = t->body.len,
         .local_seq = h ? h->local_seq + 1 : 0,
         .local_prev = (h && h->local_seq) ? h->last_hash : NULL,
         .prev_hash = seq > 1 ? t->head : NULL,
@@ -808,7 +901,8 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
     if (t->degraded)
         return degraded_err(t, err);
     if (len > TRAIL_BLOB_MAX)
-        return cerr_set(err, E2BIG, "trail: a blob of %zu bytes is over the %u limit", len, TRAIL_BLOB_MAX);
+        return cerr_set(err, E2BIG, "trail: a blob of %zu bytes is over the %u limit", len,
+                        TRAIL_BLOB_MAX);
     uint8_t h[TRAIL_HASH_LEN];
     crypto_generichash(h, sizeof(h), data, len, NULL, 0);
     int r = ensure_txn(t, err);
@@ -941,8 +1035,10 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
     st = NULL;
     if (rc != SQLITE_OK)
         return sql_err(err, t->db, rc, t->path, "reading the workspace index mark");
-    rc = sqlite3_prepare_v2(t->db, "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
-                            -1, &st, NULL);
+    rc = sqlite3_prepare_v2(
+        t->db,
+        "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+        -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *ws = sqlite3_column_blob(st, 0);
         size_t len = (size_t)sqlite3_column_bytes(st, 0);
@@ -950,12 +1046,16 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
         struct trail_wshead *h = ws ? trail_wsmap_get(&t->ws, ws, len, &created) : NULL;
         if (!h || sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
             sqlite3_finalize(st);
-            return h ? cerr_set(err, EIO, "trail %s: an entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path)
+            return h ? cerr_set(
+                           err, EIO,
+                           "trail %s: an entry has no valid hash; run 'corral trail verify --db %s'",
+                           t->path, t->path)
                      : cerr_set(err, ENOMEM, "trail: out of memory");
         }
         h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
         memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
-        if (sqlite3_column_int64(st, 3) > upto && idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
+        if (sqlite3_column_int64(st, 3) > upto &&
+            idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
             sqlite3_finalize(st);
             return cerr_set(err, ENOMEM, "trail: out of memory");
         }
@@ -971,24 +1071,32 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
 static int load_head(struct trail *t, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(t->db, "SELECT seq, ts, hash FROM entries ORDER BY seq DESC LIMIT 1", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(t->db, "SELECT seq, ts, hash FROM entries ORDER BY seq DESC LIMIT 1", -1,
+                                &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         t->seq = (uint64_t)sqlite3_column_int64(st, 0);
         t->ts = sqlite3_column_int64(st, 1);
         if (sqlite3_column_bytes(st, 2) != TRAIL_HASH_LEN) {
             sqlite3_finalize(st);
-            return cerr_set(err, EIO, "trail %s: its last entry has no valid hash; run 'corral trail verify --db %s'", t->path, t->path);
+            return cerr_set(
+                err, EIO,
+                "trail %s: its last entry has no valid hash; run 'corral trail verify --db %s'", t->path,
+                t->path);
         }
         memcpy(t->head, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         sqlite3_finalize(st);
-        return cerr_set(err, EIO, "trail %s has no entries (not even trail_created): it is damaged; move it away and start a new one", t->path);
+        return cerr_set(err, EIO,
+                        "trail %s has no entries (not even trail_created): it is damaged; move it away "
+                        "and start a new one",
+                        t->path);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_OK)
         return sql_err(err, t->db, rc, t->path, "reading the head");
-    rc = sqlite3_prepare_v2(t->db, "SELECT body FROM entries WHERE seq = 1 AND type = 'trail_created'", -1, &st, NULL);
+    rc = sqlite3_prepare_v2(t->db, "SELECT body FROM entries WHERE seq = 1 AND type = 'trail_created'",
+                            -1, &st, NULL);
     cJSON *b = NULL;
     if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         b = cJSON_Parse((const char *)sqlite3_column_text(st, 0));
@@ -996,7 +1104,10 @@ static int load_head(struct trail *t, struct cerr *err)
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "trail_id");
     if (!cJSON_IsString(id) || strlen(id->valuestring) >= sizeof(t->trail_id)) {
         cJSON_Delete(b);
-        return cerr_set(err, EIO, "trail %s: its first entry is not a valid trail_created entry; run 'corral trail verify --db %s'", t->path, t->path);
+        return cerr_set(err, EIO,
+                        "trail %s: its first entry is not a valid trail_created entry; run 'corral "
+                        "trail verify --db %s'",
+                        t->path, t->path);
     }
     snprintf(t->trail_id, sizeof(t->trail_id), "%s", id->valuestring);
     cJSON_Delete(b);
@@ -1023,15 +1134,21 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0)
         close(fd);
-    int r, rc = sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int r, rc = sqlite3_open_v2(path, &t->db,
+                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        r = cerr_set(err, EIO, "trail %s cannot be opened for writing: %s; check the path and its directory's permissions", path,
-                     t->db ? sqlite3_errmsg(t->db) : sqlite3_errstr(rc));
+        r = cerr_set(
+            err, EIO,
+            "trail %s cannot be opened for writing: %s; check the path and its directory's permissions",
+            path, t->db ? sqlite3_errmsg(t->db) : sqlite3_errstr(rc));
         goto fail;
     }
     sqlite3_extended_result_codes(t->db, 0);
     if (sqlite3_db_readonly(t->db, "main") == 1) {
-        r = cerr_set(err, EROFS, "trail %s is read-only; make the file and its directory writable or choose another trail file", path);
+        r = cerr_set(err, EROFS,
+                     "trail %s is read-only; make the file and its directory writable or choose another "
+                     "trail file",
+                     path);
         goto fail;
     }
     sqlite3_busy_timeout(t->db, 5000);
@@ -1040,34 +1157,45 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         (rc = pragma_int(t->db, "PRAGMA user_version", &ver)) != SQLITE_OK ||
         (rc = pragma_int(t->db, "SELECT count(*) FROM sqlite_master", &tables)) != SQLITE_OK) {
         r = (rc == SQLITE_NOTADB)
-                ? cerr_set(err, EINVAL, "%s is not a corral trail (not an SQLite database); choose another file", path)
+                ? cerr_set(err, EINVAL,
+                           "%s is not a corral trail (not an SQLite database); choose another file",
+                           path)
                 : sql_err(err, t->db, rc, path, "reading its header");
         goto fail;
     }
     bool fresh = (app == 0 && tables == 0);
     if (!fresh && app != TRAIL_APPLICATION_ID) {
-        r = cerr_set(err, EINVAL, "%s is an SQLite database but not a corral trail; choose another file", path);
+        r = cerr_set(err, EINVAL, "%s is an SQLite database but not a corral trail; choose another file",
+                     path);
         goto fail;
     }
     if (!fresh && ver != TRAIL_FORMAT) {
-        r = cerr_set(err, EINVAL, "trail %s has format %lld, this corral writes format %d; use a new trail file", path, (long long)ver, TRAIL_FORMAT);
+        r = cerr_set(err, EINVAL,
+                     "trail %s has format %lld, this corral writes format %d; use a new trail file",
+                     path, (long long)ver, TRAIL_FORMAT);
         goto fail;
     }
     char *msg = NULL;
-    const char *sync = d == TRAIL_DURABILITY_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+    const char *sync = d == TRAIL_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
+                                                  : "PRAGMA synchronous=NORMAL";
     if ((rc = sqlite3_exec(t->db, "PRAGMA journal_mode=WAL", NULL, NULL, &msg)) != SQLITE_OK ||
         (rc = sqlite3_exec(t->db, sync, NULL, NULL, &msg)) != SQLITE_OK) {
-        r = cerr_set(err, EIO, "trail %s: cannot set WAL mode: %s", path, msg ? msg : sqlite3_errstr(rc));
+        r = cerr_set(err, EIO, "trail %s: cannot set WAL mode: %s", path,
+                     msg ? msg : sqlite3_errstr(rc));
         sqlite3_free(msg);
         goto fail;
     }
     char jm[16] = "";
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(t->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(t->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
         snprintf(jm, sizeof(jm), "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
     if (strcmp(jm, "wal")) {
-        r = cerr_set(err, EIO, "trail %s: the file system does not support SQLite's WAL mode (journal mode is '%s'); put the trail on a local file system", path, jm);
+        r = cerr_set(err, EIO,
+                     "trail %s: the file system does not support SQLite's WAL mode (journal mode is "
+                     "'%s'); put the trail on a local file system",
+                     path, jm);
         goto fail;
     }
     if (fresh) {
@@ -1077,7 +1205,8 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
             (rc = sqlite3_exec(t->db, schema_sql, NULL, NULL, &msg)) != SQLITE_OK ||
             (rc = sqlite3_exec(t->db, sql, NULL, NULL, &msg)) != SQLITE_OK ||
             (rc = sqlite3_exec(t->db, "PRAGMA user_version=1", NULL, NULL, &msg)) != SQLITE_OK) {
-            r = cerr_set(err, rc == SQLITE_FULL ? ENOSPC : EIO, "trail %s: cannot create the schema: %s", path, msg ? msg : sqlite3_errstr(rc));
+            r = cerr_set(err, rc == SQLITE_FULL ? ENOSPC : EIO, "trail %s: cannot create the schema: %s",
+                         path, msg ? msg : sqlite3_errstr(rc));
             sqlite3_free(msg);
             goto fail;
         }
@@ -1086,11 +1215,19 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     if ((r = prepare(t, "BEGIN IMMEDIATE", &t->begin, err)) < 0 ||
         (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
         (r = prepare(t, "ROLLBACK", &t->rollback, err)) < 0 ||
-        (r = prepare(t, "INSERT INTO entries (" TRAIL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", &t->ins_entry, err)) < 0 ||
-        (r = prepare(t, "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)", &t->ins_blob, err)) < 0 ||
+        (r = prepare(t,
+                     "INSERT INTO entries (" TRAIL_COLS
+                     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     &t->ins_entry, err)) < 0 ||
+        (r = prepare(t,
+                     "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 "
+                     "FROM blobs WHERE hash = ?1)",
+                     &t->ins_blob, err)) < 0 ||
         (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) < 0 ||
-        (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) < 0 ||
+        (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) <
+            0 ||
+        (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) <
+            0 ||
         (r = prepare(t, "INSERT INTO ws_index_marks (upto) VALUES (?1)", &t->ins_mark, err)) < 0)
         goto fail;
     sqlite3_set_authorizer(t->db, authorizer, NULL);

@@ -6,8 +6,10 @@
 
 struct wacp_checkpoint *wacp_checkpoint_find(const struct wacp *w, const char *id);
 cJSON *wacp_checkpoint_json(const struct wacp_checkpoint *cp, bool with_files);
-int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                  struct wacp_err *e);
+int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                struct wacp_err *e);
 void wacp_checkpoint_free(struct wacp_checkpoint *cp);
 
 #endif

@@ -7,21 +7,26 @@
 const char *wacp_envelope_state_name(enum env_state s);
 /* Records and queues the directive of a new workspace from FROM (a workspace id, or "system"
  * for the root's), delivering at once. */
-int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_ws *to, const cJSON *payload,
-                       const char *origin, char id_out[WACP_ID_LEN]);
+int wacp_envelope_send_directive(struct wacp *w, const char *from, struct wacp_ws *to,
+                                 const cJSON *payload, const char *origin, char id_out[WACP_ID_LEN]);
 /* Delivers what is queued for WS in creation order (after resume, after creation). */
 void wacp_envelope_flush(struct wacp *w, struct wacp_ws *ws);
 /* WS is terminal: what is still undelivered to it is recorded undeliverable. */
 void wacp_envelope_drop_for(struct wacp *w, struct wacp_ws *ws);
 int wacp_envelope_right_add(struct wacp *w, enum right_kind kind, const char *holder, const char *target,
-                  const char *by, char id_out[WACP_ID_LEN]);
-bool wacp_envelope_channel_matrix(const struct wacp *w, const struct wacp_ws *from, const struct wacp_ws *to,
-                        const char *type);
-int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_envelope_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+                            const char *by, char id_out[WACP_ID_LEN]);
+bool wacp_envelope_channel_matrix(const struct wacp *w, const struct wacp_ws *from,
+                                  const struct wacp_ws *to, const char *type);
+int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                              struct wacp_err *e);
+int wacp_envelope_method_ack(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                             struct wacp_err *e);
+int wacp_envelope_method_rights_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                     struct wacp_err *e);
+int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                      struct wacp_err *e);
+int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                       struct wacp_err *e);
 void wacp_envelope_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_envelope_next_deadline(const struct wacp *w);
 void wacp_envelope_free(struct wacp_env *e);

@@ -5,7 +5,9 @@
 
 #include "supervisor/wacp/internal.h"
 
-int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                    struct wacp_err *e);
+int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                  struct wacp_err *e);
 
 #endif

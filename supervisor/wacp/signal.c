@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char *const signal_types[] = {
-    "ready", "started", "blocked", "checkpoint", "complete", "failed",
-    "integrate", "acknowledged", "escalation", "suspend", "migrate",
+    "ready",     "started",      "blocked",    "checkpoint", "complete", "failed",
+    "integrate", "acknowledged", "escalation", "suspend",    "migrate",
 };
 
 bool wacp_signal_known(const char *type)
@@ -69,8 +69,8 @@ static int deliver(struct wacp *w, struct wacp_ws *ws, struct wacp_ws *to, const
 }
 
 int wacp_signal_emit(struct wacp *w, struct wacp_ws *ws, const char *actor, const char *type,
-             const char *reason, const char *ref, struct wacp_ws *to, bool duplicate,
-             char id_out[WACP_ID_LEN])
+                     const char *reason, const char *ref, struct wacp_ws *to, bool duplicate,
+                     char id_out[WACP_ID_LEN])
 {
     wacp_core_new_id("sig", id_out);
     int r = record_emitted(w, ws, actor, type, reason, ref, duplicate, id_out);
@@ -112,7 +112,7 @@ static enum ws_state effect(const char *type, enum ws_state s, bool *dup)
 }
 
 int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                    struct wacp_err *e)
+                            struct wacp_err *e)
 {
     static const char M[] = "wacp/signal.emit";
     const char *type = cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring;
@@ -122,9 +122,10 @@ int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
     const char *ref = fj ? fj->valuestring : NULL;
     if (!wacp_signal_known(type))
         return wacp_core_deny(w, c, M, e, -32602, "unknown_signal",
-                         "'%.40s' is not a signal: the eleven are ready, started, blocked, "
-                         "checkpoint, complete, failed, integrate, acknowledged, escalation, "
-                         "suspend, migrate", type);
+                              "'%.40s' is not a signal: the eleven are ready, started, blocked, "
+                              "checkpoint, complete, failed, integrate, acknowledged, escalation, "
+                              "suspend, migrate",
+                              type);
     if ((reason && strlen(reason) > 400) || (ref && strlen(ref) > 128))
         return wacp_core_fail(e, -32602, "invalid_params", "reason is at most 400 bytes, ref 128");
     if (!reason && (!strcmp(type, "blocked") || !strcmp(type, "failed") || !strcmp(type, "escalation")))
@@ -134,13 +135,13 @@ int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
     snprintf(cap, sizeof(cap), "emit:%s", type);
     if (!root_complete && !policy_role_can(&c->view, cap))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "role '%s' may not emit '%s'", c->role, type);
+                              "role '%s' may not emit '%s'", c->role, type);
     bool dup;
     enum ws_state to = effect(type, c->state, &dup);
     if (to == WS_NSTATES)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "'%s' does nothing from state %s (PROTOCOL 6.3)", type,
-                         wacp_tree_state_name(c->state));
+                              "'%s' does nothing from state %s (PROTOCOL 6.3)", type,
+                              wacp_tree_state_name(c->state));
     char id[WACP_ID_LEN];
     wacp_core_new_id("sig", id);
     if (record_emitted(w, c, c->role, type, reason, ref, dup, id) < 0)

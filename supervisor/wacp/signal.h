@@ -9,8 +9,9 @@ bool wacp_signal_known(const char *type);
  * + notify of the parent's agent). TO overrides the recipient (the acknowledged signal goes to an
  * envelope's sender); NULL: WS's parent. */
 int wacp_signal_emit(struct wacp *w, struct wacp_ws *ws, const char *actor, const char *type,
-             const char *reason, const char *ref, struct wacp_ws *to, bool duplicate,
-             char id_out[WACP_ID_LEN]);
-int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+                     const char *reason, const char *ref, struct wacp_ws *to, bool duplicate,
+                     char id_out[WACP_ID_LEN]);
+int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                            struct wacp_err *e);
 
 #endif

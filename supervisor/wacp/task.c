@@ -12,8 +12,8 @@
 #define MAX_DEPENDS 64
 #define MAX_BATCH 256
 
-static const char *const status_names[] = {"draft", "pending", "assigned", "in_progress",
-                                           "completed", "failed", "integrated", "cancelled"};
+static const char *const status_names[] = {"draft",     "pending", "assigned",   "in_progress",
+                                           "completed", "failed",  "integrated", "cancelled"};
 
 const char *wacp_task_status_name(enum task_status s)
 {
@@ -73,7 +73,7 @@ static cJSON *task_json(const struct wacp_task *t)
 }
 
 int wacp_task_set(struct wacp *w, struct wacp_task *t, enum task_status to, const char *event,
-             const char *actor, const char *ws)
+                  const char *actor, const char *ws)
 {
     if (!(task_moves[t->status] & TB(to)))
         return -EINVAL;
@@ -144,14 +144,9 @@ void wacp_task_follow(struct wacp *w, struct wacp_ws *ws, enum ws_state s)
         snprintf(t->checkpoint_ref, sizeof(t->checkpoint_ref), "%s", ws->final_cp);
         wacp_task_set(w, t, TASK_COMPLETED, "task_completed", "protocol", ws->id);
         break;
-    case WS_CLOSED:
-        wacp_task_set(w, t, TASK_INTEGRATED, NULL, "protocol", ws->id);
-        break;
-    case WS_FAILED:
-        wacp_task_set(w, t, TASK_FAILED, "task_failed", "protocol", ws->id);
-        break;
-    default:
-        break;
+    case WS_CLOSED: wacp_task_set(w, t, TASK_INTEGRATED, NULL, "protocol", ws->id); break;
+    case WS_FAILED: wacp_task_set(w, t, TASK_FAILED, "task_failed", "protocol", ws->id); break;
+    default: break;
     }
 }
 
@@ -177,7 +172,7 @@ static bool has_cycle(struct draft *d, size_t n, size_t i, const char **where)
 {
     d[i].state = 1;
     const cJSON *x;
-    cJSON_ArrayForEach(x, d[i].deps) {
+    cJSON_ArrayForEach (x, d[i].deps) {
         int k = find_ref(d, n, x->valuestring);
         if (k < 0)
             continue;
@@ -201,24 +196,25 @@ static int check_draft(struct wacp *w, struct wacp_ws *c, struct draft *d, size_
         return wacp_core_fail(e, -32602, "invalid_params", "description is at most 4096 bytes");
     if (d[i].deps && (!cJSON_IsArray(d[i].deps) || cJSON_GetArraySize(d[i].deps) > MAX_DEPENDS))
         return wacp_core_fail(e, -32602, "invalid_params", "depends_on is an array of at most %d ids",
-                         MAX_DEPENDS);
+                              MAX_DEPENDS);
     const cJSON *x;
-    cJSON_ArrayForEach(x, d[i].deps) {
+    cJSON_ArrayForEach (x, d[i].deps) {
         if (!cJSON_IsString(x))
             return wacp_core_fail(e, -32602, "invalid_params", "depends_on holds task ids (strings)");
         if (d[i].ref && !strcmp(x->valuestring, d[i].ref))
-            return wacp_core_deny(w, c, M, e, -32602, "cycle", "task '%.64s' depends on itself", d[i].ref);
+            return wacp_core_deny(w, c, M, e, -32602, "cycle", "task '%.64s' depends on itself",
+                                  d[i].ref);
         if (find_ref(d, n, x->valuestring) < 0 && !wacp_task_find(w, x->valuestring))
             return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
-                             "depends_on names no task '%.80s'", x->valuestring);
+                                  "depends_on names no task '%.80s'", x->valuestring);
         for (const cJSON *y = d[i].deps->child; y != x; y = y->next)
             if (!strcmp(y->valuestring, x->valuestring))
                 return wacp_core_fail(e, -32602, "invalid_params", "depends_on lists '%.80s' twice",
-                                 x->valuestring);
+                                      x->valuestring);
     }
     if (d[i].parent && !wacp_task_find(w, d[i].parent) && find_ref(d, n, d[i].parent) < 0)
-        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "parent_task names no task '%.80s'",
-                         d[i].parent);
+        return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found",
+                              "parent_task names no task '%.80s'", d[i].parent);
     return 0;
 }
 
@@ -232,8 +228,9 @@ static const char *opt_str(const cJSON *o, const char *k)
  * human highway, and its timeout's fallback applies in wacp_task_tick. */
 static int gate(struct wacp *w, struct wacp_task *t)
 {
-    const struct policy_gate_rule *g =
-        w->session.highway ? &w->session.highway->gates[POLICY_GATE_TASK_APPROVAL] : NULL;
+    const struct policy_gate_rule *g = w->session.highway
+                                           ? &w->session.highway->gates[POLICY_GATE_TASK_APPROVAL]
+                                           : NULL;
     if (!g || !g->enabled) {
         cJSON *b = wacp_core_obj();
         wacp_core_add_str(b, "task_id", t->id);
@@ -253,12 +250,12 @@ static int gate(struct wacp *w, struct wacp_task *t)
 }
 
 int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                       struct wacp_err *e)
+                            struct wacp_err *e)
 {
     static const char M[] = "wacp/task.create";
     if (!wacp_tree_is_coordinator(c) && !c->delegate)
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "tasks are defined by the coordinator (or a delegate)");
+                              "tasks are defined by the coordinator (or a delegate)");
     const cJSON *batch = cJSON_GetObjectItemCaseSensitive(p, "tasks");
     if (batch && cJSON_GetArraySize(p) != 1)
         return wacp_core_fail(e, -32602, "invalid_params", "give either \"tasks\" or one task's fields");
@@ -267,7 +264,7 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
         return wacp_core_fail(e, -32602, "invalid_params", "tasks holds 1 to %d tasks", MAX_BATCH);
     if (w->n_tasks + n > WACP_MAX_TASKS)
         return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit", "this run holds %d tasks at most",
-                         WACP_MAX_TASKS);
+                              WACP_MAX_TASKS);
     _cleanup_free_ struct draft *d = calloc(n, sizeof(*d));
     if (!d)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -277,15 +274,16 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
             return wacp_core_fail(e, -32602, "invalid_params", "tasks holds objects");
         if (batch) {
             const cJSON *k;
-            cJSON_ArrayForEach(k, o)
+            cJSON_ArrayForEach (k, o)
                 if (strcmp(k->string, "ref") && strcmp(k->string, "name") &&
                     strcmp(k->string, "description") && strcmp(k->string, "depends_on") &&
                     strcmp(k->string, "parent_task"))
-                    return wacp_core_fail(e, -32602, "invalid_params", "a task takes no '%.64s'", k->string);
+                    return wacp_core_fail(e, -32602, "invalid_params", "a task takes no '%.64s'",
+                                          k->string);
             d[i].ref = opt_str(o, "ref");
             if (!d[i].ref || !d[i].ref[0] || strlen(d[i].ref) > 64 || find_ref(d, i, d[i].ref) >= 0)
                 return wacp_core_fail(e, -32602, "invalid_params",
-                                 "each task of a batch has its own \"ref\" (1-64 characters)");
+                                      "each task of a batch has its own \"ref\" (1-64 characters)");
         }
         d[i].name = opt_str(o, "name");
         d[i].description = opt_str(o, "description");
@@ -294,7 +292,8 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
         const cJSON *dj = cJSON_GetObjectItemCaseSensitive(o, "description");
         const cJSON *pj = cJSON_GetObjectItemCaseSensitive(o, "parent_task");
         if ((dj && !d[i].description) || (pj && !d[i].parent))
-            return wacp_core_fail(e, -32602, "invalid_params", "description and parent_task are strings");
+            return wacp_core_fail(e, -32602, "invalid_params",
+                                  "description and parent_task are strings");
     }
     for (size_t i = 0; i < n; i++)
         if (check_draft(w, c, d, n, i, e) < 0)
@@ -302,9 +301,10 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
     for (size_t i = 0; i < n; i++) {
         const char *where = NULL;
         if (d[i].state == 0 && has_cycle(d, n, i, &where))
-            return wacp_core_deny(w, c, M, e, -32602, "cycle",
-                             "the dependencies form a cycle through '%.64s'; a task graph is acyclic",
-                             where ? where : "?");
+            return wacp_core_deny(
+                w, c, M, e, -32602, "cycle",
+                "the dependencies form a cycle through '%.64s'; a task graph is acyclic",
+                where ? where : "?");
     }
     if (!w->graph[0]) {
         char g[WACP_ID_LEN];
@@ -343,7 +343,7 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
             return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
         const cJSON *x;
-        cJSON_ArrayForEach(x, d[i].deps) {
+        cJSON_ArrayForEach (x, d[i].deps) {
             int k = find_ref(d, n, x->valuestring);
             snprintf(t->depends_on[t->n_depends++], WACP_ID_LEN, "%s",
                      k >= 0 ? d[k].t->id : x->valuestring);
@@ -394,7 +394,7 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
 }
 
 int wacp_task_method_assign(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                       struct wacp_err *e)
+                            struct wacp_err *e)
 {
     static const char M[] = "wacp/task.assign";
     struct wacp_task *t = wacp_task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
@@ -404,13 +404,15 @@ int wacp_task_method_assign(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
         return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task or workspace");
     if (!wacp_tree_governs(c, ws))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "tasks are bound by the coordinator (or a delegate) to its workspaces");
+                              "tasks are bound by the coordinator (or a delegate) to its workspaces");
     if (ws->task[0] || !(WS_BIT(ws->state) & WS_WORKING_MASK))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                         "workspace %s already has a task or has ended: one workspace, one task", ws->id);
+                              "workspace %s already has a task or has ended: one workspace, one task",
+                              ws->id);
     if (t->status != TASK_PENDING && t->status != TASK_FAILED)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                         "task %s is %s; binding takes a pending task", t->id, wacp_task_status_name(t->status));
+                              "task %s is %s; binding takes a pending task", t->id,
+                              wacp_task_status_name(t->status));
     int r = wacp_task_bind(w, t, ws, c->role);
     if (r == -ENOMEM)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -423,18 +425,18 @@ int wacp_task_method_assign(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
 }
 
 int wacp_task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                       struct wacp_err *e)
+                            struct wacp_err *e)
 {
     static const char M[] = "wacp/task.cancel";
     if (!wacp_tree_is_coordinator(c) && !c->delegate)
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "tasks are cancelled by the coordinator (or a delegate)");
+                              "tasks are cancelled by the coordinator (or a delegate)");
     struct wacp_task *t = wacp_task_find(w, cJSON_GetObjectItemCaseSensitive(p, "task")->valuestring);
     if (!t)
         return wacp_core_deny(w, c, M, e, WACP_E_NOT_FOUND, "not_found", "no such task");
     if (!(task_moves[t->status] & TB(TASK_CANCELLED)))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition", "task %s is %s already",
-                         t->id, wacp_task_status_name(t->status));
+                              t->id, wacp_task_status_name(t->status));
     if (wacp_task_set(w, t, TASK_CANCELLED, NULL, c->role, t->workspace_ref) < 0)
         return wacp_core_trail_err(e);
     struct wacp_ws *ws = wacp_tree_find(w, t->workspace_ref);
@@ -446,7 +448,7 @@ int wacp_task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
 }
 
 int wacp_task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                     struct wacp_err *e)
+                          struct wacp_err *e)
 {
     (void)p;
     *res = wacp_core_obj();
@@ -456,7 +458,8 @@ int wacp_task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJS
     for (size_t i = 0; i < w->n_tasks; i++) {
         const struct wacp_task *t = w->tasks[i];
         struct wacp_ws *ws = wacp_tree_find(w, t->workspace_ref);
-        if (wacp_tree_is_coordinator(c) || !strcmp(c->task, t->id) || (ws && wacp_tree_visible(c, ws) && c->delegate))
+        if (wacp_tree_is_coordinator(c) || !strcmp(c->task, t->id) ||
+            (ws && wacp_tree_visible(c, ws) && c->delegate))
             cJSON_AddItemToArray(a, task_json(t));
     }
     return 0;

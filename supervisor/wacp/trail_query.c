@@ -29,15 +29,15 @@ int wacp_trail_query_method(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
     const char *ws = NULL, *type = NULL;
     uint64_t limit = TRAIL_QUERY_DEFAULT;
     const cJSON *obj = cJSON_IsObject(p) ? p : NULL;
-    cJSON_ArrayForEach(it, obj)
-    {
+    cJSON_ArrayForEach (it, obj) {
         bool ok = true;
         if (!strcmp(it->string, "workspace") && cJSON_IsString(it))
             ws = it->valuestring;
         else if (!strcmp(it->string, "type") && cJSON_IsString(it))
             type = it->valuestring;
         else if (!strcmp(it->string, "limit") && cJSON_IsNumber(it) && it->valuedouble >= 1 &&
-                 it->valuedouble <= TRAIL_QUERY_MAX && it->valuedouble == (double)(uint64_t)it->valuedouble)
+                 it->valuedouble <= TRAIL_QUERY_MAX &&
+                 it->valuedouble == (double)(uint64_t)it->valuedouble)
             limit = (uint64_t)it->valuedouble;
         else
             ok = false;
@@ -45,12 +45,14 @@ int wacp_trail_query_method(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
             e->rpc_code = -32602;
             snprintf(e->code, sizeof(e->code), "invalid_params");
             snprintf(e->msg, sizeof(e->msg),
-                     "wacp/trail.query: \"%.40s\" is not a parameter of the right type (workspace: string, type: string, limit: 1..%d)",
+                     "wacp/trail.query: \"%.40s\" is not a parameter of the right type (workspace: "
+                     "string, type: string, limit: 1..%d)",
                      it->string, TRAIL_QUERY_MAX);
             return -EINVAL;
         }
     }
-    bool global = policy_role_can(&c->view, "read:global_trail") || policy_role_can(&c->view, "read:all_workspaces");
+    bool global = policy_role_can(&c->view, "read:global_trail") ||
+                  policy_role_can(&c->view, "read:all_workspaces");
     cJSON *entries = cJSON_CreateArray();
     *result = cJSON_CreateObject();
     if (!entries || !*result) {

@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char *const state_names[WS_NSTATES] = {
-    "idle", "active", "blocked", "migrating", "suspended", "integrating", "conflicted", "closed",
-    "failed",
+    "idle",        "active",     "blocked", "migrating", "suspended",
+    "integrating", "conflicted", "closed",  "failed",
 };
 
 const char *wacp_tree_state_name(enum ws_state s)
@@ -132,7 +132,7 @@ static int cascade(struct wacp *w, struct wacp_ws *ws, const char *why)
 }
 
 int wacp_tree_set_state(struct wacp *w, struct wacp_ws *ws, enum ws_state to, const char *actor,
-                 const char *reason)
+                        const char *reason)
 {
     if (!wacp_tree_transition_ok(ws->state, to))
         return -EINVAL;

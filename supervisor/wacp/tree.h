@@ -24,6 +24,6 @@ bool wacp_tree_governs(const struct wacp_ws *caller, const struct wacp_ws *ws);
 /* Records (body gets from, to, reason) and applies one state change. For a terminal state it
  * also fails the children (cascade within ownership), updates the task and stops the agent. */
 int wacp_tree_set_state(struct wacp *w, struct wacp_ws *ws, enum ws_state to, const char *actor,
-                 const char *reason);
+                        const char *reason);
 
 #endif

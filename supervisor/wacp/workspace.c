@@ -41,12 +41,12 @@ static int budget_u64(const cJSON *b, const char *k, bool size, uint64_t role, u
             ;
         else
             return wacp_core_fail(e, -32602, "invalid_params", "budgets.%s must be a positive %s", k,
-                             size ? "size (bytes or \"512M\")" : "whole number");
+                                  size ? "size (bytes or \"512M\")" : "whole number");
         if (parent && x > parent)
             return wacp_core_fail(e, WACP_E_LIMIT, "budget_exceeds_parent",
-                             "budgets.%s %llu is above the parent's %llu: a child's budget stays "
-                             "within its parent's", k, (unsigned long long)x,
-                             (unsigned long long)parent);
+                                  "budgets.%s %llu is above the parent's %llu: a child's budget stays "
+                                  "within its parent's",
+                                  k, (unsigned long long)x, (unsigned long long)parent);
     }
     if (parent && (x == 0 || x > parent))
         x = parent;
@@ -54,8 +54,8 @@ static int budget_u64(const cJSON *b, const char *k, bool size, uint64_t role, u
     return 0;
 }
 
-static int budget_dbl(const cJSON *b, const char *k, bool secs, double role, double parent,
-                      double *out, struct wacp_err *e)
+static int budget_dbl(const cJSON *b, const char *k, bool secs, double role, double parent, double *out,
+                      struct wacp_err *e)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
     double x = role;
@@ -65,11 +65,13 @@ static int budget_dbl(const cJSON *b, const char *k, bool secs, double role, dou
         else if (secs && cJSON_IsString(v) && util_parse_seconds(v->valuestring, &x) == 0)
             ;
         else
-            return wacp_core_fail(e, -32602, "invalid_params", "budgets.%s must be a positive number", k);
+            return wacp_core_fail(e, -32602, "invalid_params", "budgets.%s must be a positive number",
+                                  k);
         if (parent > 0 && x > parent)
             return wacp_core_fail(e, WACP_E_LIMIT, "budget_exceeds_parent",
-                             "budgets.%s %g is above the parent's %g: a child's budget stays "
-                             "within its parent's", k, x, parent);
+                                  "budgets.%s %g is above the parent's %g: a child's budget stays "
+                                  "within its parent's",
+                                  k, x, parent);
     }
     if (parent > 0 && (x <= 0 || x > parent))
         x = parent;
@@ -82,11 +84,12 @@ static int budgets_for(const cJSON *b, const struct policy_budgets *role,
                        struct wacp_err *e)
 {
     const cJSON *k;
-    cJSON_ArrayForEach(k, b)
+    cJSON_ArrayForEach (k, b)
         if (strcmp(k->string, "memory") && strcmp(k->string, "pids") && strcmp(k->string, "cpus") &&
             strcmp(k->string, "wall_time"))
             return wacp_core_fail(e, -32602, "invalid_params",
-                             "budgets takes memory, pids, cpus and wall_time, not '%.64s'", k->string);
+                                  "budgets takes memory, pids, cpus and wall_time, not '%.64s'",
+                                  k->string);
     *out = *role;
     if (budget_u64(b, "memory", true, role->memory, parent->memory, &out->memory, e) < 0 ||
         budget_u64(b, "pids", false, role->pids, parent->pids, &out->pids, e) < 0 ||
@@ -156,8 +159,10 @@ int wacp_workspace_create_root(struct wacp *w, const char *agent, struct cerr *e
     if (r < 0)
         return r;
     if (v.base != POLICY_BASE_COORDINATOR)
-        return cerr_set(err, EINVAL, "wacp: agent '%s' has role '%s', not the coordinator; the run's "
-                        "root workspace belongs to the coordinator", ag->name, ag->role);
+        return cerr_set(err, EINVAL,
+                        "wacp: agent '%s' has role '%s', not the coordinator; the run's "
+                        "root workspace belongs to the coordinator",
+                        ag->name, ag->role);
     if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, 1, sizeof(*w->ws)))
         return cerr_set(err, ENOMEM, "out of memory");
     struct wacp_ws *ws = ws_alloc(w, ag, &v);
@@ -199,39 +204,40 @@ int wacp_workspace_create_root(struct wacp *w, const char *agent, struct cerr *e
 }
 
 int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                     struct wacp_err *e)
+                                 struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.create";
     if (!policy_role_can(&c->view, "create_workspace") && !c->delegate)
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "role '%s' may not create workspaces (only the coordinator or a delegate)",
-                         c->role);
+                              "role '%s' may not create workspaces (only the coordinator or a delegate)",
+                              c->role);
     const char *agent = cJSON_GetObjectItemCaseSensitive(p, "agent")->valuestring;
     const struct policy_agent *ag = policy_agent_find(w->policy, agent);
     if (!ag)
-        return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found",
-                         "the policy has no agent '%.80s'; workspace.create names one of its agents",
-                         agent);
+        return wacp_core_fail(
+            e, WACP_E_NOT_FOUND, "not_found",
+            "the policy has no agent '%.80s'; workspace.create names one of its agents", agent);
     struct policy_role_view v;
     struct cerr ce = {0};
     if (policy_role_resolve(w->policy, ag->role, &v, &ce) < 0)
         return wacp_core_fail(e, -32603, "internal", "%s", ce.msg);
     if (v.base == POLICY_BASE_COORDINATOR)
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "agent '%s' has the coordinator role; a run has exactly one coordinator",
-                         ag->name);
+                              "agent '%s' has the coordinator role; a run has exactly one coordinator",
+                              ag->name);
     const cJSON *dj = cJSON_GetObjectItemCaseSensitive(p, "delegate");
     bool delegate = cJSON_IsTrue(dj);
     if (delegate && !policy_role_can(&c->view, "grant_delegate"))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "only the coordinator grants delegation");
+                              "only the coordinator grants delegation");
     if (w->n_ws >= w->max_workspaces)
         return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit",
-                         "this run has %llu workspaces, its limit", (unsigned long long)w->max_workspaces);
+                              "this run has %llu workspaces, its limit",
+                              (unsigned long long)w->max_workspaces);
     const cJSON *oj = cJSON_GetObjectItemCaseSensitive(p, "owner");
     if (oj && !user_id_ok(oj->valuestring))
         return wacp_core_fail(e, -32602, "invalid_params",
-                         "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
+                              "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
     const cJSON *tj = cJSON_GetObjectItemCaseSensitive(p, "task");
     struct wacp_task *task = NULL;
     if (tj) {
@@ -240,8 +246,9 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
             return wacp_core_fail(e, WACP_E_NOT_FOUND, "not_found", "no task '%.80s'", tj->valuestring);
         if (task->status != TASK_PENDING && task->status != TASK_FAILED)
             return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                             "task %s is %s; a workspace is bound to a pending task (or a failed "
-                             "one, to retry it)", task->id, wacp_task_status_name(task->status));
+                                  "task %s is %s; a workspace is bound to a pending task (or a failed "
+                                  "one, to retry it)",
+                                  task->id, wacp_task_status_name(task->status));
     }
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(p, "timeout");
     if (to && !(to->valuedouble > 0 && to->valuedouble <= 1e7))
@@ -267,7 +274,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     if (!payload || plen > w->max_payload) {
         cJSON_Delete(payload);
         return wacp_core_fail(e, -32602, "invalid_params", "the directive is larger than %llu bytes",
-                         (unsigned long long)w->max_payload);
+                              (unsigned long long)w->max_payload);
     }
     if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws))) {
         cJSON_Delete(payload);
@@ -329,8 +336,9 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
             continue;
         const char *arrow = strstr(t, "->");
         /* A delegate answers queries as a local coordinator (PROTOCOL 5.4). */
-        if (arrow && (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
-                      (c->delegate && !strcmp(arrow + 2, "coordinator"))))
+        if (arrow &&
+            (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
+             (c->delegate && !strcmp(arrow + 2, "coordinator"))))
             back = true;
     }
     if (back && wacp_envelope_right_add(w, RIGHT_SEND, ws->id, c->id, c->role, rid) < 0)
@@ -341,7 +349,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
         if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "creation_error") < 0)
             return wacp_core_trail_err(e);
         return wacp_core_fail(e, -32603, "creation_error", "workspace %s could not start its agent: %s",
-                         ws->id, ce.msg);
+                              ws->id, ce.msg);
     }
     if (wacp_envelope_send_directive(w, c->id, ws, ws->directive, "agent", ws->directive_env) < 0)
         return wacp_core_trail_err(e);
@@ -355,7 +363,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
 }
 
 int wacp_workspace_method_self(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                   struct wacp_err *e)
+                               struct wacp_err *e)
 {
     (void)w, (void)p, (void)e;
     *res = wacp_tree_ws_json(c);
@@ -367,7 +375,7 @@ int wacp_workspace_method_self(struct wacp *w, struct wacp_ws *c, const cJSON *p
 }
 
 int wacp_workspace_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                   struct wacp_err *e)
+                               struct wacp_err *e)
 {
     (void)p;
     *res = wacp_core_obj();
@@ -386,13 +394,15 @@ struct wacp_ws *wacp_workspace_target_of(struct wacp *w, struct wacp_ws *c, cons
     const char *id = cJSON_GetObjectItemCaseSensitive(p, "workspace")->valuestring;
     struct wacp_ws *t = wacp_tree_find(w, id);
     if (!t || !wacp_tree_visible(c, t)) {
-        wacp_core_deny(w, c, m, e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s' you can see", id);
+        wacp_core_deny(w, c, m, e, WACP_E_NOT_FOUND, "not_found", "no workspace '%.80s' you can see",
+                       id);
         return NULL;
     }
     if (!wacp_tree_governs(c, t) || (cap && !policy_role_can(&c->view, cap) && !c->delegate)) {
         wacp_core_deny(w, c, m, e, WACP_E_DENIED, "permission_denied",
-                  "role '%s' may not %s workspace %s (the coordinator, or a delegate within its "
-                  "subtree, may)", c->role, m + 5, t->id);
+                       "role '%s' may not %s workspace %s (the coordinator, or a delegate within its "
+                       "subtree, may)",
+                       c->role, m + 5, t->id);
         return NULL;
     }
     return t;
@@ -407,7 +417,7 @@ cJSON *wacp_workspace_state_result(const struct wacp_ws *t)
 }
 
 int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                    struct wacp_err *e)
+                                struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.abort";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
@@ -415,8 +425,8 @@ int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *
         return -1;
     if (wacp_tree_terminal(t->state))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s already; terminal workspaces never change", t->id,
-                         wacp_tree_state_name(t->state));
+                              "workspace %s is %s already; terminal workspaces never change", t->id,
+                              wacp_tree_state_name(t->state));
     const cJSON *rj = cJSON_GetObjectItemCaseSensitive(p, "reason");
     char reason[80];
     snprintf(reason, sizeof(reason), "aborted%s%.60s", rj ? ": " : "", rj ? rj->valuestring : "");
@@ -427,7 +437,7 @@ int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *
 }
 
 int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                      struct wacp_err *e)
+                                  struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.suspend";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
@@ -435,8 +445,8 @@ int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON
         return -1;
     if (!wacp_tree_transition_ok(t->state, WS_SUSPENDED))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s; only an active or blocked workspace is suspended",
-                         t->id, wacp_tree_state_name(t->state));
+                              "workspace %s is %s; only an active or blocked workspace is suspended",
+                              t->id, wacp_tree_state_name(t->state));
     char sid[WACP_ID_LEN];
     if (wacp_signal_emit(w, c, c->role, "suspend", NULL, t->id, NULL, false, sid) < 0 ||
         wacp_tree_set_state(w, t, WS_SUSPENDED, c->role, "suspended") < 0)
@@ -446,7 +456,7 @@ int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON
 }
 
 int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                     struct wacp_err *e)
+                                 struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.resume";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "abort_workspace", e);
@@ -454,7 +464,8 @@ int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON 
         return -1;
     if (t->state != WS_SUSPENDED)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
-                         "workspace %s is %s, not suspended", t->id, wacp_tree_state_name(t->state));
+                              "workspace %s is %s, not suspended", t->id,
+                              wacp_tree_state_name(t->state));
     if (wacp_tree_set_state(w, t, t->saved, c->role, "resumed") < 0)
         return wacp_core_trail_err(e);
     wacp_envelope_flush(w, t); /* what queued while it was suspended, in creation order */
@@ -464,23 +475,23 @@ int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON 
 
 /* Ownership transfer (PROTOCOL 4.8 rule 5): one workspace, no cascade, history untouched. */
 int wacp_workspace_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                       struct wacp_err *e)
+                                   struct wacp_err *e)
 {
     static const char M[] = "wacp/workspace.transfer";
     if (!wacp_tree_is_coordinator(c))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
-                         "ownership is transferred by the coordinator only");
+                              "ownership is transferred by the coordinator only");
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, NULL, e);
     if (!t)
         return -1;
     const char *owner = cJSON_GetObjectItemCaseSensitive(p, "owner")->valuestring;
     if (!user_id_ok(owner))
         return wacp_core_fail(e, -32602, "invalid_params",
-                         "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
+                              "owner must be a user id (1-64 of A-Z a-z 0-9 . _ @ -), not \"system\"");
     if (wacp_tree_terminal(t->state))
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_state",
-                         "workspace %s is %s: terminal workspaces never change", t->id,
-                         wacp_tree_state_name(t->state));
+                              "workspace %s is %s: terminal workspaces never change", t->id,
+                              wacp_tree_state_name(t->state));
     char *o = strdup(owner);
     if (!o)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -516,7 +527,7 @@ void wacp_workspace_tick(struct wacp *w, uint64_t now)
         struct wacp_ws *ws = w->ws[i];
         if (ws->deadline_ms && now >= ws->deadline_ms && times_out(ws->state))
             wacp_tree_set_state(w, ws, WS_FAILED, "protocol",
-                         ws->state == WS_CONFLICTED ? "conflict_timeout" : "timeout");
+                                ws->state == WS_CONFLICTED ? "conflict_timeout" : "timeout");
     }
 }
 

@@ -5,13 +5,20 @@
 
 #include "supervisor/wacp/internal.h"
 
-int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_self(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
-int wacp_workspace_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r, struct wacp_err *e);
+int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                 struct wacp_err *e);
+int wacp_workspace_method_self(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                               struct wacp_err *e);
+int wacp_workspace_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                               struct wacp_err *e);
+int wacp_workspace_method_abort(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                struct wacp_err *e);
+int wacp_workspace_method_suspend(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                  struct wacp_err *e);
+int wacp_workspace_method_resume(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                 struct wacp_err *e);
+int wacp_workspace_method_transfer(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
+                                   struct wacp_err *e);
 int wacp_workspace_create_root(struct wacp *w, const char *agent, struct cerr *err);
 void wacp_workspace_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_workspace_next_deadline(const struct wacp *w);

@@ -60,7 +60,8 @@ static void print_answer(const char *line, size_t n)
     if (sc) {
         shorten((cJSON *)sc);
         char *t = cJSON_PrintUnformatted(sc);
-        fprintf(stderr, "< id=%s isError=%s sc=%.16000s\n", id, cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")) ? "true" : "false", t);
+        fprintf(stderr, "< id=%s isError=%s sc=%.16000s\n", id,
+                cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")) ? "true" : "false", t);
         free(t);
     } else if (err) {
         fprintf(stderr, "< id=%s error=%d %s\n", id, cJSON_GetObjectItem(err, "code")->valueint,
@@ -73,7 +74,8 @@ static void print_answer(const char *line, size_t n)
         fprintf(stderr, "< id=%s tools=", id);
         for (const cJSON *t = tools->child; t; t = t->next) {
             const cJSON *nm = cJSON_GetObjectItem(t, "name");
-            fprintf(stderr, "%s%s", t == tools->child ? "" : ",", cJSON_IsString(nm) ? nm->valuestring : "?");
+            fprintf(stderr, "%s%s", t == tools->child ? "" : ",",
+                    cJSON_IsString(nm) ? nm->valuestring : "?");
         }
         fprintf(stderr, "\n");
     }
@@ -94,7 +96,10 @@ static char *read_one(bool print)
     return line;
 }
 
-static void read_print(void) { free(read_one(true)); }
+static void read_print(void)
+{
+    free(read_one(true));
+}
 
 static void flood(long n)
 {
@@ -102,7 +107,8 @@ static void flood(long n)
     if (w == 0) {
         char req[96];
         for (long i = 0; i < n; i++) {
-            int k = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"ping\"}\n", i);
+            int k = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":\"ping\"}\n",
+                             i);
             if (corral_agent_send_raw(A, req, (size_t)k) < 0)
                 _exit(1);
         }

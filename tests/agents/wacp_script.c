@@ -86,14 +86,17 @@ static char *expand(const char *s)
             char name[256];
             snprintf(name, sizeof(name), "%.*s", (int)strcspn(path, "."), path);
             const cJSON *v = Vars;
-            for (char *save = NULL, *p = strtok_r(path, ".", &save); p && v; p = strtok_r(NULL, ".", &save))
+            for (char *save = NULL, *p = strtok_r(path, ".", &save); p && v;
+                 p = strtok_r(NULL, ".", &save))
                 v = cJSON_IsArray(v) ? pick(v, p) : cJSON_GetObjectItemCaseSensitive(v, p);
             /* A name not kept here stays as it is: steps carried to another agent (in a
              * directive) are expanded there. */
             if (!cJSON_GetObjectItemCaseSensitive(Vars, name))
                 val = strndup(open, (size_t)(close + 2 - open));
             else
-                val = cJSON_IsString(v) ? strdup(v->valuestring) : v ? cJSON_PrintUnformatted(v) : strdup("");
+                val = cJSON_IsString(v) ? strdup(v->valuestring)
+                      : v               ? cJSON_PrintUnformatted(v)
+                                        : strdup("");
         }
         size_t vlen = val ? strlen(val) : 0;
         if (len + lit + vlen + 1 > cap) {
@@ -185,7 +188,9 @@ static void flood(const char *spec)
         *sp = '\0';
     for (long i = 0; i < n; i++) {
         char *line = NULL;
-        int k = asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":\"f%ld\",\"method\":\"%s\",\"params\":%s}\n", i, s, params);
+        int k = asprintf(&line,
+                         "{\"jsonrpc\":\"2.0\",\"id\":\"f%ld\",\"method\":\"%s\",\"params\":%s}\n", i, s,
+                         params);
         if (k < 0 || corral_agent_send_raw(A, line, (size_t)k) < 0)
             ended();
         free(line);
@@ -205,7 +210,8 @@ static void flood(const char *spec)
         }
         got++;
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "error"), "data"), "code");
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "error"), "data"),
+            "code");
         if (cJSON_GetObjectItemCaseSensitive(m, "result")) {
             ok++;
         } else {
@@ -234,7 +240,8 @@ static void step(const char *arg)
     const char *eq = strchr(arg, '=');
     const char *sp = strchr(arg, ' ');
     /* VAR=... : a name before '=' with no space or brace before it */
-    if (eq && (!sp || eq < sp) && eq != arg && (size_t)(eq - arg) < sizeof(var) && !strchr("@{", arg[0])) {
+    if (eq && (!sp || eq < sp) && eq != arg && (size_t)(eq - arg) < sizeof(var) &&
+        !strchr("@{", arg[0])) {
         snprintf(var, sizeof(var), "%.*s", (int)(eq - arg), arg);
         arg = eq + 1;
     }
@@ -268,7 +275,8 @@ static void step(const char *arg)
         corral_agent_drop_envelopes(A, (unsigned)strtoul(arg + 6, NULL, 10));
     } else if (!strcmp(arg, "@directive")) {
         cJSON *d = wait_event(CORRAL_EV_ENVELOPE, "directive");
-        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "payload"), "steps");
+        const cJSON *steps = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(d, "payload"), "steps");
         int n = cJSON_GetArraySize(steps), k = 0;
         const char **v = calloc((size_t)n + 1, sizeof(*v));
         for (const cJSON *s = cJSON_IsArray(steps) ? steps->child : NULL; v && s; s = s->next)

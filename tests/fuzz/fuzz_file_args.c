@@ -66,8 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = tool_surface_call(s, &ctx, tool->valuestring, args, &res, &is_error);
         if (r == 0 && !res)
             abort(); /* a call that answers must answer with an object */
-        if (r == 0 && is_error && (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "error")) ||
-                                   !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "message"))))
+        if (r == 0 && is_error &&
+            (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "error")) ||
+             !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "message"))))
             abort(); /* the seed's error object, always */
         if (res) {
             char *out = cJSON_PrintUnformatted(res);

@@ -31,11 +31,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         return 0;
     memcpy(text, data, size);
     text[size] = '\0';
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     struct broker_err e = {0};
     const char *body;
     size_t body_len;
-    int r = vs_skill_frontmatter(text, size, &m, &body, &body_len, &e);
+    int r = voltagent_skills_frontmatter(text, size, &m, &body, &body_len, &e);
     if (r == 0) {
         if (body < text || body + body_len > text + size)
             abort();
@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         if (r != -1 || !e.msg[0] || m.name || m.id || m.references || m.n_assets)
             abort();
     }
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
     free(text);
     return 0;
 }

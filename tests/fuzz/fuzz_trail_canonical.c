@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cJSON *k = cJSON_Parse((const char *)a.p);
         if (!k)
             abort(); /* canonical output must be JSON */
-        if (trail_canonical_json(k, &b) != 0 || trail_buf_put(&b, "", 1) < 0 || a.len != b.len || memcmp(a.p, b.p, a.len))
+        if (trail_canonical_json(k, &b) != 0 || trail_buf_put(&b, "", 1) < 0 || a.len != b.len ||
+            memcmp(a.p, b.p, a.len))
             abort(); /* and a fixed point */
         cJSON_Delete(k);
     }

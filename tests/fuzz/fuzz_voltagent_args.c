@@ -76,8 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = tool_surface_call(s, &ctx, tool->valuestring, args, &res, &is_error);
         if (r == 0 && !res)
             abort(); /* a call that answers must answer with an object */
-        if (r == 0 && is_error && (!cJSON_GetObjectItemCaseSensitive(res, "code") ||
-                                   !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "error"))))
+        if (r == 0 && is_error &&
+            (!cJSON_GetObjectItemCaseSensitive(res, "code") ||
+             !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(res, "error"))))
             abort(); /* the surface's one error shape */
         if (r == 0 && !is_error && !cJSON_GetObjectItemCaseSensitive(res, "output") &&
             !cJSON_GetObjectItemCaseSensitive(res, "success"))

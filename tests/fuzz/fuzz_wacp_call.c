@@ -86,7 +86,7 @@ static char *ids_of(struct wacp *w, const char *wanted_parent, char out[64])
     cJSON *t = wacp_tree_json(w);
     out[0] = 0;
     const cJSON *x;
-    cJSON_ArrayForEach(x, t) {
+    cJSON_ArrayForEach (x, t) {
         const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(x, "parent"));
         if (p && !strcmp(p, wanted_parent) && !out[0])
             snprintf(out, 64, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(x, "workspace_id")));
@@ -147,8 +147,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(run, sizeof(run), "%s/run", tmp);
     struct fz f = {0};
     struct wacp_hooks h = {&f, rec, start, stop, notify, NULL}; /* no trail: trail.query unknown */
-    struct wacp_opts o = {.policy = policy_once(), .run_dir = run, .root_dir = root,
-                          .root_owner = "fuzz", .max_workspaces = 8, .max_envelopes = 8,
+    struct wacp_opts o = {.policy = policy_once(),
+                          .run_dir = run,
+                          .root_dir = root,
+                          .root_owner = "fuzz",
+                          .max_workspaces = 8,
+                          .max_envelopes = 8,
                           .max_payload = 4096};
     struct wacp *w = NULL;
     struct cerr err = {0};
@@ -218,7 +222,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             f.fail = false;
         }
         if (res && !strcmp(m, "wacp/checkpoint.create") && caller == w_id)
-            snprintf(k_id, sizeof(k_id), "%s", cJSON_GetStringValue(cJSON_GetObjectItem(res, "checkpoint_id")) ?: "");
+            snprintf(k_id, sizeof(k_id), "%s",
+                     cJSON_GetStringValue(cJSON_GetObjectItem(res, "checkpoint_id")) ?: "");
         cJSON_Delete(res);
         cJSON_Delete(params);
     }

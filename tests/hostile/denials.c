@@ -72,7 +72,9 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &t1);
         printf("loop keyctl %ld eperm=%ld other=%ld\n", n, eperm, other);
         if (n > 100)
-            printf("loop-steady-ns %.0f\n", ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)(n - 100));
+            printf("loop-steady-ns %.0f\n",
+                   ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+                       (double)(n - 100));
     } else if (!strcmp(argv[1], "spread") && argc > 3) {
         long n = strtol(argv[2], NULL, 10), rounds = strtol(argv[3], NULL, 10), eperm = 0;
         for (long r = 0; r < rounds; r++)

@@ -39,11 +39,11 @@ static void result(const char *what, long rc, int err)
         printf("RESULT %s OK\n", what);
     fflush(stdout);
 }
-#define TRY(what, expr)                  \
-    do {                                 \
-        errno = 0;                       \
-        long rc_ = (long)(expr);         \
-        result(what, rc_, errno);        \
+#define TRY(what, expr)           \
+    do {                          \
+        errno = 0;                \
+        long rc_ = (long)(expr);  \
+        result(what, rc_, errno); \
     } while (0)
 
 static double now(clockid_t c)
@@ -164,7 +164,8 @@ int main(int argc, char **argv)
         FILE *f = fopen("/proc/self/status", "r");
         char line[256];
         while (f && fgets(line, sizeof(line), f))
-            if (!strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) || !strncmp(line, "Seccomp:", 8)) {
+            if (!strncmp(line, "Cap", 3) || !strncmp(line, "NoNewPrivs", 10) ||
+                !strncmp(line, "Seccomp:", 8)) {
                 char k[64], v[64];
                 if (sscanf(line, "%63[^:]:%63s", k, v) == 2)
                     printf("RESULT %s %s\n", k, v);

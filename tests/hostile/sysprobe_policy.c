@@ -27,7 +27,10 @@
 #endif
 
 /* Each returns 0 or an errno value. */
-static int rc(long r) { return r < 0 ? errno : 0; }
+static int rc(long r)
+{
+    return r < 0 ? errno : 0;
+}
 
 static int p_execve(void)
 {
@@ -77,18 +80,36 @@ static int p_socket_vsock(void)
         close(fd);
     return rc(fd);
 }
-static int p_ptrace(void) { return rc(ptrace(PTRACE_PEEKUSER, getppid(), 0, 0)); }
-static int p_unshare(void) { return rc(unshare(CLONE_NEWUSER)); }
-static int p_mount(void) { return rc(mount("none", "/tmp", "tmpfs", 0, NULL)); }
+static int p_ptrace(void)
+{
+    return rc(ptrace(PTRACE_PEEKUSER, getppid(), 0, 0));
+}
+static int p_unshare(void)
+{
+    return rc(unshare(CLONE_NEWUSER));
+}
+static int p_mount(void)
+{
+    return rc(mount("none", "/tmp", "tmpfs", 0, NULL));
+}
 static int p_bpf(void)
 {
     union bpf_attr a;
     memset(&a, 0, sizeof(a));
     return rc(syscall(SYS_bpf, BPF_PROG_LOAD, &a, sizeof(a)));
 }
-static int p_keyctl(void) { return rc(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -1, 0)); }
-static int p_io_uring_setup(void) { return rc(syscall(SYS_io_uring_setup, 1, NULL)); }
-static int p_kill(void) { return rc(kill(getpid(), 0)); }
+static int p_keyctl(void)
+{
+    return rc(syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -1, 0));
+}
+static int p_io_uring_setup(void)
+{
+    return rc(syscall(SYS_io_uring_setup, 1, NULL));
+}
+static int p_kill(void)
+{
+    return rc(kill(getpid(), 0));
+}
 static int p_shmget(void)
 {
     int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
@@ -122,7 +143,10 @@ static int p_ioctl_tiocsti(void)
     char c = ' ';
     return rc(ioctl(0, TIOCSTI, &c)); /* ENOTTY on a pipe when allowed */
 }
-static int p_personality(void) { return rc(syscall(SYS_personality, 0xffffffff)); }
+static int p_personality(void)
+{
+    return rc(syscall(SYS_personality, 0xffffffff));
+}
 static int p_fork(void)
 {
     pid_t p = fork();
@@ -139,16 +163,26 @@ static const struct {
     const char *name;
     int (*fn)(void);
 } probes[] = {
-    {"execve", p_execve},           {"openat_rdonly", p_openat_rdonly},
-    {"openat_wronly", p_openat_wronly}, {"mkdir", p_mkdir},
-    {"socket_unix", p_socket_unix}, {"socket_inet", p_socket_inet},
-    {"socket_vsock", p_socket_vsock}, {"ptrace", p_ptrace},
-    {"unshare", p_unshare},         {"mount", p_mount},
-    {"bpf", p_bpf},                 {"keyctl", p_keyctl},
-    {"io_uring_setup", p_io_uring_setup}, {"kill", p_kill},
-    {"shmget", p_shmget},           {"uname", p_uname},
-    {"getrandom", p_getrandom},     {"clone_newuser", p_clone_newuser},
-    {"ioctl_tiocsti", p_ioctl_tiocsti}, {"personality", p_personality},
+    {"execve", p_execve},
+    {"openat_rdonly", p_openat_rdonly},
+    {"openat_wronly", p_openat_wronly},
+    {"mkdir", p_mkdir},
+    {"socket_unix", p_socket_unix},
+    {"socket_inet", p_socket_inet},
+    {"socket_vsock", p_socket_vsock},
+    {"ptrace", p_ptrace},
+    {"unshare", p_unshare},
+    {"mount", p_mount},
+    {"bpf", p_bpf},
+    {"keyctl", p_keyctl},
+    {"io_uring_setup", p_io_uring_setup},
+    {"kill", p_kill},
+    {"shmget", p_shmget},
+    {"uname", p_uname},
+    {"getrandom", p_getrandom},
+    {"clone_newuser", p_clone_newuser},
+    {"ioctl_tiocsti", p_ioctl_tiocsti},
+    {"personality", p_personality},
     {"fork", p_fork},
 };
 

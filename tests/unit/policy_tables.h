@@ -16,15 +16,15 @@
 #define D 'D' /* denied with EPERM */
 
 struct probe_row {
-    const char *probe;   /* name understood by sysprobe_policy */
-    long nr;             /* syscall number for the simulation; -1: live only */
+    const char *probe; /* name understood by sysprobe_policy */
+    long nr;           /* syscall number for the simulation; -1: live only */
     uint64_t args[6];
     /* expected per role, in the order of roles[] below */
     char want[7];
 };
 
 struct role_case {
-    const char *file;    /* relative to the source tree; NULL: the embedded default policy */
+    const char *file; /* relative to the source tree; NULL: the embedded default policy */
     const char *role;
 };
 
@@ -44,28 +44,28 @@ static const struct role_case roles[] = {
 
 /*                                                               default worker fetcher reviewer observer auditor coordinator */
 static const struct probe_row rows[] = {
-    {"execve",         SYS_execve,  {0x1000, 0x2000, 0x3000},                    "AAADDDD"},
-    {"openat_rdonly",  SYS_openat,  {AT_FDCWD_U64, 0x1000, O_RDONLY},            "AAAAAAA"},
-    {"openat_wronly",  SYS_openat,  {AT_FDCWD_U64, 0x1000, O_WRONLY | O_CREAT | O_TRUNC, 0600}, "AAAADDA"},
-    {"mkdir",          SYS_mkdir,   {0x1000, 0700},                              "AAAADDA"},
-    {"socket_unix",    SYS_socket,  {AF_UNIX, SOCK_STREAM, 0},                   "AAADAAA"},
-    {"socket_inet",    SYS_socket,  {AF_INET, SOCK_STREAM, 0},                   "DDADDDD"},
-    {"socket_vsock",   SYS_socket,  {40 /* AF_VSOCK */, SOCK_STREAM, 0},         "DDDDDDD"},
-    {"ptrace",         SYS_ptrace,  {3 /* PTRACE_PEEKUSER */, 1, 0, 0},           "DDDDDDD"},
-    {"unshare",        SYS_unshare, {CLONE_NEWUSER},                             "DDDDDDD"},
-    {"mount",          SYS_mount,   {0x1000, 0x2000, 0x3000, 0, 0},              "DDDDDDD"},
-    {"bpf",            SYS_bpf,     {5 /* BPF_PROG_LOAD */, 0x1000, 128},        "DDDDDDD"},
-    {"keyctl",         SYS_keyctl,  {0, (uint64_t)-1, 0},                        "DDDDDDD"},
-    {"io_uring_setup", SYS_io_uring_setup, {1, 0},                               "DDDDDDD"},
-    {"kill",           SYS_kill,    {1, 0},                                      "AAADAAA"},
-    {"shmget",         SYS_shmget,  {0 /* IPC_PRIVATE */, 4096, 01000 | 0600},   "AAADAAA"},
-    {"uname",          SYS_uname,   {0x1000},                                    "AAAAAAA"},
-    {"getrandom",      SYS_getrandom, {0x1000, 8, 0},                            "AAAAAAA"},
-    {"clone_newuser",  SYS_clone,   {CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0},       "DDDDDDD"},
-    {"fork",           SYS_clone,   {FORK_FLAGS, 0, 0, 0, 0},                    "AAAAAAA"},
-    {"personality",    SYS_personality, {0xffffffff},                            "DDDDDDD"},
+    {"execve", SYS_execve, {0x1000, 0x2000, 0x3000}, "AAADDDD"},
+    {"openat_rdonly", SYS_openat, {AT_FDCWD_U64, 0x1000, O_RDONLY}, "AAAAAAA"},
+    {"openat_wronly", SYS_openat, {AT_FDCWD_U64, 0x1000, O_WRONLY | O_CREAT | O_TRUNC, 0600}, "AAAADDA"},
+    {"mkdir", SYS_mkdir, {0x1000, 0700}, "AAAADDA"},
+    {"socket_unix", SYS_socket, {AF_UNIX, SOCK_STREAM, 0}, "AAADAAA"},
+    {"socket_inet", SYS_socket, {AF_INET, SOCK_STREAM, 0}, "DDADDDD"},
+    {"socket_vsock", SYS_socket, {40 /* AF_VSOCK */, SOCK_STREAM, 0}, "DDDDDDD"},
+    {"ptrace", SYS_ptrace, {3 /* PTRACE_PEEKUSER */, 1, 0, 0}, "DDDDDDD"},
+    {"unshare", SYS_unshare, {CLONE_NEWUSER}, "DDDDDDD"},
+    {"mount", SYS_mount, {0x1000, 0x2000, 0x3000, 0, 0}, "DDDDDDD"},
+    {"bpf", SYS_bpf, {5 /* BPF_PROG_LOAD */, 0x1000, 128}, "DDDDDDD"},
+    {"keyctl", SYS_keyctl, {0, (uint64_t)-1, 0}, "DDDDDDD"},
+    {"io_uring_setup", SYS_io_uring_setup, {1, 0}, "DDDDDDD"},
+    {"kill", SYS_kill, {1, 0}, "AAADAAA"},
+    {"shmget", SYS_shmget, {0 /* IPC_PRIVATE */, 4096, 01000 | 0600}, "AAADAAA"},
+    {"uname", SYS_uname, {0x1000}, "AAAAAAA"},
+    {"getrandom", SYS_getrandom, {0x1000, 8, 0}, "AAAAAAA"},
+    {"clone_newuser", SYS_clone, {CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0}, "DDDDDDD"},
+    {"fork", SYS_clone, {FORK_FLAGS, 0, 0, 0, 0}, "AAAAAAA"},
+    {"personality", SYS_personality, {0xffffffff}, "DDDDDDD"},
     /* TIOCSTI is refused by a second, ioctl-only filter the sandbox stacks: live only. */
-    {"ioctl_tiocsti",  -1,          {0},                                         "DDDDDDD"},
+    {"ioctl_tiocsti", -1, {0}, "DDDDDDD"},
 };
 #define N_ROWS (sizeof(rows) / sizeof(rows[0]))
 

@@ -45,8 +45,8 @@ static void dotdot_out_of_root(void **state)
     struct fx *f = *state;
     plant_secret(f);
     fx_err(f, "readFile", "{\"path\":\"../outside/secret.txt\"}", "PERMISSION_DENIED", "denied");
-    fx_err(f, "writeFile", "{\"path\":\"../outside/new.txt\",\"content\":\"x\"}",
-           "PERMISSION_DENIED", NULL);
+    fx_err(f, "writeFile", "{\"path\":\"../outside/new.txt\",\"content\":\"x\"}", "PERMISSION_DENIED",
+           NULL);
     fx_err(f, "exploreFiles", "{\"path\":\"..\"}", "PERMISSION_DENIED", NULL);
     fx_err(f, "searchFiles", "{\"paths\":[\"../outside\"],\"query\":\"secret\",\"type\":\"literal\"}",
            "PERMISSION_DENIED", NULL);
@@ -60,7 +60,8 @@ static void dotdot_nested_out_of_root(void **state)
     fx_put(f, "src/a.txt", "a\n");
     fx_err(f, "readFile", "{\"path\":\"src/../../outside/secret.txt\"}", "PERMISSION_DENIED", NULL);
     fx_err(f, "modifyFile",
-           "{\"path\":\"src/../../outside/secret.txt\",\"operations\":[{\"type\":\"delete\",\"startLine\":1,\"endLine\":1}]}",
+           "{\"path\":\"src/../../outside/"
+           "secret.txt\",\"operations\":[{\"type\":\"delete\",\"startLine\":1,\"endLine\":1}]}",
            "PERMISSION_DENIED", NULL);
     assert_outside_untouched(f);
 }
@@ -86,8 +87,8 @@ static void absolute_host_path_stays_inside(void **state)
     snprintf(args, sizeof(args), "{\"path\":\"%s/secret.txt\"}", f->out);
     fx_err(f, "readFile", args, "FILE_NOT_FOUND", NULL);
     fx_err(f, "readFile", "{\"path\":\"/etc/passwd\"}", "FILE_NOT_FOUND", NULL);
-    snprintf(args, sizeof(args), "{\"path\":\"%s/new.txt\",\"content\":\"x\",\"createDirectories\":true}",
-             f->out);
+    snprintf(args, sizeof(args),
+             "{\"path\":\"%s/new.txt\",\"content\":\"x\",\"createDirectories\":true}", f->out);
     cJSON *r = fx_ok(f, "writeFile", args);
     cJSON_Delete(r);
     assert_outside_untouched(f);
@@ -117,7 +118,8 @@ static void symlink_final_relative_out(void **state)
     link_in_ws(f, "../outside/secret.txt", "link");
     fx_err(f, "readFile", "{\"path\":\"link\"}", "PERMISSION_DENIED", NULL);
     fx_err(f, "modifyFile",
-           "{\"path\":\"link\",\"operations\":[{\"type\":\"insert\",\"afterLine\":0,\"newContent\":\"x\"}]}",
+           "{\"path\":\"link\",\"operations\":[{\"type\":\"insert\",\"afterLine\":0,\"newContent\":"
+           "\"x\"}]}",
            "PERMISSION_DENIED", NULL);
     assert_outside_untouched(f);
 }
@@ -212,7 +214,8 @@ static void hard_link_to_outside(void **state)
     fx_err(f, "writeFile", "{\"path\":\"hard.txt\",\"content\":\"pwned\",\"mode\":\"append\"}",
            "PERMISSION_DENIED", NULL);
     fx_err(f, "modifyFile",
-           "{\"path\":\"hard.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"top\",\"replacement\":\"x\"}]}",
+           "{\"path\":\"hard.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"top\","
+           "\"replacement\":\"x\"}]}",
            "PERMISSION_DENIED", NULL);
     fx_err(f, "searchFiles", "{\"paths\":[\"hard.txt\"],\"query\":\"secret\",\"type\":\"literal\"}",
            "PERMISSION_DENIED", NULL);
@@ -288,12 +291,12 @@ static void working_directory_escape(void **state)
     sandbox_profile_default(&p);
     f->ctx.command_profile = &p;
     link_in_ws(f, "../outside", "dirlink");
-    fx_err(f, "executeCommand", "{\"command\":\"pwd\",\"workingDirectory\":\"..\"}",
-           "PERMISSION_DENIED", NULL);
+    fx_err(f, "executeCommand", "{\"command\":\"pwd\",\"workingDirectory\":\"..\"}", "PERMISSION_DENIED",
+           NULL);
     fx_err(f, "executeCommand", "{\"command\":\"pwd\",\"workingDirectory\":\"dirlink\"}",
            "PERMISSION_DENIED", NULL);
-    fx_err(f, "executeCommand", "{\"command\":\"pwd\",\"workingDirectory\":\"nope\"}",
-           "FILE_NOT_FOUND", NULL);
+    fx_err(f, "executeCommand", "{\"command\":\"pwd\",\"workingDirectory\":\"nope\"}", "FILE_NOT_FOUND",
+           NULL);
 }
 
 static void temp_files_never_left(void **state)

@@ -108,8 +108,15 @@ static void path_cleaning(void **state)
     static const struct {
         const char *in, *out;
     } ok[] = {
-        {"src/app.js", "src/app.js"}, {"/src/app.js", "src/app.js"}, {"./src//app.js", "src/app.js"},
-        {".", ""}, {"", ""}, {"/", ""}, {"a/b/../c", "a/c"}, {"a/..", ""}, {"~/x", "~/x"},
+        {"src/app.js", "src/app.js"},
+        {"/src/app.js", "src/app.js"},
+        {"./src//app.js", "src/app.js"},
+        {".", ""},
+        {"", ""},
+        {"/", ""},
+        {"a/b/../c", "a/c"},
+        {"a/..", ""},
+        {"~/x", "~/x"},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char *rel = NULL;
@@ -154,10 +161,8 @@ static void utf8_helpers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(glob_table),
-        cmocka_unit_test(glob_hostile_pattern_is_linear),
-        cmocka_unit_test(filter_rules),
-        cmocka_unit_test(path_cleaning),
+        cmocka_unit_test(glob_table),   cmocka_unit_test(glob_hostile_pattern_is_linear),
+        cmocka_unit_test(filter_rules), cmocka_unit_test(path_cleaning),
         cmocka_unit_test(utf8_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,8 +106,12 @@ static void search_ignore_case_and_include_glob(void **state)
     fx_put(f, "src/db/connection.py", "# x\ndef Connect(host):\n    pass\n");
     fx_put(f, "src/db/notes.txt", "def connect\n");
     struct broker_search_opts o = {
-        .query = "def\\s+connect", .ignore_case = true, .recursive = true,
-        .include_glob = "**/*.py", .context = 1, .max_results = 10,
+        .query = "def\\s+connect",
+        .ignore_case = true,
+        .recursive = true,
+        .include_glob = "**/*.py",
+        .context = 1,
+        .max_results = 10,
     };
     struct broker_search_result r;
     assert_int_equal(broker_search(&f->ctx, &o, &r, &e), 0);
@@ -136,8 +140,8 @@ static void search_answer_is_byte_capped(void **state)
         snprintf(p, sizeof(p), "f%d.txt", i);
         fx_put(f, p, i == 5 ? "hit\n" : line); /* a small one after the cap is not added */
     }
-    struct broker_search_opts o = {.query = "hit", .literal = true, .max_results = 100,
-                                   .max_bytes = 3500};
+    struct broker_search_opts o = {
+        .query = "hit", .literal = true, .max_results = 100, .max_bytes = 3500};
     struct broker_search_result r;
     assert_int_equal(broker_search(&f->ctx, &o, &r, &e), 0);
     assert_int_equal(r.total, 10);

@@ -96,9 +96,9 @@ static void swapped_directory_during_walks(void **state)
         sched_yield(); /* the race is live before the first call */
     for (int i = 0; i < 500; i++) {
         bool err;
-        cJSON *r = fx_call(f, "searchFiles",
-                           "{\"paths\":[\".\"],\"query\":\"secret\",\"type\":\"literal\",\"recursive\":true}",
-                           &err);
+        cJSON *r = fx_call(
+            f, "searchFiles",
+            "{\"paths\":[\".\"],\"query\":\"secret\",\"type\":\"literal\",\"recursive\":true}", &err);
         char *t = cJSON_PrintUnformatted(r);
         assert_null(strstr(t, SECRET));
         free(t);

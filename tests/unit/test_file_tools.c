@@ -53,8 +53,8 @@ static void list_has_six_tools_with_schemas(void **state)
 {
     struct fx *f = *state;
     cJSON *arr = f->s->list(&f->ctx);
-    const char *names[] = {"file.read", "file.write", "file.patch",
-                           "file.delete", "file.list", "file.search"};
+    const char *names[] = {"file.read",   "file.write", "file.patch",
+                           "file.delete", "file.list",  "file.search"};
     const char *required[] = {"path", "path", "path", "path", NULL, "pattern"};
     assert_int_equal(cJSON_GetArraySize(arr), 6);
     for (int i = 0; i < 6; i++) {
@@ -71,13 +71,12 @@ static void list_has_six_tools_with_schemas(void **state)
             assert_null(req);
     }
     const cJSON *props = fx_item(fx_item(cJSON_GetArrayItem(arr, 5), "inputSchema"), "properties");
-    const char *search[] = {"pattern", "path", "glob", "case_sensitive", "context_lines",
-                            "max_results"};
+    const char *search[] = {"pattern", "path", "glob", "case_sensitive", "context_lines", "max_results"};
     assert_int_equal(cJSON_GetArraySize(props), 6);
     for (int i = 0; i < 6; i++)
         assert_non_null(cJSON_GetObjectItemCaseSensitive(props, search[i]));
-    const cJSON *patches =
-        fx_item(fx_item(fx_item(cJSON_GetArrayItem(arr, 2), "inputSchema"), "properties"), "patches");
+    const cJSON *patches = fx_item(
+        fx_item(fx_item(cJSON_GetArrayItem(arr, 2), "inputSchema"), "properties"), "patches");
     const cJSON *item = fx_item(patches, "items");
     assert_string_equal(cJSON_GetArrayItem(fx_item(item, "required"), 1)->valuestring, "replace");
     cJSON_Delete(arr);
@@ -266,7 +265,8 @@ static void write_errors(void **state)
     char t[512];
     snprintf(t, sizeof(t), "%s/planted.txt", f->out);
     assert_int_equal(symlink(t, l), 0);
-    ft_err(f, "file.write", "{\"path\":\"../outside/w.txt\",\"content\":\"x\"}", "path_outside_workspace");
+    ft_err(f, "file.write", "{\"path\":\"../outside/w.txt\",\"content\":\"x\"}",
+           "path_outside_workspace");
     ft_err(f, "file.write", "{\"path\":\"/tmp/w.txt\",\"content\":\"x\"}", "path_outside_workspace");
     ft_err(f, "file.write", "{\"path\":\"outlink/w.txt\",\"content\":\"x\"}", "path_outside_workspace");
     ft_err(f, "file.write", "{\"path\":\"dangling\",\"content\":\"x\"}", "path_outside_workspace");
@@ -297,13 +297,12 @@ static void write_errors(void **state)
 static void patch_applies_the_seed_example(void **state)
 {
     struct fx *f = *state;
-    fx_put(f, "src/config.py",
-           "DEBUG = True\n\ndef connect():\n    return db.connect(timeout=30)\n");
-    cJSON *r = fx_ok(
-        f, "file.patch",
-        "{\"path\":\"src/config.py\",\"patches\":[{\"find\":\"DEBUG = True\",\"replace\":\"DEBUG = False\"},"
-        "{\"find\":\"def connect():\\n    return db.connect(timeout=30)\","
-        "\"replace\":\"def connect():\\n    return db.connect(timeout=60, retry=3)\"}]}");
+    fx_put(f, "src/config.py", "DEBUG = True\n\ndef connect():\n    return db.connect(timeout=30)\n");
+    cJSON *r = fx_ok(f, "file.patch",
+                     "{\"path\":\"src/config.py\",\"patches\":[{\"find\":\"DEBUG = "
+                     "True\",\"replace\":\"DEBUG = False\"},"
+                     "{\"find\":\"def connect():\\n    return db.connect(timeout=30)\","
+                     "\"replace\":\"def connect():\\n    return db.connect(timeout=60, retry=3)\"}]}");
     assert_int_equal(cJSON_GetArraySize(r), 2);
     assert_true(fx_bool(r, "success"));
     assert_int_equal(fx_num(r, "patches_applied"), 2);
@@ -373,7 +372,8 @@ static void patch_errors(void **state)
     snprintf(a, sizeof(a), "{\"path\":\"blob.bin\",%s}", p);
     ft_err(f, "file.patch", a, "binary_file");
     f->ctx.limits.max_file_size = 3;
-    snprintf(a, sizeof(a), "{\"path\":\"dir/x.txt\",\"patches\":[{\"find\":\"x\",\"replace\":\"long\"}]}");
+    snprintf(a, sizeof(a),
+             "{\"path\":\"dir/x.txt\",\"patches\":[{\"find\":\"x\",\"replace\":\"long\"}]}");
     ft_err(f, "file.patch", a, "file_too_large");
 }
 
@@ -656,9 +656,11 @@ static void read_before_write(void **state)
     /* a partial read counts; then the agent's own write counts as read */
     r = fx_ok(f, "file.read", "{\"path\":\"a.txt\",\"limit\":1}");
     cJSON_Delete(r);
-    r = fx_ok(f, "file.patch", "{\"path\":\"a.txt\",\"patches\":[{\"find\":\"one\",\"replace\":\"1\"}]}");
+    r = fx_ok(f, "file.patch",
+              "{\"path\":\"a.txt\",\"patches\":[{\"find\":\"one\",\"replace\":\"1\"}]}");
     cJSON_Delete(r);
-    r = fx_ok(f, "file.patch", "{\"path\":\"a.txt\",\"patches\":[{\"find\":\"two\",\"replace\":\"2\"}]}");
+    r = fx_ok(f, "file.patch",
+              "{\"path\":\"a.txt\",\"patches\":[{\"find\":\"two\",\"replace\":\"2\"}]}");
     cJSON_Delete(r);
     /* changed behind the agent's back: read again first */
     fx_put(f, "a.txt", "changed\n");

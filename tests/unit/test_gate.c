@@ -15,11 +15,14 @@ static const char *const surfaces[] = {"wap", "file", "voltagent", "kward"};
 static const struct {
     const char *surface, *write, *write_args, *read, *read_args;
 } ops[] = {
-    {"wap", "writeFile", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "readFile", "{\"path\":\"notes.txt\"}"},
-    {"file", "file.write", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "file.read", "{\"path\":\"notes.txt\"}"},
-    {"voltagent", "write_file", "{\"file_path\":\"/notes.txt\",\"content\":\"NEW\",\"overwrite\":true}", "read_file",
-     "{\"file_path\":\"/notes.txt\"}"},
-    {"kward", "write_file", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "read_file", "{\"path\":\"notes.txt\"}"},
+    {"wap", "writeFile", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "readFile",
+     "{\"path\":\"notes.txt\"}"},
+    {"file", "file.write", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "file.read",
+     "{\"path\":\"notes.txt\"}"},
+    {"voltagent", "write_file", "{\"file_path\":\"/notes.txt\",\"content\":\"NEW\",\"overwrite\":true}",
+     "read_file", "{\"file_path\":\"/notes.txt\"}"},
+    {"kward", "write_file", "{\"path\":\"notes.txt\",\"content\":\"NEW\"}", "read_file",
+     "{\"path\":\"notes.txt\"}"},
 };
 
 static int setup(void **state)
@@ -38,7 +41,10 @@ static int teardown(void **state)
     return fx_teardown(state);
 }
 
-static bool in_defs(const struct tool_surface *s, const char *name) { return tool_surface_def(s, name) != NULL; }
+static bool in_defs(const struct tool_surface *s, const char *name)
+{
+    return tool_surface_def(s, name) != NULL;
+}
 
 /* Every listed tool is a row of the table, every row is listed and answered (not -ENOENT), and
  * the policy's view of the surface is the table itself. */
@@ -66,7 +72,8 @@ static void table_and_surface_agree(void **state)
             cJSON *args = cJSON_Parse("{\"zz_not_an_argument\":1}");
             int r = s->run(&f->ctx, s->defs[i].name, args, &res, &err);
             if (r == -ENOENT)
-                fail_msg("%s's table has %s, which the surface does not answer", s->name, s->defs[i].name);
+                fail_msg("%s's table has %s, which the surface does not answer", s->name,
+                         s->defs[i].name);
             cJSON_Delete(res);
             cJSON_Delete(args);
         }
@@ -80,7 +87,8 @@ static void table_and_surface_agree(void **state)
     }
 }
 
-static cJSON *call(struct fx *f, const struct tool_surface *s, const char *tool, const char *json, bool *err, int *rc)
+static cJSON *call(struct fx *f, const struct tool_surface *s, const char *tool, const char *json,
+                   bool *err, int *rc)
 {
     cJSON *args = cJSON_Parse(json), *res = NULL;
     *rc = tool_surface_call(s, &f->ctx, tool, args, &res, err);

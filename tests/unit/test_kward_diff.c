@@ -17,8 +17,8 @@ static char *diff_of(struct fx *f, const char *a, const char *b, struct kward_di
     size_t len;
     struct kward_diff_stats local;
     struct broker_err e = {0};
-    if (kward_diff(&f->ctx, "f.txt", a, a ? strlen(a) : 0, b, strlen(b), &out, &len,
-                   st ? st : &local, &e) < 0) {
+    if (kward_diff(&f->ctx, "f.txt", a, a ? strlen(a) : 0, b, strlen(b), &out, &len, st ? st : &local,
+                   &e) < 0) {
         print_error("diff failed: %s\n", e.msg);
         fail();
     }
@@ -118,7 +118,8 @@ static void one_change_exact(void **s)
     struct fx *f = *s;
     struct kward_diff_stats st;
     char *d = diff_of(f, "1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\nFIVE\n6\n7\n8\n", &st);
-    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8\n");
+    assert_string_equal(
+        d, "--- a/f.txt\n+++ b/f.txt\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8\n");
     assert_int_equal(st.additions, 1);
     assert_int_equal(st.deletions, 1);
     free(d);
@@ -145,7 +146,8 @@ static void no_newline_at_end(void **s)
 {
     struct fx *f = *s;
     char *d = diff_of(f, "a\nb", "a\nb\n", NULL);
-    assert_string_equal(d, "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
+    assert_string_equal(
+        d, "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
     char *back = apply("a\nb", d);
     assert_string_equal(back, "a\nb\n");
     free(back);
@@ -225,7 +227,7 @@ static void generated_roundtrips(void **s)
         }
         assert_int_equal(plus, st.additions);
         assert_int_equal(minus, st.deletions);
-            free(back);
+        free(back);
         free(d);
         free(a);
         free(b);
@@ -263,7 +265,8 @@ static void large_diff_capped(void **s)
     char *capped = kward_diff_cap(d, strlen(d), KWARD_DIFF_BYTES, &st, &cut);
     assert_true(cut);
     assert_true(strlen(capped) <= KWARD_DIFF_BYTES + 200);
-    const char *tail = strstr(capped, "... diff truncated to 8192 bytes; full diff stats: +3000|-3000. Use read_file to inspect current content.");
+    const char *tail = strstr(capped, "... diff truncated to 8192 bytes; full diff stats: +3000|-3000. "
+                                      "Use read_file to inspect current content.");
     assert_non_null(tail);
     assert_true(tail > capped && tail[-1] == '\n'); /* cut at a line end */
     free(capped);
@@ -304,8 +307,11 @@ static void new_file_and_odd_names(void **s)
     free(want);
     free(out);
     /* An old text with no final newline and bytes dd must pass through untouched. */
-    assert_int_equal(kward_diff(&f->ctx, "b", "a\n\xc3\xa9", 4, "a\n\xc3\xa9\n", 5, &out, &len, &st, &e), 0);
-    assert_string_equal(out, "--- a/b\n+++ b/b\n@@ -1,2 +1,2 @@\n a\n-\xc3\xa9\n\\ No newline at end of file\n+\xc3\xa9\n");
+    assert_int_equal(kward_diff(&f->ctx, "b", "a\n\xc3\xa9", 4, "a\n\xc3\xa9\n", 5, &out, &len, &st, &e),
+                     0);
+    assert_string_equal(
+        out,
+        "--- a/b\n+++ b/b\n@@ -1,2 +1,2 @@\n a\n-\xc3\xa9\n\\ No newline at end of file\n+\xc3\xa9\n");
     free(out);
 }
 
@@ -318,8 +324,8 @@ static void count_hostile(void **s)
         "garbage\n",
         "--- a\n",
         "--- a\n+++ b\nnot a hunk\n",
-        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n",                 /* fewer lines than the header says */
-        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n+z\n",         /* more */
+        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n",         /* fewer lines than the header says */
+        "--- a\n+++ b\n@@ -1 +1 @@\n-x\n+y\n+z\n", /* more */
         "--- a\n+++ b\n@@ -1 +1 @@\n?x\n+y\n",
         "--- a\n+++ b\n@@ -99999999999999999999999 +1 @@\n",
         "--- a\n+++ b\n@@ -1,x +1 @@\n-x\n+y\n",
@@ -341,11 +347,9 @@ static void count_hostile(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FX_TEST(equal_texts),          FX_TEST(one_change_exact),
-        FX_TEST(insert_delete_edges),  FX_TEST(no_newline_at_end),
-        FX_TEST(hunks_split_and_merged), FX_TEST(generated_roundtrips),
-        FX_TEST(large_diff_capped),    FX_TEST(new_file_and_odd_names),
-        cmocka_unit_test(count_hostile),
+        FX_TEST(equal_texts),       FX_TEST(one_change_exact),       FX_TEST(insert_delete_edges),
+        FX_TEST(no_newline_at_end), FX_TEST(hunks_split_and_merged), FX_TEST(generated_roundtrips),
+        FX_TEST(large_diff_capped), FX_TEST(new_file_and_odd_names), cmocka_unit_test(count_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

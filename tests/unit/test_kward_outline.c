@@ -73,15 +73,42 @@ static void check_sample(void **state, const char *name, const char *want_lang, 
     free(want);
 }
 
-static void ruby(void **s) { check_sample(s, "sample.rb", "ruby", 10); }
-static void python(void **s) { check_sample(s, "sample.py", "python", 8); }
-static void javascript(void **s) { check_sample(s, "sample.js", "javascript", 7); }
-static void typescript(void **s) { check_sample(s, "sample.ts", "typescript", 6); }
-static void go(void **s) { check_sample(s, "sample.go", "go", 6); }
-static void rust(void **s) { check_sample(s, "sample.rs", "rust", 12); }
-static void java(void **s) { check_sample(s, "sample.java", "java", 9); }
-static void csharp(void **s) { check_sample(s, "sample.cs", "csharp", 12); }
-static void c_lang(void **s) { check_sample(s, "sample.c", "c", 8); }
+static void ruby(void **s)
+{
+    check_sample(s, "sample.rb", "ruby", 10);
+}
+static void python(void **s)
+{
+    check_sample(s, "sample.py", "python", 8);
+}
+static void javascript(void **s)
+{
+    check_sample(s, "sample.js", "javascript", 7);
+}
+static void typescript(void **s)
+{
+    check_sample(s, "sample.ts", "typescript", 6);
+}
+static void go(void **s)
+{
+    check_sample(s, "sample.go", "go", 6);
+}
+static void rust(void **s)
+{
+    check_sample(s, "sample.rs", "rust", 12);
+}
+static void java(void **s)
+{
+    check_sample(s, "sample.java", "java", 9);
+}
+static void csharp(void **s)
+{
+    check_sample(s, "sample.cs", "csharp", 12);
+}
+static void c_lang(void **s)
+{
+    check_sample(s, "sample.c", "c", 8);
+}
 
 /* Kinds and ranges the seed asks for, checked field by field on one file. */
 static void entry_fields(void **state)
@@ -116,11 +143,21 @@ static void languages(void **state)
 {
     struct fx *f = *state;
     static const char *const cases[][2] = {
-        {"a.rb", "ruby"},         {"lib/x.rake", "ruby"},   {"Gemfile", "ruby"},
-        {"app/Rakefile", "ruby"}, {"a.py", "python"},       {"a.js", "javascript"},
-        {"a.mjs", "javascript"},  {"a.jsx", "javascript"},  {"a.ts", "typescript"},
-        {"a.tsx", "typescript"},  {"main.go", "go"},        {"lib.rs", "rust"},
-        {"A.java", "java"},       {"P.cs", "csharp"},       {"x.c", "c"},
+        {"a.rb", "ruby"},
+        {"lib/x.rake", "ruby"},
+        {"Gemfile", "ruby"},
+        {"app/Rakefile", "ruby"},
+        {"a.py", "python"},
+        {"a.js", "javascript"},
+        {"a.mjs", "javascript"},
+        {"a.jsx", "javascript"},
+        {"a.ts", "typescript"},
+        {"a.tsx", "typescript"},
+        {"main.go", "go"},
+        {"lib.rs", "rust"},
+        {"A.java", "java"},
+        {"P.cs", "csharp"},
+        {"x.c", "c"},
         {"x.h", "c"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -176,7 +213,8 @@ static void hostile_text(void **state)
     for (size_t i = 11; i < n; i++)
         src[i] = (i % 3) ? 'a' : ' ';
     memcpy(src + n, "(\n", 3);
-    const char *langs[] = {"c", "java", "csharp", "javascript", "typescript", "rust", "go", "ruby", "python"};
+    const char *langs[] = {"c",    "java", "csharp", "javascript", "typescript",
+                           "rust", "go",   "ruby",   "python"};
     for (size_t l = 0; l < sizeof(langs) / sizeof(langs[0]); l++) {
         struct kward_outline o;
         build(f, langs[l], src, n + 2, 80, &o);
@@ -225,7 +263,8 @@ static void hostile_tags(void **s)
         "{\"_type\":\"tag\",\"kind\":\"function\",\"line\":8,\"end\":1e300}",
         big);
     struct kward_outline o;
-    assert_int_equal(kward_outline_from_tags("javascript", tags, strlen(tags), text, strlen(text), 80, &o), 0);
+    assert_int_equal(
+        kward_outline_from_tags("javascript", tags, strlen(tags), text, strlen(text), 80, &o), 0);
     char *r = kward_outline_render(&o);
     assert_string_equal(r, "line 1: class A { (range 1-9, class)\n"
                            "line 2:   m() { (range 2-4, method)\n"
@@ -259,12 +298,14 @@ static void missing_tool(void **state)
     struct broker_command_result r;
     struct broker_err e = {0};
     assert_int_equal(kward_tool_run(&f->ctx, "universal-ctags (ctags)", "universal-ctags",
-                                    "exec no-such-ctags-binary", NULL, 0, "x", 1, &r, &e), -1);
+                                    "exec no-such-ctags-binary", NULL, 0, "x", 1, &r, &e),
+                     -1);
     assert_int_equal(e.kind, BROKER_E_EXEC);
     assert_non_null(strstr(e.msg, "install the Debian package universal-ctags"));
     /* And the sandbox is read-only on the workspace, whatever the role. */
-    assert_int_equal(kward_tool_run(&f->ctx, "t", "p", "echo x > /workspace/w; echo $?", NULL, 0,
-                                    NULL, 0, &r, &e), 0);
+    assert_int_equal(
+        kward_tool_run(&f->ctx, "t", "p", "echo x > /workspace/w; echo $?", NULL, 0, NULL, 0, &r, &e),
+        0);
     char p[160];
     snprintf(p, sizeof(p), "%s/w", f->ws);
     assert_false(fx_exists_host(p));
@@ -275,11 +316,14 @@ static void missing_tool(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FX_TEST(ruby),         FX_TEST(python),       FX_TEST(javascript),
-        FX_TEST(typescript),   FX_TEST(go),           FX_TEST(rust),
-        FX_TEST(java),         FX_TEST(csharp),       FX_TEST(c_lang),
-        FX_TEST(entry_fields), FX_TEST(languages),    FX_TEST(capped_at_80),
-        FX_TEST(hostile_text), cmocka_unit_test(hostile_tags), FX_TEST(missing_tool),
+        FX_TEST(ruby),         FX_TEST(python),
+        FX_TEST(javascript),   FX_TEST(typescript),
+        FX_TEST(go),           FX_TEST(rust),
+        FX_TEST(java),         FX_TEST(csharp),
+        FX_TEST(c_lang),       FX_TEST(entry_fields),
+        FX_TEST(languages),    FX_TEST(capped_at_80),
+        FX_TEST(hostile_text), cmocka_unit_test(hostile_tags),
+        FX_TEST(missing_tool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

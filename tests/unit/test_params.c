@@ -134,32 +134,34 @@ static void schema_follows_the_table(void **state)
     cJSON *o = tool_params_entry("t", "a tool", table, N, 0, ops_schema);
     char *s = cJSON_PrintUnformatted(o);
     assert_string_equal(
-        s,
-        "{\"name\":\"t\",\"description\":\"a tool\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
-        "\"name\":{\"type\":\"string\",\"description\":\"a name\"},"
-        "\"colour\":{\"type\":\"string\",\"enum\":[\"red\",\"blue\"],\"description\":\"a colour\"},"
-        "\"flag\":{\"type\":\"boolean\",\"description\":\"a flag\"},"
-        "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"a count\"},"
-        "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"tags\"},"
-        "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"env\"},"
-        "\"ops\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"ops\"},"
-        "\"size\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"a size\"},"
-        "\"weight\":{\"type\":\"number\",\"description\":\"a weight\"},"
-        "\"meta\":{\"type\":[\"object\",\"null\"],\"description\":\"metadata\"}},"
-        "\"required\":[\"name\"],\"additionalProperties\":false}}");
+        s, "{\"name\":\"t\",\"description\":\"a "
+           "tool\",\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+           "\"name\":{\"type\":\"string\",\"description\":\"a name\"},"
+           "\"colour\":{\"type\":\"string\",\"enum\":[\"red\",\"blue\"],\"description\":\"a colour\"},"
+           "\"flag\":{\"type\":\"boolean\",\"description\":\"a flag\"},"
+           "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"a count\"},"
+           "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"tags\"},"
+           "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":"
+           "\"env\"},"
+           "\"ops\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"description\":\"ops\"},"
+           "\"size\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"a size\"},"
+           "\"weight\":{\"type\":\"number\",\"description\":\"a weight\"},"
+           "\"meta\":{\"type\":[\"object\",\"null\"],\"description\":\"metadata\"}},"
+           "\"required\":[\"name\"],\"additionalProperties\":false}}");
     free(s);
     cJSON_Delete(o);
     /* the flags: every bound, no bounds, an empty required list */
     o = tool_params_entry("t", "d", table + 3, 2, TOOL_PARAMS_ALL_BOUNDS, NULL);
     s = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "inputSchema"));
-    assert_string_equal(s, "{\"type\":\"object\",\"properties\":{"
-                           "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"a count\"},"
-                           "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":0,\"maxItems\":2,"
-                           "\"description\":\"tags\"}},\"additionalProperties\":false}");
+    assert_string_equal(
+        s, "{\"type\":\"object\",\"properties\":{"
+           "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"description\":\"a count\"},"
+           "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":0,\"maxItems\":2,"
+           "\"description\":\"tags\"}},\"additionalProperties\":false}");
     free(s);
     cJSON_Delete(o);
-    o = tool_params_entry("t", "d", table + 3, 1,
-                          TOOL_PARAMS_NO_BOUNDS | TOOL_PARAMS_ALWAYS_REQUIRED, NULL);
+    o = tool_params_entry("t", "d", table + 3, 1, TOOL_PARAMS_NO_BOUNDS | TOOL_PARAMS_ALWAYS_REQUIRED,
+                          NULL);
     s = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "inputSchema"));
     assert_string_equal(s, "{\"type\":\"object\",\"properties\":{"
                            "\"count\":{\"type\":\"integer\",\"description\":\"a count\"}},"

@@ -22,36 +22,29 @@ struct err_case {
 
 /* Columns count characters from 1; lines from 1. */
 static const struct err_case cases[] = {
-    {"syntax error: missing comma",
-     "{\n  \"version\": 1\n  \"roles\": {}\n}\n", 3, 3, "is a ',' missing before it?"},
-    {"syntax error: end of file",
-     "{\n  \"roles\": {\n", 2, 12, "unexpected end of file"},
-    {"unterminated comment",
-     "{ /* a comment\n \"version\": 1 }\n", 1, 3, "unterminated /* comment"},
+    {"syntax error: missing comma", "{\n  \"version\": 1\n  \"roles\": {}\n}\n", 3, 3,
+     "is a ',' missing before it?"},
+    {"syntax error: end of file", "{\n  \"roles\": {\n", 2, 12, "unexpected end of file"},
+    {"unterminated comment", "{ /* a comment\n \"version\": 1 }\n", 1, 3, "unterminated /* comment"},
     {"unknown key with suggestion",
      "{\n  \"roles\": { \"worker\": { \"sandbox\": { \"netwrok\": \"none\" } } }\n}\n", 2, 39,
      "unknown key 'netwrok' in roles.worker.sandbox; did you mean 'network'?"},
-    {"unknown top-level key",
-     "{ \"rolez\": {} }", 1, 3, "unknown key 'rolez' in the top level; did you mean 'roles'?"},
-    {"duplicate key",
-     "{ \"version\": 1,\n  \"version\": 1 }", 2, 3, "duplicate key 'version' in the top level (first at line 1)"},
-    {"wrong type",
-     "{ \"roles\": { \"worker\": { \"sandbox\": { \"landlock\": \"yes\" } } } }", 1, 51,
+    {"unknown top-level key", "{ \"rolez\": {} }", 1, 3,
+     "unknown key 'rolez' in the top level; did you mean 'roles'?"},
+    {"duplicate key", "{ \"version\": 1,\n  \"version\": 1 }", 2, 3,
+     "duplicate key 'version' in the top level (first at line 1)"},
+    {"wrong type", "{ \"roles\": { \"worker\": { \"sandbox\": { \"landlock\": \"yes\" } } } }", 1, 51,
      "roles.worker.sandbox.landlock must be true or false, not a string"},
-    {"out of range",
-     "{ \"roles\": { \"worker\": { \"budgets\": { \"pids\": 0 } } } }", 1, 47,
+    {"out of range", "{ \"roles\": { \"worker\": { \"budgets\": { \"pids\": 0 } } } }", 1, 47,
      "roles.worker.budgets.pids must be a whole number from 1 to 4194304, not 0"},
-    {"bad size",
-     "{ \"roles\": { \"worker\": { \"budgets\": { \"memory\": \"512X\" } } } }", 1, 49,
+    {"bad size", "{ \"roles\": { \"worker\": { \"budgets\": { \"memory\": \"512X\" } } } }", 1, 49,
      "roles.worker.budgets.memory: '512X' is not a size"},
-    {"size too small",
-     "{ \"roles\": { \"worker\": { \"budgets\": { \"memory\": \"1K\" } } } }", 1, 49,
+    {"size too small", "{ \"roles\": { \"worker\": { \"budgets\": { \"memory\": \"1K\" } } } }", 1, 49,
      "roles.worker.budgets.memory must be between 4M and 4T bytes"},
     {"bad duration",
      "{ \"roles\": { \"worker\": { \"budgets\": { \"wall_time\": \"ten minutes\" } } } }", 1, 52,
      "'ten minutes' is not a duration"},
-    {"bad enum",
-     "{ \"roles\": { \"worker\": { \"sandbox\": { \"network\": \"host\" } } } }", 1, 50,
+    {"bad enum", "{ \"roles\": { \"worker\": { \"sandbox\": { \"network\": \"host\" } } } }", 1, 50,
      "roles.worker.sandbox.network: unknown value 'host'; write one of \"none\" or \"loopback\""},
     {"unknown syscall",
      "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"deny\": [\"frobnicate\"] } } } } }",
@@ -60,23 +53,23 @@ static const struct err_case cases[] = {
      "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@fle-read\"] } } } } }",
      1, 62, "unknown syscall group '@fle-read'; did you mean '@file-read'?"},
     {"always-denied syscall allowed",
-     "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@basic-io\",\n \"ptrace\"] } } } } }",
+     "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@basic-io\",\n "
+     "\"ptrace\"] } } } } }",
      2, 2, "'ptrace' is on the always-denied list"},
-    {"extends an unknown role",
-     "{ \"roles\": { \"rev\": { \"extends\": \"wroker\" } } }", 1, 34,
-     "roles.rev.extends: unknown role 'wroker'; a derived role extends 'worker' or 'observer' (did you mean 'worker'?)"},
+    {"extends an unknown role", "{ \"roles\": { \"rev\": { \"extends\": \"wroker\" } } }", 1, 34,
+     "roles.rev.extends: unknown role 'wroker'; a derived role extends 'worker' or 'observer' (did you "
+     "mean 'worker'?)"},
     {"extends a derived role",
      "{ \"roles\": { \"a\": { \"extends\": \"worker\" },\n \"b\": { \"extends\": \"a\" } } }", 2, 20,
      "roles.b.extends: 'a' is a derived role, and derived roles cannot be extended"},
-    {"extends the coordinator",
-     "{ \"roles\": { \"boss\": { \"extends\": \"coordinator\" } } }", 1, 35,
+    {"extends the coordinator", "{ \"roles\": { \"boss\": { \"extends\": \"coordinator\" } } }", 1, 35,
      "the coordinator role cannot be extended"},
-    {"derived role without extends",
-     "{ \"roles\": {\n \"reviewer\": { \"add\": [] } } }", 2, 2,
+    {"derived role without extends", "{ \"roles\": {\n \"reviewer\": { \"add\": [] } } }", 2, 2,
      "'reviewer' is not a base role, so it needs \"extends\""},
     {"capability escalation: coordinator action",
      "{ \"roles\": { \"w\": { \"extends\": \"worker\", \"add\": [\"create_workspace\"] } } }", 1, 50,
-     "'create_workspace' is above the ceiling of base role 'worker' (a coordinator-level protocol action)"},
+     "'create_workspace' is above the ceiling of base role 'worker' (a coordinator-level protocol "
+     "action)"},
     {"capability escalation: signal",
      "{ \"roles\": { \"w\": { \"extends\": \"worker\", \"add\": [\"emit: integrate\"] } } }", 1, 50,
      "'emit:integrate' is above the ceiling of base role 'worker'"},
@@ -90,13 +83,13 @@ static const struct err_case cases[] = {
      "{ \"roles\": { \"w\": { \"extends\": \"worker\", \"remove\": [\"emit:integrate\"] } } }", 1, 53,
      "base role 'worker' does not have 'emit:integrate', so there is nothing to remove"},
     {"unregistered envelope type",
-     "{ \"roles\": { \"w\": { \"extends\": \"worker\", \"add\": [\"send:report->coordinator\"] } } }",
-     1, 50, "neither a base type (directive, feedback, query) nor registered under envelope_types"},
-    {"base role with add",
-     "{ \"roles\": { \"worker\": { \"add\": [] } } }", 1, 26,
+     "{ \"roles\": { \"w\": { \"extends\": \"worker\", \"add\": [\"send:report->coordinator\"] } } }", 1,
+     50, "neither a base type (directive, feedback, query) nor registered under envelope_types"},
+    {"base role with add", "{ \"roles\": { \"worker\": { \"add\": [] } } }", 1, 26,
      "the base role 'worker' cannot have 'add'"},
     {"unknown tool of the surface",
-     "{ \"roles\": { \"worker\": { \"surface\": \"kward\", \"tools\": { \"needs_approval\": [\"executeCommand\"] } } } }",
+     "{ \"roles\": { \"worker\": { \"surface\": \"kward\", \"tools\": { \"needs_approval\": "
+     "[\"executeCommand\"] } } } }",
      1, 76, "'executeCommand' is not a tool of the 'kward' surface"},
     {"tool needs authority",
      "{ \"roles\": { \"worker\": { \"tools\": { \"enabled\": [\"readFile\", \"executeCommand\"] } } } }",
@@ -105,19 +98,23 @@ static const struct err_case cases[] = {
      "{ \"roles\": { \"worker\": { \"tools\": { \"read_before_write\": [\"readFile\"] } } } }", 1, 59,
      "read_before_write applies to tools that change files"},
     {"@exec without command authority",
-     "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@basic-io\", \"@exec\"] } } } } }",
+     "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@basic-io\", \"@exec\"] "
+     "} } } } }",
      1, 75, "'@exec' is not allowed for role 'worker': it has no command authority"},
     {"@file-write for an observer",
-     "{ \"roles\": { \"observer\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@file-write\"] } } } } }",
+     "{ \"roles\": { \"observer\": { \"sandbox\": { \"seccomp\": { \"allow\": [\"@file-write\"] } } } } "
+     "}",
      1, 64, "observers cannot open files for writing"},
     {"loopback without network authority",
      "{ \"roles\": {\n \"worker\": { \"sandbox\": { \"network\": \"loopback\" } } } }", 2, 2,
      "roles.worker.sandbox.network is \"loopback\" but role 'worker' has no network authority"},
     {"rw mount without write authority",
-     "{ \"roles\": {\n \"observer\": { \"sandbox\": { \"mounts\": [ { \"host\": \"/usr\", \"inside\": \"/opt/u\", \"mode\": \"rw\" } ] } } } }",
+     "{ \"roles\": {\n \"observer\": { \"sandbox\": { \"mounts\": [ { \"host\": \"/usr\", \"inside\": "
+     "\"/opt/u\", \"mode\": \"rw\" } ] } } } }",
      2, 2, "is mounted read-write but role 'observer' has no write authority"},
     {"mount host path missing",
-     "{ \"roles\": { \"worker\": { \"sandbox\": { \"mounts\": [ { \"host\": \"/nonexistent/x\" } ] } } } }",
+     "{ \"roles\": { \"worker\": { \"sandbox\": { \"mounts\": [ { \"host\": \"/nonexistent/x\" } ] } } "
+     "} }",
      1, 61, "'/nonexistent/x' does not exist"},
     {"relative path",
      "{ \"roles\": { \"worker\": { \"sandbox\": { \"mounts\": [ { \"host\": \"opt\" } ] } } } }", 1, 61,
@@ -129,13 +126,13 @@ static const struct err_case cases[] = {
      "{ \"agents\": { \"a\": { \"binary\": \"/bin/sh\", \"role\": \"wroker\" } } }", 1, 51,
      "agents.a.role: unknown role 'wroker'; did you mean 'worker'?"},
     {"two coordinators",
-     "{ \"agents\": { \"a\": { \"binary\": \"/bin/sh\", \"role\": \"coordinator\" },\n \"b\": { \"binary\": \"/bin/sh\", \"role\": \"coordinator\" } } }",
+     "{ \"agents\": { \"a\": { \"binary\": \"/bin/sh\", \"role\": \"coordinator\" },\n \"b\": { "
+     "\"binary\": \"/bin/sh\", \"role\": \"coordinator\" } } }",
      2, 38, "agent 'a' already holds the coordinator role"},
     {"highway fallback",
      "{ \"highway\": { \"gate_overrides\": { \"integration\": { \"fallback\": \"approv\" } } } }", 1, 65,
      "unknown value 'approv'; did you mean 'approve'?"},
-    {"users key",
-     "{ \"users\": { \"alice\": \"alice\" } }", 1, 14, "a key of users is a numeric uid"},
+    {"users key", "{ \"users\": { \"alice\": \"alice\" } }", 1, 14, "a key of users is a numeric uid"},
     {"nul byte", "{ \"a\\u0000\": 1 }", 1, 3, "unknown key"},
 };
 
@@ -165,10 +162,14 @@ static void test_each_mistake(void **state)
         const struct policy_diag *g = find_diag(&d, c->message);
         if (r != -EINVAL || !g || g->line != c->line || g->col != c->col || strcmp(g->file, "t.json")) {
             dump(&d);
-            fprintf(stderr, "# %s: want -EINVAL and %d:%d: ...%s..., got %d and %s%d:%d\n",
-                    c->what, c->line, c->col, c->message, r,
-                    g ? "" : "no such message; first at ", g ? g->line : d.n ? d.v[0].line : 0,
-                    g ? g->col : d.n ? d.v[0].col : 0);
+            fprintf(stderr, "# %s: want -EINVAL and %d:%d: ...%s..., got %d and %s%d:%d\n", c->what,
+                    c->line, c->col, c->message, r, g ? "" : "no such message; first at ",
+                    g     ? g->line
+                    : d.n ? d.v[0].line
+                          : 0,
+                    g     ? g->col
+                    : d.n ? d.v[0].col
+                          : 0);
             bad++;
         }
         assert_null(p);
@@ -252,15 +253,20 @@ static void test_inheritance(void **state)
 {
     (void)state;
     static const char text[] =
-        "{ \"envelope_types\": { \"report\": { \"permissions\": [ { \"sender\": \"rev\", \"receiver\": \"coordinator\" } ] } },\n"
+        "{ \"envelope_types\": { \"report\": { \"permissions\": [ { \"sender\": \"rev\", \"receiver\": "
+        "\"coordinator\" } ] } },\n"
         "  \"checkpoint_types\": { \"review\": { \"permitted_roles\": [\"rev\"] } },\n"
         "  \"roles\": {\n"
-        "    \"worker\": { \"authority\": { \"commands\": true }, \"budgets\": { \"memory\": \"1G\", \"pids\": 99 },\n"
+        "    \"worker\": { \"authority\": { \"commands\": true }, \"budgets\": { \"memory\": \"1G\", "
+        "\"pids\": 99 },\n"
         "                \"sandbox\": { \"tmp_size\": \"32M\" } },\n"
-        "    \"rev\": { \"extends\": \"worker\", \"remove\": [\"send:query->coordinator\", \"create:artifact\"],\n"
-        "             \"add\": [\"send: report \xe2\x86\x92 coordinator\", \"read:assigned_workspace\"],\n"
+        "    \"rev\": { \"extends\": \"worker\", \"remove\": [\"send:query->coordinator\", "
+        "\"create:artifact\"],\n"
+        "             \"add\": [\"send: report \xe2\x86\x92 coordinator\", "
+        "\"read:assigned_workspace\"],\n"
         "             \"checkpoint_types\": [\"review\"],\n"
-        "             \"authority\": { \"write\": false, \"commands\": false }, \"budgets\": { \"pids\": 7 } } } }\n";
+        "             \"authority\": { \"write\": false, \"commands\": false }, \"budgets\": { "
+        "\"pids\": 7 } } } }\n";
     struct policy *p = NULL;
     struct policy_diags d = {0};
     int r = policy_load_buffer("t", text, strlen(text), &p, &d);
@@ -271,8 +277,8 @@ static void test_inheritance(void **state)
     struct cerr err;
     assert_int_equal(policy_role_resolve(p, "rev", &v, &err), 0);
     assert_string_equal(v.extends, "worker");
-    assert_int_equal(v.budgets.memory, 1u << 30);   /* from roles.worker */
-    assert_int_equal(v.budgets.pids, 7);            /* its own */
+    assert_int_equal(v.budgets.memory, 1u << 30); /* from roles.worker */
+    assert_int_equal(v.budgets.pids, 7);          /* its own */
     assert_int_equal(v.sandbox.limits.tmp_size, 32u << 20);
     assert_true(policy_role_can(&v, "send:report->coordinator"));
     assert_true(policy_role_can(&v, "read:assigned_workspace"));
@@ -342,7 +348,8 @@ static void test_agent_binary(void **state)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         assert_int_equal(chown(bin, rows[i].uid, 0), 0);
         assert_int_equal(chmod(bin, rows[i].mode), 0);
-        snprintf(text, sizeof(text), "{ \"agents\": { \"a\": { \"binary\": \"%s\", \"role\": \"worker\" } } }", bin);
+        snprintf(text, sizeof(text),
+                 "{ \"agents\": { \"a\": { \"binary\": \"%s\", \"role\": \"worker\" } } }", bin);
         struct policy *p = NULL;
         struct policy_diags d = {0};
         int r = policy_load_buffer("t", text, strlen(text), &p, &d);
@@ -381,8 +388,7 @@ static void test_agent_binary(void **state)
 static void test_examples_load(void **state)
 {
     (void)state;
-    static const char *const files[] = {"reviewer.json", "worker.json", "observer.json",
-                                        "session.json"};
+    static const char *const files[] = {"reviewer.json", "worker.json", "observer.json", "session.json"};
     const char *top = getenv("TOP");
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[4096];
@@ -437,12 +443,15 @@ static void test_tool_limits_and_command_profile(void **state)
     struct policy_role_view v;
     struct cerr err;
     assert_int_equal(policy_role_resolve(p, "worker", &v, &err), 0);
-    struct tool_limits l = {.max_file_size = 1, .max_search_results = 2, .max_explore_entries = 3,
-                            .max_output_bytes = 4, .command_timeout_sec = 5,
+    struct tool_limits l = {.max_file_size = 1,
+                            .max_search_results = 2,
+                            .max_explore_entries = 3,
+                            .max_output_bytes = 4,
+                            .command_timeout_sec = 5,
                             .command_timeout_max = 6};
     policy_tool_limits_apply(&v, &l);
-    assert_int_equal(l.max_file_size, 10u << 20);   /* set by the policy */
-    assert_int_equal(l.max_search_results, 2);      /* not set: the surface's default stays */
+    assert_int_equal(l.max_file_size, 10u << 20); /* set by the policy */
+    assert_int_equal(l.max_search_results, 2);    /* not set: the surface's default stays */
     assert_int_equal(l.max_explore_entries, 3);
     assert_int_equal(l.max_output_bytes, 1u << 20);
     assert_true(l.command_timeout_sec == 30 && l.command_timeout_max == 600);

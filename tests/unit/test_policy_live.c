@@ -73,8 +73,7 @@ static void test_tables_live(void **state)
     }
     const char *hostile = getenv("HOSTILE");
     char probe[4096];
-    snprintf(probe, sizeof(probe), "%s/sysprobe_policy",
-             hostile ? hostile : "build/tests/hostile");
+    snprintf(probe, sizeof(probe), "%s/sysprobe_policy", hostile ? hostile : "build/tests/hostile");
     char *abs = realpath(probe, NULL);
     if (!abs)
         fail_msg("%s: %s (run 'make test-build')", probe, strerror(errno));
@@ -101,9 +100,9 @@ static void test_tables_live(void **state)
             char want = rows[k].want[ri];
             if ((want == A && eperm) || (want == D && !eperm))
                 snprintf(why + strlen(why), sizeof(why) - strlen(why),
-                         "role %s (%s): %s: want %s, the probe saw %.*s\n",
-                         roles[ri].role, roles[ri].file ? roles[ri].file : "default",
-                         rows[k].probe, want == A ? "allowed" : "EPERM", (int)l, line);
+                         "role %s (%s): %s: want %s, the probe saw %.*s\n", roles[ri].role,
+                         roles[ri].file ? roles[ri].file : "default", rows[k].probe,
+                         want == A ? "allowed" : "EPERM", (int)l, line);
         }
         free(out);
         policy_free(p);

@@ -32,10 +32,22 @@ static uint32_t bpf_run(const struct sock_filter *prog, size_t n, const struct s
             break;
         case BPF_LD | BPF_IMM: a = i->k; break;
         case BPF_LDX | BPF_IMM: x = i->k; break;
-        case BPF_LD | BPF_MEM: assert_true(i->k < BPF_MEMWORDS); a = mem[i->k]; break;
-        case BPF_LDX | BPF_MEM: assert_true(i->k < BPF_MEMWORDS); x = mem[i->k]; break;
-        case BPF_ST: assert_true(i->k < BPF_MEMWORDS); mem[i->k] = a; break;
-        case BPF_STX: assert_true(i->k < BPF_MEMWORDS); mem[i->k] = x; break;
+        case BPF_LD | BPF_MEM:
+            assert_true(i->k < BPF_MEMWORDS);
+            a = mem[i->k];
+            break;
+        case BPF_LDX | BPF_MEM:
+            assert_true(i->k < BPF_MEMWORDS);
+            x = mem[i->k];
+            break;
+        case BPF_ST:
+            assert_true(i->k < BPF_MEMWORDS);
+            mem[i->k] = a;
+            break;
+        case BPF_STX:
+            assert_true(i->k < BPF_MEMWORDS);
+            mem[i->k] = x;
+            break;
         case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
         case BPF_ALU | BPF_OR | BPF_K: a |= i->k; break;
         case BPF_ALU | BPF_AND | BPF_X: a &= x; break;
@@ -112,8 +124,8 @@ static void test_tables_in_simulation(void **state)
         for (size_t k = 0; k < N_ROWS; k++) {
             if (rows[k].nr < 0)
                 continue;
-            struct seccomp_data d = {.nr = (int)rows[k].nr, .arch = arch,
-                                     .instruction_pointer = 0x400000};
+            struct seccomp_data d = {
+                .nr = (int)rows[k].nr, .arch = arch, .instruction_pointer = 0x400000};
             memcpy(d.args, rows[k].args, sizeof(d.args));
             uint32_t ret = bpf_run(prog, n, &d);
             char want = rows[k].want[ri];

@@ -32,7 +32,7 @@ static void framing_lines(void **state)
     expect_frame(r, RPC_FRAME_NONE);
     assert_int_equal(rpc_reader_feed(r, "one\ntwo\r\n\n   \nthr", 17), 0);
     expect_line(r, "one");
-    expect_line(r, "two");          /* CRLF tolerated */
+    expect_line(r, "two");           /* CRLF tolerated */
     expect_frame(r, RPC_FRAME_NONE); /* blank lines skipped; "thr" is partial */
     assert_int_equal(rpc_reader_pending(r), 3);
     assert_int_equal(rpc_reader_feed(r, "ee\n", 3), 0);
@@ -47,12 +47,12 @@ static void framing_too_long_streamed(void **state)
     char big[40];
     memset(big, 'x', sizeof(big));
     assert_int_equal(rpc_reader_feed(r, big, sizeof(big)), 0);
-    expect_frame(r, RPC_FRAME_TOO_LONG);  /* told as soon as the cap is passed */
+    expect_frame(r, RPC_FRAME_TOO_LONG);        /* told as soon as the cap is passed */
     assert_int_equal(rpc_reader_pending(r), 0); /* and nothing of it is kept */
     assert_int_equal(rpc_reader_feed(r, big, sizeof(big)), 0);
-    expect_frame(r, RPC_FRAME_NONE);      /* still the same line: told once only */
+    expect_frame(r, RPC_FRAME_NONE); /* still the same line: told once only */
     assert_int_equal(rpc_reader_feed(r, "xx\nok\n", 6), 0);
-    expect_line(r, "ok");                 /* the line after it is intact */
+    expect_line(r, "ok"); /* the line after it is intact */
     expect_frame(r, RPC_FRAME_NONE);
     rpc_reader_free(r);
 }
@@ -105,17 +105,17 @@ static void utf8_table(void **state)
     } cases[] = {
         {"plain ascii", 11, 11},
         {"caf\xc3\xa9", 5, 5},
-        {"\xe2\x82\xac", 3, 3},          /* euro */
-        {"\xf0\x9f\x98\x80", 4, 4},      /* emoji */
-        {"\xf4\x8f\xbf\xbf", 4, 4},      /* U+10FFFF */
-        {"a\xc0\x80", 3, 1},             /* overlong NUL */
-        {"\xe0\x80\xaf", 3, 0},          /* overlong */
-        {"\xed\xa0\x80", 3, 0},          /* surrogate */
-        {"\xf4\x90\x80\x80", 4, 0},      /* past U+10FFFF */
-        {"ab\xe2\x82", 4, 2},            /* truncated */
-        {"\x80", 1, 0},                  /* lone continuation */
+        {"\xe2\x82\xac", 3, 3},     /* euro */
+        {"\xf0\x9f\x98\x80", 4, 4}, /* emoji */
+        {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF */
+        {"a\xc0\x80", 3, 1},        /* overlong NUL */
+        {"\xe0\x80\xaf", 3, 0},     /* overlong */
+        {"\xed\xa0\x80", 3, 0},     /* surrogate */
+        {"\xf4\x90\x80\x80", 4, 0}, /* past U+10FFFF */
+        {"ab\xe2\x82", 4, 2},       /* truncated */
+        {"\x80", 1, 0},             /* lone continuation */
         {"ok\xff", 3, 2},
-        {"\xc3\x28", 2, 0},              /* bad continuation */
+        {"\xc3\x28", 2, 0}, /* bad continuation */
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
         assert_int_equal(rpc_utf8_check(cases[i].s, cases[i].len), cases[i].bad);
@@ -174,8 +174,10 @@ static void decode_invalid(void **state)
         {"not json", 0, RPC_PARSE_ERROR, false, "invalid JSON"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", 0, RPC_PARSE_ERROR, false, "UTF-8"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\0", 38, RPC_PARSE_ERROR, false, "NUL"},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} {}", 0, RPC_PARSE_ERROR, false, "more than one"},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"ab\\u0000cd\"}}", 0, RPC_PARSE_ERROR, false, "u0000"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} {}", 0, RPC_PARSE_ERROR, false,
+         "more than one"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"ab\\u0000cd\"}}", 0,
+         RPC_PARSE_ERROR, false, "u0000"},
         {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"[]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"42", 0, RPC_INVALID_REQUEST, false, "object"},
@@ -188,8 +190,10 @@ static void decode_invalid(void **state)
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 0, RPC_INVALID_REQUEST, true, "response"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", 0, RPC_INVALID_REQUEST, true, "method"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", 0, RPC_INVALID_REQUEST, true, "method"},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"s\"}", 0, RPC_INVALID_REQUEST, true, "params"},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"method\":\"y\"}", 0, RPC_INVALID_REQUEST, false, "twice"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"s\"}", 0, RPC_INVALID_REQUEST,
+         true, "params"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"method\":\"y\"}", 0, RPC_INVALID_REQUEST,
+         false, "twice"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         struct rpc_msg m;
@@ -222,7 +226,8 @@ static void decode_deep(void **state)
     /* The top object and params count: 62 arrays inside are 64 levels, 63 are one too many. */
     char line[400];
     for (int arrays = 62; arrays <= 63; arrays++) {
-        int k = snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
+        int k = snprintf(line, sizeof(line),
+                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"a\":");
         for (int i = 0; i < arrays; i++)
             line[k++] = '[';
         for (int i = 0; i < arrays; i++)

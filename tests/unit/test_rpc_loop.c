@@ -33,7 +33,8 @@ static cJSON *t_list(const struct tool_ctx *ctx)
                        "{\"name\":\"block\",\"inputSchema\":{\"type\":\"object\"}}]");
 }
 
-static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result, bool *is_error)
+static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
+                  bool *is_error)
 {
     struct test_tools *t = (struct test_tools *)ctx;
     __atomic_add_fetch(&t->calls, 1, __ATOMIC_SEQ_CST);
@@ -73,19 +74,25 @@ static cJSON *t_refuse(struct tool_ctx *ctx, const char *tool, const struct tool
 }
 
 static const struct tool_def t_defs[] = {
-    {"echo", TOOL_KIND_READ, false}, {"block", TOOL_KIND_READ, false},
-    {"toolerr", TOOL_KIND_READ, false}, {"crash", TOOL_KIND_READ, false},
+    {"echo", TOOL_KIND_READ, false},
+    {"block", TOOL_KIND_READ, false},
+    {"toolerr", TOOL_KIND_READ, false},
+    {"crash", TOOL_KIND_READ, false},
 };
 
-static const struct tool_surface test_surface = {.name = "test", .defs = t_defs, .n_defs = ARRAY_SIZE(t_defs),
-                                                 .list = t_list, .run = t_call, .target = t_target,
+static const struct tool_surface test_surface = {.name = "test",
+                                                 .defs = t_defs,
+                                                 .n_defs = ARRAY_SIZE(t_defs),
+                                                 .list = t_list,
+                                                 .run = t_call,
+                                                 .target = t_target,
                                                  .refuse = t_refuse};
 
 /* ---- a client end and a server ---- */
 
 struct client {
-    int to_srv, from_srv;  /* the test's ends */
-    int srv_in, srv_out;   /* the server's ends */
+    int to_srv, from_srv; /* the test's ends */
+    int srv_in, srv_out;  /* the server's ends */
     char buf[1 << 16];
     size_t len;
     struct agent *agent;
@@ -135,8 +142,13 @@ static void client_connect(struct server *s, struct client *c)
     c->srv_out = b[1];
     c->from_srv = b[0];
     fcntl(c->from_srv, F_SETFL, O_NONBLOCK);
-    struct agent_config ac = {.name = "t", .in_fd = c->srv_in, .out_fd = c->srv_out,
-                              .surface = &test_surface, .tools = &s->tools.ctx, .on_end = on_end, .data = c,
+    struct agent_config ac = {.name = "t",
+                              .in_fd = c->srv_in,
+                              .out_fd = c->srv_out,
+                              .surface = &test_surface,
+                              .tools = &s->tools.ctx,
+                              .on_end = on_end,
+                              .data = c,
                               .on_message = dispatch_message};
     struct cerr err;
     assert_int_equal(agent_new(s->host, &ac, &c->agent, &err), 0);
@@ -242,7 +254,9 @@ static void expect_pong(struct server *s, struct client *c, int id)
     cJSON_Delete(r);
 }
 
-#define INIT "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
+#define INIT                                                                                          \
+    "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-" \
+    "06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
 
 static void initialize(struct server *s, struct client *c)
 {
@@ -265,18 +279,24 @@ static void lifecycle(void **state)
     /* Before initialize: discover and ping yes, tools no (the table says so). */
     cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}");
     cJSON *res = cJSON_GetObjectItem(r, "result");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "serverInfo"), "name")->valuestring, "corral");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "serverInfo"), "name")->valuestring,
+                        "corral");
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(res, "supportedVersions")) >= 2);
     assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "capabilities"), "tools"));
     cJSON_Delete(r);
     expect_pong(&s, &c, 2);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}", RPC_NOT_INITIALIZED, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
-                 RPC_NOT_INITIALIZED, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}", RPC_NOT_INITIALIZED,
+                 false);
+    expect_error(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+        RPC_NOT_INITIALIZED, false);
     /* The stateless revision carries its version per request instead. */
-    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":"
-                     "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "tools")), 2);
+    r = call(&s, &c,
+             "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+             "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "tools")),
+                     2);
     cJSON_Delete(r);
     initialize(&s, &c);
     expect_error(&s, &c, INIT, RPC_INVALID_REQUEST, false); /* once only */
@@ -288,9 +308,12 @@ static void lifecycle(void **state)
     /* An unknown version is answered with ours. */
     struct client c2;
     client_connect(&s, &c2);
-    r = call(&s, &c2, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\"}}");
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "protocolVersion")->valuestring,
-                        dispatch_protocol_versions[1]);
+    r = call(&s, &c2,
+             "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+             "\"1999-01-01\"}}");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "protocolVersion")->valuestring,
+        dispatch_protocol_versions[1]);
     cJSON_Delete(r);
     client_close(&c2);
     client_close(&c);
@@ -304,7 +327,9 @@ static void tool_calls(void **state)
     server_start(&s, NULL);
     client_connect(&s, &c);
     initialize(&s, &c);
-    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":[1,\"\\u00e9\\n\"]}}}");
+    cJSON *r = call(&s, &c,
+                    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/"
+                    "call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"x\":[1,\"\\u00e9\\n\"]}}}");
     cJSON *res = cJSON_GetObjectItem(r, "result");
     cJSON *sc = cJSON_GetObjectItem(res, "structuredContent");
     cJSON *want = cJSON_Parse("{\"echo\":{\"x\":[1,\"\\u00e9\\n\"]}}");
@@ -316,27 +341,52 @@ static void tool_calls(void **state)
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(res, "isError")));
     cJSON_Delete(text), cJSON_Delete(want), cJSON_Delete(r);
     /* No arguments at all is an empty object. */
-    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
-    assert_true(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "echo")));
+    r = call(&s, &c,
+             "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    assert_true(cJSON_IsObject(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "echo")));
     cJSON_Delete(r);
     /* A tool failure is a result with isError, not a JSON-RPC error. */
-    r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"toolerr\",\"arguments\":{}}}");
+    r = call(&s, &c,
+             "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/"
+             "call\",\"params\":{\"name\":\"toolerr\",\"arguments\":{}}}");
     res = cJSON_GetObjectItem(r, "result");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")));
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "structuredContent"), "code")->valuestring, "FILE_NOT_FOUND");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(res, "structuredContent"), "code")->valuestring,
+        "FILE_NOT_FOUND");
     cJSON_Delete(r);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\",\"arguments\":{}}}", RPC_INVALID_PARAMS, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}", RPC_INVALID_PARAMS, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}", RPC_INVALID_PARAMS, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\",\"params\":[\"echo\"]}", RPC_INVALID_PARAMS, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\",\"params\":{\"name\":7}}", RPC_INVALID_PARAMS, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"name\":\"crash\"}}", RPC_INTERNAL_ERROR, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"resources/list\"}", RPC_METHOD_NOT_FOUND, false);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"notifications/initialized\"}", RPC_INVALID_REQUEST, false);
+    expect_error(&s, &c,
+                 "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/"
+                 "call\",\"params\":{\"name\":\"nope\",\"arguments\":{}}}",
+                 RPC_INVALID_PARAMS, false);
+    expect_error(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}",
+        RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c,
+                 "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/"
+                 "call\",\"params\":{\"name\":\"echo\",\"arguments\":[1]}}",
+                 RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c,
+                 "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\",\"params\":[\"echo\"]}",
+                 RPC_INVALID_PARAMS, false);
+    expect_error(&s, &c,
+                 "{\"jsonrpc\":\"2.0\",\"id\":16,\"method\":\"tools/call\",\"params\":{\"name\":7}}",
+                 RPC_INVALID_PARAMS, false);
+    expect_error(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"name\":\"crash\"}}",
+        RPC_INTERNAL_ERROR, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":18,\"method\":\"resources/list\"}",
+                 RPC_METHOD_NOT_FOUND, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":19,\"method\":\"notifications/initialized\"}",
+                 RPC_INVALID_REQUEST, false);
     /* Notifications get no answer, known or not, even a tools/call: the next line is the pong. */
     send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such\"}");
     send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
-    send_line(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}");
+    send_line(
+        &c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}");
     expect_pong(&s, &c, 20);
     struct agent_stats st;
     agent_get_stats(c.agent, &st);
@@ -357,10 +407,14 @@ static void hostile_lines(void **state)
     client_connect(&s, &c);
     initialize(&s, &c);
     expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\"", RPC_PARSE_ERROR, true);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xc3\x28ng\"}", RPC_PARSE_ERROR, true);
-    expect_error(&s, &c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", RPC_INVALID_REQUEST, true);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", RPC_INVALID_REQUEST, true);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":7}", RPC_INVALID_REQUEST, false);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xc3\x28ng\"}", RPC_PARSE_ERROR,
+                 true);
+    expect_error(&s, &c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", RPC_INVALID_REQUEST,
+                 true);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", RPC_INVALID_REQUEST,
+                 true);
+    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":7}",
+                 RPC_INVALID_REQUEST, false);
     char deep[3000];
     memset(deep, '[', 1000);
     memset(deep + 1000, ']', 1000);
@@ -374,7 +428,8 @@ static void hostile_lines(void **state)
     free(big);
     cJSON *r = recv_msg(&s, &c);
     assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
-    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring, "longer than 4096"));
+    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring,
+                           "longer than 4096"));
     cJSON_Delete(r);
     expect_pong(&s, &c, 77);
     struct agent_stats st;
@@ -403,7 +458,8 @@ static void abuse_limit_fails_only_that_agent(void **state)
     }
     cJSON *r = recv_msg(&s, &bad);
     assert_int_equal(error_code(r), RPC_INVALID_REQUEST);
-    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring, "too many"));
+    assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"), "message")->valuestring,
+                           "too many"));
     cJSON_Delete(r);
     for (int i = 0; i < 100 && !bad.ended; i++)
         loop_run_once(s.loop, 10, NULL);
@@ -426,16 +482,22 @@ static void slow_call_does_not_stall_others(void **state)
     client_connect(&s, &b);
     initialize(&s, &a);
     initialize(&s, &b);
-    send_line(&a, "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    send_line(&a, "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/"
+                  "call\",\"params\":{\"name\":\"block\"}}");
     /* A's call now holds a worker until released; B and A itself are still answered. */
     for (int i = 0; i < 3; i++) {
         char req[128];
-        snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"i\":%d}}}", i, i);
+        snprintf(req, sizeof(req),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/"
+                 "call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"i\":%d}}}",
+                 i, i);
         cJSON *r = call(&s, &b, req);
         assert_int_equal(cJSON_GetObjectItem(r, "id")->valueint, i);
         cJSON_Delete(r);
     }
-    cJSON *r = call(&s, &a, "{\"jsonrpc\":\"2.0\",\"id\":\"fast\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    cJSON *r = call(&s, &a,
+                    "{\"jsonrpc\":\"2.0\",\"id\":\"fast\",\"method\":\"tools/"
+                    "call\",\"params\":{\"name\":\"echo\"}}");
     assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "fast"); /* answered before "slow" */
     cJSON_Delete(r);
     struct agent_stats st;
@@ -444,7 +506,8 @@ static void slow_call_does_not_stall_others(void **state)
     assert_int_equal(util_write_all(s.release_wr, "x", 1), 0);
     r = recv_msg(&s, &a);
     assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "slow");
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "released")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(r, "result"), "structuredContent"), "released")));
     cJSON_Delete(r);
     client_close(&a);
     client_close(&b);
@@ -466,7 +529,8 @@ static void flood_back_pressure(void **state)
     if (writer == 0) {
         for (int i = 0; i < N; i++) {
             char req[100];
-            int n = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", i);
+            int n = snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n",
+                             i);
             if (util_write_all(c.to_srv, req, (size_t)n) < 0)
                 _exit(1);
         }
@@ -516,7 +580,9 @@ static void eof_after_answers(void **state)
     server_start(&s, NULL);
     client_connect(&s, &c);
     initialize(&s, &c);
-    send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    send_line(
+        &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
     close(c.to_srv);
     c.to_srv = open("/dev/null", O_WRONLY | O_CLOEXEC);
     for (int i = 0; i < 20; i++)
@@ -540,7 +606,8 @@ static void free_while_call_runs(void **state)
     server_start(&s, NULL);
     client_connect(&s, &c);
     initialize(&s, &c);
-    send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
+    send_line(
+        &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"block\"}}");
     for (int i = 0; i < 5; i++)
         loop_run_once(s.loop, 5, NULL);
     assert_int_equal(agent_host_inflight(s.host), 1);
@@ -582,7 +649,9 @@ static void trail_records_messages(void **state)
     server_start_trail(&s, NULL, t);
     client_connect(&s, &c);
     initialize(&s, &c);
-    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}}");
+    cJSON *r = call(&s, &c,
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/"
+                    "call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"k\":\"v\"}}}");
     cJSON_Delete(r);
     expect_error(&s, &c, "bad \xff line", RPC_PARSE_ERROR, true);
     client_close(&c);
@@ -626,17 +695,23 @@ static void trail_failure_refuses_calls(void **state)
     server_start_trail(&s, NULL, t);
     client_connect(&s, &c);
     initialize(&s, &c);
-    cJSON *r = call(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
+    cJSON *r = call(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}");
     assert_non_null(cJSON_GetObjectItem(r, "result"));
     cJSON_Delete(r);
     assert_int_equal(s.tools.calls, 1);
     /* From now on the database refuses every statement: the next append or commit fails. */
     assert_int_equal(sqlite3_set_authorizer(trail_db_handle(t), deny_all, NULL), SQLITE_OK);
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
-                 RPC_INTERNAL_ERROR, false);
+    expect_error(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+        RPC_INTERNAL_ERROR, false);
     assert_true(trail_degraded(t));
-    expect_error(&s, &c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
-                 RPC_INTERNAL_ERROR, false);
+    expect_error(
+        &s, &c,
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}",
+        RPC_INTERNAL_ERROR, false);
     assert_int_equal(s.tools.calls, 1); /* neither refused call was performed */
     client_close(&c);
     server_stop(&s);
@@ -658,7 +733,10 @@ static void many_agents(void **state)
     for (int i = 0; i < N; i++) {
         send_line(&cs[i], INIT);
         char req[160];
-        snprintf(req, sizeof(req), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"who\":%d}}}", 100 + i, i);
+        snprintf(req, sizeof(req),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/"
+                 "call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"who\":%d}}}",
+                 100 + i, i);
         send_line(&cs[i], req);
     }
     for (int i = N - 1; i >= 0; i--) {

@@ -36,10 +36,22 @@ static uint32_t bpf_run(const struct sock_filter *prog, size_t n, const struct s
             break;
         case BPF_LD | BPF_IMM: a = i->k; break;
         case BPF_LDX | BPF_IMM: x = i->k; break;
-        case BPF_LD | BPF_MEM: assert_true(i->k < BPF_MEMWORDS); a = mem[i->k]; break;
-        case BPF_LDX | BPF_MEM: assert_true(i->k < BPF_MEMWORDS); x = mem[i->k]; break;
-        case BPF_ST: assert_true(i->k < BPF_MEMWORDS); mem[i->k] = a; break;
-        case BPF_STX: assert_true(i->k < BPF_MEMWORDS); mem[i->k] = x; break;
+        case BPF_LD | BPF_MEM:
+            assert_true(i->k < BPF_MEMWORDS);
+            a = mem[i->k];
+            break;
+        case BPF_LDX | BPF_MEM:
+            assert_true(i->k < BPF_MEMWORDS);
+            x = mem[i->k];
+            break;
+        case BPF_ST:
+            assert_true(i->k < BPF_MEMWORDS);
+            mem[i->k] = a;
+            break;
+        case BPF_STX:
+            assert_true(i->k < BPF_MEMWORDS);
+            mem[i->k] = x;
+            break;
         case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
         case BPF_ALU | BPF_OR | BPF_K: a |= i->k; break;
         case BPF_ALU | BPF_AND | BPF_X: a &= x; break;
@@ -97,7 +109,8 @@ static void check_role(const struct sandbox_seccomp *plain_s)
     notify_s.notify = true;
     struct seccomp_prog plain, notify;
     struct cerr err = {0};
-    if (seccomp_build(plain_s, EXEC_PTR, &plain, &err) < 0 || seccomp_build(&notify_s, EXEC_PTR, &notify, &err) < 0)
+    if (seccomp_build(plain_s, EXEC_PTR, &plain, &err) < 0 ||
+        seccomp_build(&notify_s, EXEC_PTR, &notify, &err) < 0)
         fail_msg("seccomp_build: %s", err.msg);
     assert_true(plain.extra_len > 0);
     assert_int_equal(notify.extra_len, 0); /* one filter: the one with the listener */
@@ -131,7 +144,8 @@ static void check_role(const struct sandbox_seccomp *plain_s)
         cases[n++] = more[i];
 
     for (size_t i = 0; i < n; i++) {
-        uint32_t two = stacked(bpf_run(plain.extra, plain.extra_len, &cases[i]), bpf_run(plain.insns, plain.len, &cases[i]));
+        uint32_t two = stacked(bpf_run(plain.extra, plain.extra_len, &cases[i]),
+                               bpf_run(plain.insns, plain.len, &cases[i]));
         uint32_t one = bpf_run(notify.insns, notify.len, &cases[i]);
         uint32_t want = two == (SECCOMP_RET_ERRNO | EPERM) ? SECCOMP_RET_USER_NOTIF : two;
         if (one != want)
@@ -168,16 +182,21 @@ static void test_denial_rules(void **state)
                         "argument not allowed (socket address family)");
     assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_X86_64, SYS_ioctl),
                         "argument not allowed (ioctl TIOCSTI or TIOCLINUX)");
-    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_I386, 21), "a foreign system call ABI");
-    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_X86_64, 0x40000000 | SYS_getpid), "a foreign system call ABI");
-    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_X86_64, 9999), "unknown system call number");
+    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_I386, 21),
+                        "a foreign system call ABI");
+    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_X86_64, 0x40000000 | SYS_getpid),
+                        "a foreign system call ABI");
+    assert_string_equal(sandbox_seccomp_denial_rule(s, AUDIT_ARCH_X86_64, 9999),
+                        "unknown system call number");
     struct sandbox_seccomp narrow = {.groups = SANDBOX_SC_BASIC_IO};
-    assert_string_equal(sandbox_seccomp_denial_rule(&narrow, AUDIT_ARCH_X86_64, SYS_uname), "not in the profile's groups");
+    assert_string_equal(sandbox_seccomp_denial_rule(&narrow, AUDIT_ARCH_X86_64, SYS_uname),
+                        "not in the profile's groups");
     assert_string_equal(sandbox_seccomp_denial_rule(&narrow, AUDIT_ARCH_X86_64, SYS_execve),
                         "no exec authority (execve after the program's start)");
     const char *deny[] = {"uname"};
     struct sandbox_seccomp denied = {.groups = SANDBOX_SC_SYSTEM_INFO, .deny = deny, .n_deny = 1};
-    assert_string_equal(sandbox_seccomp_denial_rule(&denied, AUDIT_ARCH_X86_64, SYS_uname), "denied by the profile's deny list");
+    assert_string_equal(sandbox_seccomp_denial_rule(&denied, AUDIT_ARCH_X86_64, SYS_uname),
+                        "denied by the profile's deny list");
 }
 
 static void test_names(void **state)
@@ -190,8 +209,10 @@ static void test_names(void **state)
     assert_string_equal(buf, "mount");
     sandbox_seccomp_syscall_name(AUDIT_ARCH_X86_64, 9999, buf, sizeof(buf));
     assert_string_equal(buf, "unknown");
-    assert_string_equal(sandbox_seccomp_arch_name(AUDIT_ARCH_X86_64, SYS_mount, buf, sizeof(buf)), "x86_64");
-    assert_string_equal(sandbox_seccomp_arch_name(AUDIT_ARCH_X86_64, 0x40000000 | 165, buf, sizeof(buf)), "x32");
+    assert_string_equal(sandbox_seccomp_arch_name(AUDIT_ARCH_X86_64, SYS_mount, buf, sizeof(buf)),
+                        "x86_64");
+    assert_string_equal(sandbox_seccomp_arch_name(AUDIT_ARCH_X86_64, 0x40000000 | 165, buf, sizeof(buf)),
+                        "x32");
     assert_string_equal(sandbox_seccomp_arch_name(AUDIT_ARCH_I386, 21, buf, sizeof(buf)), "x86");
     assert_string_equal(sandbox_seccomp_arch_name(0x1234, 1, buf, sizeof(buf)), "arch-0x00001234");
 }

@@ -43,8 +43,8 @@ static cJSON *parse(const char *s)
     return j;
 }
 
-static void append_json(struct trail *t, const char *ws, const char *actor, const char *type, const char *body,
-                        uint64_t *seq)
+static void append_json(struct trail *t, const char *ws, const char *actor, const char *type,
+                        const char *body, uint64_t *seq)
 {
     struct cerr err = {0};
     cJSON *b = parse(body);
@@ -130,22 +130,78 @@ static void got_free(struct got *g)
 /* ---- registry ------------------------------------------------------------------------------- */
 
 static const char *const wacp_types[] = {
-    "workspace_created", "workspace_state_changed", "workspace_rejected", "budget_warning", "budget_exceeded",
-    "budget_modified", "liveness_warning", "priority_changed", "visibility_granted", "batch_abort",
-    "batch_priority_changed", "migration_started", "migration_completed", "migration_failed",
-    "suspension_started", "suspension_resumed", "graceful_termination_initiated", "graceful_termination_expired",
-    "conflict_detected", "conflict_resolved", "workspace_ownership_transferred", "workspace_reparented",
-    "user_created", "authentication_succeeded", "authentication_failed", "user_suspended", "user_resumed",
-    "user_blocked", "user_unblocked", "user_deactivated", "user_reactivated", "capability_granted",
-    "capability_revoked", "capability_denied", "signal_emitted", "signal_delivered", "envelope_created",
-    "envelope_delivered", "envelope_rejected", "envelope_undeliverable", "envelope_redelivered",
-    "port_right_created", "port_right_transferred", "port_right_revoked", "port_right_consumed",
-    "checkpoint_created", "checkpoint_rejected", "resource_discrepancy", "task_created", "task_approved",
-    "task_assigned", "task_status_changed", "task_completed", "task_failed", "graph_created",
-    "integration_started", "integration_completed", "integration_aborted", "gate_triggered", "gate_resolved",
-    "gate_timeout", "gate_reentry_blocked", "human_injection", "escalation_received", "escalation_resolved",
-    "escalation_timeout", "system_degraded", "recovery_completed", "integrity_violation", "trail_compacted",
-    "trail_access_denied", "trail_snapshot_created",
+    "workspace_created",
+    "workspace_state_changed",
+    "workspace_rejected",
+    "budget_warning",
+    "budget_exceeded",
+    "budget_modified",
+    "liveness_warning",
+    "priority_changed",
+    "visibility_granted",
+    "batch_abort",
+    "batch_priority_changed",
+    "migration_started",
+    "migration_completed",
+    "migration_failed",
+    "suspension_started",
+    "suspension_resumed",
+    "graceful_termination_initiated",
+    "graceful_termination_expired",
+    "conflict_detected",
+    "conflict_resolved",
+    "workspace_ownership_transferred",
+    "workspace_reparented",
+    "user_created",
+    "authentication_succeeded",
+    "authentication_failed",
+    "user_suspended",
+    "user_resumed",
+    "user_blocked",
+    "user_unblocked",
+    "user_deactivated",
+    "user_reactivated",
+    "capability_granted",
+    "capability_revoked",
+    "capability_denied",
+    "signal_emitted",
+    "signal_delivered",
+    "envelope_created",
+    "envelope_delivered",
+    "envelope_rejected",
+    "envelope_undeliverable",
+    "envelope_redelivered",
+    "port_right_created",
+    "port_right_transferred",
+    "port_right_revoked",
+    "port_right_consumed",
+    "checkpoint_created",
+    "checkpoint_rejected",
+    "resource_discrepancy",
+    "task_created",
+    "task_approved",
+    "task_assigned",
+    "task_status_changed",
+    "task_completed",
+    "task_failed",
+    "graph_created",
+    "integration_started",
+    "integration_completed",
+    "integration_aborted",
+    "gate_triggered",
+    "gate_resolved",
+    "gate_timeout",
+    "gate_reentry_blocked",
+    "human_injection",
+    "escalation_received",
+    "escalation_resolved",
+    "escalation_timeout",
+    "system_degraded",
+    "recovery_completed",
+    "integrity_violation",
+    "trail_compacted",
+    "trail_access_denied",
+    "trail_snapshot_created",
 };
 
 static void test_registry(void **state)
@@ -158,9 +214,10 @@ static void test_registry(void **state)
         assert_true(strcmp(types[i - 1], types[i]) < 0); /* sorted, no duplicate: bsearch works */
     for (size_t i = 0; i < ARRAY_SIZE(wacp_types); i++)
         assert_true(trail_event_known(wacp_types[i]));
-    const char *own[] = {"trail_created", "supervisor_started", "supervisor_stopped", "sandbox_created",
-                         "process_started", "process_exited", "denial", "tool_call", "protocol_message",
-                         "protocol_error", "agent_log"};
+    const char *own[] = {"trail_created",   "supervisor_started", "supervisor_stopped",
+                         "sandbox_created", "process_started",    "process_exited",
+                         "denial",          "tool_call",          "protocol_message",
+                         "protocol_error",  "agent_log"};
     for (size_t i = 0; i < ARRAY_SIZE(own); i++)
         assert_true(trail_event_known(own[i]));
     assert_int_equal(n, 72 + ARRAY_SIZE(own));
@@ -185,23 +242,41 @@ struct kind {
 };
 
 static const struct kind corral_kinds[] = {
-    {"supervisor_started", NULL, "system", "{\"version\":\"0.1.0\",\"pid\":4242,\"command\":[\"corral\",\"exec\"],\"policy\":null,\"durability\":\"full\"}"},
+    {"supervisor_started", NULL, "system",
+     "{\"version\":\"0.1.0\",\"pid\":4242,\"command\":[\"corral\",\"exec\"],\"policy\":null,"
+     "\"durability\":\"full\"}"},
     {"sandbox_created", "ws-1", "protocol",
-     "{\"purpose\":\"agent\",\"profile\":{\"namespaces\":[\"user\",\"pid\",\"mount\",\"net\",\"ipc\",\"uts\",\"cgroup\"],"
+     "{\"purpose\":\"agent\",\"profile\":{\"namespaces\":[\"user\",\"pid\",\"mount\",\"net\",\"ipc\","
+     "\"uts\",\"cgroup\"],"
      "\"mounts\":[{\"source\":\"/usr\",\"target\":\"/usr\",\"flags\":[\"ro\",\"nosuid\",\"nodev\"]}],"
-     "\"seccomp\":{\"default_action\":\"errno(EPERM)\",\"rules\":[{\"syscall\":\"ptrace\",\"action\":\"kill\"}]},"
-     "\"budgets\":{\"memory_bytes\":536870912,\"pids\":64,\"cpus\":0.5,\"timeout_sec\":30},\"network\":\"none\"}}"},
-    {"process_started", "ws-1", "protocol", "{\"pid\":1234,\"argv\":[\"./agent\",\"--fast\"],\"cwd\":\"/\",\"purpose\":\"agent\"}"},
+     "\"seccomp\":{\"default_action\":\"errno(EPERM)\",\"rules\":[{\"syscall\":\"ptrace\",\"action\":"
+     "\"kill\"}]},"
+     "\"budgets\":{\"memory_bytes\":536870912,\"pids\":64,\"cpus\":0.5,\"timeout_sec\":30},\"network\":"
+     "\"none\"}}"},
+    {"process_started", "ws-1", "protocol",
+     "{\"pid\":1234,\"argv\":[\"./agent\",\"--fast\"],\"cwd\":\"/\",\"purpose\":\"agent\"}"},
     {"process_exited", "ws-1", "protocol",
-     "{\"pid\":1234,\"status\":null,\"signal\":9,\"timed_out\":true,\"usage\":{\"cpu_user_us\":120000,\"cpu_system_us\":3000,\"max_rss_bytes\":10485760,\"wall_us\":30000000}}"},
-    {"budget_warning", "ws-1", "protocol", "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":429496729,\"limit\":536870912,\"threshold_percent\":80}"},
-    {"budget_exceeded", "ws-1", "protocol", "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":536870912,\"limit\":536870912}"},
-    {"denial", "ws-1", "protocol", "{\"kind\":\"path\",\"subject\":\"../../etc/shadow\",\"rule\":\"workspace containment\",\"reason\":\"path_outside_workspace\"}"},
+     "{\"pid\":1234,\"status\":null,\"signal\":9,\"timed_out\":true,\"usage\":{\"cpu_user_us\":120000,"
+     "\"cpu_system_us\":3000,\"max_rss_bytes\":10485760,\"wall_us\":30000000}}"},
+    {"budget_warning", "ws-1", "protocol",
+     "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":429496729,\"limit\":"
+     "536870912,\"threshold_percent\":80}"},
+    {"budget_exceeded", "ws-1", "protocol",
+     "{\"workspace_id\":\"ws-1\",\"budget_dimension\":\"memory\",\"consumed\":536870912,\"limit\":"
+     "536870912}"},
+    {"denial", "ws-1", "protocol",
+     "{\"kind\":\"path\",\"subject\":\"../../etc/shadow\",\"rule\":\"workspace "
+     "containment\",\"reason\":\"path_outside_workspace\"}"},
     {"tool_call", "ws-1", "worker",
-     "{\"surface\":\"wap\",\"tool\":\"readFile\",\"arguments\":{\"path\":\"src/main.c\"},\"outcome\":\"ok\",\"request_bytes\":88,\"response_bytes\":4096,\"duration_us\":210,\"blobs\":[]}"},
-    {"protocol_message", "ws-1", "worker", "{\"direction\":\"in\",\"method\":\"tools/call\",\"id\":7,\"bytes\":88}"},
-    {"protocol_error", "ws-1", "protocol", "{\"code\":-32700,\"message\":\"Parse error\",\"bytes\":12,\"reason\":\"invalid JSON\"}"},
-    {"agent_log", "ws-1", "worker", "{\"stream\":\"stderr\",\"bytes\":11,\"text\":\"hello\\nworld\",\"truncated\":false}"},
+     "{\"surface\":\"wap\",\"tool\":\"readFile\",\"arguments\":{\"path\":\"src/"
+     "main.c\"},\"outcome\":\"ok\",\"request_bytes\":88,\"response_bytes\":4096,\"duration_us\":210,"
+     "\"blobs\":[]}"},
+    {"protocol_message", "ws-1", "worker",
+     "{\"direction\":\"in\",\"method\":\"tools/call\",\"id\":7,\"bytes\":88}"},
+    {"protocol_error", "ws-1", "protocol",
+     "{\"code\":-32700,\"message\":\"Parse error\",\"bytes\":12,\"reason\":\"invalid JSON\"}"},
+    {"agent_log", "ws-1", "worker",
+     "{\"stream\":\"stderr\",\"bytes\":11,\"text\":\"hello\\nworld\",\"truncated\":false}"},
     {"supervisor_stopped", NULL, "system", "{\"reason\":\"agent exited\",\"status\":0}"},
     {"gate_resolved", "ws-1", "user-alice", "{\"gate_id\":\"g-1\",\"decision\":\"approved\"}"},
 };
@@ -213,12 +288,14 @@ static void test_every_kind_read_back(void **state)
     struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
     uint64_t seq;
     for (size_t i = 0; i < ARRAY_SIZE(corral_kinds); i++)
-        append_json(t, corral_kinds[i].ws, corral_kinds[i].actor, corral_kinds[i].type, corral_kinds[i].body, &seq);
+        append_json(t, corral_kinds[i].ws, corral_kinds[i].actor, corral_kinds[i].type,
+                    corral_kinds[i].body, &seq);
     /* every WACP type too, each in its own workspace chain or system-level */
     for (size_t i = 0; i < ARRAY_SIZE(wacp_types); i++) {
         char body[128];
         snprintf(body, sizeof(body), "{\"n\":%zu,\"event\":\"%s\"}", i, wacp_types[i]);
-        append_json(t, i % 3 == 0 ? NULL : (i % 3 == 1 ? "ws-a" : "ws-b"), "protocol", wacp_types[i], body, &seq);
+        append_json(t, i % 3 == 0 ? NULL : (i % 3 == 1 ? "ws-a" : "ws-b"), "protocol", wacp_types[i],
+                    body, &seq);
     }
     assert_int_equal(trail_pending(t), ARRAY_SIZE(corral_kinds) + 72);
     commit_ok(t);
@@ -298,10 +375,14 @@ static void test_canonical_and_refusals(void **state)
     struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
     struct cerr err = {0};
     uint64_t s1, s2;
-    append_json(t, "w", "worker", "tool_call", "{ \"b\": [1, 2.5, -0, 1e3, true, null], \"a\": {\"z\":\"\\u0001\\\"\\\\\", \"y\": 1} }", &s1);
-    append_json(t, "w", "worker", "tool_call", "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}", &s2);
+    append_json(t, "w", "worker", "tool_call",
+                "{ \"b\": [1, 2.5, -0, 1e3, true, null], \"a\": {\"z\":\"\\u0001\\\"\\\\\", \"y\": 1} }",
+                &s1);
+    append_json(t, "w", "worker", "tool_call",
+                "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}", &s2);
     uint64_t s3;
-    append_json(t, "w", "worker", "tool_call", "{\"k\":2,\"a\":0,\"k\":1}", &s3); /* duplicates keep their order */
+    append_json(t, "w", "worker", "tool_call", "{\"k\":2,\"a\":0,\"k\":1}",
+                &s3); /* duplicates keep their order */
     /* no body: {} */
     assert_int_equal(trail_append(t, NULL, "system", "agent_log", NULL, NULL, &err), 0);
 
@@ -339,7 +420,8 @@ static void test_canonical_and_refusals(void **state)
 
     struct got *g = query(db, NULL);
     assert_int_equal(g->n, 5);
-    assert_string_equal(g->body[1], "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}");
+    assert_string_equal(g->body[1],
+                        "{\"a\":{\"y\":1,\"z\":\"\\u0001\\\"\\\\\"},\"b\":[1,2.5,0,1000,true,null]}");
     assert_string_equal(g->body[1], g->body[2]); /* same value, same bytes, whatever the input order */
     assert_string_equal(g->body[3], "{\"a\":0,\"k\":2,\"k\":1}");
     assert_string_equal(g->body[4], "{}");
@@ -378,7 +460,8 @@ static void test_blobs(void **state)
     sodium_bin2hex(want_hex, sizeof(want_hex), want, sizeof(want));
     assert_string_equal(h1, want_hex); /* what b2sum -l 256 prints */
     char body[256];
-    snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"outcome\":\"ok\",\"content_blob\":\"%s\"}", h1);
+    snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"outcome\":\"ok\",\"content_blob\":\"%s\"}",
+             h1);
     append_json(t, "w", "worker", "tool_call", body, NULL);
     /* references must name blobs this trail holds; a wrong one is refused, not degrading */
     const char *refused[] = {
@@ -390,12 +473,15 @@ static void test_blobs(void **state)
     };
     for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
         cJSON *b = parse(refused[i]);
-        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) != -EINVAL || !strstr(err.msg, "blob"))
+        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) != -EINVAL ||
+            !strstr(err.msg, "blob"))
             fail_msg("accepted %s", refused[i]);
         cJSON_Delete(b);
     }
     assert_false(trail_degraded(t));
-    snprintf(body, sizeof(body), "{\"blob\":null,\"deep\":[{\"output_blob\":\"%s\"}],\"blobs\":[\"%s\",\"%s\"]}", h1, h1, h3);
+    snprintf(body, sizeof(body),
+             "{\"blob\":null,\"deep\":[{\"output_blob\":\"%s\"}],\"blobs\":[\"%s\",\"%s\"]}", h1, h1,
+             h3);
     append_json(t, "w", "worker", "tool_call", body, NULL);
     commit_ok(t);
     trail_close(t);
@@ -411,7 +497,10 @@ static void test_blobs(void **state)
     assert_int_equal(trail_blob_get(r, h3, &data, &len, &err), 0);
     assert_int_equal(len, 0);
     free(data);
-    assert_int_equal(trail_blob_get(r, "00000000000000000000000000000000000000000000000000000000000000ff", &data, &len, &err), -ENOENT);
+    assert_int_equal(trail_blob_get(r,
+                                    "00000000000000000000000000000000000000000000000000000000000000ff",
+                                    &data, &len, &err),
+                     -ENOENT);
     assert_int_equal(trail_blob_get(r, "xyz", &data, &len, &err), -EINVAL);
     int n = 0;
     assert_int_equal(trail_blobs_each(r, count_blobs, &n, &err), 0);
@@ -437,9 +526,14 @@ static void test_update_delete_refused(void **state)
 
     /* the writer's own connection: the authorizer refuses at prepare time */
     sqlite3 *w = trail_db_handle(t);
-    const char *writer_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2", "DELETE FROM entries WHERE seq = 2",
-                                "DELETE FROM blobs", "DROP TRIGGER entries_no_update", "DROP TABLE entries",
-                                "CREATE TABLE x (a)", "ATTACH '/tmp/x.db' AS x", "PRAGMA writable_schema=1"};
+    const char *writer_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2",
+                                "DELETE FROM entries WHERE seq = 2",
+                                "DELETE FROM blobs",
+                                "DROP TRIGGER entries_no_update",
+                                "DROP TABLE entries",
+                                "CREATE TABLE x (a)",
+                                "ATTACH '/tmp/x.db' AS x",
+                                "PRAGMA writable_schema=1"};
     for (size_t i = 0; i < ARRAY_SIZE(writer_sql); i++) {
         int rc = sqlite3_exec(w, writer_sql[i], NULL, NULL, NULL);
         if (rc != SQLITE_AUTH)
@@ -450,11 +544,15 @@ static void test_update_delete_refused(void **state)
     sqlite3 *o = NULL;
     assert_int_equal(sqlite3_open(db, &o), SQLITE_OK);
     sqlite3_busy_timeout(o, 5000);
-    const char *other_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2", "DELETE FROM entries WHERE seq = 2",
-                               "DELETE FROM entries", "UPDATE blobs SET data = x'00'", "DELETE FROM blobs",
+    const char *other_sql[] = {"UPDATE entries SET body = '{}' WHERE seq = 2",
+                               "DELETE FROM entries WHERE seq = 2",
+                               "DELETE FROM entries",
+                               "UPDATE blobs SET data = x'00'",
+                               "DELETE FROM blobs",
                                "INSERT OR REPLACE INTO entries SELECT * FROM entries WHERE seq = 2",
                                "INSERT OR REPLACE INTO blobs SELECT hash, size, x'00' FROM blobs",
-                               "INSERT INTO entries SELECT * FROM entries WHERE seq = 2 ON CONFLICT (seq) DO UPDATE SET body = '{}'"};
+                               "INSERT INTO entries SELECT * FROM entries WHERE seq = 2 ON CONFLICT "
+                               "(seq) DO UPDATE SET body = '{}'"};
     for (size_t i = 0; i < ARRAY_SIZE(other_sql); i++) {
         char *msg = NULL;
         int rc = sqlite3_exec(o, other_sql[i], NULL, NULL, &msg);
@@ -466,7 +564,8 @@ static void test_update_delete_refused(void **state)
     /* a reader connection cannot write at all */
     sqlite3 *ro = NULL;
     assert_int_equal(trail_db_open_readonly(db, &ro, &err), 0);
-    assert_int_equal(sqlite3_exec(ro, "INSERT INTO blobs VALUES (x'00', 1, x'00')", NULL, NULL, NULL), SQLITE_READONLY);
+    assert_int_equal(sqlite3_exec(ro, "INSERT INTO blobs VALUES (x'00', 1, x'00')", NULL, NULL, NULL),
+                     SQLITE_READONLY);
     sqlite3_close(ro);
     /* the trail still holds and still takes appends */
     append_json(t, "w", "worker", "tool_call", "{\"x\":2}", NULL);
@@ -496,11 +595,14 @@ static void make_trail(const char *db)
         } else if (i == 90) {
             char h2[65];
             assert_int_equal(trail_blob_put(t, "second blob", 11, h2, &err), 0);
-            snprintf(body, sizeof(body), "{\"tool\":\"executeCommand\",\"blobs\":[\"%s\",\"%s\"]}", h, h2);
+            snprintf(body, sizeof(body), "{\"tool\":\"executeCommand\",\"blobs\":[\"%s\",\"%s\"]}", h,
+                     h2);
         } else {
-            snprintf(body, sizeof(body), "{\"tool\":\"readFile\",\"path\":\"src/file_%d.c\",\"bytes\":%d}", i, i * 10);
+            snprintf(body, sizeof(body),
+                     "{\"tool\":\"readFile\",\"path\":\"src/file_%d.c\",\"bytes\":%d}", i, i * 10);
         }
-        append_json(t, i % 11 == 0 ? NULL : ws, i % 11 == 0 ? "protocol" : "worker", i % 11 == 0 ? "protocol_error" : "tool_call", body, NULL);
+        append_json(t, i % 11 == 0 ? NULL : ws, i % 11 == 0 ? "protocol" : "worker",
+                    i % 11 == 0 ? "protocol_error" : "tool_call", body, NULL);
         if (i % 37 == 0)
             commit_ok(t);
     }
@@ -516,27 +618,44 @@ struct tamper {
 };
 
 static const struct tamper tampers[] = {
-    {"a changed byte in a body", "UPDATE entries SET body = replace(body, 'file_120', 'file_12O') WHERE seq = 120", 120, "hash does not match"},
-    {"a changed actor", "UPDATE entries SET actor = 'coordinator' WHERE seq = 200", 200, "hash does not match"},
-    {"a changed timestamp", "UPDATE entries SET ts = ts + 1 WHERE seq = 201", 201, "hash does not match"},
+    {"a changed byte in a body",
+     "UPDATE entries SET body = replace(body, 'file_120', 'file_12O') WHERE seq = 120", 120,
+     "hash does not match"},
+    {"a changed actor", "UPDATE entries SET actor = 'coordinator' WHERE seq = 200", 200,
+     "hash does not match"},
+    {"a changed timestamp", "UPDATE entries SET ts = ts + 1 WHERE seq = 201", 201,
+     "hash does not match"},
     {"a changed workspace", "UPDATE entries SET workspace = 'ws-1' WHERE seq = 202", 202, "does not"},
-    {"a changed byte in a hash", "UPDATE entries SET hash = zeroblob(32) WHERE seq = 150", 150, "hash does not match"},
-    {"a hash of the wrong size", "UPDATE entries SET hash = zeroblob(31) WHERE seq = 151", 151, "32-byte"},
-    {"a changed prev_hash", "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = 160", 160, "prev_hash"},
-    {"a changed local_prev", "UPDATE entries SET local_prev = zeroblob(32) WHERE seq = 170", 170, "local_prev"},
+    {"a changed byte in a hash", "UPDATE entries SET hash = zeroblob(32) WHERE seq = 150", 150,
+     "hash does not match"},
+    {"a hash of the wrong size", "UPDATE entries SET hash = zeroblob(31) WHERE seq = 151", 151,
+     "32-byte"},
+    {"a changed prev_hash", "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = 160", 160,
+     "prev_hash"},
+    {"a changed local_prev", "UPDATE entries SET local_prev = zeroblob(32) WHERE seq = 170", 170,
+     "local_prev"},
     {"a deleted row", "DELETE FROM entries WHERE seq = 180", 180, "missing"},
-    {"deleted rows at a range boundary", "DELETE FROM entries WHERE seq BETWEEN 100 AND 101", 100, "missing"},
-    {"two rows swapped", "UPDATE entries SET seq = -1 WHERE seq = 190; UPDATE entries SET seq = 190 WHERE seq = 191; UPDATE entries SET seq = 191 WHERE seq = -1", 190, "prev_hash"},
+    {"deleted rows at a range boundary", "DELETE FROM entries WHERE seq BETWEEN 100 AND 101", 100,
+     "missing"},
+    {"two rows swapped",
+     "UPDATE entries SET seq = -1 WHERE seq = 190; UPDATE entries SET seq = 190 WHERE seq = 191; UPDATE "
+     "entries SET seq = 191 WHERE seq = -1",
+     190, "prev_hash"},
     {"a row moved before the start", "UPDATE entries SET seq = 0 WHERE seq = 1", 1, "1"},
-    {"an unknown type", "UPDATE entries SET type = 'envelope_sent' WHERE seq = 210", 210, "unknown event type"},
+    {"an unknown type", "UPDATE entries SET type = 'envelope_sent' WHERE seq = 210", 210,
+     "unknown event type"},
     {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "does not match its hash"},
-    {"a tampered blob named only in a list", "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90, "does not match its hash"},
+    {"a tampered blob named only in a list",
+     "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90,
+     "does not match its hash"},
     {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail"},
-    {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90, "missing from the trail"},
+    {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90,
+     "missing from the trail"},
     {"every blob deleted", "DELETE FROM blobs", 77, "missing from the trail"},
     {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing"},
     {"the whole tail rewritten from a deleted row on",
-     "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300, "hash does not match"},
+     "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300,
+     "hash does not match"},
 };
 
 static void tamper_one(const char *dir, const char *clean, const struct tamper *tp, int ranges)
@@ -549,8 +668,10 @@ static void tamper_one(const char *dir, const char *clean, const struct tamper *
     sqlite3 *a = NULL;
     assert_int_equal(sqlite3_open(db, &a), SQLITE_OK);
     char *msg = NULL;
-    if (sqlite3_exec(a, "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;"
-                        "DROP TRIGGER blobs_no_update; DROP TRIGGER blobs_no_delete;", NULL, NULL, &msg) != SQLITE_OK ||
+    if (sqlite3_exec(a,
+                     "DROP TRIGGER entries_no_update; DROP TRIGGER entries_no_delete;"
+                     "DROP TRIGGER blobs_no_update; DROP TRIGGER blobs_no_delete;",
+                     NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(a, tp->sql, NULL, NULL, &msg) != SQLITE_OK)
         fail_msg("%s: %s", tp->name, msg ? msg : "");
     assert_true(sqlite3_changes(a) > 0);
@@ -559,8 +680,9 @@ static void tamper_one(const char *dir, const char *clean, const struct tamper *
     uint64_t n = 0, bad_seq = 0;
     int r = trail_verify_ranges(db, ranges, 1, &n, &bad_seq, &err);
     if (r != 1 || bad_seq != tp->bad_seq || !strstr(err.msg, tp->why))
-        fail_msg("%s (%d ranges): verify gave %d, entry %llu, '%s'; want 1, entry %llu, '%s'", tp->name, ranges, r,
-                 (unsigned long long)bad_seq, err.msg, (unsigned long long)tp->bad_seq, tp->why);
+        fail_msg("%s (%d ranges): verify gave %d, entry %llu, '%s'; want 1, entry %llu, '%s'", tp->name,
+                 ranges, r, (unsigned long long)bad_seq, err.msg, (unsigned long long)tp->bad_seq,
+                 tp->why);
     free(db);
 }
 
@@ -662,7 +784,10 @@ static size_t scan_ws(const char *db, const char *ws, uint64_t *out, size_t cap)
     sqlite3_stmt *st = NULL;
     size_t n = 0;
     assert_int_equal(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(c, "SELECT seq FROM entries NOT INDEXED WHERE workspace = ?1 ORDER BY seq", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_prepare_v2(c, "SELECT seq FROM entries NOT INDEXED WHERE workspace = ?1 ORDER BY seq",
+                           -1, &st, NULL),
+        SQLITE_OK);
     sqlite3_bind_text(st, 1, ws, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW && n < cap)
         out[n++] = (uint64_t)sqlite3_column_int64(st, 0);
@@ -682,7 +807,8 @@ static void test_workspace_index(void **state)
             char ws[16], body[64];
             snprintf(ws, sizeof(ws), "ws-%llu", (unsigned long long)(i * 7 % 5));
             snprintf(body, sizeof(body), "{\"i\":%llu}", (unsigned long long)i);
-            append_json(t, i % 9 == 0 ? NULL : ws, "worker", i % 9 == 0 ? "protocol_error" : "tool_call", body, NULL);
+            append_json(t, i % 9 == 0 ? NULL : ws, "worker", i % 9 == 0 ? "protocol_error" : "tool_call",
+                        body, NULL);
             if (k % 13 == 12)
                 commit_ok(t);
         }
@@ -691,7 +817,8 @@ static void test_workspace_index(void **state)
     }
     int64_t mark = sql_int(db, "SELECT max(upto) FROM ws_index_marks");
     char q[160];
-    snprintf(q, sizeof(q), "SELECT count(*) FROM entries WHERE workspace IS NOT NULL AND seq <= %lld", (long long)mark);
+    snprintf(q, sizeof(q), "SELECT count(*) FROM entries WHERE workspace IS NOT NULL AND seq <= %lld",
+             (long long)mark);
     assert_true(mark > TRAIL_INDEX_RUN);
     assert_true(mark < 10001);
     assert_int_equal(sql_int(db, "SELECT count(*) FROM ws_index"), sql_int(db, q));
@@ -715,8 +842,8 @@ static void test_workspace_index(void **state)
                 if (limit && expect > limit)
                     expect = limit;
                 if (g->n != expect)
-                    fail_msg("%s after %llu limit %llu: %zu entries, want %zu", ws, (unsigned long long)afters[a],
-                             (unsigned long long)limit, g->n, expect);
+                    fail_msg("%s after %llu limit %llu: %zu entries, want %zu", ws,
+                             (unsigned long long)afters[a], (unsigned long long)limit, g->n, expect);
                 for (size_t m = 0; m < g->n; m++)
                     assert_int_equal(g->seq[m], want[j + m]);
                 got_free(g);
@@ -730,8 +857,12 @@ static void test_workspace_index(void **state)
     assert_int_equal(system(cmd), 0);
     sqlite3 *c = NULL;
     assert_int_equal(sqlite3_open(bad, &c), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(c, "DROP TRIGGER ws_index_no_delete; DELETE FROM ws_index WHERE seq = (SELECT min(seq) FROM ws_index WHERE workspace = 'ws-2');"
-                                     "INSERT INTO ws_index VALUES ('ws-2', 1)", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(c,
+                                  "DROP TRIGGER ws_index_no_delete; DELETE FROM ws_index WHERE seq = "
+                                  "(SELECT min(seq) FROM ws_index WHERE workspace = 'ws-2');"
+                                  "INSERT INTO ws_index VALUES ('ws-2', 1)",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(c);
     struct cerr err = {0};
     uint64_t cnt = 0, bad_seq = 99;
@@ -824,7 +955,14 @@ static void test_time_formats(void **state)
     assert_int_equal(us, z);
     assert_int_equal(trail_parse_time("2026-11-23T09:30:00.5Z", &us), 0);
     assert_int_equal(us, z + 500000);
-    const char *badt[] = {"", "yesterday", "2026-13-01", "2026-02-31", "2026-11-23T25:00", "12abc", "-5", "2026-11-23T09:30:00Zjunk"};
+    const char *badt[] = {"",
+                          "yesterday",
+                          "2026-13-01",
+                          "2026-02-31",
+                          "2026-11-23T25:00",
+                          "12abc",
+                          "-5",
+                          "2026-11-23T09:30:00Zjunk"};
     for (size_t i = 0; i < ARRAY_SIZE(badt); i++)
         if (trail_parse_time(badt[i], &us) != -EINVAL)
             fail_msg("'%s' parsed", badt[i]);

@@ -107,23 +107,27 @@ static void full_disk_child(const char *dir, enum trail_durability d)
     if (r != -EIO || !strstr(err.msg, "cannot be written") || !trail_degraded(t))
         child_fail("the failure was not a degraded trail: %d %s", r, err.msg);
     if (effects != acked - 1)
-        child_fail("%llu effects for %llu acknowledged entries", (unsigned long long)effects, (unsigned long long)acked);
+        child_fail("%llu effects for %llu acknowledged entries", (unsigned long long)effects,
+                   (unsigned long long)acked);
     /* degraded: every later write fails the same way */
     char h[65];
     struct cerr e2 = {0};
-    if (trail_append(t, NULL, "system", "agent_log", NULL, NULL, &e2) != -EIO || !strstr(e2.msg, "cannot be written"))
+    if (trail_append(t, NULL, "system", "agent_log", NULL, NULL, &e2) != -EIO ||
+        !strstr(e2.msg, "cannot be written"))
         child_fail("append after degrade: %s", e2.msg);
     if (trail_blob_put(t, "y", 1, h, &e2) != -EIO || trail_commit(t, &e2) != -EIO)
         child_fail("blob_put/commit after degrade did not fail");
     if (trail_pending(t) != 0 || trail_head_seq(t) != acked)
-        child_fail("head %llu, want %llu", (unsigned long long)trail_head_seq(t), (unsigned long long)acked);
+        child_fail("head %llu, want %llu", (unsigned long long)trail_head_seq(t),
+                   (unsigned long long)acked);
     trail_close(t);
     /* what is in the file: every acknowledged entry, nothing after, and a sound chain */
     uint64_t n = 0, bad_seq = 0;
     if (trail_verify_file_count(db, &n, &bad_seq, &err) != 0)
         child_fail("verify after a full disk: %s", err.msg);
     if (n != acked)
-        child_fail("the file holds %llu entries, %llu were acknowledged", (unsigned long long)n, (unsigned long long)acked);
+        child_fail("the file holds %llu entries, %llu were acknowledged", (unsigned long long)n,
+                   (unsigned long long)acked);
     free(db);
     _exit(0);
 }
@@ -198,7 +202,8 @@ static void busy_writer(const char *db, int ack_fd, unsigned seed, enum trail_du
             cJSON *b = body_with_text(40 + rand_r(&seed) % 400, i);
             if (k == 0 && trail_blob_put(t, &i, sizeof(i), h, &err) == 0)
                 cJSON_AddStringToObject(b, "content_blob", h);
-            int r = trail_append(t, rand_r(&seed) % 10 ? ws : NULL, "worker", "tool_call", b, NULL, &err);
+            int r = trail_append(t, rand_r(&seed) % 10 ? ws : NULL, "worker", "tool_call", b, NULL,
+                                 &err);
             cJSON_Delete(b);
             if (r < 0)
                 child_fail("append: %s", err.msg);
@@ -236,7 +241,8 @@ static void test_sigkill_anywhere(void **state)
         assert_true(pid >= 0);
         if (pid == 0) {
             close(p[0]);
-            busy_writer(db, p[1], child_seed, round % 2 ? TRAIL_DURABILITY_NORMAL : TRAIL_DURABILITY_FULL);
+            busy_writer(db, p[1], child_seed,
+                        round % 2 ? TRAIL_DURABILITY_NORMAL : TRAIL_DURABILITY_FULL);
         }
         close(p[1]);
         /* let it run 1 to 60 ms, reading acknowledgements as they come, then kill it mid-flight */
@@ -247,7 +253,8 @@ static void test_sigkill_anywhere(void **state)
             if (left <= 0)
                 break;
             struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-            if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0 && read(p[0], &seq, sizeof(seq)) == (ssize_t)sizeof(seq)) {
+            if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0 &&
+                read(p[0], &seq, sizeof(seq)) == (ssize_t)sizeof(seq)) {
                 assert_true(seq >= last_acked);
                 last_acked = seq;
             }

@@ -84,9 +84,9 @@ static void lists_the_toolkits_in_order(void **state)
     struct fx *f = *state;
     f->ctx.allow_commands = true;
     cJSON *arr = tool_surface_list(f->s, &f->ctx);
-    const char *names[] = {"ls", "read_file", "write_file", "edit_file", "delete_file", "stat",
-                           "mkdir", "rmdir", "list_tree", "list_files", "glob", "grep",
-                           "execute_command"};
+    const char *names[] = {"ls",   "read_file", "write_file",     "edit_file", "delete_file",
+                           "stat", "mkdir",     "rmdir",          "list_tree", "list_files",
+                           "glob", "grep",      "execute_command"};
     assert_true(cJSON_GetArraySize(arr) >= 13);
     for (int i = 0; i < 13; i++)
         assert_string_equal(fx_str(cJSON_GetArrayItem(arr, i), "name"), names[i]);
@@ -127,8 +127,10 @@ static void unknown_tool_and_bad_arguments(void **state)
     assert_int_equal(tool_surface_call(f->s, &f->ctx, "format_disk", NULL, &res, &err), -ENOENT);
     assert_null(res);
     expect_err(f, "read_file", "{}", "invalid_argument", "Error: file_path is required");
-    expect_err(f, "read_file", "{\"file_path\":7}", "invalid_argument", "Error: file_path must be a string");
-    expect_err(f, "read_file", "{\"filepath\":\"/a\"}", "invalid_argument", "Error: read_file takes no argument");
+    expect_err(f, "read_file", "{\"file_path\":7}", "invalid_argument",
+               "Error: file_path must be a string");
+    expect_err(f, "read_file", "{\"filepath\":\"/a\"}", "invalid_argument",
+               "Error: read_file takes no argument");
     expect_err(f, "read_file", "{\"file_path\":\"/a\",\"offset\":-1}", "invalid_argument", NULL);
     expect_err(f, "read_file", "{\"file_path\":\"/a\",\"limit\":\"x\"}", "invalid_argument", NULL);
     expect_err(f, "write_file", "{\"file_path\":\"/a\",\"content\":\"x\",\"overwrite\":\"yes\"}",
@@ -136,7 +138,8 @@ static void unknown_tool_and_bad_arguments(void **state)
     expect_err(f, "list_tree", "{\"max_depth\":0}", "invalid_argument", NULL);
     /* z.coerce.number: a numeric string is a number */
     fx_put(f, "n.txt", "a\nb\nc\n");
-    expect_out(f, "read_file", "{\"file_path\":\"/n.txt\",\"offset\":\"1\",\"limit\":\"1\"}", "     2\tb");
+    expect_out(f, "read_file", "{\"file_path\":\"/n.txt\",\"offset\":\"1\",\"limit\":\"1\"}",
+               "     2\tb");
 }
 
 static void error_shape_and_denials(void **state)
@@ -149,9 +152,9 @@ static void error_shape_and_denials(void **state)
     assert_string_equal(fx_str(r, "code"), "not_found");
     assert_null(f->s->denial(r));
     cJSON_Delete(r);
-    const char *refusals[] = {"denied", VOLTAGENT_E_TRAVERSAL, VOLTAGENT_E_READ_ONLY,
-                              VOLTAGENT_E_READ_FIRST, VOLTAGENT_E_STALE, VOLTAGENT_E_APPROVAL,
-                              VOLTAGENT_E_COMMANDS, VOLTAGENT_E_SYMLINK};
+    const char *refusals[] = {
+        "denied",          VOLTAGENT_E_TRAVERSAL, VOLTAGENT_E_READ_ONLY, VOLTAGENT_E_READ_FIRST,
+        VOLTAGENT_E_STALE, VOLTAGENT_E_APPROVAL,  VOLTAGENT_E_COMMANDS,  VOLTAGENT_E_SYMLINK};
     for (size_t i = 0; i < ARRAY_SIZE(refusals); i++) {
         r = voltagent_error_text(refusals[i], "x");
         assert_non_null(f->s->denial(r));
@@ -171,8 +174,8 @@ static void path_rule(void **state)
     expect_err(f, "read_file", "{\"file_path\":\"a.txt\"}", "invalid_argument",
                "Error: file_path must be a workspace path starting with '/'");
     expect_err(f, "read_file", "{\"file_path\":\"\"}", "invalid_argument", NULL);
-    const char *bad[] = {"/../outside/x", "/sub/../../x", "/..", "/a/..", "~/x", "/~root/x",
-                         "/a/~", "/..\\\\x"};
+    const char *bad[] = {"/../outside/x", "/sub/../../x", "/..",  "/a/..",
+                         "~/x",           "/~root/x",     "/a/~", "/..\\\\x"};
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         char args[128];
         snprintf(args, sizeof(args), "{\"file_path\":\"%s\"}", bad[i]);
@@ -184,7 +187,8 @@ static void path_rule(void **state)
     expect_err(f, "ls", "{\"path\":\"/..\"}", VOLTAGENT_E_TRAVERSAL, NULL);
     expect_err(f, "glob", "{\"pattern\":\"../**\"}", VOLTAGENT_E_TRAVERSAL, NULL);
     expect_err(f, "grep", "{\"pattern\":\"x\",\"glob\":\"~/*\"}", VOLTAGENT_E_TRAVERSAL, NULL);
-    expect_err(f, "write_file", "{\"file_path\":\"/../w\",\"content\":\"x\"}", VOLTAGENT_E_TRAVERSAL, NULL);
+    expect_err(f, "write_file", "{\"file_path\":\"/../w\",\"content\":\"x\"}", VOLTAGENT_E_TRAVERSAL,
+               NULL);
     /* an absolute host path is a workspace path: not found inside */
     char args[256];
     snprintf(args, sizeof(args), "{\"file_path\":\"%s/secret\"}", f->out);
@@ -201,7 +205,8 @@ static void path_rule(void **state)
     snprintf(target, sizeof(target), "%s/secret", f->out);
     assert_int_equal(symlink(target, link), 0);
     expect_err(f, "read_file", "{\"file_path\":\"/secret_link\"}", "denied", "Error: ");
-    expect_err(f, "write_file", "{\"file_path\":\"/secret_link\",\"content\":\"x\",\"overwrite\":true}", "denied", NULL);
+    expect_err(f, "write_file", "{\"file_path\":\"/secret_link\",\"content\":\"x\",\"overwrite\":true}",
+               "denied", NULL);
     expect_err(f, "delete_file", "{\"file_path\":\"/secret_link\"}", "denied", NULL);
 }
 
@@ -219,10 +224,12 @@ static void symlinks_inside_are_refused(void **state)
     expect_err(f, "read_file", "{\"file_path\":\"/l.txt\"}", VOLTAGENT_E_SYMLINK,
                "Error: Symlinks are not allowed: /l.txt");
     expect_err(f, "write_file", "{\"file_path\":\"/l.txt\",\"content\":\"x\",\"overwrite\":true}",
-               VOLTAGENT_E_SYMLINK, "Cannot write to /l.txt because it is a symlink. Symlinks are not allowed.");
+               VOLTAGENT_E_SYMLINK,
+               "Cannot write to /l.txt because it is a symlink. Symlinks are not allowed.");
     expect_err(f, "edit_file", "{\"file_path\":\"/l.txt\",\"old_string\":\"real\",\"new_string\":\"x\"}",
                VOLTAGENT_E_SYMLINK, "Error: Symlinks are not allowed: /l.txt");
-    expect_err(f, "delete_file", "{\"file_path\":\"/ldir\",\"recursive\":true}", VOLTAGENT_E_SYMLINK, NULL);
+    expect_err(f, "delete_file", "{\"file_path\":\"/ldir\",\"recursive\":true}", VOLTAGENT_E_SYMLINK,
+               NULL);
     expect_err(f, "rmdir", "{\"path\":\"/ldir\",\"recursive\":true}", VOLTAGENT_E_SYMLINK, NULL);
     expect_err(f, "mkdir", "{\"path\":\"/ldir\"}", VOLTAGENT_E_SYMLINK,
                "Cannot create directory '/ldir' because it is a symlink.");
@@ -283,10 +290,13 @@ static void read_file_formats_as_upstream(void **state)
     expect_err(f, "read_file", "{\"file_path\":\"/a.txt\",\"offset\":7}", "invalid_argument",
                "Error: Line offset 7 exceeds file length (3 lines)");
     fx_put(f, "blank.txt", "  \n\n");
-    expect_out(f, "read_file", "{\"file_path\":\"/blank.txt\"}", "System reminder: File exists but has empty contents");
+    expect_out(f, "read_file", "{\"file_path\":\"/blank.txt\"}",
+               "System reminder: File exists but has empty contents");
     fx_put(f, "zero.txt", "");
-    expect_out(f, "read_file", "{\"file_path\":\"/zero.txt\"}", "System reminder: File exists but has empty contents");
-    expect_err(f, "read_file", "{\"file_path\":\"/missing\"}", "not_found", "Error: File '/missing' not found");
+    expect_out(f, "read_file", "{\"file_path\":\"/zero.txt\"}",
+               "System reminder: File exists but has empty contents");
+    expect_err(f, "read_file", "{\"file_path\":\"/missing\"}", "not_found",
+               "Error: File '/missing' not found");
     expect_err(f, "read_file", "{\"file_path\":\"/missing\",\"limit\":0}", "not_found", NULL);
     expect_out(f, "read_file", "{\"file_path\":\"/a.txt\",\"limit\":0}", "");
     fx_put(f, "d/x", "x");
@@ -316,13 +326,16 @@ static void write_file(void **state)
     assert_string_equal(c, "hi");
     free(c);
     expect_err(f, "write_file", "{\"file_path\":\"/new/deep/a.txt\",\"content\":\"x\"}", "file_exists",
-               "Cannot write to /new/deep/a.txt because it already exists. Read and then make an edit, or write to a new path.");
-    expect_out(f, "write_file", "{\"file_path\":\"/new/deep/a.txt\",\"content\":\"x\",\"overwrite\":true}",
+               "Cannot write to /new/deep/a.txt because it already exists. Read and then make an edit, "
+               "or write to a new path.");
+    expect_out(f, "write_file",
+               "{\"file_path\":\"/new/deep/a.txt\",\"content\":\"x\",\"overwrite\":true}",
                "Successfully wrote to '/new/deep/a.txt'");
     c = fx_get(f, "new/deep/a.txt");
     assert_string_equal(c, "x");
     free(c);
-    expect_err(f, "write_file", "{\"file_path\":\"/p/q.txt\",\"content\":\"x\",\"create_parent_dirs\":false}",
+    expect_err(f, "write_file",
+               "{\"file_path\":\"/p/q.txt\",\"content\":\"x\",\"create_parent_dirs\":false}",
                "not_found", "Error: ");
     expect_err(f, "write_file", "{\"file_path\":\"/new\",\"content\":\"x\",\"overwrite\":true}",
                "is_directory", "Cannot write to /new because it is not a file.");
@@ -335,24 +348,31 @@ static void edit_file(void **state)
     /* edit_file's own behaviour: its default read-first rule (upstream's runtime) is lifted */
     struct tool_rule lift = {.name = "edit_file", .enabled = true};
     set_rule(f, &lift, 1);
-    expect_out(f, "edit_file", "{\"file_path\":\"/e.txt\",\"old_string\":\"gamma\",\"new_string\":\"$& $1 delta\"}",
+    expect_out(f, "edit_file",
+               "{\"file_path\":\"/e.txt\",\"old_string\":\"gamma\",\"new_string\":\"$& $1 delta\"}",
                "Successfully replaced 1 occurrence(s) in '/e.txt'");
     char *c = fx_get(f, "e.txt");
     assert_string_equal(c, "alpha beta alpha\n$& $1 delta\n");
     free(c);
-    expect_err(f, "edit_file", "{\"file_path\":\"/e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}",
-               "not_unique",
-               "Error: String 'alpha' appears 2 times in file. Use replace_all=true to replace all instances, or provide a more specific string with surrounding context.");
-    expect_err(f, "edit_file", "{\"file_path\":\"/e.txt\",\"old_string\":\"omega\",\"new_string\":\"A\"}",
-               "no_match", "Error: String not found in file: 'omega'");
-    expect_out(f, "edit_file", "{\"file_path\":\"/e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\",\"replace_all\":true}",
-               "Successfully replaced 2 occurrence(s) in '/e.txt'");
+    expect_err(f, "edit_file",
+               "{\"file_path\":\"/e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}", "not_unique",
+               "Error: String 'alpha' appears 2 times in file. Use replace_all=true to replace all "
+               "instances, or provide a more specific string with surrounding context.");
+    expect_err(f, "edit_file",
+               "{\"file_path\":\"/e.txt\",\"old_string\":\"omega\",\"new_string\":\"A\"}", "no_match",
+               "Error: String not found in file: 'omega'");
+    expect_out(
+        f, "edit_file",
+        "{\"file_path\":\"/e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\",\"replace_all\":true}",
+        "Successfully replaced 2 occurrence(s) in '/e.txt'");
     c = fx_get(f, "e.txt");
     assert_string_equal(c, "A beta A\n$& $1 delta\n");
     free(c);
     /* non-overlapping, left to right, as String.split */
     fx_put(f, "o.txt", "aaaa");
-    cJSON *r = fx_ok(f, "edit_file", "{\"file_path\":\"/o.txt\",\"old_string\":\"aa\",\"new_string\":\"b\",\"replace_all\":true}");
+    cJSON *r = fx_ok(
+        f, "edit_file",
+        "{\"file_path\":\"/o.txt\",\"old_string\":\"aa\",\"new_string\":\"b\",\"replace_all\":true}");
     assert_int_equal((int)fx_num(r, "occurrences"), 2);
     cJSON_Delete(r);
     c = fx_get(f, "o.txt");
@@ -370,11 +390,13 @@ static void delete_mkdir_rmdir(void **state)
     fx_put(f, "d/sub/x.txt", "x");
     fx_put(f, "d/y.txt", "y");
     fx_put(f, "f.txt", "f");
-    struct tool_rule r = {.name = "delete_file", .enabled = true}; /* no read-first: see read_before_write */
+    struct tool_rule r = {.name = "delete_file",
+                          .enabled = true}; /* no read-first: see read_before_write */
     set_rule(f, &r, 1);
     expect_out(f, "delete_file", "{\"file_path\":\"/f.txt\"}", "Successfully deleted '/f.txt'");
     assert_null(fx_get(f, "f.txt"));
-    expect_err(f, "delete_file", "{\"file_path\":\"/f.txt\"}", "not_found", "Error: File '/f.txt' not found");
+    expect_err(f, "delete_file", "{\"file_path\":\"/f.txt\"}", "not_found",
+               "Error: File '/f.txt' not found");
     expect_err(f, "delete_file", "{\"file_path\":\"/d\"}", "is_directory", "Error: '/d' is a directory");
     expect_out(f, "mkdir", "{\"path\":\"/m/n\"}", "Successfully created directory '/m/n/'");
     expect_out(f, "mkdir", "{\"path\":\"/m/n\"}", "Successfully created directory '/m/n/'");
@@ -383,19 +405,22 @@ static void delete_mkdir_rmdir(void **state)
                "Cannot create directory '/d/y.txt' because a file exists at that path.");
     expect_out(f, "rmdir", "{\"path\":\"/m/n\"}", "Successfully removed directory '/m/n'");
     expect_err(f, "rmdir", "{\"path\":\"/d\"}", "invalid_argument", "Error: /d is not empty");
-    expect_err(f, "rmdir", "{\"path\":\"/d/y.txt\"}", "not_a_directory", "Error: Directory '/d/y.txt' not found");
+    expect_err(f, "rmdir", "{\"path\":\"/d/y.txt\"}", "not_a_directory",
+               "Error: Directory '/d/y.txt' not found");
     expect_err(f, "rmdir", "{\"path\":\"/zz\"}", "not_found", "Error: Directory '/zz' not found");
     /* recursive removal leaves the target of a symlink inside alone */
     char link[256];
     snprintf(link, sizeof(link), "%s/d/sub/to_out", f->ws);
     fx_put_bytes(f, "../outside/keep", "K", 1);
     assert_int_equal(symlink(f->out, link), 0);
-    expect_out(f, "rmdir", "{\"path\":\"/d\",\"recursive\":true}", "Successfully removed directory '/d'");
+    expect_out(f, "rmdir", "{\"path\":\"/d\",\"recursive\":true}",
+               "Successfully removed directory '/d'");
     char keep[256];
     snprintf(keep, sizeof(keep), "%s/keep", f->out);
     assert_true(fx_exists_host(keep));
     fx_put(f, "e/x/y", "y");
-    expect_out(f, "delete_file", "{\"file_path\":\"/e\",\"recursive\":true}", "Successfully deleted '/e'");
+    expect_out(f, "delete_file", "{\"file_path\":\"/e\",\"recursive\":true}",
+               "Successfully deleted '/e'");
     assert_null(fx_get(f, "e/x/y"));
     expect_err(f, "rmdir", "{\"path\":\"/\",\"recursive\":true}", "denied", NULL);
 }
@@ -410,7 +435,8 @@ static void list_tree_as_upstream(void **state)
     fx_put(f, "src/main.c", "m");
     fx_put(f, "docs/r.md", "r");
     expect_out(f, "list_tree", "{}",
-               "/\n  - docs/\n    - r.md\n  - src/\n    - lib/\n      - deep/\n    - main.c\n  - a.txt\n  - z.txt");
+               "/\n  - docs/\n    - r.md\n  - src/\n    - lib/\n      - deep/\n    - main.c\n  - "
+               "a.txt\n  - z.txt");
     expect_out(f, "list_files", "{\"path\":\"/src\",\"max_depth\":1}", "/src/\n  - lib/\n  - main.c");
     expect_out(f, "list_tree", "{\"path\":\"/src/main.c\"}", "/src/main.c");
     expect_err(f, "list_tree", "{\"path\":\"/nope\"}", "not_found", NULL);
@@ -429,17 +455,22 @@ static void glob_and_grep(void **state)
     expect_out(f, "glob", "{\"pattern\":\"*.rs\"}", "No files found matching pattern '*.rs'");
     expect_err(f, "glob", "{\"pattern\":\"[a\"}", "invalid_pattern", NULL);
 
-    expect_out(f, "grep", "{\"pattern\":\"const [xz]\"}", "/a.ts:\n  1: const x = 1;\n/src/b.ts:\n  2: const z = 3;");
-    expect_out(f, "grep", "{\"pattern\":\"const\",\"path\":\"/src\",\"glob\":\"*.js\"}", "/src/c.js:\n  1: const w;");
+    expect_out(f, "grep", "{\"pattern\":\"const [xz]\"}",
+               "/a.ts:\n  1: const x = 1;\n/src/b.ts:\n  2: const z = 3;");
+    expect_out(f, "grep", "{\"pattern\":\"const\",\"path\":\"/src\",\"glob\":\"*.js\"}",
+               "/src/c.js:\n  1: const w;");
     expect_out(f, "grep", "{\"pattern\":\"const\",\"glob\":null,\"path\":\"/src\"}",
                "/src/b.ts:\n  2: const z = 3;\n/src/c.js:\n  1: const w;");
-    expect_out(f, "grep", "{\"pattern\":\"nothing here\"}", "No matches found for pattern 'nothing here'");
+    expect_out(f, "grep", "{\"pattern\":\"nothing here\"}",
+               "No matches found for pattern 'nothing here'");
     expect_err(f, "grep", "{\"pattern\":\"(\"}", "invalid_pattern", "Invalid regex pattern: ");
     /* upstream's unsafe patterns (nested or overlapping quantifiers) are searched literally */
     fx_put(f, "re.txt", "aaaa\nthe text (a+)+ itself\nx.*+y\n");
-    expect_out(f, "grep", "{\"pattern\":\"(a+)+\",\"path\":\"/re.txt\"}", "/re.txt:\n  2: the text (a+)+ itself");
+    expect_out(f, "grep", "{\"pattern\":\"(a+)+\",\"path\":\"/re.txt\"}",
+               "/re.txt:\n  2: the text (a+)+ itself");
     expect_out(f, "grep", "{\"pattern\":\".*+\",\"path\":\"/re.txt\"}", "/re.txt:\n  3: x.*+y");
-    expect_out(f, "grep", "{\"pattern\":\"a+\",\"path\":\"/re.txt\"}", "/re.txt:\n  1: aaaa\n  2: the text (a+)+ itself");
+    expect_out(f, "grep", "{\"pattern\":\"a+\",\"path\":\"/re.txt\"}",
+               "/re.txt:\n  1: aaaa\n  2: the text (a+)+ itself");
     cJSON *r = fx_ok(f, "grep", "{\"pattern\":\"let\"}");
     const cJSON *m = cJSON_GetArrayItem(fx_item(r, "matches"), 0);
     assert_string_equal(fx_str(m, "path"), "/src/b.ts");
@@ -463,7 +494,8 @@ static void read_only_mode(void **state)
         {"rmdir", "{\"path\":\"/m\"}"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(calls); i++)
-        expect_err(f, calls[i][0], calls[i][1], VOLTAGENT_E_READ_ONLY, "Workspace filesystem is read-only.");
+        expect_err(f, calls[i][0], calls[i][1], VOLTAGENT_E_READ_ONLY,
+                   "Workspace filesystem is read-only.");
     char *c = fx_get(f, "a.txt");
     assert_string_equal(c, "a\n");
     free(c);
@@ -488,11 +520,13 @@ static void read_before_write(void **state)
                VOLTAGENT_E_READ_FIRST, NULL);
     expect_err(f, "delete_file", "{\"file_path\":\"/a.txt\"}", VOLTAGENT_E_READ_FIRST, NULL);
     /* a new file needs no read */
-    expect_out(f, "write_file", "{\"file_path\":\"/new.txt\",\"content\":\"n\"}", "Successfully wrote to '/new.txt'");
+    expect_out(f, "write_file", "{\"file_path\":\"/new.txt\",\"content\":\"n\"}",
+               "Successfully wrote to '/new.txt'");
     /* read, then edit; the agent's own edit counts as read, so a second edit goes through */
     expect_out(f, "read_file", "{\"file_path\":\"/a.txt\"}", "     1\tone");
     expect_out(f, "edit_file", edit, "Successfully replaced 1 occurrence(s) in '/a.txt'");
-    expect_out(f, "edit_file", "{\"file_path\":\"/a.txt\",\"old_string\":\"two\",\"new_string\":\"three\"}",
+    expect_out(f, "edit_file",
+               "{\"file_path\":\"/a.txt\",\"old_string\":\"two\",\"new_string\":\"three\"}",
                "Successfully replaced 1 occurrence(s) in '/a.txt'");
     /* changed behind the agent's back (same size, mtime restored): must read again */
     struct stat before;
@@ -502,8 +536,10 @@ static void read_before_write(void **state)
     fx_put(f, "a.txt", "THREE\n");
     struct timespec ts[2] = {before.st_atim, before.st_mtim};
     assert_int_equal(utimensat(AT_FDCWD, host, ts, 0), 0);
-    expect_err(f, "edit_file", "{\"file_path\":\"/a.txt\",\"old_string\":\"THREE\",\"new_string\":\"4\"}",
-               VOLTAGENT_E_STALE, "Error: '/a.txt' has changed since it was last read. Read it again before modifying.");
+    expect_err(f, "edit_file",
+               "{\"file_path\":\"/a.txt\",\"old_string\":\"THREE\",\"new_string\":\"4\"}",
+               VOLTAGENT_E_STALE,
+               "Error: '/a.txt' has changed since it was last read. Read it again before modifying.");
     char *c = fx_get(f, "a.txt");
     assert_string_equal(c, "THREE\n");
     free(c);
@@ -554,11 +590,15 @@ static void execute_command_refusals(void **state)
     assert_non_null(f->s->denial(r));
     cJSON_Delete(r);
     f->ctx.allow_commands = true;
-    expect_err(f, "execute_command", "{\"command\":\"  \"}", "invalid_argument", "Sandbox command is required");
+    expect_err(f, "execute_command", "{\"command\":\"  \"}", "invalid_argument",
+               "Sandbox command is required");
     expect_err(f, "execute_command", "{\"command\":\"cat\",\"stdin\":\"x\"}", "invalid_argument", NULL);
-    expect_err(f, "execute_command", "{\"command\":\"pwd\",\"cwd\":\"/../..\"}", VOLTAGENT_E_TRAVERSAL, NULL);
-    expect_err(f, "execute_command", "{\"command\":\"env\",\"env\":{\"A=B\":\"x\"}}", "invalid_argument", NULL);
-    expect_err(f, "execute_command", "{\"command\":\"env\",\"env\":{\"A\":1}}", "invalid_argument", NULL);
+    expect_err(f, "execute_command", "{\"command\":\"pwd\",\"cwd\":\"/../..\"}", VOLTAGENT_E_TRAVERSAL,
+               NULL);
+    expect_err(f, "execute_command", "{\"command\":\"env\",\"env\":{\"A=B\":\"x\"}}", "invalid_argument",
+               NULL);
+    expect_err(f, "execute_command", "{\"command\":\"env\",\"env\":{\"A\":1}}", "invalid_argument",
+               NULL);
     expect_err(f, "execute_command", "{\"command\":\"ls\",\"args\":[1]}", "invalid_argument", NULL);
 }
 

@@ -52,7 +52,8 @@ static void add(struct fx *f, const char *path, const char *content)
     cJSON_AddNullToObject(a, "metadata");
     char *s = cJSON_PrintUnformatted(a);
     cJSON *r = fx_ok(f, "workspace_index_content", s);
-    assert_string_equal(fx_str(r, "output"), "Indexed 1 file(s).\nSkipped 0 file(s).\nVector indexed 1 file(s).");
+    assert_string_equal(fx_str(r, "output"),
+                        "Indexed 1 file(s).\nSkipped 0 file(s).\nVector indexed 1 file(s).");
     cJSON_Delete(r);
     free(s);
     cJSON_Delete(a);
@@ -61,11 +62,16 @@ static void add(struct fx *f, const char *path, const char *content)
 /* The corpus: each query below has one right answer a person would give. */
 static void corpus(struct fx *f)
 {
-    add(f, "/docs/cats.md", "Cats are small carnivorous mammals.\nThe domestic cat purrs and hunts mice.");
-    add(f, "/docs/dogs.md", "Dogs are loyal companions.\nA dog barks, fetches sticks and guards the house.");
-    add(f, "/docs/rust.md", "Rust is a systems programming language\nfocused on memory safety and ownership.");
-    add(f, "/docs/python.md", "Python is a dynamic programming language\npopular for scripting and data science.");
-    add(f, "/src/index.ts", "export function buildIndex(files) {\n  // indexing the files for search\n}\n");
+    add(f, "/docs/cats.md",
+        "Cats are small carnivorous mammals.\nThe domestic cat purrs and hunts mice.");
+    add(f, "/docs/dogs.md",
+        "Dogs are loyal companions.\nA dog barks, fetches sticks and guards the house.");
+    add(f, "/docs/rust.md",
+        "Rust is a systems programming language\nfocused on memory safety and ownership.");
+    add(f, "/docs/python.md",
+        "Python is a dynamic programming language\npopular for scripting and data science.");
+    add(f, "/src/index.ts",
+        "export function buildIndex(files) {\n  // indexing the files for search\n}\n");
 }
 
 static cJSON *search(struct fx *f, const char *args)
@@ -120,9 +126,9 @@ static void bm25_ranks_known_answers(void **state)
 static void bm25_score_is_upstreams_formula(void **state)
 {
     struct fx *f = *state;
-    add(f, "/a", "apple apple pear");   /* 3 tokens, tf(apple) 2 */
-    add(f, "/b", "pear plum");          /* 2 tokens */
-    add(f, "/c", "apple");              /* 1 token, tf 1 */
+    add(f, "/a", "apple apple pear"); /* 3 tokens, tf(apple) 2 */
+    add(f, "/b", "pear plum");        /* 2 tokens */
+    add(f, "/c", "apple");            /* 1 token, tf 1 */
     double n = 3, df = 2, avg = 6.0 / 3.0, k1 = 1.5, b = 0.75;
     double idf = log(1 + (n - df + 0.5) / (df + 0.5));
     double sa = idf * (2 * (k1 + 1)) / (2 + k1 * (1 - b + b * 3 / avg));
@@ -176,7 +182,8 @@ static void hybrid_ranks_known_answers(void **state)
     expect_top(f, "{\"query\":\"cat purring\"}", "/docs/cats.md");
     expect_top(f, "{\"query\":\"memory safe language\",\"mode\":\"hybrid\"}", "/docs/rust.md");
     /* The hybrid score is (lw * bm25_norm + vw * vector) / (lw + vw), as upstream. */
-    cJSON *r = search(f, "{\"query\":\"scripting language\",\"mode\":\"hybrid\",\"lexical_weight\":0.3}");
+    cJSON *r = search(f,
+                      "{\"query\":\"scripting language\",\"mode\":\"hybrid\",\"lexical_weight\":0.3}");
     const cJSON *top = result(r, 0);
     assert_string_equal(fx_str(top, "path"), "/docs/python.md");
     const cJSON *sd = fx_item(top, "scoreDetails");
@@ -210,14 +217,17 @@ static void result_shape_as_upstream(void **state)
     assert_null(cJSON_GetObjectItem(x, "vectorScore"));
     cJSON_Delete(r);
     /* include_content false: content "", snippets kept; snippet_length centres on the match */
-    r = search(f, "{\"query\":\"sticks\",\"mode\":\"bm25\",\"include_content\":false,\"snippet_length\":20}");
+    r = search(
+        f, "{\"query\":\"sticks\",\"mode\":\"bm25\",\"include_content\":false,\"snippet_length\":20}");
     x = result(r, 0);
     assert_string_equal(fx_str(x, "content"), "");
     const char *sn = fx_str(x, "snippet");
     assert_true(strlen(sn) <= 20 && strstr(sn, "stick"));
     cJSON_Delete(r);
     /* metadata given with index_content comes back */
-    cJSON_Delete(fx_ok(f, "workspace_index_content", "{\"path\":\"notes/m.txt\",\"content\":\"zebra stripes\",\"metadata\":{\"k\":\"v\"}}"));
+    cJSON_Delete(
+        fx_ok(f, "workspace_index_content",
+              "{\"path\":\"notes/m.txt\",\"content\":\"zebra stripes\",\"metadata\":{\"k\":\"v\"}}"));
     r = search(f, "{\"query\":\"zebra\",\"mode\":\"bm25\"}");
     assert_string_equal(fx_str(result(r, 0), "path"), "/notes/m.txt");
     assert_string_equal(fx_str(fx_item(result(r, 0), "metadata"), "k"), "v");
@@ -274,9 +284,11 @@ static void workspace_index_walks_files(void **state)
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     fx_put(f, "src/big.ts", big);
-    cJSON *r = fx_ok(f, "workspace_index", "{\"path\":\"/src\",\"glob\":\"**/*.ts\",\"max_file_bytes\":2000}");
+    cJSON *r = fx_ok(f, "workspace_index",
+                     "{\"path\":\"/src\",\"glob\":\"**/*.ts\",\"max_file_bytes\":2000}");
     /* a.ts and deep/b.ts; bin.ts (binary) and big.ts (over max_file_bytes) skipped */
-    assert_string_equal(fx_str(r, "output"), "Indexed 2 file(s).\nSkipped 2 file(s).\nVector indexed 2 file(s).");
+    assert_string_equal(fx_str(r, "output"),
+                        "Indexed 2 file(s).\nSkipped 2 file(s).\nVector indexed 2 file(s).");
     assert_int_equal(fx_num(r, "indexed"), 2);
     cJSON_Delete(r);
     r = search(f, "{\"query\":\"search engine\",\"mode\":\"bm25\"}");
@@ -301,22 +313,29 @@ static void errors(void **state)
 {
     struct fx *f = *state;
     expect_err(f, "workspace_search", "{}", "invalid_argument", "query is required");
-    expect_err(f, "workspace_search", "{\"query\":\"x\",\"mode\":\"fuzzy\"}", "invalid_argument", "mode must be one of");
-    expect_err(f, "workspace_search", "{\"query\":\"x\",\"topk\":3}", "invalid_argument", "no argument \"topk\"");
+    expect_err(f, "workspace_search", "{\"query\":\"x\",\"mode\":\"fuzzy\"}", "invalid_argument",
+               "mode must be one of");
+    expect_err(f, "workspace_search", "{\"query\":\"x\",\"topk\":3}", "invalid_argument",
+               "no argument \"topk\"");
     expect_err(f, "workspace_search", "{\"query\":\"x\",\"top_k\":-1}", "invalid_argument", "top_k");
-    expect_err(f, "workspace_search", "{\"query\":\"x\",\"top_k\":\"ten\"}", "invalid_argument", "top_k must be a number");
-    expect_err(f, "workspace_search", "{\"query\":\"x\",\"path\":\"/../etc\"}", VOLTAGENT_E_TRAVERSAL, NULL);
+    expect_err(f, "workspace_search", "{\"query\":\"x\",\"top_k\":\"ten\"}", "invalid_argument",
+               "top_k must be a number");
+    expect_err(f, "workspace_search", "{\"query\":\"x\",\"path\":\"/../etc\"}", VOLTAGENT_E_TRAVERSAL,
+               NULL);
     expect_err(f, "workspace_search", "{\"query\":\"x\",\"path\":\"~/x\"}", VOLTAGENT_E_TRAVERSAL, NULL);
-    expect_err(f, "workspace_search", "{\"query\":\"x\",\"glob\":\"[a\"}", "invalid_pattern", "not a valid glob");
+    expect_err(f, "workspace_search", "{\"query\":\"x\",\"glob\":\"[a\"}", "invalid_pattern",
+               "not a valid glob");
     expect_err(f, "workspace_index", "{\"path\":\"src\"}", "invalid_argument", "starting with '/'");
     expect_err(f, "workspace_index", "{\"path\":\"/nope\"}", "not_found", NULL);
     expect_err(f, "workspace_index", "{\"path\":\"/..\"}", VOLTAGENT_E_TRAVERSAL, NULL);
     expect_err(f, "workspace_index", "{\"max_file_bytes\":1.5}", "invalid_argument", "whole number");
-    expect_err(f, "workspace_index_content", "{\"path\":\"/x\",\"content\":\"y\"}", "invalid_argument", "metadata is required");
-    expect_err(f, "workspace_index_content", "{\"path\":\"/x\",\"content\":\"y\",\"metadata\":[1]}", "invalid_argument",
-               "object or null");
-    expect_err(f, "workspace_index_content", "{\"path\":\"a/../../b\",\"content\":\"y\",\"metadata\":null}",
-               VOLTAGENT_E_TRAVERSAL, NULL);
+    expect_err(f, "workspace_index_content", "{\"path\":\"/x\",\"content\":\"y\"}", "invalid_argument",
+               "metadata is required");
+    expect_err(f, "workspace_index_content", "{\"path\":\"/x\",\"content\":\"y\",\"metadata\":[1]}",
+               "invalid_argument", "object or null");
+    expect_err(f, "workspace_index_content",
+               "{\"path\":\"a/../../b\",\"content\":\"y\",\"metadata\":null}", VOLTAGENT_E_TRAVERSAL,
+               NULL);
     /* A tool of another toolkit is not this one's. */
     cJSON *res = NULL;
     bool err;
@@ -337,8 +356,9 @@ static void listed_with_upstream_schemas(void **state)
     const cJSON *s = cJSON_GetArrayItem(arr, 2);
     assert_string_equal(fx_str(s, "name"), "workspace_search");
     const cJSON *props = fx_item(fx_item(s, "inputSchema"), "properties");
-    const char *names[] = {"query", "mode", "top_k", "path", "glob", "snippet_length",
-                           "include_content", "min_score", "lexical_weight", "vector_weight"};
+    const char *names[] = {"query",          "mode",           "top_k",           "path",
+                           "glob",           "snippet_length", "include_content", "min_score",
+                           "lexical_weight", "vector_weight"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         assert_non_null(cJSON_GetObjectItem(props, names[i]));
     cJSON_Delete(arr);
@@ -363,8 +383,8 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
     (void)state;
     float a[VS_LOCAL_DIM], b[VS_LOCAL_DIM], c[VS_LOCAL_DIM];
     const char *t = "Feature hashing of words and trigrams";
-    assert_true(vs_embed_local(t, strlen(t), a));
-    assert_true(vs_embed_local(t, strlen(t), b));
+    assert_true(voltagent_index_embed_local(t, strlen(t), a));
+    assert_true(voltagent_index_embed_local(t, strlen(t), b));
     assert_memory_equal(a, b, sizeof(a));
     double norm = 0;
     for (int i = 0; i < VS_LOCAL_DIM; i++)
@@ -372,10 +392,10 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
     assert_true(fabs(norm - 1.0) < 1e-5);
     /* case and punctuation do not matter (upstream's tokens) */
     const char *u = "FEATURE hashing, of words AND trigrams!";
-    assert_true(vs_embed_local(u, strlen(u), c));
+    assert_true(voltagent_index_embed_local(u, strlen(u), c));
     assert_memory_equal(a, c, sizeof(a));
     /* no feature: all zero */
-    assert_false(vs_embed_local("!!! ...", 7, c));
+    assert_false(voltagent_index_embed_local("!!! ...", 7, c));
     for (int i = 0; i < VS_LOCAL_DIM; i++)
         assert_true(c[i] == 0.0f);
 }
@@ -383,39 +403,40 @@ static void local_embedding_is_deterministic_and_normalised(void **state)
 static void index_caps_refuse_clearly(void **state)
 {
     (void)state;
-    struct vs_index *ix;
-    assert_int_equal(vs_index_new(2, 1 << 20, &ix), 0);
+    struct voltagent_index *ix;
+    assert_int_equal(voltagent_index_new(2, 1 << 20, &ix), 0);
     struct broker_err e = {0};
-    struct vs_doc *d[3];
+    struct voltagent_index_doc *d[3];
     for (int i = 0; i < 3; i++) {
         char id[8];
         snprintf(id, sizeof(id), "/d%d", i);
-        d[i] = vs_doc_new(id, strdup("some words"), 10, NULL, NULL, NULL, 0);
+        d[i] = voltagent_index_doc_new(id, strdup("some words"), 10, NULL, NULL, NULL, 0);
         assert_non_null(d[i]);
     }
     /* three documents into a two-document index: refused, nothing added */
-    assert_int_equal(vs_index_add(ix, d, 3, &e), -1);
+    assert_int_equal(voltagent_index_add(ix, d, 3, &e), -1);
     assert_int_equal(e.kind, BROKER_E_TOO_LARGE);
     assert_non_null(strstr(e.msg, "at most 2 documents"));
-    assert_int_equal(vs_index_count(ix), 0);
-    assert_int_equal(vs_index_add(ix, d, 2, &e), 0);
-    assert_int_equal(vs_index_count(ix), 2);
+    assert_int_equal(voltagent_index_count(ix), 0);
+    assert_int_equal(voltagent_index_add(ix, d, 2, &e), 0);
+    assert_int_equal(voltagent_index_count(ix), 2);
     /* replacing one keeps the count */
-    struct vs_doc *again = vs_doc_new("/d0", strdup("other words"), 11, NULL, NULL, NULL, 0);
-    assert_int_equal(vs_index_add(ix, &again, 1, &e), 0);
-    assert_int_equal(vs_index_count(ix), 2);
-    vs_doc_free(d[2]);
-    vs_index_free(ix);
+    struct voltagent_index_doc *again = voltagent_index_doc_new("/d0", strdup("other words"), 11, NULL,
+                                                                NULL, NULL, 0);
+    assert_int_equal(voltagent_index_add(ix, &again, 1, &e), 0);
+    assert_int_equal(voltagent_index_count(ix), 2);
+    voltagent_index_doc_free(d[2]);
+    voltagent_index_free(ix);
     /* bytes */
-    assert_int_equal(vs_index_new(100, 1000, &ix), 0);
+    assert_int_equal(voltagent_index_new(100, 1000, &ix), 0);
     char *big = malloc(2000);
     memset(big, 'a', 1999);
     big[1999] = '\0';
-    struct vs_doc *bd = vs_doc_new("/big", big, 1999, NULL, NULL, NULL, 0);
-    assert_int_equal(vs_index_add(ix, &bd, 1, &e), -1);
+    struct voltagent_index_doc *bd = voltagent_index_doc_new("/big", big, 1999, NULL, NULL, NULL, 0);
+    assert_int_equal(voltagent_index_add(ix, &bd, 1, &e), -1);
     assert_non_null(strstr(e.msg, "MiB"));
-    vs_doc_free(bd);
-    vs_index_free(ix);
+    voltagent_index_doc_free(bd);
+    voltagent_index_free(ix);
 }
 
 static void index_content_over_the_session_cap(void **state)

@@ -85,7 +85,8 @@ static void skills_tree(struct fx *f)
     fx_put(f, "skills/web/deep/references/guide.md", "guide text\n");
     fx_put(f, "skills/web/deep/assets/logo.svg", "<svg/>\n");
     /* no name: the directory's name; id given */
-    fx_put(f, "skills/plain/SKILL.md", "---\nid: plain-id\nversion: 2\n---\nJust instructions about spreadsheets.\n");
+    fx_put(f, "skills/plain/SKILL.md",
+           "---\nid: plain-id\nversion: 2\n---\nJust instructions about spreadsheets.\n");
     fx_put(f, "outside.md", "workspace file outside any skill\n");
 }
 
@@ -94,14 +95,15 @@ static void skills_tree(struct fx *f)
 static void frontmatter_parses_like_gray_matter(void **state)
 {
     (void)state;
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     struct broker_err e = {0};
     const char *body;
     size_t bl;
-    const char *t = "---\r\nname: 'quoted: yes'\r\ndescription: >\r\n  folded\r\n  text\r\nversion: 1.0\r\n"
-                    "id: 2024-01-01\r\ntags: solo\r\nassets: [\"a.png\", 3, '', ../up.png, ~/x, \"b\\\\c.png\"]\r\n"
-                    "---\r\n\r\n  Body here.  \r\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    const char *t =
+        "---\r\nname: 'quoted: yes'\r\ndescription: >\r\n  folded\r\n  text\r\nversion: 1.0\r\n"
+        "id: 2024-01-01\r\ntags: solo\r\nassets: [\"a.png\", 3, '', ../up.png, ~/x, \"b\\\\c.png\"]\r\n"
+        "---\r\n\r\n  Body here.  \r\n";
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_string_equal(m.name, "quoted: yes");
     assert_string_equal(m.description, "folded text\n");
     /* plain 1.0 is a number and 2024-01-01 a date to js-yaml: not strings */
@@ -115,36 +117,36 @@ static void frontmatter_parses_like_gray_matter(void **state)
     assert_string_equal(m.assets[1], "b/c.png");
     assert_int_equal(bl, strlen("Body here."));
     assert_memory_equal(body, "Body here.", bl);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
 
     /* no front matter: all body */
     t = "# Title\nno matter\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_null(m.name);
     assert_int_equal(bl, strlen(t) - 1);
     /* unterminated: everything is front matter, the body is empty */
     t = "---\nname: x\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_string_equal(m.name, "x");
     assert_int_equal(bl, 0);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
     /* empty front matter */
     t = "---\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_null(m.name);
     /* bad YAML, a list instead of a mapping */
     t = "---\nname: [unclosed\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
     assert_int_equal(e.kind, BROKER_E_INVALID);
     assert_non_null(strstr(e.msg, "not valid YAML"));
     t = "---\n- a\n- b\n---\nbody";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), -1);
     assert_non_null(strstr(e.msg, "mapping"));
     /* aliases are fine (not expanded beyond what is read) */
     t = "---\nx: &a [p.md, q.md]\nreferences: *a\n---\n";
-    assert_int_equal(vs_skill_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
+    assert_int_equal(voltagent_skills_frontmatter(t, strlen(t), &m, &body, &bl, &e), 0);
     assert_int_equal(m.n_references, 2);
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
 }
 
 /* ---- discovery and listing ------------------------------------------------------------------ */
@@ -164,7 +166,8 @@ static void lists_discovered_skills(void **state)
     const cJSON *pdf = cJSON_GetArrayItem(fx_item(r, "skills"), 0);
     assert_string_equal(fx_str(pdf, "path"), "/skills/pdf/SKILL.md");
     assert_string_equal(fx_str(pdf, "version"), "1.2");
-    assert_string_equal(cJSON_GetArrayItem(fx_item(pdf, "scripts"), 0)->valuestring, "scripts/extract.py");
+    assert_string_equal(cJSON_GetArrayItem(fx_item(pdf, "scripts"), 0)->valuestring,
+                        "scripts/extract.py");
     cJSON_Delete(r);
     expect_out(f, "workspace_list_skills", "{\"active_only\":true}", "No skills found.");
 }
@@ -195,7 +198,8 @@ static void read_skill_as_upstream(void **state)
     expect_out(f, "workspace_read_skill", "{\"skill_id\":\"plain-id\"}",
                "Name: plain\nId: plain-id\nPath: /skills/plain/SKILL.md\n\nInstructions:\n"
                "Just instructions about spreadsheets.");
-    expect_err(f, "workspace_read_skill", "{\"skill_id\":\"nope\"}", "not_found", "Skill not found: nope");
+    expect_err(f, "workspace_read_skill", "{\"skill_id\":\"nope\"}", "not_found",
+               "Skill not found: nope");
     expect_err(f, "workspace_read_skill", "{}", "invalid_argument", "skill_id is required");
 }
 
@@ -233,35 +237,42 @@ static void reads_only_listed_files(void **state)
     skills_tree(f);
     /* listed in the front matter: readable, by full entry or by its tail */
     expect_out(f, "workspace_read_skill_reference",
-               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"references/forms.md\"}", "How to fill PDF forms.\n");
-    expect_out(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"forms.md\"}",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"references/forms.md\"}",
                "How to fill PDF forms.\n");
-    expect_out(f, "workspace_read_skill_script", "{\"skill_id\":\"pdf tools\",\"script\":\"scripts/extract.py\"}",
-               "print('extract')\n");
+    expect_out(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"forms.md\"}", "How to fill PDF forms.\n");
+    expect_out(f, "workspace_read_skill_script",
+               "{\"skill_id\":\"pdf tools\",\"script\":\"scripts/extract.py\"}", "print('extract')\n");
     /* inferred from the instructions' links (no lists in its front matter) */
     expect_out(f, "workspace_read_skill_reference",
                "{\"skill_id\":\"Web Scraper\",\"reference\":\"references/guide.md\"}", "guide text\n");
-    expect_out(f, "workspace_read_skill_asset", "{\"skill_id\":\"Web Scraper\",\"asset\":\"assets/logo.svg\"}",
-               "<svg/>\n");
+    expect_out(f, "workspace_read_skill_asset",
+               "{\"skill_id\":\"Web Scraper\",\"asset\":\"assets/logo.svg\"}", "<svg/>\n");
     /* everything else refused, naming what is allowed */
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"secret.txt\"}",
-               VOLTAGENT_E_SKILL_FILE, "File not allowed for reference. Available: references/forms.md");
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"secret.txt\"}", VOLTAGENT_E_SKILL_FILE,
+               "File not allowed for reference. Available: references/forms.md");
     expect_err(f, "workspace_read_skill_asset", "{\"skill_id\":\"/skills/pdf\",\"asset\":\"x.png\"}",
                VOLTAGENT_E_SKILL_FILE, "File not allowed for asset. Available: none");
     /* a script is not a reference */
     expect_err(f, "workspace_read_skill_reference",
-               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"scripts/extract.py\"}", VOLTAGENT_E_SKILL_FILE, NULL);
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"scripts/extract.py\"}",
+               VOLTAGENT_E_SKILL_FILE, NULL);
     /* escapes */
     expect_err(f, "workspace_read_skill_reference",
-               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"../pdf/references/forms.md\"}", VOLTAGENT_E_SKILL_FILE, NULL);
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"Web Scraper\",\"reference\":\"../../outside.md\"}",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"../pdf/references/forms.md\"}",
                VOLTAGENT_E_SKILL_FILE, NULL);
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"Web Scraper\",\"reference\":\"outside.md\"}",
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"Web Scraper\",\"reference\":\"../../outside.md\"}",
                VOLTAGENT_E_SKILL_FILE, NULL);
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"Web Scraper\",\"reference\":\"outside.md\"}", VOLTAGENT_E_SKILL_FILE,
+               NULL);
     /* a listed file that is missing */
     fx_put(f, "skills/gone/SKILL.md", "---\nname: gone\nreferences: [references/missing.md]\n---\n");
     cJSON_Delete(fx_ok(f, "workspace_list_skills", "{\"refresh\":true}"));
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"gone\",\"reference\":\"missing.md\"}", "not_found",
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"gone\",\"reference\":\"missing.md\"}", "not_found",
                "Error reading skill file: ");
     expect_err(f, "workspace_read_skill_script", "{\"skill_id\":\"nope\",\"script\":\"a\"}", "not_found",
                "Skill not found: nope");
@@ -274,14 +285,18 @@ static void allowlist_follows_the_file_and_containment_holds(void **state)
     struct fx *f = *state;
     skills_tree(f);
     cJSON_Delete(fx_ok(f, "workspace_list_skills", NULL));
-    fx_put(f, "skills/pdf/SKILL.md", "---\nname: PDF Tools\nreferences: [secret.txt, link.md, /skills/web/deep/assets/logo.svg]\n---\n");
-    expect_out(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"secret.txt\"}",
-               "not listed anywhere\n");
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"forms.md\"}",
-               VOLTAGENT_E_SKILL_FILE, NULL);
+    fx_put(f, "skills/pdf/SKILL.md",
+           "---\nname: PDF Tools\nreferences: [secret.txt, link.md, "
+           "/skills/web/deep/assets/logo.svg]\n---\n");
+    expect_out(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"secret.txt\"}", "not listed anywhere\n");
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"forms.md\"}", VOLTAGENT_E_SKILL_FILE,
+               NULL);
     /* an absolute entry outside the skill's own root is refused */
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"logo.svg\"}",
-               VOLTAGENT_E_SKILL_FILE, NULL);
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"logo.svg\"}", VOLTAGENT_E_SKILL_FILE,
+               NULL);
     char target[256], link[256];
     snprintf(target, sizeof(target), "%s/secret", f->out);
     FILE *fp = fopen(target, "w");
@@ -289,7 +304,8 @@ static void allowlist_follows_the_file_and_containment_holds(void **state)
     fclose(fp);
     snprintf(link, sizeof(link), "%s/skills/pdf/link.md", f->ws);
     assert_int_equal(symlink(target, link), 0);
-    expect_err(f, "workspace_read_skill_reference", "{\"skill_id\":\"/skills/pdf\",\"reference\":\"link.md\"}", "denied",
+    expect_err(f, "workspace_read_skill_reference",
+               "{\"skill_id\":\"/skills/pdf\",\"reference\":\"link.md\"}", "denied",
                "Error reading skill file: ");
 }
 
@@ -316,8 +332,10 @@ static void search_skills(void **state)
     assert_string_equal(fx_str(top, "id"), "plain-id");
     assert_string_equal(fx_str(top, "name"), "plain");
     cJSON_Delete(r);
-    expect_out(f, "workspace_search_skills", "{\"query\":\"zzzz\",\"mode\":\"bm25\"}", "No results found.");
-    expect_err(f, "workspace_search_skills", "{\"query\":\"x\",\"mode\":\"semantic\"}", "invalid_argument", NULL);
+    expect_out(f, "workspace_search_skills", "{\"query\":\"zzzz\",\"mode\":\"bm25\"}",
+               "No results found.");
+    expect_err(f, "workspace_search_skills", "{\"query\":\"x\",\"mode\":\"semantic\"}",
+               "invalid_argument", NULL);
 }
 
 static void listed_and_refused_without_session(void **state)
@@ -325,10 +343,10 @@ static void listed_and_refused_without_session(void **state)
     struct fx *f = *state;
     cJSON *arr = cJSON_CreateArray();
     assert_int_equal(voltagent_skills_list(&f->ctx, arr), 0);
-    const char *names[] = {"workspace_list_skills", "workspace_search_skills", "workspace_read_skill",
-                           "workspace_activate_skill", "workspace_deactivate_skill",
-                           "workspace_read_skill_reference", "workspace_read_skill_script",
-                           "workspace_read_skill_asset"};
+    const char *names[] = {"workspace_list_skills",       "workspace_search_skills",
+                           "workspace_read_skill",        "workspace_activate_skill",
+                           "workspace_deactivate_skill",  "workspace_read_skill_reference",
+                           "workspace_read_skill_script", "workspace_read_skill_asset"};
     assert_int_equal(cJSON_GetArraySize(arr), ARRAY_SIZE(names));
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         assert_string_equal(fx_str(cJSON_GetArrayItem(arr, (int)i), "name"), names[i]);

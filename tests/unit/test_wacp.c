@@ -10,7 +10,8 @@
 static void test_l1_six_core_primitives(void **state)
 {
     FX;
-    cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"impl\", \"description\": \"b = 2\"}");
+    cJSON *t = fx_call(f, f->rootid, "wacp/task.create",
+                       "{\"name\": \"impl\", \"description\": \"b = 2\"}");
     assert_non_null(t);
     const char *task = fx_str(t, "task_id");
     assert_string_equal(fx_str(t, "status"), "pending");
@@ -38,7 +39,8 @@ static void test_l1_six_core_primitives(void **state)
     assert_string_equal(fx_str(t0, "status"), "completed");
     assert_string_equal(fx_str(t0, "checkpoint_ref"), fx_str(cp, "checkpoint_id"));
 
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
     assert_non_null(r);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "files_applied")), 2);
@@ -48,9 +50,9 @@ static void test_l1_six_core_primitives(void **state)
     t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(tl, "tasks"), 0);
     assert_string_equal(fx_str(t0, "status"), "integrated");
     static const char *const kinds[] = {
-        "workspace_created", "envelope_created", "envelope_delivered", "signal_emitted",
-        "signal_delivered", "checkpoint_created", "task_created", "task_assigned",
-        "task_completed", "integration_started", "integration_completed", "workspace_state_changed",
+        "workspace_created", "envelope_created",    "envelope_delivered",    "signal_emitted",
+        "signal_delivered",  "checkpoint_created",  "task_created",          "task_assigned",
+        "task_completed",    "integration_started", "integration_completed", "workspace_state_changed",
         "port_right_created"};
     for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
         if (!fx_count(f, kinds[i]))
@@ -67,23 +69,32 @@ static void test_l1_three_base_roles_permission_matrix(void **state)
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     const char *rv = fx_child(f, f->rootid, "critic", NULL);
     const char *ob = fx_child(f, f->rootid, "watcher", NULL);
-    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": 1}", a));
-    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", a));
+    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": 1}", a));
+    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", a));
     EXPECT_ERR("permission_denied");
-    assert_non_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"?\"}", f->rootid));
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", f->rootid));
+    assert_non_null(fx_call(f, a, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"?\"}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("permission_denied");
     assert_string_equal(fx_str(fx_last(f, "envelope_rejected"), "reason"), "permission_denied");
     /* The observer sends nothing: the matrix gave it no right back to the coordinator. */
-    assert_null(fx_call(f, ob, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
+    assert_null(fx_call(f, ob, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("no_send_right");
     /* Nor may the coordinator send it directives once it exists (directive -> worker only). */
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": 1}", ob));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": 1}", ob));
     EXPECT_ERR("permission_denied");
     /* The derived reviewer: report added, query removed. */
-    assert_non_null(fx_call(f, rv, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"report\", \"payload\": {}}", f->rootid));
-    assert_null(fx_call(f, rv, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": {}}", f->rootid));
+    assert_non_null(fx_call(f, rv, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"report\", \"payload\": {}}", f->rootid));
+    assert_null(fx_call(f, rv, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": {}}", f->rootid));
     EXPECT_ERR("permission_denied");
 }
 
@@ -92,7 +103,7 @@ static const char *right_of(struct fx *f, const char *viewer, const char *holder
 {
     cJSON *l = fx_call(f, viewer, "wacp/rights.list", "{}");
     const cJSON *x;
-    cJSON_ArrayForEach(x, cJSON_GetObjectItem(l, "rights"))
+    cJSON_ArrayForEach (x, cJSON_GetObjectItem(l, "rights"))
         if (!strcmp(fx_str(x, "holder"), holder) && !strcmp(fx_str(x, "target"), target) &&
             !strcmp(fx_str(x, "kind"), kind))
             return fx_str(x, "right_id");
@@ -110,20 +121,27 @@ static void test_l1_port_rights(void **state)
     const char *a_root = right_of(f, f->rootid, a, f->rootid, "send");
     assert_non_null(a_root);
     /* Revoke the matrix right; a send-once right works exactly once. */
-    assert_non_null(fx_call(f, f->rootid, "wacp/rights.revoke", "{\"right_id\": \"%s\", \"reason\": \"t\"}", a_root));
+    assert_non_null(fx_call(f, f->rootid, "wacp/rights.revoke",
+                            "{\"right_id\": \"%s\", \"reason\": \"t\"}", a_root));
     assert_int_equal(fx_count(f, "port_right_revoked"), 1);
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("no_send_right");
-    assert_non_null(fx_call(f, f->rootid, "wacp/rights.grant", "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send_once\"}", a, f->rootid));
-    assert_non_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
+    assert_non_null(fx_call(f, f->rootid, "wacp/rights.grant",
+                            "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send_once\"}", a,
+                            f->rootid));
+    assert_non_null(fx_call(f, a, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
     assert_int_equal(fx_count(f, "port_right_consumed"), 1);
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 2}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 2}", f->rootid));
     EXPECT_ERR("no_send_right");
     /* Transfer: the coordinator hands its right to B over to A. */
     const char *root_b = right_of(f, f->rootid, f->rootid, b, "send");
     assert_non_null(root_b);
     cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
-                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"rights\": [\"%s\"]}", a, root_b);
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"rights\": [\"%s\"]}",
+                       a, root_b);
     assert_non_null(r);
     const cJSON *tr = fx_last(f, "port_right_transferred");
     assert_non_null(tr);
@@ -131,7 +149,8 @@ static void test_l1_port_rights(void **state)
     assert_non_null(right_of(f, a, a, b, "send"));
     const cJSON *env = cJSON_GetObjectItem(fx_note_to(f, a, "wacp/envelope"), "envelope");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(env, "rights")), 1);
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", b));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", b));
     EXPECT_ERR("no_send_right");
     /* Receive rights are never revoked nor transferred. */
     const char *recv = right_of(f, f->rootid, a, a, "receive");
@@ -139,7 +158,8 @@ static void test_l1_port_rights(void **state)
     EXPECT_ERR("permission_denied");
     const char *root_a = right_of(f, f->rootid, f->rootid, a, "send");
     assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
-                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"rights\": [\"%s\"]}", a, recv));
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"rights\": [\"%s\"]}",
+                        a, recv));
     EXPECT_ERR("invalid_structure");
     assert_non_null(root_a);
 }
@@ -148,9 +168,9 @@ static void test_l1_port_rights(void **state)
 static void test_l1_eleven_signal_types_closed_set(void **state)
 {
     FX;
-    static const char *const eleven[] = {"ready", "started", "blocked", "checkpoint", "complete",
-                                         "failed", "integrate", "acknowledged", "escalation",
-                                         "suspend", "migrate"};
+    static const char *const eleven[] = {"ready",      "started", "blocked",   "checkpoint",
+                                         "complete",   "failed",  "integrate", "acknowledged",
+                                         "escalation", "suspend", "migrate"};
     for (size_t i = 0; i < ARRAY_SIZE(eleven); i++)
         assert_true(wacp_signal_known(eleven[i]));
     assert_false(wacp_signal_known("paused"));
@@ -162,7 +182,8 @@ static void test_l1_eleven_signal_types_closed_set(void **state)
     EXPECT_ERR("unknown_signal");
     assert_int_equal(fx_count(f, "denial"), denials + 1);
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"ready\"}"));
-    assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"escalation\", \"reason\": \"need a human\"}"));
+    assert_non_null(
+        fx_call(f, a, "wacp/signal.emit", "{\"type\": \"escalation\", \"reason\": \"need a human\"}"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"checkpoint\"}"));
 }
 
@@ -172,7 +193,8 @@ static void test_l1_envelope_lifecycle_five_states(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     size_t created = fx_count(f, "envelope_created");
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"x\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"x\"}", a);
     assert_string_equal(fx_str(r, "state"), "validated");
     assert_int_equal(fx_count(f, "envelope_created"), created + 1);
     const char *id = fx_str(r, "envelope_id");
@@ -185,7 +207,8 @@ static void test_l1_envelope_lifecycle_five_states(void **state)
     const cJSON *sig = cJSON_GetObjectItem(fx_note_to(f, f->rootid, "wacp/signal"), "signal");
     assert_string_equal(fx_str(sig, "type"), "acknowledged");
     assert_string_equal(fx_str(sig, "ref"), id);
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"ws-nope\", \"type\": \"feedback\", \"payload\": 1}"));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"ws-nope\", \"type\": \"feedback\", \"payload\": 1}"));
     EXPECT_ERR("target_not_found");
     const cJSON *rej = fx_last(f, "envelope_rejected");
     assert_string_equal(fx_str(rej, "reason"), "target_not_found");
@@ -198,7 +221,8 @@ static void test_l1_redelivery_three_attempts_linear_backoff(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
     const char *id = fx_str(r, "envelope_id");
     size_t before = fx_notes_count(f, a, "wacp/envelope");
     uint64_t prev = wacp_next_deadline(f->w);
@@ -230,7 +254,8 @@ static void test_l1_redelivery_deduplication(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
     const char *id = fx_str(r, "envelope_id");
     wacp_tick(f->w, wacp_next_deadline(f->w));
     assert_int_equal(fx_count(f, "envelope_redelivered"), 1);
@@ -249,17 +274,32 @@ static void test_l1_redelivery_deduplication(void **state)
 static void test_l1_workspace_state_machine_table(void **state)
 {
     (void)state;
-    static const char *const names[] = {"idle", "active", "blocked", "migrating", "suspended",
-                                        "integrating", "conflicted", "closed", "failed"};
+    static const char *const names[] = {"idle",        "active",     "blocked", "migrating", "suspended",
+                                        "integrating", "conflicted", "closed",  "failed"};
     /* The table, as written in the spec. */
     static const char *const legal[][2] = {
-        {"idle", "active"}, {"idle", "failed"}, {"active", "blocked"}, {"active", "migrating"},
-        {"active", "suspended"}, {"active", "integrating"}, {"active", "failed"},
-        {"blocked", "active"}, {"blocked", "migrating"}, {"blocked", "suspended"},
-        {"blocked", "failed"}, {"migrating", "active"}, {"migrating", "blocked"},
-        {"migrating", "failed"}, {"suspended", "active"}, {"suspended", "blocked"},
-        {"suspended", "failed"}, {"integrating", "closed"}, {"integrating", "conflicted"},
-        {"integrating", "failed"}, {"conflicted", "closed"}, {"conflicted", "failed"},
+        {"idle", "active"},
+        {"idle", "failed"},
+        {"active", "blocked"},
+        {"active", "migrating"},
+        {"active", "suspended"},
+        {"active", "integrating"},
+        {"active", "failed"},
+        {"blocked", "active"},
+        {"blocked", "migrating"},
+        {"blocked", "suspended"},
+        {"blocked", "failed"},
+        {"migrating", "active"},
+        {"migrating", "blocked"},
+        {"migrating", "failed"},
+        {"suspended", "active"},
+        {"suspended", "blocked"},
+        {"suspended", "failed"},
+        {"integrating", "closed"},
+        {"integrating", "conflicted"},
+        {"integrating", "failed"},
+        {"conflicted", "closed"},
+        {"conflicted", "failed"},
     };
     assert_int_equal(WS_NSTATES, 9);
     for (int a = 0; a < WS_NSTATES; a++) {
@@ -278,7 +318,8 @@ static void test_l1_workspace_state_machine_table(void **state)
 static void test_l1_workspace_state_machine_driven(void **state)
 {
     FX;
-    cJSON *c = fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}");
+    cJSON *c = fx_call(f, f->rootid, "wacp/workspace.create",
+                       "{\"agent\": \"coder\", \"directive\": 1}");
     const char *a = fx_str(c, "workspace_id");
     assert_string_equal(fx_str(c, "state"), "idle");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"blocked\", \"reason\": \"x\"}"));
@@ -287,7 +328,10 @@ static void test_l1_workspace_state_machine_driven(void **state)
     EXPECT_ERR("invalid_transition");
     fx_ack_last(f, a); /* idle -> active: the first envelope */
     assert_string_equal(fx_state(f, a), "active");
-    assert_string_equal(fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"blocked\", \"reason\": \"waiting\"}"), "state"), "blocked");
+    assert_string_equal(
+        fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"blocked\", \"reason\": \"waiting\"}"),
+               "state"),
+        "blocked");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     EXPECT_ERR("invalid_transition");
     assert_non_null(fx_call(f, f->rootid, "wacp/workspace.suspend", "{\"workspace\": \"%s\"}", a));
@@ -296,19 +340,30 @@ static void test_l1_workspace_state_machine_driven(void **state)
     EXPECT_ERR("invalid_state"); /* frozen */
     assert_null(fx_call(f, f->rootid, "wacp/workspace.suspend", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("invalid_transition");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/workspace.resume", "{\"workspace\": \"%s\"}", a), "state"), "blocked");
-    assert_string_equal(fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"started\"}"), "state"), "active");
+    assert_string_equal(
+        fx_str(fx_call(f, f->rootid, "wacp/workspace.resume", "{\"workspace\": \"%s\"}", a), "state"),
+        "blocked");
+    assert_string_equal(fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"started\"}"), "state"),
+                        "active");
     assert_null(fx_call(f, f->rootid, "wacp/workspace.resume", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("invalid_transition");
     fx_write(fx_dir(f, a), "a.txt", "child\n");
-    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
-    assert_string_equal(fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"), "state"), "integrating");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_non_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_string_equal(fx_str(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"), "state"),
+                        "integrating");
+    assert_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_state"); /* integrating is read-only */
     fx_write(f->root, "a.txt", "parent\n");
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       a);
     assert_string_equal(fx_str(r, "state"), "conflicted");
-    r = fx_call(f, f->rootid, "wacp/conflict.resolve", "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\"}", a);
+    r = fx_call(f, f->rootid, "wacp/conflict.resolve",
+                "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\"}", a);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("invalid_transition");
@@ -326,7 +381,9 @@ static void test_l1_checkpoint_creation_and_immutability(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     fx_write(fx_dir(f, a), "a.txt", "v1\n");
-    cJSON *c1 = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"one\", \"status\": \"provisional\", \"confidence\": \"medium\", \"parent\": null}");
+    cJSON *c1 = fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"one\", \"status\": \"provisional\", "
+                        "\"confidence\": \"medium\", \"parent\": null}");
     assert_non_null(c1);
     const char *id1 = fx_str(c1, "checkpoint_id");
     const char *h1 = fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c1, "files"), 0), "blake2b");
@@ -334,13 +391,21 @@ static void test_l1_checkpoint_creation_and_immutability(void **state)
     snprintf(obj, sizeof(obj), "%s/objects", f->run);
     assert_string_equal(fx_read(obj, h1), "v1\n");
     fx_write(fx_dir(f, a), "a.txt", "v2\n");
-    cJSON *c2 = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"two\", \"status\": \"final\", \"confidence\": \"high\", \"parent\": \"%s\"}", id1);
+    cJSON *c2 = fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"two\", \"status\": \"final\", "
+                        "\"confidence\": \"high\", \"parent\": \"%s\"}",
+                        id1);
     assert_non_null(c2);
     assert_string_equal(fx_read(obj, h1), "v1\n"); /* the first still holds what it held */
     size_t rej = fx_count(f, "checkpoint_rejected");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"fork\", \"status\": \"final\", \"confidence\": \"high\", \"parent\": \"%s\"}", id1));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"fork\", \"status\": \"final\", "
+                        "\"confidence\": \"high\", \"parent\": \"%s\"}",
+                        id1));
     EXPECT_ERR("chain_head_mismatch");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"root again\", \"status\": \"final\", \"confidence\": \"high\", \"parent\": null}"));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"root again\", \"status\": \"final\", "
+                        "\"confidence\": \"high\", \"parent\": null}"));
     EXPECT_ERR("chain_head_mismatch");
     assert_int_equal(fx_count(f, "checkpoint_rejected"), rej + 2);
     cJSON *l = fx_call(f, a, "wacp/checkpoint.list", "{}");
@@ -365,10 +430,13 @@ static void test_l1_integration_direct(void **state)
     char p[512];
     snprintf(p, sizeof(p), "%s/src/b.c", fx_dir(f, a));
     assert_int_equal(unlink(p), 0);
-    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
+    assert_non_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     fx_write(f->root, "a.txt", "parent changed\n"); /* direct detects nothing */
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"direct\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"direct\"}", a);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_string_equal(fx_read(f->root, "a.txt"), "from child\n");
     assert_null(fx_read(f->root, "src/b.c"));
@@ -393,7 +461,10 @@ static void test_l1_trail_recording_all_events(void **state)
     } cases[] = {
         {a, "wacp/signal.emit", "{\"type\": \"ready\"}", "signal_emitted"},
         {a, "wacp/envelope.send", NULL, "envelope_created"},
-        {a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"provisional\", \"confidence\": \"low\", \"files\": [\"a.txt\"]}", "checkpoint_created"},
+        {a, "wacp/checkpoint.create",
+         "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"provisional\", \"confidence\": "
+         "\"low\", \"files\": [\"a.txt\"]}",
+         "checkpoint_created"},
         {f->rootid, "wacp/task.create", "{\"name\": \"n\"}", "task_created"},
         {a, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}", "denial"},
         {a, "wacp/signal.emit", "{\"type\": \"integrate\"}", "denial"},
@@ -402,23 +473,43 @@ static void test_l1_trail_recording_all_events(void **state)
         size_t n = fx_count(f, cases[i].entry);
         char params[256];
         if (!cases[i].params)
-            snprintf(params, sizeof(params), "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid);
+            snprintf(params, sizeof(params), "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}",
+                     f->rootid);
         fx_call(f, cases[i].ws, cases[i].method, "%s", cases[i].params ? cases[i].params : params);
         if (fx_count(f, cases[i].entry) != n + 1)
             fail_msg("%s did not record %s", cases[i].method, cases[i].entry);
     }
     /* Every entry names a registered event type of the trail. */
     for (size_t i = 0; i < f->n_ents; i++) {
-        static const char *const known[] = {
-            "workspace_created", "workspace_state_changed", "envelope_created",
-            "envelope_delivered", "envelope_redelivered", "envelope_rejected",
-            "envelope_undeliverable", "signal_emitted", "signal_delivered", "checkpoint_created",
-            "checkpoint_rejected", "task_created", "task_approved", "task_assigned",
-            "task_status_changed", "task_completed", "task_failed", "integration_started",
-            "integration_completed", "conflict_detected", "conflict_resolved",
-            "port_right_created", "port_right_transferred", "port_right_consumed",
-            "port_right_revoked", "denial", "graph_created", "workspace_reparented",
-            "workspace_rejected"};
+        static const char *const known[] = {"workspace_created",
+                                            "workspace_state_changed",
+                                            "envelope_created",
+                                            "envelope_delivered",
+                                            "envelope_redelivered",
+                                            "envelope_rejected",
+                                            "envelope_undeliverable",
+                                            "signal_emitted",
+                                            "signal_delivered",
+                                            "checkpoint_created",
+                                            "checkpoint_rejected",
+                                            "task_created",
+                                            "task_approved",
+                                            "task_assigned",
+                                            "task_status_changed",
+                                            "task_completed",
+                                            "task_failed",
+                                            "integration_started",
+                                            "integration_completed",
+                                            "conflict_detected",
+                                            "conflict_resolved",
+                                            "port_right_created",
+                                            "port_right_transferred",
+                                            "port_right_consumed",
+                                            "port_right_revoked",
+                                            "denial",
+                                            "graph_created",
+                                            "workspace_reparented",
+                                            "workspace_rejected"};
         bool ok = false;
         for (size_t k = 0; k < ARRAY_SIZE(known); k++)
             ok |= !strcmp(f->ents[i].type, known[k]);
@@ -450,7 +541,8 @@ static void test_l1_write_ahead_trail(void **state)
         {f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"},
         {f->rootid, "wacp/envelope.send", send},
         {a, "wacp/signal.emit", "{\"type\": \"blocked\", \"reason\": \"r\"}"},
-        {a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"},
+        {a, "wacp/checkpoint.create",
+         "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"},
         {f->rootid, "wacp/task.create", "{\"name\": \"n\"}"},
         {a, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"}, /* a denial */
     };
@@ -494,7 +586,8 @@ static void test_l1_identity_rules(void **state)
     char ids[64][WACP_ID_LEN];
     size_t n = 0;
     for (int i = 0; i < 5; i++) {
-        cJSON *c = fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}");
+        cJSON *c = fx_call(f, f->rootid, "wacp/workspace.create",
+                           "{\"agent\": \"coder\", \"directive\": 1}");
         snprintf(ids[n++], WACP_ID_LEN, "%s", fx_str(c, "workspace_id"));
         snprintf(ids[n++], WACP_ID_LEN, "%s", fx_str(c, "directive_envelope"));
         cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"t\"}");
@@ -506,14 +599,17 @@ static void test_l1_identity_rules(void **state)
             assert_string_not_equal(ids[i], ids[k]);
     }
     /* An agent cannot choose an id. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"workspace_id\": \"ws-mine\"}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"workspace_id\": \"ws-mine\"}"));
     EXPECT_ERR("invalid_params");
     assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"t\", \"task_id\": \"mine\"}"));
     EXPECT_ERR("invalid_params");
     /* No dangling references: unknown ids are refused. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"task-0000\"}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"task-0000\"}"));
     EXPECT_ERR("not_found");
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"t\", \"depends_on\": [\"task-0000\"]}"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"t\", \"depends_on\": [\"task-0000\"]}"));
     EXPECT_ERR("not_found");
 }
 
@@ -529,15 +625,18 @@ static void test_hostile_worker_creates_workspace(void **state)
     assert_int_equal(f->e.rpc_code, WACP_E_DENIED);
     assert_int_equal(f->n_started, ws);
     assert_int_equal(fx_count(f, "denial"), d + 1);
-    assert_null(fx_call(f, a, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"delegate\": true}"));
+    assert_null(fx_call(f, a, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"delegate\": true}"));
     EXPECT_ERR("permission_denied");
     /* Nor may the coordinator start a second coordinator. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"lead\", \"directive\": 1}"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"lead\", \"directive\": 1}"));
     EXPECT_ERR("permission_denied");
     /* Nor any governing method. */
     assert_null(fx_call(f, a, "wacp/task.create", "{\"name\": \"mine\"}"));
     EXPECT_ERR("permission_denied");
-    assert_null(fx_call(f, a, "wacp/rights.grant", "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send\"}", a, f->rootid));
+    assert_null(fx_call(f, a, "wacp/rights.grant",
+                        "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send\"}", a, f->rootid));
     EXPECT_ERR("permission_denied");
 }
 
@@ -546,7 +645,8 @@ static void test_hostile_worker_sends_directive(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     size_t notes = fx_notes_count(f, f->rootid, "wacp/envelope");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": \"obey\"}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"directive\", \"payload\": \"obey\"}", f->rootid));
     EXPECT_ERR("permission_denied");
     const struct fx_ent *x = fx_last_ent(f, "envelope_rejected");
     assert_string_equal(x->ws, a);
@@ -560,7 +660,8 @@ static void test_hostile_address_without_right(void **state)
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     const char *b = fx_child(f, f->rootid, "coder", NULL);
     size_t notes = fx_notes_count(f, b, "wacp/envelope");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", b));
+    assert_null(
+        fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", b));
     EXPECT_ERR("no_send_right");
     assert_int_equal(fx_notes_count(f, b, "wacp/envelope"), notes);
     /* A worker sees no other workspace. */
@@ -575,11 +676,14 @@ static void test_hostile_forged_ids(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     const char *b = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", b);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", b);
     /* A acks B's envelope: not its own, so not found, and B's stays unacknowledged. */
-    assert_null(fx_call(f, a, "wacp/envelope.ack", "{\"envelope_id\": \"%s\"}", fx_str(r, "envelope_id")));
+    assert_null(
+        fx_call(f, a, "wacp/envelope.ack", "{\"envelope_id\": \"%s\"}", fx_str(r, "envelope_id")));
     EXPECT_ERR("not_found");
-    assert_null(fx_call(f, a, "wacp/envelope.ack", "{\"envelope_id\": \"env-0123456789abcdef0123456789abcdef\"}"));
+    assert_null(fx_call(f, a, "wacp/envelope.ack",
+                        "{\"envelope_id\": \"env-0123456789abcdef0123456789abcdef\"}"));
     EXPECT_ERR("not_found");
     cJSON *k = fx_call(f, b, "wacp/envelope.ack", "{\"envelope_id\": \"%s\"}", fx_str(r, "envelope_id"));
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(k, "duplicate")));
@@ -593,7 +697,10 @@ static void test_hostile_forged_ids(void **state)
     EXPECT_ERR("not_found");
     assert_null(fx_call(f, f->rootid, "wacp/rights.revoke", "{\"right_id\": \"rt-forged\"}"));
     EXPECT_ERR("not_found");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"rights\": [\"rt-forged\"]}", f->rootid));
+    assert_null(
+        fx_call(f, a, "wacp/envelope.send",
+                "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"rights\": [\"rt-forged\"]}",
+                f->rootid));
     EXPECT_ERR("invalid_structure");
     assert_string_equal(fx_state(f, b), "active");
 }
@@ -634,29 +741,42 @@ static void test_hostile_wrong_types(void **state)
     EXPECT_ERR("invalid_params");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"ready\", \"type\": \"ready\"}"));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": 3, \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": 3, \"status\": \"final\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"done\", \"confidence\": \"low\"}"));
+    assert_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"done\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_structure");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"memory\": -5}}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"memory\": -5}}"));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"disk\": 5}}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"disk\": 5}}"));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"nobody\", \"directive\": 1}"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"nobody\", \"directive\": 1}"));
     EXPECT_ERR("not_found");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"owner\": \"system\"}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"owner\": \"system\"}"));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"timeout\": -1}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"timeout\": -1}"));
     EXPECT_ERR("invalid_params");
     /* A payload over the limit (4096 in this fixture). */
     char big[6000];
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = 0;
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"%s\"}", f->rootid, big));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"%s\"}", f->rootid, big));
     EXPECT_ERR("invalid_structure");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"priority\": \"now\"}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"priority\": \"now\"}",
+                        f->rootid));
     EXPECT_ERR("invalid_structure");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"gossip\", \"payload\": 1}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"gossip\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("invalid_type");
     assert_string_equal(fx_state(f, a), "active");
 }
@@ -665,11 +785,16 @@ static void test_hostile_checkpoint_stale_parent_and_paths(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\", \"parent\": \"cp-forged\"}"));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", "
+                        "\"confidence\": \"low\", \"parent\": \"cp-forged\"}"));
     EXPECT_ERR("chain_head_mismatch");
     static const char *const bad[] = {"../x", "/etc/passwd", "a/../../x", "", "a//b", "./a.txt"};
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\", \"files\": [\"%s\"]}", bad[i]));
+        assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                            "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", "
+                            "\"confidence\": \"low\", \"files\": [\"%s\"]}",
+                            bad[i]));
         EXPECT_ERR("invalid_structure");
     }
     /* The copy took no link; a link the agent makes is not followed. */
@@ -679,16 +804,23 @@ static void test_hostile_checkpoint_stale_parent_and_paths(void **state)
     assert_int_not_equal(lstat(p, &st), 0);
     snprintf(p, sizeof(p), "%s/evil", fx_dir(f, a));
     assert_int_equal(symlink("/etc/passwd", p), 0);
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\", \"files\": [\"evil\"]}"));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", "
+                        "\"confidence\": \"low\", \"files\": [\"evil\"]}"));
     EXPECT_ERR("invalid_files");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\", \"files\": [\"nothere.txt\"]}"));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", "
+                        "\"confidence\": \"low\", \"files\": [\"nothere.txt\"]}"));
     EXPECT_ERR("invalid_files");
     /* The default snapshot skips the link as well. */
     fx_write(fx_dir(f, a), "ok.txt", "ok\n");
-    cJSON *c = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}");
+    cJSON *c = fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}");
     assert_non_null(c);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c, "files")), 1);
-    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "files"), 0), "path"), "ok.txt");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "files"), 0), "path"),
+                        "ok.txt");
 }
 
 /* Integration never writes through a link of the parent's tree: the child made a real
@@ -702,9 +834,12 @@ static void test_hostile_integration_through_parent_link(void **state)
     assert_int_equal(mkdir(p, 0700), 0);
     fx_write(fx_dir(f, a), "escape/corral-test-owned", "x\n");
     fx_write(fx_dir(f, a), "a.txt", "changed\n");
-    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_non_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
     assert_string_equal(fx_str(r, "state"), "failed");
     assert_non_null(fx_str(r, "error"));
     assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "integration_error");
@@ -716,23 +851,34 @@ static void test_hostile_integration_through_parent_link(void **state)
 static void test_hostile_task_cycles(void **state)
 {
     FX;
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\", \"depends_on\": [\"b\"]}, {\"ref\": \"b\", \"name\": \"B\", \"depends_on\": [\"c\"]}, {\"ref\": \"c\", \"name\": \"C\", \"depends_on\": [\"a\"]}]}"));
+    assert_null(fx_call(f, f->rootid, "wacp/task.create",
+                        "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\", \"depends_on\": [\"b\"]}, "
+                        "{\"ref\": \"b\", \"name\": \"B\", \"depends_on\": [\"c\"]}, {\"ref\": \"c\", "
+                        "\"name\": \"C\", \"depends_on\": [\"a\"]}]}"));
     EXPECT_ERR("cycle");
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\", \"depends_on\": [\"a\"]}]}"));
+    assert_null(fx_call(f, f->rootid, "wacp/task.create",
+                        "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\", \"depends_on\": [\"a\"]}]}"));
     EXPECT_ERR("cycle");
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(l, "tasks")), 0);
     assert_int_equal(fx_count(f, "task_created"), 0);
     /* A DAG with a diamond is fine. */
-    cJSON *r = fx_call(f, f->rootid, "wacp/task.create", "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\"}, {\"ref\": \"b\", \"name\": \"B\", \"depends_on\": [\"a\"]}, {\"ref\": \"c\", \"name\": \"C\", \"depends_on\": [\"a\"]}, {\"ref\": \"d\", \"name\": \"D\", \"depends_on\": [\"b\", \"c\"]}]}");
+    cJSON *r = fx_call(
+        f, f->rootid, "wacp/task.create",
+        "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\"}, {\"ref\": \"b\", \"name\": \"B\", "
+        "\"depends_on\": [\"a\"]}, {\"ref\": \"c\", \"name\": \"C\", \"depends_on\": [\"a\"]}, "
+        "{\"ref\": \"d\", \"name\": \"D\", \"depends_on\": [\"b\", \"c\"]}]}");
     assert_non_null(r);
     const cJSON *ts = cJSON_GetObjectItem(r, "tasks");
     assert_int_equal(cJSON_GetArraySize(ts), 4);
     l = fx_call(f, f->rootid, "wacp/task.list", "{}");
     const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 3);
     const cJSON *deps = cJSON_GetObjectItem(d, "depends_on");
-    assert_string_equal(cJSON_GetArrayItem(deps, 0)->valuestring, fx_str(cJSON_GetArrayItem(ts, 1), "task_id"));
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\"}, {\"ref\": \"a\", \"name\": \"A2\"}]}"));
+    assert_string_equal(cJSON_GetArrayItem(deps, 0)->valuestring,
+                        fx_str(cJSON_GetArrayItem(ts, 1), "task_id"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/task.create",
+                "{\"tasks\": [{\"ref\": \"a\", \"name\": \"A\"}, {\"ref\": \"a\", \"name\": \"A2\"}]}"));
     EXPECT_ERR("invalid_params");
 }
 
@@ -741,9 +887,11 @@ static void test_hostile_flood_workspaces(void **state)
     FX;
     /* The fixture's limit is 8 workspaces in all, the root included. */
     for (int i = 0; i < 7; i++)
-        assert_non_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
+        assert_non_null(
+            fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
     size_t d = fx_count(f, "denial");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
     EXPECT_ERR("limit");
     assert_int_equal(f->e.rpc_code, WACP_E_LIMIT);
     assert_int_equal(fx_count(f, "denial"), d + 1);
@@ -755,17 +903,21 @@ static void test_hostile_flood_envelopes(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     for (int i = 0; i < 4; i++)
-        assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i));
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 9}", a));
+        assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                                "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 9}", a));
     EXPECT_ERR("limit");
     /* Acknowledging makes room: the limit is on what is not yet acknowledged. */
     fx_ack_last(f, a);
-    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 9}", a));
+    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 9}", a));
     /* A worker flooding the coordinator is bounded the same way, and others are unaffected. */
     const char *b = fx_child(f, f->rootid, "coder", NULL);
     int ok = 0;
     for (int i = 0; i < 10; i++)
-        ok += fx_call(f, b, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": %d}", f->rootid, i) != NULL;
+        ok += fx_call(f, b, "wacp/envelope.send",
+                      "{\"to\": \"%s\", \"type\": \"query\", \"payload\": %d}", f->rootid, i) != NULL;
     assert_int_equal(ok, 4);
     EXPECT_ERR("limit");
     assert_string_equal(fx_state(f, a), "active");
@@ -775,13 +927,15 @@ static void test_hostile_terminal_workspace_does_nothing(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"failed\", \"reason\": \"gave up\"}"));
+    assert_non_null(
+        fx_call(f, a, "wacp/signal.emit", "{\"type\": \"failed\", \"reason\": \"gave up\"}"));
     assert_string_equal(fx_state(f, a), "failed");
     assert_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"started\"}"));
     EXPECT_ERR("invalid_state");
     assert_null(fx_call(f, a, "wacp/workspace.self", "{}"));
     EXPECT_ERR("invalid_state");
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
     EXPECT_ERR("target_terminal");
     /* Still there: workspaces are never destroyed. */
     assert_string_equal(fx_state(f, a), "failed");
@@ -792,12 +946,13 @@ static void test_every_method_dispatches(void **state)
 {
     FX;
     static const char *const names[] = {
-        "wacp/checkpoint.create", "wacp/checkpoint.list", "wacp/conflict.resolve",
-        "wacp/envelope.ack", "wacp/envelope.send", "wacp/integrate", "wacp/rights.grant",
-        "wacp/rights.list", "wacp/rights.revoke", "wacp/signal.emit", "wacp/task.assign",
-        "wacp/task.cancel", "wacp/task.create", "wacp/task.list", "wacp/workspace.abort",
-        "wacp/workspace.create", "wacp/workspace.list", "wacp/workspace.resume",
-        "wacp/workspace.self", "wacp/workspace.suspend", "wacp/workspace.transfer"};
+        "wacp/checkpoint.create", "wacp/checkpoint.list",   "wacp/conflict.resolve",
+        "wacp/envelope.ack",      "wacp/envelope.send",     "wacp/integrate",
+        "wacp/rights.grant",      "wacp/rights.list",       "wacp/rights.revoke",
+        "wacp/signal.emit",       "wacp/task.assign",       "wacp/task.cancel",
+        "wacp/task.create",       "wacp/task.list",         "wacp/workspace.abort",
+        "wacp/workspace.create",  "wacp/workspace.list",    "wacp/workspace.resume",
+        "wacp/workspace.self",    "wacp/workspace.suspend", "wacp/workspace.transfer"};
     for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
         cJSON *r = NULL;
         struct wacp_err e;

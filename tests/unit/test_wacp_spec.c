@@ -40,28 +40,35 @@ static void test_ws_coordinator_only_creation(void **state)
     cJSON *s = fx_call(f, g, "wacp/workspace.self", "{}");
     assert_string_equal(fx_str(s, "parent"), d);
     /* ...but cannot hand delegation on. */
-    assert_null(fx_call(f, d, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"delegate\": true}"));
+    assert_null(fx_call(f, d, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"delegate\": true}"));
     EXPECT_ERR("permission_denied");
     /* A delegate governs its subtree only. */
     assert_null(fx_call(f, d, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("not_found");
-    assert_non_null(fx_call(f, d, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", g));
-    assert_non_null(fx_call(f, g, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", d));
+    assert_non_null(fx_call(f, d, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", g));
+    assert_non_null(
+        fx_call(f, g, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", d));
 }
 
 static void test_ws_terminal_state_immutability(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\", \"reason\": \"enough\"}", a));
+    assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort",
+                            "{\"workspace\": \"%s\", \"reason\": \"enough\"}", a));
     assert_string_equal(fx_state(f, a), "failed");
     assert_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("invalid_transition");
     assert_null(fx_call(f, f->rootid, "wacp/workspace.suspend", "{\"workspace\": \"%s\"}", a));
     EXPECT_ERR("invalid_transition");
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
+    assert_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a));
     EXPECT_ERR("target_terminal");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_state");
     wacp_agent_ended(f->w, a, "agent_exited"); /* a late end changes nothing */
     assert_string_equal(fx_state(f, a), "failed");
@@ -82,10 +89,12 @@ static void test_ws_tree_containment_budgets(void **state)
 {
     FX;
     /* The coordinator has memory 512M, pids 64, wall_time 1h; the worker role 256M, 32. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"memory\": \"1G\"}}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"memory\": \"1G\"}}"));
     EXPECT_ERR("budget_exceeds_parent");
     assert_int_equal(f->e.rpc_code, WACP_E_LIMIT);
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"wall_time\": 7200}}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"wall_time\": 7200}}"));
     EXPECT_ERR("budget_exceeds_parent");
     const char *a = fx_child(f, f->rootid, "coder", "\"budgets\": {\"pids\": 8, \"memory\": 134217728}");
     cJSON *s = fx_call(f, a, "wacp/workspace.self", "{}");
@@ -95,7 +104,8 @@ static void test_ws_tree_containment_budgets(void **state)
     assert_int_equal(cJSON_GetObjectItem(b, "wall_time")->valueint, 3600);
     /* A grandchild stays within its parent's (a delegate's), not its role's. */
     const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true, \"budgets\": {\"pids\": 10}");
-    assert_null(fx_call(f, d, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"pids\": 20}}"));
+    assert_null(fx_call(f, d, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"budgets\": {\"pids\": 20}}"));
     EXPECT_ERR("budget_exceeds_parent");
     const char *g = fx_child(f, d, "coder", NULL);
     s = fx_call(f, g, "wacp/workspace.self", "{}");
@@ -152,7 +162,9 @@ static void test_ws_timeout_enforcement(void **state)
     const char *b = fx_child(f, f->rootid, "coder", "\"timeout\": 2");
     /* b completes first: the timeout race goes to complete (concurrency invariant 6). */
     fx_write(fx_dir(f, b), "a.txt", "b\n");
-    assert_non_null(fx_call(f, b, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_non_null(fx_call(
+        f, b, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"low\"}"));
     assert_non_null(fx_call(f, b, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     uint64_t dl = wacp_next_deadline(f->w);
     assert_true(dl <= wacp_core_now_ms() + 2000);
@@ -170,7 +182,8 @@ static void test_ws_suspension_queues_and_pauses(void **state)
     size_t before = fx_notes_count(f, a, "wacp/envelope");
     char ids[3][WACP_ID_LEN];
     for (int i = 0; i < 3; i++) {
-        cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i);
+        cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                           "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i);
         snprintf(ids[i], WACP_ID_LEN, "%s", fx_str(r, "envelope_id"));
     }
     assert_int_equal(fx_notes_count(f, a, "wacp/envelope"), before);
@@ -191,7 +204,8 @@ static void test_ws_creation_error_fails_workspace(void **state)
 {
     FX;
     f->fail_start = true;
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1}"));
     f->fail_start = false;
     EXPECT_ERR("creation_error");
     cJSON *t = fx_keep(f, wacp_tree_json(f->w));
@@ -227,7 +241,8 @@ static void test_user_ownership_transfer(void **state)
     const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true");
     const char *g = fx_child(f, d, "coder", NULL);
     size_t before = f->n_ents;
-    cJSON *r = fx_call(f, f->rootid, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"dave\"}", d);
+    cJSON *r = fx_call(f, f->rootid, "wacp/workspace.transfer",
+                       "{\"workspace\": \"%s\", \"owner\": \"dave\"}", d);
     assert_string_equal(fx_str(r, "owner"), "dave");
     const cJSON *x = fx_last(f, "workspace_ownership_transferred");
     assert_string_equal(fx_str(x, "from_owner"), "alice");
@@ -241,9 +256,11 @@ static void test_user_ownership_transfer(void **state)
         kept |= !strcmp(f->ents[i].type, "workspace_created") && !strcmp(f->ents[i].ws, d) &&
                 !strcmp(fx_str(f->ents[i].body, "owner"), "alice");
     assert_true(kept);
-    assert_null(fx_call(f, d, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"eve\"}", g));
+    assert_null(
+        fx_call(f, d, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"eve\"}", g));
     EXPECT_ERR("permission_denied");
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.transfer", "{\"workspace\": \"%s\", \"owner\": \"system\"}", g));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.transfer",
+                        "{\"workspace\": \"%s\", \"owner\": \"system\"}", g));
     EXPECT_ERR("invalid_params");
 }
 
@@ -255,7 +272,8 @@ static void test_user_originator_propagates_and_is_immutable(void **state)
     cJSON *s = fx_call(f, g, "wacp/workspace.self", "{}");
     assert_string_equal(fx_str(s, "originator"), "system");
     /* No parameter sets it. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"originator\": \"carol\"}"));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"originator\": \"carol\"}"));
     EXPECT_ERR("invalid_params");
 }
 
@@ -265,10 +283,13 @@ static void test_env_three_base_types_and_registered_types(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_non_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"rumour\", \"payload\": 1}", f->rootid));
+    assert_non_null(fx_call(f, a, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"rumour\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("invalid_type");
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"report\", \"payload\": 1}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"report\", \"payload\": 1}", f->rootid));
     EXPECT_ERR("permission_denied"); /* registered, but not the worker's */
 }
 
@@ -276,10 +297,14 @@ static void test_env_schema_runtime_assigned_fields(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": {\"k\": 1}, \"priority\": \"urgent\"}", a);
+    cJSON *r = fx_call(
+        f, f->rootid, "wacp/envelope.send",
+        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": {\"k\": 1}, \"priority\": \"urgent\"}",
+        a);
     const cJSON *env = cJSON_GetObjectItem(fx_note_to(f, a, "wacp/envelope"), "envelope");
-    static const char *const fields[] = {"envelope_id", "from", "to", "type", "payload", "in_reply_to",
-                                         "priority", "origin", "timestamp", "attempt", "rights"};
+    static const char *const fields[] = {"envelope_id", "from",        "to",       "type",
+                                         "payload",     "in_reply_to", "priority", "origin",
+                                         "timestamp",   "attempt",     "rights"};
     for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
         if (!cJSON_GetObjectItem(env, fields[i]))
             fail_msg("envelope without %s", fields[i]);
@@ -290,10 +315,13 @@ static void test_env_schema_runtime_assigned_fields(void **state)
     /* The run's own first envelope to the coordinator comes from the human who started it. */
     for (size_t i = 0; i < f->n_notes; i++)
         if (!strcmp(f->notes[i].ws, f->rootid) && !strcmp(f->notes[i].method, "wacp/envelope")) {
-            assert_string_equal(fx_str(cJSON_GetObjectItem(f->notes[i].params, "envelope"), "origin"), "human");
+            assert_string_equal(fx_str(cJSON_GetObjectItem(f->notes[i].params, "envelope"), "origin"),
+                                "human");
             break;
         }
-    assert_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"origin\": \"human\"}", a));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/envelope.send",
+                "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1, \"origin\": \"human\"}", a));
     EXPECT_ERR("invalid_params");
 }
 
@@ -301,14 +329,23 @@ static void test_env_structure_validation_and_replies(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"in_reply_to\": \"env-nope\"}", f->rootid));
+    assert_null(
+        fx_call(f, a, "wacp/envelope.send",
+                "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"in_reply_to\": \"env-nope\"}",
+                f->rootid));
     EXPECT_ERR("invalid_structure");
-    cJSON *q = fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"why?\"}", f->rootid);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"because\", \"in_reply_to\": \"%s\"}", a, fx_str(q, "envelope_id"));
+    cJSON *q = fx_call(f, a, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"query\", \"payload\": \"why?\"}", f->rootid);
+    cJSON *r = fx_call(
+        f, f->rootid, "wacp/envelope.send",
+        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"because\", \"in_reply_to\": \"%s\"}", a,
+        fx_str(q, "envelope_id"));
     assert_non_null(r);
     const cJSON *env = cJSON_GetObjectItem(fx_note_to(f, a, "wacp/envelope"), "envelope");
     assert_string_equal(fx_str(env, "in_reply_to"), fx_str(q, "envelope_id"));
-    assert_null(fx_call(f, a, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"in_reply_to\": 7}", f->rootid));
+    assert_null(fx_call(f, a, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"query\", \"payload\": 1, \"in_reply_to\": 7}",
+                        f->rootid));
     EXPECT_ERR("invalid_params");
 }
 
@@ -316,11 +353,13 @@ static void test_env_durability_recorded_before_delivery(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
     const char *id = fx_str(r, "envelope_id");
     unsigned rec = 0, note = 0;
     for (size_t i = 0; i < f->n_ents; i++)
-        if (!strcmp(f->ents[i].type, "envelope_created") && !strcmp(fx_str(f->ents[i].body, "envelope_id"), id))
+        if (!strcmp(f->ents[i].type, "envelope_created") &&
+            !strcmp(fx_str(f->ents[i].body, "envelope_id"), id))
             rec = f->ents[i].seq;
     for (size_t i = 0; i < f->n_notes; i++)
         if (!strcmp(f->notes[i].method, "wacp/envelope") &&
@@ -335,7 +374,10 @@ static void test_env_channel_ordering(void **state)
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     char ids[3][WACP_ID_LEN];
     for (int i = 0; i < 3; i++)
-        snprintf(ids[i], WACP_ID_LEN, "%s", fx_str(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i), "envelope_id"));
+        snprintf(ids[i], WACP_ID_LEN, "%s",
+                 fx_str(fx_call(f, f->rootid, "wacp/envelope.send",
+                                "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": %d}", a, i),
+                        "envelope_id"));
     int k = 0;
     for (size_t i = 0; i < f->n_notes; i++)
         if (!strcmp(f->notes[i].ws, a) && k < 3 &&
@@ -349,7 +391,8 @@ static void test_env_undeliverable_when_target_ends(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     assert_non_null(fx_call(f, f->rootid, "wacp/workspace.suspend", "{\"workspace\": \"%s\"}", a));
-    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/envelope.send",
+                       "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", a);
     assert_non_null(fx_call(f, f->rootid, "wacp/workspace.abort", "{\"workspace\": \"%s\"}", a));
     const cJSON *u = fx_last(f, "envelope_undeliverable");
     assert_non_null(u);
@@ -365,20 +408,26 @@ static void test_env_send_once_transferred_then_consumed(void **state)
     FX;
     const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true");
     const char *g = fx_child(f, d, "coder", NULL);
-    cJSON *gr = fx_call(f, f->rootid, "wacp/rights.grant", "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send_once\"}", f->rootid, g);
+    cJSON *gr = fx_call(f, f->rootid, "wacp/rights.grant",
+                        "{\"holder\": \"%s\", \"target\": \"%s\", \"kind\": \"send_once\"}", f->rootid,
+                        g);
     const char *once = fx_str(gr, "right_id");
     const char *other = fx_child(f, f->rootid, "coder", "\"delegate\": true");
     /* The coordinator passes its one-time right to g over to another delegate. */
-    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"reply to g once\", \"rights\": [\"%s\"]}", other, once));
+    assert_non_null(fx_call(f, f->rootid, "wacp/envelope.send",
+                            "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": \"reply to g once\", "
+                            "\"rights\": [\"%s\"]}",
+                            other, once));
     assert_string_equal(fx_str(fx_last(f, "port_right_transferred"), "to_holder"), other);
     /* other is a delegate, but g is not in its subtree: the matrix still says no. */
-    assert_null(fx_call(f, other, "wacp/envelope.send", "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", g));
+    assert_null(fx_call(f, other, "wacp/envelope.send",
+                        "{\"to\": \"%s\", \"type\": \"feedback\", \"payload\": 1}", g));
     EXPECT_ERR("permission_denied");
     /* The right was not spent by a refused send. */
     cJSON *l = fx_call(f, other, "wacp/rights.list", "{}");
     bool held = false;
     const cJSON *x;
-    cJSON_ArrayForEach(x, cJSON_GetObjectItem(l, "rights"))
+    cJSON_ArrayForEach (x, cJSON_GetObjectItem(l, "rights"))
         held |= !strcmp(fx_str(x, "right_id"), once);
     assert_true(held);
     assert_int_equal(fx_count(f, "port_right_consumed"), 0);
@@ -412,7 +461,7 @@ static void test_sig_upward_propagation(void **state)
     size_t root_sigs = fx_notes_count(f, f->rootid, "wacp/signal");
     size_t d_sigs = fx_notes_count(f, d, "wacp/signal");
     assert_non_null(fx_call(f, g, "wacp/signal.emit", "{\"type\": \"blocked\", \"reason\": \"r\"}"));
-    assert_int_equal(fx_notes_count(f, d, "wacp/signal"), d_sigs + 1);      /* the parent */
+    assert_int_equal(fx_notes_count(f, d, "wacp/signal"), d_sigs + 1);        /* the parent */
     assert_int_equal(fx_notes_count(f, f->rootid, "wacp/signal"), root_sigs); /* not above */
     assert_int_equal(fx_notes_count(f, g, "wacp/signal"), 0);                 /* nor back */
     const cJSON *sd = fx_last(f, "signal_delivered");
@@ -444,7 +493,8 @@ static void test_sig_emission_ordering(void **state)
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     static const char *const seq[] = {"ready", "blocked", "started", "escalation"};
     for (size_t i = 0; i < ARRAY_SIZE(seq); i++)
-        assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"%s\", \"reason\": \"r\"}", seq[i]));
+        assert_non_null(
+            fx_call(f, a, "wacp/signal.emit", "{\"type\": \"%s\", \"reason\": \"r\"}", seq[i]));
     size_t k = 0;
     for (size_t i = 0; i < f->n_notes; i++) {
         if (strcmp(f->notes[i].ws, f->rootid) || strcmp(f->notes[i].method, "wacp/signal"))
@@ -472,7 +522,8 @@ static void test_cp_type_role_compatibility(void **state)
     assert_string_equal(fx_str(fx_last(f, "checkpoint_rejected"), "reason"), "type_not_permitted");
     assert_null(fx_call(f, ob, "wacp/checkpoint.create", "{\"type\": \"artifact\", %s}", body));
     EXPECT_ERR("type_not_permitted");
-    assert_non_null(fx_call(f, ob, "wacp/checkpoint.create", "{\"type\": \"observation\", %s, \"payload\": {\"seen\": 1}}", body));
+    assert_non_null(fx_call(f, ob, "wacp/checkpoint.create",
+                            "{\"type\": \"observation\", %s, \"payload\": {\"seen\": 1}}", body));
     assert_non_null(fx_call(f, rv, "wacp/checkpoint.create", "{\"type\": \"review\", %s}", body));
     assert_null(fx_call(f, rv, "wacp/checkpoint.create", "{\"type\": \"artifact\", %s}", body));
     EXPECT_ERR("type_not_permitted");
@@ -484,16 +535,21 @@ static void test_cp_schema_intent_required(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"\", \"status\": \"final\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_structure");
-    assert_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"status\": \"final\", \"confidence\": \"low\"}"));
+    assert_null(fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"status\": \"final\", \"confidence\": \"low\"}"));
     EXPECT_ERR("invalid_params");
-    cJSON *c = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"x\", \"status\": \"final\", \"confidence\": \"low\"}");
+    cJSON *c = fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"x\", \"status\": \"final\", \"confidence\": \"low\"}");
     cJSON *l = fx_call(f, a, "wacp/checkpoint.list", "{}");
     const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "checkpoints"), 0);
-    static const char *const fields[] = {"checkpoint_id", "workspace_id", "type", "intent", "status",
-                                         "confidence", "parent", "payload_hash", "timestamp",
-                                         "files", "payload"};
+    static const char *const fields[] = {"checkpoint_id", "workspace_id", "type",   "intent",
+                                         "status",        "confidence",   "parent", "payload_hash",
+                                         "timestamp",     "files",        "payload"};
     for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
         if (!cJSON_GetObjectItem(x, fields[i]))
             fail_msg("checkpoint without %s", fields[i]);
@@ -504,7 +560,9 @@ static void test_cp_auto_signal_emission(void **state)
 {
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
-    cJSON *c = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"x\", \"status\": \"provisional\", \"confidence\": \"low\"}");
+    cJSON *c = fx_call(f, a, "wacp/checkpoint.create",
+                       "{\"type\": \"artifact\", \"intent\": \"x\", \"status\": \"provisional\", "
+                       "\"confidence\": \"low\"}");
     const cJSON *sig = cJSON_GetObjectItem(fx_note_to(f, f->rootid, "wacp/signal"), "signal");
     assert_string_equal(fx_str(sig, "type"), "checkpoint");
     assert_string_equal(fx_str(sig, "ref"), fx_str(c, "checkpoint_id"));
@@ -516,20 +574,31 @@ static void test_cp_final_checkpoint_for_integration(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     fx_write(fx_dir(f, a), "a.txt", "final one\n");
-    cJSON *c1 = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"f\", \"status\": \"final\", \"confidence\": \"high\"}");
+    cJSON *c1 = fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"f\", \"status\": \"final\", \"confidence\": \"high\"}");
     fx_write(fx_dir(f, a), "a.txt", "provisional two\n");
-    cJSON *c2 = fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"p\", \"status\": \"provisional\", \"confidence\": \"high\", \"parent\": \"%s\"}", fx_str(c1, "checkpoint_id"));
+    cJSON *c2 = fx_call(f, a, "wacp/checkpoint.create",
+                        "{\"type\": \"artifact\", \"intent\": \"p\", \"status\": \"provisional\", "
+                        "\"confidence\": \"high\", \"parent\": \"%s\"}",
+                        fx_str(c1, "checkpoint_id"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"checkpoint\": \"%s\"}", a, fx_str(c2, "checkpoint_id")));
+    assert_null(fx_call(f, f->rootid, "wacp/integrate",
+                        "{\"workspace\": \"%s\", \"decision\": \"accept\", \"checkpoint\": \"%s\"}", a,
+                        fx_str(c2, "checkpoint_id")));
     EXPECT_ERR("not_final_checkpoint");
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_string_equal(fx_read(f->root, "a.txt"), "final one\n");
     /* Without a final checkpoint there is nothing to integrate. */
     const char *b = fx_child(f, f->rootid, "coder", NULL);
-    assert_non_null(fx_call(f, b, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"p\", \"status\": \"provisional\", \"confidence\": \"high\"}"));
+    assert_non_null(fx_call(f, b, "wacp/checkpoint.create",
+                            "{\"type\": \"artifact\", \"intent\": \"p\", \"status\": \"provisional\", "
+                            "\"confidence\": \"high\"}"));
     assert_non_null(fx_call(f, b, "wacp/signal.emit", "{\"type\": \"complete\"}"));
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", b));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", b));
     EXPECT_ERR("no_final_checkpoint");
 }
 
@@ -547,9 +616,9 @@ static void test_task_schema_and_draft_gate(void **state)
     assert_string_equal(fx_str(t, "status"), "pending");
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
     const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0);
-    static const char *const fields[] = {"task_id", "name", "description", "status", "depends_on",
-                                         "parent_task", "workspace_ref", "workspace_history",
-                                         "checkpoint_ref"};
+    static const char *const fields[] = {
+        "task_id",     "name",          "description",       "status",        "depends_on",
+        "parent_task", "workspace_ref", "workspace_history", "checkpoint_ref"};
     for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
         if (!cJSON_GetObjectItem(x, fields[i]))
             fail_msg("task without %s", fields[i]);
@@ -563,14 +632,17 @@ static void test_task_draft_gate_timeout_approves(void **state)
     cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"n\"}");
     assert_string_equal(fx_str(t, "status"), "draft");
     assert_int_equal(fx_count(f, "task_approved"), 0);
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"%s\"}", fx_str(t, "task_id")));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, \"task\": \"%s\"}",
+                        fx_str(t, "task_id")));
     EXPECT_ERR("invalid_state");
     uint64_t now = wacp_core_now_ms(), dl = wacp_next_deadline(f->w);
     assert_true(dl > now + 25000 && dl <= now + 30000);
     wacp_tick(f->w, dl);
     assert_string_equal(fx_str(fx_last(f, "task_approved"), "approval"), "timeout_auto_approve");
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
-    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"), "pending");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"),
+                        "pending");
 }
 
 static void test_task_draft_gate_timeout_rejects(void **state)
@@ -582,7 +654,8 @@ static void test_task_draft_gate_timeout_rejects(void **state)
     assert_true(dl <= wacp_core_now_ms() + 5000);
     wacp_tick(f->w, dl);
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
-    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"), "cancelled");
+    assert_string_equal(fx_str(cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0), "status"),
+                        "cancelled");
     assert_int_equal(fx_count(f, "task_approved"), 0);
 }
 
@@ -590,11 +663,15 @@ static void test_task_acyclic_and_same_graph(void **state)
 {
     FX;
     cJSON *a = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"A\"}");
-    cJSON *b = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"B\", \"depends_on\": [\"%s\"]}", fx_str(a, "task_id"));
+    cJSON *b = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"B\", \"depends_on\": [\"%s\"]}",
+                       fx_str(a, "task_id"));
     assert_non_null(b);
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"C\", \"depends_on\": [\"%s\", \"%s\"]}", fx_str(a, "task_id"), fx_str(a, "task_id")));
+    assert_null(fx_call(f, f->rootid, "wacp/task.create",
+                        "{\"name\": \"C\", \"depends_on\": [\"%s\", \"%s\"]}", fx_str(a, "task_id"),
+                        fx_str(a, "task_id")));
     EXPECT_ERR("invalid_params");
-    assert_null(fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"C\", \"depends_on\": [\"task-elsewhere\"]}"));
+    assert_null(fx_call(f, f->rootid, "wacp/task.create",
+                        "{\"name\": \"C\", \"depends_on\": [\"task-elsewhere\"]}"));
     EXPECT_ERR("not_found");
     assert_int_equal(fx_count(f, "graph_created"), 1);
 }
@@ -608,10 +685,12 @@ static void test_task_binding_and_history_across_retries(void **state)
     snprintf(extra, sizeof(extra), "\"task\": \"%s\"", id);
     const char *w1 = fx_child(f, f->rootid, "coder", extra);
     /* One task, one workspace at a time. */
-    assert_null(fx_call(f, f->rootid, "wacp/workspace.create", "{\"agent\": \"coder\", \"directive\": 1, %s}", extra));
+    assert_null(fx_call(f, f->rootid, "wacp/workspace.create",
+                        "{\"agent\": \"coder\", \"directive\": 1, %s}", extra));
     EXPECT_ERR("invalid_state");
     assert_non_null(fx_call(f, w1, "wacp/signal.emit", "{\"type\": \"started\"}"));
-    assert_non_null(fx_call(f, w1, "wacp/signal.emit", "{\"type\": \"failed\", \"reason\": \"crashed\"}"));
+    assert_non_null(
+        fx_call(f, w1, "wacp/signal.emit", "{\"type\": \"failed\", \"reason\": \"crashed\"}"));
     cJSON *l = fx_call(f, f->rootid, "wacp/task.list", "{}");
     const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "tasks"), 0);
     assert_string_equal(fx_str(x, "status"), "failed");
@@ -641,10 +720,12 @@ static void test_task_assign_existing_workspace(void **state)
     FX;
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     cJSON *t = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"T\"}");
-    cJSON *r = fx_call(f, f->rootid, "wacp/task.assign", "{\"task\": \"%s\", \"workspace\": \"%s\"}", fx_str(t, "task_id"), a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/task.assign", "{\"task\": \"%s\", \"workspace\": \"%s\"}",
+                       fx_str(t, "task_id"), a);
     assert_string_equal(fx_str(r, "status"), "in_progress");
     cJSON *t2 = fx_call(f, f->rootid, "wacp/task.create", "{\"name\": \"T2\"}");
-    assert_null(fx_call(f, f->rootid, "wacp/task.assign", "{\"task\": \"%s\", \"workspace\": \"%s\"}", fx_str(t2, "task_id"), a));
+    assert_null(fx_call(f, f->rootid, "wacp/task.assign", "{\"task\": \"%s\", \"workspace\": \"%s\"}",
+                        fx_str(t2, "task_id"), a));
     EXPECT_ERR("invalid_state"); /* one workspace, one task */
 }
 
@@ -654,7 +735,9 @@ static const char *completed_child(struct fx *f, const char *file, const char *t
 {
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     fx_write(fx_dir(f, a), file, text);
-    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
+    assert_non_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     return a;
 }
@@ -665,7 +748,8 @@ static void test_integ_three_decisions_no_backward_transitions(void **state)
     const char *a = completed_child(f, "a.txt", "A\n");
     const char *b = completed_child(f, "a.txt", "B\n");
     const char *c = completed_child(f, "a.txt", "C\n");
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"revise\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"revise\"}", a);
     assert_string_equal(fx_str(r, "state"), "failed");
     assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "revision_required");
     r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"reject\"}", b);
@@ -675,14 +759,19 @@ static void test_integ_three_decisions_no_backward_transitions(void **state)
     r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", c);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_string_equal(fx_read(f->root, "a.txt"), "C\n");
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a));
     EXPECT_ERR("invalid_transition");
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"maybe\"}", c));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"maybe\"}", c));
     EXPECT_ERR("invalid_params");
     const char *d = fx_child(f, f->rootid, "coder", NULL); /* active: not integrating */
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", d));
+    assert_null(
+        fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", d));
     EXPECT_ERR("invalid_transition");
-    assert_null(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"evaluated\"}", d));
+    assert_null(fx_call(f, f->rootid, "wacp/integrate",
+                        "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"evaluated\"}",
+                        d));
     EXPECT_ERR("unsupported_strategy");
 }
 
@@ -692,10 +781,14 @@ static void test_integ_layered_overlap_conflicted_prefer_parent(void **state)
     const char *a = fx_child(f, f->rootid, "coder", NULL);
     fx_write(fx_dir(f, a), "a.txt", "child\n");
     fx_write(fx_dir(f, a), "new.txt", "new\n");
-    assert_non_null(fx_call(f, a, "wacp/checkpoint.create", "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
+    assert_non_null(fx_call(
+        f, a, "wacp/checkpoint.create",
+        "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}"));
     assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"complete\"}"));
     fx_write(f->root, "a.txt", "parent\n");
-    cJSON *r = fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", a);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       a);
     assert_string_equal(fx_str(r, "state"), "conflicted");
     const cJSON *cf = cJSON_GetObjectItem(r, "conflicts");
     assert_int_equal(cJSON_GetArraySize(cf), 1);
@@ -704,7 +797,9 @@ static void test_integ_layered_overlap_conflicted_prefer_parent(void **state)
     assert_non_null(fx_last(f, "conflict_detected"));
     assert_string_equal(fx_read(f->root, "a.txt"), "parent\n");
     assert_null(fx_read(f->root, "new.txt")); /* nothing applied while conflicted */
-    r = fx_call(f, f->rootid, "wacp/conflict.resolve", "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\", \"prefer\": \"parent\"}", a);
+    r = fx_call(
+        f, f->rootid, "wacp/conflict.resolve",
+        "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\", \"prefer\": \"parent\"}", a);
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_non_null(fx_last(f, "conflict_resolved"));
     assert_string_equal(fx_read(f->root, "a.txt"), "parent\n");
@@ -721,14 +816,33 @@ static void test_integ_layered_prefer_child_and_agent_rework(void **state)
     const char *a = completed_child(f, "a.txt", "child a\n");
     const char *b = completed_child(f, "a.txt", "child b\n");
     fx_write(f->root, "a.txt", "parent\n");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", a), "state"), "conflicted");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/conflict.resolve", "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\", \"prefer\": \"child\"}", a), "state"), "closed");
+    assert_string_equal(
+        fx_str(fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       a),
+               "state"),
+        "conflicted");
+    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/conflict.resolve",
+                                       "{\"workspace\": \"%s\", \"resolution\": "
+                                       "\"coordinator_resolve\", \"prefer\": \"child\"}",
+                                       a),
+                               "state"),
+                        "closed");
     assert_string_equal(fx_read(f->root, "a.txt"), "child a\n");
     /* b overlaps with what a's integration wrote: sequential integration sees it. */
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", b), "state"), "conflicted");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/conflict.resolve", "{\"workspace\": \"%s\", \"resolution\": \"agent_rework\"}", b), "state"), "failed");
+    assert_string_equal(
+        fx_str(fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       b),
+               "state"),
+        "conflicted");
+    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/conflict.resolve",
+                                       "{\"workspace\": \"%s\", \"resolution\": \"agent_rework\"}", b),
+                               "state"),
+                        "failed");
     assert_string_equal(fx_read(f->root, "a.txt"), "child a\n");
-    assert_null(fx_call(f, f->rootid, "wacp/conflict.resolve", "{\"workspace\": \"%s\", \"resolution\": \"agent_rework\"}", b));
+    assert_null(fx_call(f, f->rootid, "wacp/conflict.resolve",
+                        "{\"workspace\": \"%s\", \"resolution\": \"agent_rework\"}", b));
     EXPECT_ERR("invalid_transition");
 }
 
@@ -737,8 +851,18 @@ static void test_integ_sequential_without_overlap(void **state)
     FX;
     const char *a = completed_child(f, "x.txt", "x\n");
     const char *b = completed_child(f, "y.txt", "y\n");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", a), "state"), "closed");
-    assert_string_equal(fx_str(fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}", b), "state"), "closed");
+    assert_string_equal(
+        fx_str(fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       a),
+               "state"),
+        "closed");
+    assert_string_equal(
+        fx_str(fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"layered\"}",
+                       b),
+               "state"),
+        "closed");
     assert_string_equal(fx_read(f->root, "x.txt"), "x\n");
     assert_string_equal(fx_read(f->root, "y.txt"), "y\n");
     assert_int_equal(fx_count(f, "conflict_detected"), 0);
@@ -767,7 +891,8 @@ static void test_agent_end_fails_workspace(void **state)
     size_t stops = f->n_stopped;
     wacp_agent_ended(f->w, a, "budget_exceeded:memory");
     assert_string_equal(fx_state(f, a), "failed");
-    assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "budget_exceeded:memory");
+    assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"),
+                        "budget_exceeded:memory");
     assert_int_equal(f->n_stopped, stops); /* it ended by itself: nothing to stop */
     wacp_agent_ended(f->w, "ws-unknown", "x");
 }
@@ -805,8 +930,10 @@ int main(void)
         T(test_cp_auto_signal_emission),
         T(test_cp_final_checkpoint_for_integration),
         T(test_task_schema_and_draft_gate),
-        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_approves, fx_setup_gate_default, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_rejects, fx_setup_gate_reject, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_approves, fx_setup_gate_default,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_task_draft_gate_timeout_rejects, fx_setup_gate_reject,
+                                        fx_teardown),
         T(test_task_acyclic_and_same_graph),
         T(test_task_binding_and_history_across_retries),
         T(test_task_assign_existing_workspace),

@@ -11,8 +11,8 @@ static void list_has_seven_tools_with_schemas(void **state)
     struct fx *f = *state;
     cJSON *arr = f->s->list(&f->ctx);
     assert_int_equal(cJSON_GetArraySize(arr), 7);
-    const char *names[] = {"exploreFiles", "readFile", "writeFile", "modifyFile", "searchFiles",
-                           "executeCommand", "getWorkspaceInfo"};
+    const char *names[] = {"exploreFiles", "readFile",       "writeFile",       "modifyFile",
+                           "searchFiles",  "executeCommand", "getWorkspaceInfo"};
     for (int i = 0; i < 7; i++) {
         const cJSON *t = cJSON_GetArrayItem(arr, i);
         assert_string_equal(fx_str(t, "name"), names[i]);
@@ -136,8 +136,9 @@ static void explore_exclude_patterns_replace_defaults(void **state)
 {
     struct fx *f = *state;
     build_tree(f);
-    cJSON *r = fx_ok(f, "exploreFiles",
-                     "{\"path\":\".\",\"recursive\":true,\"maxDepth\":10,\"excludePatterns\":[\"*.js\"]}");
+    cJSON *r = fx_ok(
+        f, "exploreFiles",
+        "{\"path\":\".\",\"recursive\":true,\"maxDepth\":10,\"excludePatterns\":[\"*.js\"]}");
     const cJSON *files = fx_item(r, "files");
     assert_true(has_path(files, "/node_modules/left-pad"));
     assert_true(has_path(files, "/.git/HEAD"));
@@ -230,8 +231,8 @@ static void read_whole_and_ranges(void **state)
     assert_int_equal((int)fx_num(r, "returnedLines"), 2);
     cJSON_Delete(r);
     fx_err(f, "readFile", "{\"path\":\"src/app.js\",\"startLine\":9}", "INVALID_ARGUMENT", NULL);
-    fx_err(f, "readFile", "{\"path\":\"src/app.js\",\"startLine\":3,\"endLine\":2}",
-           "INVALID_ARGUMENT", NULL);
+    fx_err(f, "readFile", "{\"path\":\"src/app.js\",\"startLine\":3,\"endLine\":2}", "INVALID_ARGUMENT",
+           NULL);
 }
 
 static void read_empty_file(void **state)
@@ -302,7 +303,8 @@ static void write_modes(void **state)
     char *c = fx_get(f, "a.txt");
     assert_string_equal(c, "hello\nmore\n");
     free(c);
-    cJSON_Delete(fx_ok(f, "writeFile", "{\"path\":\"a.txt\",\"content\":\"new\",\"mode\":\"overwrite\"}"));
+    cJSON_Delete(
+        fx_ok(f, "writeFile", "{\"path\":\"a.txt\",\"content\":\"new\",\"mode\":\"overwrite\"}"));
     c = fx_get(f, "a.txt");
     assert_string_equal(c, "new");
     free(c);
@@ -329,7 +331,8 @@ static void write_keeps_mode_and_creates_dirs(void **state)
     fx_err(f, "writeFile", "{\"path\":\"src/utils/helper.js\",\"content\":\"x\"}", "FILE_NOT_FOUND",
            NULL);
     cJSON *r = fx_ok(f, "writeFile",
-                     "{\"path\":\"src/utils/helper.js\",\"content\":\"function helper() { return true; }\",\"createDirectories\":true}");
+                     "{\"path\":\"src/utils/helper.js\",\"content\":\"function helper() { return true; "
+                     "}\",\"createDirectories\":true}");
     assert_string_equal(fx_str(r, "path"), "/src/utils/helper.js");
     cJSON_Delete(r);
     char *c = fx_get(f, "src/utils/helper.js");
@@ -366,11 +369,12 @@ static void modify_lines(void **state)
 {
     struct fx *f = *state;
     fx_put(f, "f.txt", "1\n2\n3\n4\n5\n");
-    cJSON *r = fx_ok(f, "modifyFile",
-                     "{\"path\":\"f.txt\",\"operations\":["
-                     "{\"type\":\"replace\",\"startLine\":2,\"endLine\":3,\"newContent\":\"two\\nthree\\nthree-b\"},"
-                     "{\"type\":\"insert\",\"afterLine\":0,\"newContent\":\"zero\"},"
-                     "{\"type\":\"delete\",\"startLine\":6,\"endLine\":6}]}");
+    cJSON *r = fx_ok(
+        f, "modifyFile",
+        "{\"path\":\"f.txt\",\"operations\":["
+        "{\"type\":\"replace\",\"startLine\":2,\"endLine\":3,\"newContent\":\"two\\nthree\\nthree-b\"},"
+        "{\"type\":\"insert\",\"afterLine\":0,\"newContent\":\"zero\"},"
+        "{\"type\":\"delete\",\"startLine\":6,\"endLine\":6}]}");
     assert_true(fx_bool(r, "success"));
     assert_string_equal(fx_str(r, "path"), "/f.txt");
     cJSON_Delete(r);
@@ -380,7 +384,8 @@ static void modify_lines(void **state)
     /* insert after the last line of a file without a final newline */
     fx_put(f, "g.txt", "a\nb");
     cJSON_Delete(fx_ok(f, "modifyFile",
-                       "{\"path\":\"g.txt\",\"operations\":[{\"type\":\"insert\",\"afterLine\":2,\"newContent\":\"c\"}]}"));
+                       "{\"path\":\"g.txt\",\"operations\":[{\"type\":\"insert\",\"afterLine\":2,"
+                       "\"newContent\":\"c\"}]}"));
     c = fx_get(f, "g.txt");
     assert_string_equal(c, "a\nb\nc\n");
     free(c);
@@ -392,23 +397,27 @@ static void modify_regex_replace(void **state)
     fx_put(f, "client.js", "oldAPI.method(a);\noldAPI.method(b, c);\nOLDAPI.method(d);\n");
     cJSON_Delete(fx_ok(f, "modifyFile",
                        "{\"path\":\"client.js\",\"operations\":[{\"type\":\"regexReplace\","
-                       "\"pattern\":\"oldAPI\\\\.method\\\\(([^)]+)\\\\)\",\"replacement\":\"newAPI.improvedMethod($1)\",\"flags\":\"g\"}]}"));
+                       "\"pattern\":\"oldAPI\\\\.method\\\\(([^)]+)\\\\)\",\"replacement\":\"newAPI."
+                       "improvedMethod($1)\",\"flags\":\"g\"}]}"));
     char *c = fx_get(f, "client.js");
-    assert_string_equal(c, "newAPI.improvedMethod(a);\nnewAPI.improvedMethod(b, c);\nOLDAPI.method(d);\n");
+    assert_string_equal(c,
+                        "newAPI.improvedMethod(a);\nnewAPI.improvedMethod(b, c);\nOLDAPI.method(d);\n");
     free(c);
     /* without g: the first only; i: case-insensitive; $& and $$ */
     fx_put(f, "x.txt", "cat Cat cat\n");
-    cJSON_Delete(fx_ok(f, "modifyFile",
-                       "{\"path\":\"x.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"CAT\","
-                       "\"replacement\":\"[$&$$]\",\"flags\":\"i\"}]}"));
+    cJSON_Delete(
+        fx_ok(f, "modifyFile",
+              "{\"path\":\"x.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"CAT\","
+              "\"replacement\":\"[$&$$]\",\"flags\":\"i\"}]}"));
     c = fx_get(f, "x.txt");
     assert_string_equal(c, "[cat$] Cat cat\n");
     free(c);
     /* m: ^ at every line */
     fx_put(f, "m.txt", "a\nb\n");
-    cJSON_Delete(fx_ok(f, "modifyFile",
-                       "{\"path\":\"m.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"^\","
-                       "\"replacement\":\"> \",\"flags\":\"gm\"}]}"));
+    cJSON_Delete(
+        fx_ok(f, "modifyFile",
+              "{\"path\":\"m.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"^\","
+              "\"replacement\":\"> \",\"flags\":\"gm\"}]}"));
     c = fx_get(f, "m.txt");
     assert_string_equal(c, "> a\n> b\n> ");
     free(c);
@@ -444,28 +453,33 @@ static void modify_hostile_regex_stops(void **state)
     strcpy(line + 4000, "!\n");
     fx_put(f, "a.txt", line);
     fx_err(f, "modifyFile",
-           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"^(a|a)+$\",\"replacement\":\"x\"}]}",
+           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"^(a|a)+$\","
+           "\"replacement\":\"x\"}]}",
            "INVALID_ARGUMENT", "regex_limit");
     fx_err(f, "searchFiles", "{\"paths\":[\"a.txt\"],\"query\":\"(a|aa)+$\",\"type\":\"regex\"}",
            "INVALID_ARGUMENT", "regex_limit");
     fx_err(f, "modifyFile",
-           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"(unclosed\",\"replacement\":\"x\"}]}",
+           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"(unclosed\","
+           "\"replacement\":\"x\"}]}",
            "INVALID_ARGUMENT", "invalid_pattern");
     fx_err(f, "modifyFile",
-           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"a\",\"replacement\":\"x\",\"flags\":\"gq\"}]}",
+           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"a\","
+           "\"replacement\":\"x\",\"flags\":\"gq\"}]}",
            "INVALID_ARGUMENT", NULL);
 }
 
 static void modify_errors(void **state)
 {
     struct fx *f = *state;
-    fx_err(f, "modifyFile",
-           "{\"path\":\"none.txt\",\"operations\":[{\"type\":\"delete\",\"startLine\":1,\"endLine\":1}]}",
-           "FILE_NOT_FOUND", NULL);
+    fx_err(
+        f, "modifyFile",
+        "{\"path\":\"none.txt\",\"operations\":[{\"type\":\"delete\",\"startLine\":1,\"endLine\":1}]}",
+        "FILE_NOT_FOUND", NULL);
     fx_put(f, "a.txt", "abc\n");
     f->ctx.limits.max_file_size = 10;
     fx_err(f, "modifyFile",
-           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"b\",\"replacement\":\"0123456789\"}]}",
+           "{\"path\":\"a.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"b\","
+           "\"replacement\":\"0123456789\"}]}",
            "SIZE_LIMIT_EXCEEDED", NULL);
     /* a replacement that would explode is refused before its size is allocated */
     f->ctx.limits.max_file_size = 1 << 20;
@@ -475,7 +489,8 @@ static void modify_errors(void **state)
     fx_put(f, "many.txt", big);
     free(big);
     fx_err(f, "modifyFile",
-           "{\"path\":\"many.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"a\",\"replacement\":\"$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&\",\"flags\":\"g\"}]}",
+           "{\"path\":\"many.txt\",\"operations\":[{\"type\":\"regexReplace\",\"pattern\":\"a\","
+           "\"replacement\":\"$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&$&\",\"flags\":\"g\"}]}",
            "SIZE_LIMIT_EXCEEDED", "too_large");
     fx_put_bytes(f, "bin", "a\0b\n", 4);
     fx_err(f, "modifyFile",
@@ -531,15 +546,19 @@ static void search_regex_and_default_exclusions(void **state)
     fx_put(f, "dist/bundle.js", "api.get(9)\n");
     fx_put(f, "vendor/x.js", "api.get(9)\n");
     cJSON *r = fx_ok(f, "searchFiles",
-                     "{\"paths\":[\".\"],\"query\":\"api\\\\.(get|post|put|delete)\\\\(\",\"type\":\"regex\",\"recursive\":true}");
+                     "{\"paths\":[\".\"],\"query\":\"api\\\\.(get|post|put|delete)\\\\(\",\"type\":"
+                     "\"regex\",\"recursive\":true}");
     assert_int_equal((int)fx_num(r, "totalMatches"), 2);
     cJSON_Delete(r);
     r = fx_ok(f, "searchFiles",
-              "{\"paths\":[\".\"],\"query\":\"^api\\\\.get\",\"type\":\"regex\",\"recursive\":true,\"excludePatterns\":[]}");
+              "{\"paths\":[\".\"],\"query\":\"^api\\\\.get\",\"type\":\"regex\",\"recursive\":true,"
+              "\"excludePatterns\":[]}");
     assert_int_equal((int)fx_num(r, "totalMatches"), 3);
     cJSON_Delete(r);
     /* a match never spans lines */
-    r = fx_ok(f, "searchFiles", "{\"paths\":[\"src\"],\"query\":\"1\\\\)\\\\s+api\",\"type\":\"regex\",\"recursive\":true}");
+    r = fx_ok(
+        f, "searchFiles",
+        "{\"paths\":[\"src\"],\"query\":\"1\\\\)\\\\s+api\",\"type\":\"regex\",\"recursive\":true}");
     assert_int_equal((int)fx_num(r, "totalMatches"), 0);
     cJSON_Delete(r);
     fx_err(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"(\",\"type\":\"regex\"}",
@@ -548,8 +567,8 @@ static void search_regex_and_default_exclusions(void **state)
            "FILE_NOT_FOUND", NULL);
     fx_err(f, "searchFiles", "{\"paths\":[],\"query\":\"x\",\"type\":\"regex\"}", "INVALID_ARGUMENT",
            NULL);
-    fx_err(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"\",\"type\":\"regex\"}",
-           "INVALID_ARGUMENT", NULL);
+    fx_err(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"\",\"type\":\"regex\"}", "INVALID_ARGUMENT",
+           NULL);
 }
 
 static void search_empty_matches_count_lines(void **state)
@@ -594,7 +613,9 @@ static void search_many_files_in_walk_order(void **state)
         fx_put(f, p, c);
     }
     f->ctx.limits.max_search_results = 1000;
-    cJSON *r = fx_ok(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"needle \\\\d+\",\"type\":\"regex\",\"recursive\":true,\"contextLines\":1}");
+    cJSON *r = fx_ok(f, "searchFiles",
+                     "{\"paths\":[\".\"],\"query\":\"needle "
+                     "\\\\d+\",\"type\":\"regex\",\"recursive\":true,\"contextLines\":1}");
     const cJSON *m = fx_item(r, "matches");
     assert_int_equal(cJSON_GetArraySize(m), 400);
     assert_int_equal((int)fx_num(r, "totalMatches"), 400);
@@ -608,7 +629,8 @@ static void search_many_files_in_walk_order(void **state)
     }
     cJSON_Delete(r);
     f->ctx.limits.max_search_results = 5;
-    r = fx_ok(f, "searchFiles", "{\"paths\":[\".\"],\"query\":\"needle\",\"type\":\"literal\",\"recursive\":true}");
+    r = fx_ok(f, "searchFiles",
+              "{\"paths\":[\".\"],\"query\":\"needle\",\"type\":\"literal\",\"recursive\":true}");
     m = fx_item(r, "matches");
     assert_int_equal(cJSON_GetArraySize(m), 5);
     assert_int_equal((int)fx_num(r, "totalMatches"), 400);

@@ -5,7 +5,6 @@
 
 #include <signal.h>
 
-
 static int cmd_setup(void **state)
 {
     if (fx_setup(state) < 0)
@@ -46,12 +45,14 @@ static void working_directory_and_environment(void **state)
 {
     struct fx *f = *state;
     fx_put(f, "packages/frontend/x", "");
-    cJSON *r = fx_ok(f, "executeCommand",
-                     "{\"command\":\"pwd; echo $FOO $HOME $LANG\",\"workingDirectory\":\"packages/frontend\","
-                     "\"environment\":{\"FOO\":\"bar baz\"}}");
+    cJSON *r = fx_ok(
+        f, "executeCommand",
+        "{\"command\":\"pwd; echo $FOO $HOME $LANG\",\"workingDirectory\":\"packages/frontend\","
+        "\"environment\":{\"FOO\":\"bar baz\"}}");
     assert_string_equal(fx_str(r, "stdout"), "/workspace/packages/frontend\nbar baz /tmp C.UTF-8\n");
     cJSON_Delete(r);
-    r = fx_ok(f, "executeCommand", "{\"command\":\"pwd; echo $HOME\",\"environment\":{\"HOME\":\"/workspace\"}}");
+    r = fx_ok(f, "executeCommand",
+              "{\"command\":\"pwd; echo $HOME\",\"environment\":{\"HOME\":\"/workspace\"}}");
     assert_string_equal(fx_str(r, "stdout"), "/workspace\n/workspace\n");
     cJSON_Delete(r);
 }
@@ -77,7 +78,8 @@ static void read_only_role_commands_cannot_write(void **state)
     struct fx *f = *state;
     f->ctx.read_only = true;
     cJSON *r = fx_ok(f, "executeCommand",
-                     "{\"command\":\"echo x > sneaky.txt 2>/dev/null; echo $?; cat README* >/dev/null 2>&1; ls / >/dev/null; echo read\"}");
+                     "{\"command\":\"echo x > sneaky.txt 2>/dev/null; echo $?; cat README* >/dev/null "
+                     "2>&1; ls / >/dev/null; echo read\"}");
     f->ctx.read_only = false;
     const char *out = fx_str(r, "stdout");
     assert_true(out[0] != '0'); /* the redirection failed */
@@ -107,7 +109,8 @@ static void timeout_terminates(void **state)
 {
     struct fx *f = *state;
     bool err;
-    cJSON *r = fx_call(f, "executeCommand", "{\"command\":\"echo started; sleep 30\",\"timeout\":300}", &err);
+    cJSON *r = fx_call(f, "executeCommand", "{\"command\":\"echo started; sleep 30\",\"timeout\":300}",
+                       &err);
     assert_true(err);
     assert_string_equal(fx_str(r, "code"), "TIMEOUT");
     const cJSON *d = fx_item(r, "details");
@@ -126,9 +129,9 @@ static void timeout_sends_sigterm_first(void **state)
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
     sigprocmask(SIG_BLOCK, &term, &old);
-    cJSON *r = fx_call(f, "executeCommand",
-                       "{\"command\":\"trap 'echo got TERM; exit 3' TERM; sleep 30 & wait\",\"timeout\":500}",
-                       &err);
+    cJSON *r = fx_call(
+        f, "executeCommand",
+        "{\"command\":\"trap 'echo got TERM; exit 3' TERM; sleep 30 & wait\",\"timeout\":500}", &err);
     sigprocmask(SIG_SETMASK, &old, NULL);
     assert_true(err);
     assert_string_equal(fx_str(r, "code"), "TIMEOUT");

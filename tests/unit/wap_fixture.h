@@ -186,7 +186,10 @@ static inline const cJSON *fx_item(const cJSON *o, const char *k)
     return v;
 }
 
-static inline double fx_num(const cJSON *o, const char *k) { return fx_item(o, k)->valuedouble; }
+static inline double fx_num(const cJSON *o, const char *k)
+{
+    return fx_item(o, k)->valuedouble;
+}
 static inline const char *fx_str(const cJSON *o, const char *k)
 {
     const cJSON *v = fx_item(o, k);

@@ -37,9 +37,9 @@ enum broker_kind {
 
 struct broker_err {
     enum broker_kind kind;
-    char field[64];  /* the argument at fault ("path", "operations[1].startLine"), or "" */
-    char msg[512];   /* one line for a person: what, why, the fix; never a host path */
-    int sys_errno;   /* the errno behind it, 0 if none */
+    char field[64]; /* the argument at fault ("path", "operations[1].startLine"), or "" */
+    char msg[512];  /* one line for a person: what, why, the fix; never a host path */
+    int sys_errno;  /* the errno behind it, 0 if none */
 };
 
 /* Sets e and returns -1, so `return broker_fail(e, ...)` reads well. FIELD may be NULL. */
@@ -87,8 +87,8 @@ void broker_default_excludes(const struct tool_ctx *ctx, const char *const **v, 
  * "**" form is kept as a plain name compare, so walks stay fast. */
 struct broker_filter;
 /* FIELD names the argument for errors ("excludePatterns"). n == 0 gives an empty filter. */
-int broker_filter_new(const char *const *pat, size_t n, const char *field,
-                      struct broker_filter **out, struct broker_err *e);
+int broker_filter_new(const char *const *pat, size_t n, const char *field, struct broker_filter **out,
+                      struct broker_err *e);
 void broker_filter_free(struct broker_filter *f);
 /* Is the entry at REL ("a/b.c", NAME its last segment) excluded? Only the patterns that are
  * not plain names are tried here: a walk calls broker_filter_prunes on every directory first. */
@@ -101,8 +101,8 @@ bool broker_filter_prunes(const struct broker_filter *f, const char *rel, const 
 /* A directory's entries, read with getdents64 straight from an fd (no DIR stream, no per-name
  * allocation) and sorted bytewise by name, for the walks of explore and search. */
 struct broker_dirent {
-    size_t name;         /* offset of the NUL-terminated name in pool */
-    unsigned char type;  /* DT_* from the kernel (DT_UNKNOWN on some file systems) */
+    size_t name;        /* offset of the NUL-terminated name in pool */
+    unsigned char type; /* DT_* from the kernel (DT_UNKNOWN on some file systems) */
 };
 struct broker_dirents {
     struct broker_dirent *v;
@@ -122,7 +122,7 @@ void broker_dirents_free(struct broker_dirents *d);
 /* ---- file operations (file.c) -------------------------------------------------------- */
 
 struct broker_meta {
-    char *path;             /* "/src/app.js"; owned */
+    char *path; /* "/src/app.js"; owned */
     uint64_t size;
     bool is_dir;
     bool is_symlink;
@@ -130,8 +130,8 @@ struct broker_meta {
 };
 void broker_meta_clear(struct broker_meta *m);
 
-int broker_info(const struct tool_ctx *ctx, const char *path, const char *field,
-                struct broker_meta *out, struct broker_err *e);
+int broker_info(const struct tool_ctx *ctx, const char *path, const char *field, struct broker_meta *out,
+                struct broker_err *e);
 
 struct broker_read_opts {
     uint64_t start_line; /* 1-based; 0: from the start */
@@ -142,7 +142,7 @@ struct broker_read_result {
     char *content; /* valid UTF-8, NUL-terminated; owned */
     size_t len;
     struct broker_meta meta;
-    bool truncated;  /* the cap cut the content short */
+    bool truncated; /* the cap cut the content short */
     uint64_t total_lines, returned_lines;
 };
 void broker_read_result_clear(struct broker_read_result *r);
@@ -173,10 +173,10 @@ enum broker_edit_kind {
 struct broker_edit {
     enum broker_edit_kind kind;
     uint64_t start, end, after;
-    const char *text;        /* lines: the new content */
-    const char *pattern;     /* regex or exact text */
+    const char *text;    /* lines: the new content */
+    const char *pattern; /* regex or exact text */
     const char *replacement;
-    const char *flags;       /* regex: JavaScript-style "gimsu"; NULL: none */
+    const char *flags; /* regex: JavaScript-style "gimsu"; NULL: none */
 };
 /* Applies every edit in order (each sees the result of the ones before) to the file in memory,
  * then writes the result atomically: all or none. Errors name "operations[i].field". */
@@ -184,23 +184,21 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
                   size_t n_ops, char **display, struct broker_err *e);
 
 /* Removes a file (or a symlink, as itself) or, with directory, an empty directory. */
-int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory,
-                  struct broker_err *e);
+int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory, struct broker_err *e);
 /* Makes a directory beneath the root (with parents, the missing ones too, and an existing
  * directory is fine). New directories get mode 0755 and their parent's owner. */
-int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents,
-                 struct broker_err *e);
+int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, struct broker_err *e);
 
 struct broker_walk_opts {
     bool recursive;
-    unsigned max_depth;          /* levels below the start when recursive (1: its entries) */
-    const char *const *exclude;  /* patterns (see broker_filter_new) */
+    unsigned max_depth;         /* levels below the start when recursive (1: its entries) */
+    const char *const *exclude; /* patterns (see broker_filter_new) */
     size_t n_exclude;
-    bool want_meta;              /* fill size and mtime */
-    size_t max_entries;          /* entries returned; the count goes on (total) */
-    const char *include_glob;    /* only entries whose path below the start matches it are
+    bool want_meta;           /* fill size and mtime */
+    size_t max_entries;       /* entries returned; the count goes on (total) */
+    const char *include_glob; /* only entries whose path below the start matches it are
                                   * listed and counted (file.list); NULL: all */
-    bool files_only;             /* directories are walked, not listed */
+    bool files_only;          /* directories are walked, not listed */
 };
 struct broker_list {
     struct broker_meta *v;
@@ -217,7 +215,7 @@ int broker_explore(const struct tool_ctx *ctx, const char *path, const struct br
 /* ---- search (search.c) --------------------------------------------------------------- */
 
 struct broker_search_opts {
-    const char *const *paths;   /* files or directories; NULL/0: the root */
+    const char *const *paths; /* files or directories; NULL/0: the root */
     size_t n_paths;
     const char *query;
     bool literal;
@@ -225,25 +223,25 @@ struct broker_search_opts {
     bool recursive;
     const char *const *exclude;
     size_t n_exclude;
-    const char *include_glob;   /* only files matching it (file.search); NULL: all */
-    unsigned context;           /* lines before and after */
-    size_t max_results;         /* matches returned; counting goes on (total) */
-    size_t max_line_bytes;      /* each returned line cut to this; 0: 4096 */
-    size_t max_bytes;           /* text of all returned matches and context; 0: 4 MiB */
+    const char *include_glob; /* only files matching it (file.search); NULL: all */
+    unsigned context;         /* lines before and after */
+    size_t max_results;       /* matches returned; counting goes on (total) */
+    size_t max_line_bytes;    /* each returned line cut to this; 0: 4096 */
+    size_t max_bytes;         /* text of all returned matches and context; 0: 4 MiB */
 };
 struct broker_match {
-    char *path;            /* "/src/app.js" */
-    uint64_t line;         /* 1-based */
-    char *text;            /* the matching line, without its newline, valid UTF-8 */
+    char *path;    /* "/src/app.js" */
+    uint64_t line; /* 1-based */
+    char *text;    /* the matching line, without its newline, valid UTF-8 */
     char **before, **after;
     size_t n_before, n_after;
-    size_t bytes;          /* of text, before and after together */
+    size_t bytes; /* of text, before and after together */
 };
 struct broker_search_result {
     struct broker_match *v;
     size_t n, cap;
-    uint64_t total;       /* matching lines over everything searched */
-    bool truncated;       /* fewer matches returned than found (max_results or max_bytes) */
+    uint64_t total; /* matching lines over everything searched */
+    bool truncated; /* fewer matches returned than found (max_results or max_bytes) */
     size_t bytes;
     uint64_t files_searched;
 };
@@ -261,26 +259,26 @@ void broker_regex_free(struct broker_regex *re);
 /* Replaces in subject; *out malloc'd. BROKER_E_NO_MATCH when nothing matched, TOO_LARGE when
  * the result would pass max_len (checked before allocating it). */
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, size_t max_len,
-                            const char *field, char **out, size_t *out_len, struct broker_err *e);
+                            const char *replacement, bool global, size_t max_len, const char *field,
+                            char **out, size_t *out_len, struct broker_err *e);
 
 /* ---- commands (command.c) ------------------------------------------------------------ */
 
 struct broker_command_opts {
-    const char *command;       /* run as sh -c COMMAND */
-    const char *workdir;       /* workspace path; NULL: the root */
-    double timeout_sec;        /* 0: ctx default; capped at ctx->limits.command_timeout_max */
-    const char *const *env;    /* "KEY=VALUE" on top of the base environment */
+    const char *command;    /* run as sh -c COMMAND */
+    const char *workdir;    /* workspace path; NULL: the root */
+    double timeout_sec;     /* 0: ctx default; capped at ctx->limits.command_timeout_max */
+    const char *const *env; /* "KEY=VALUE" on top of the base environment */
     size_t n_env;
-    double kill_grace_sec;     /* SIGTERM to SIGKILL on timeout; 0: 2 s */
-    const char *input;         /* the command's stdin (NULL: /dev/null) */
+    double kill_grace_sec; /* SIGTERM to SIGKILL on timeout; 0: 2 s */
+    const char *input;     /* the command's stdin (NULL: /dev/null) */
     size_t input_len;
 };
 struct broker_command_result {
-    char *out, *err;           /* valid UTF-8, NUL-terminated; owned */
+    char *out, *err; /* valid UTF-8, NUL-terminated; owned */
     size_t out_len, err_len;
-    int exit_code;             /* 128+N when killed by signal N */
-    bool truncated;            /* stdout + stderr passed limits.max_output_bytes */
+    int exit_code;  /* 128+N when killed by signal N */
+    bool truncated; /* stdout + stderr passed limits.max_output_bytes */
     bool timed_out;
     uint64_t duration_ms;
 };

@@ -17,7 +17,6 @@
 #define KILL_GRACE_SEC 2.0
 #define SANDBOX_SHELL "/bin/sh"
 
-
 static int stdin_memfd(const char *data, size_t len)
 {
     int fd = memfd_create("corral-stdin", MFD_CLOEXEC);
@@ -139,7 +138,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     }
     _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
     _cleanup_free_ const char **env = build_env(o);
-    /* No profile from the policy: the sandbox module's safe defaults (design.md section 7). */
+    /* No profile from the policy: the sandbox module's safe defaults (docs/sandbox.md, "What is visible inside"). */
     struct sandbox_profile dflt;
     const struct sandbox_profile *base = ctx->command_profile;
     if (!base) {
@@ -182,8 +181,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
         int err = errno;
         for (int i = 0; i < 2; i++) {
-            if (outp[i] >= 0) close(outp[i]);
-            if (errp[i] >= 0) close(errp[i]);
+            if (outp[i] >= 0)
+                close(outp[i]);
+            if (errp[i] >= 0)
+                close(errp[i]);
         }
         return broker_fail(e, BROKER_E_EXEC, "command", "cannot make pipes: %s", strerror(err));
     }
@@ -268,8 +269,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     }
     if (rc < 0) {
         broker_command_result_clear(r);
-        return broker_fail(e, BROKER_E_EXEC, "command", "waiting for the command failed: %s",
-                           cerr.msg);
+        return broker_fail(e, BROKER_E_EXEC, "command", "waiting for the command failed: %s", cerr.msg);
     }
     if (res.exec_failed) {
         broker_command_result_clear(r);

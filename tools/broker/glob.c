@@ -28,8 +28,14 @@ struct glob {
     struct tok t[];
 };
 
-static void set_bit(uint8_t *set, unsigned char c) { set[c >> 3] |= (uint8_t)(1u << (c & 7)); }
-static bool has_bit(const uint8_t *set, unsigned char c) { return set[c >> 3] & (1u << (c & 7)); }
+static void set_bit(uint8_t *set, unsigned char c)
+{
+    set[c >> 3] |= (uint8_t)(1u << (c & 7));
+}
+static bool has_bit(const uint8_t *set, unsigned char c)
+{
+    return set[c >> 3] & (1u << (c & 7));
+}
 
 /* Parses the class starting after '['; returns bytes consumed up to and including ']', 0 if
  * unterminated. */
@@ -122,7 +128,10 @@ int glob_new(const char *pattern, struct glob **out)
     return 0;
 }
 
-void glob_free(struct glob *g) { free(g); }
+void glob_free(struct glob *g)
+{
+    free(g);
+}
 
 /* Adds state s and everything reachable from it without consuming a byte. */
 static void add_state(const struct glob *g, uint8_t *live, size_t s)
@@ -182,9 +191,7 @@ bool glob_matches(const struct glob *g, const char *path)
                 if (*c != '/')
                     add_state(g, next, s), any = true;
                 break;
-            case T_DSTAR:
-                add_state(g, next, s), any = true;
-                break;
+            case T_DSTAR: add_state(g, next, s), any = true; break;
             case T_DSTAR_DIR:
                 /* Mid-segment it only stays; the empty way on opens after a '/' alone, so the
                  * next token starts a whole segment. */

@@ -18,8 +18,8 @@
 
 /* The seed's recommended default exclusions (WAP "Default Exclusion Patterns"). */
 static const char *const seed_excludes[] = {
-    "**/node_modules/**", "**/.git/**",    "**/dist/**",        "**/build/**",
-    "**/.venv/**",        "**/target/**",  "**/__pycache__/**", "**/vendor/**",
+    "**/node_modules/**", "**/.git/**",   "**/dist/**",        "**/build/**",
+    "**/.venv/**",        "**/target/**", "**/__pycache__/**", "**/vendor/**",
 };
 
 /* Agent paths longer than this are refused before anything else (PATH_MAX-ish). */
@@ -111,7 +111,10 @@ int broker_path_clean(const char *path, const char *field, char **rel, struct br
     return 0;
 }
 
-char *broker_path_display(const char *rel) { return util_printf("/%s", rel ? rel : ""); }
+char *broker_path_display(const char *rel)
+{
+    return util_printf("/%s", rel ? rel : "");
+}
 
 static long sys_openat2(int dirfd, const char *path, struct open_how *how)
 {
@@ -128,41 +131,32 @@ static int fail_errno(struct broker_err *e, int err, const char *field, const ch
         r = broker_fail(e, BROKER_E_NOT_FOUND, field, "/%s does not exist in the workspace", what);
         break;
     case EXDEV:
-        r = broker_fail(e, BROKER_E_DENIED, field,
-                        "/%s leaves the workspace (through '..', an absolute or outward symlink, or a mount)",
-                        what);
+        r = broker_fail(
+            e, BROKER_E_DENIED, field,
+            "/%s leaves the workspace (through '..', an absolute or outward symlink, or a mount)", what);
         break;
     case ELOOP:
         r = broker_fail(e, BROKER_E_DENIED, field,
-                        "/%s goes through a symlink that may not be followed here (a write through a link, a /proc magic link or a loop)",
+                        "/%s goes through a symlink that may not be followed here (a write through a "
+                        "link, a /proc magic link or a loop)",
                         what);
         break;
     case EACCES:
     case EPERM:
-    case EROFS:
-        r = broker_fail(e, BROKER_E_DENIED, field, "/%s: %s", what, strerror(err));
-        break;
+    case EROFS: r = broker_fail(e, BROKER_E_DENIED, field, "/%s: %s", what, strerror(err)); break;
     case ENOTDIR:
         r = broker_fail(e, BROKER_E_NOT_DIR, field, "/%s: a segment of the path is not a directory",
                         what);
         break;
-    case EISDIR:
-        r = broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", what);
-        break;
-    case ENAMETOOLONG:
-        r = broker_fail(e, BROKER_E_INVALID, field, "/%s: name too long", what);
-        break;
+    case EISDIR: r = broker_fail(e, BROKER_E_IS_DIR, field, "/%s is a directory", what); break;
+    case ENAMETOOLONG: r = broker_fail(e, BROKER_E_INVALID, field, "/%s: name too long", what); break;
     case ENOSPC:
     case EDQUOT:
-    case EFBIG:
-        r = broker_fail(e, BROKER_E_TOO_LARGE, field, "/%s: %s", what, strerror(err));
-        break;
+    case EFBIG: r = broker_fail(e, BROKER_E_TOO_LARGE, field, "/%s: %s", what, strerror(err)); break;
     case ENOMEM:
     case EMFILE:
     case ENFILE:
-    default:
-        r = broker_fail(e, BROKER_E_IO, field, "/%s: %s", what, strerror(err));
-        break;
+    default: r = broker_fail(e, BROKER_E_IO, field, "/%s: %s", what, strerror(err)); break;
     }
     if (e)
         e->sys_errno = err;
@@ -188,8 +182,8 @@ int broker_openat(int dirfd, const char *rel, int flags, mode_t mode, uint64_t e
 
 /* Segment by segment beneath the root: mkdirat, then open it without following a symlink, so a
  * symlink planted as a parent can never redirect the creation. */
-static int mkdirs_beneath(const struct tool_ctx *ctx, const char *rel, size_t upto,
-                          const char *field, struct broker_err *e)
+static int mkdirs_beneath(const struct tool_ctx *ctx, const char *rel, size_t upto, const char *field,
+                          struct broker_err *e)
 {
     _cleanup_close_ int dir = broker_openat(ctx->root_fd, "", O_PATH | O_DIRECTORY, 0, 0, field, e);
     if (dir < 0)
@@ -231,8 +225,7 @@ int broker_open_parent(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
                        const char **leaf, struct broker_err *e)
 {
     if (!*rel)
-        return broker_fail(e, BROKER_E_IS_DIR, field, "%s names the workspace root, not a file",
-                           field);
+        return broker_fail(e, BROKER_E_IS_DIR, field, "%s names the workspace root, not a file", field);
     const char *slash = strrchr(rel, '/');
     *leaf = slash ? slash + 1 : rel;
     size_t plen = slash ? (size_t)(slash - rel) : 0;
@@ -249,7 +242,8 @@ int broker_open_parent(const struct tool_ctx *ctx, const char *rel, bool mkdirs,
     }
     if (fd < 0 && e->kind == BROKER_E_NOT_FOUND && !mkdirs)
         broker_fail(e, BROKER_E_NOT_FOUND, field,
-                    "the directory /%s does not exist (create it first, or ask for parent directories to be made)",
+                    "the directory /%s does not exist (create it first, or ask for parent directories "
+                    "to be made)",
                     parent);
     return fd;
 }
@@ -384,7 +378,7 @@ struct filter_pat {
 };
 
 struct broker_filter {
-    char **names;  /* "**" "/NAME/" "**" patterns: a directory of that name is pruned */
+    char **names; /* "**" "/NAME/" "**" patterns: a directory of that name is pruned */
     size_t n_names;
     struct filter_pat *pats;
     size_t n_pats;
@@ -415,8 +409,8 @@ static char *plain_dir_name(const char *p)
     return strndup(p + 3, len - 6);
 }
 
-int broker_filter_new(const char *const *pat, size_t n, const char *field,
-                      struct broker_filter **out, struct broker_err *e)
+int broker_filter_new(const char *const *pat, size_t n, const char *field, struct broker_filter **out,
+                      struct broker_err *e)
 {
     *out = NULL;
     struct broker_filter *f = calloc(1, sizeof(*f));
@@ -438,9 +432,10 @@ int broker_filter_new(const char *const *pat, size_t n, const char *field,
         struct glob *g = NULL;
         if (!body || glob_new(body, &g) < 0) {
             broker_filter_free(f);
-            return broker_fail(e, BROKER_E_PATTERN, field,
-                               "%s[%zu] is not a valid glob pattern (empty, unterminated [ or over %d bytes)",
-                               field, i, GLOB_MAX_PATTERN);
+            return broker_fail(
+                e, BROKER_E_PATTERN, field,
+                "%s[%zu] is not a valid glob pattern (empty, unterminated [ or over %d bytes)", field, i,
+                GLOB_MAX_PATTERN);
         }
         f->pats[f->n_pats].g = g;
         f->pats[f->n_pats].on_name = strchr(p, '/') == NULL; /* "/build": the root's only */

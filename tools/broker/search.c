@@ -25,8 +25,8 @@
 #define REGEX_DEPTH_LIMIT 100000u
 #define REGEX_HEAP_LIMIT_KIB (64u * 1024u)
 #define REGEX_MAX_PATTERN 65536
-#define SEARCH_MAX_NEST 128      /* directory levels a recursive search enters */
-#define SEARCH_LINE_BYTES 4096   /* default cap of each returned line */
+#define SEARCH_MAX_NEST 128    /* directory levels a recursive search enters */
+#define SEARCH_LINE_BYTES 4096 /* default cap of each returned line */
 /* A file is read whole into the searching thread's buffer: larger ones are skipped so that a
  * planted multi-gigabyte file cannot make the supervisor allocate it (mmap is no way out: a
  * concurrent truncate would SIGBUS the supervisor). */
@@ -73,8 +73,8 @@ static int regex_compile(const char *pattern, uint32_t opts, const char *field,
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(errcode, msg, sizeof(msg));
         broker_regex_free(re);
-        return broker_fail(e, BROKER_E_PATTERN, field, "%s does not compile at offset %zu: %s",
-                           field, (size_t)erroff, (const char *)msg);
+        return broker_fail(e, BROKER_E_PATTERN, field, "%s does not compile at offset %zu: %s", field,
+                           (size_t)erroff, (const char *)msg);
     }
     /* JIT when the platform has it; the interpreter (same limits) otherwise. */
     if (pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE) == 0)
@@ -117,7 +117,7 @@ int broker_regex_new(const char *pattern, bool literal, const char *flags, const
     }
     if (literal)
         opts |= PCRE2_LITERAL; /* PCRE2 takes no line options with it */
-    else /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
+    else                       /* JavaScript: without m, ^ and $ are the ends of the whole text only. */
         opts |= PCRE2_ALT_BSUX |
                 (multiline ? PCRE2_MULTILINE | PCRE2_ALT_CIRCUMFLEX : PCRE2_DOLLAR_ENDONLY);
     return regex_compile(pattern, opts, field, out, e);
@@ -125,10 +125,11 @@ int broker_regex_new(const char *pattern, bool literal, const char *flags, const
 
 static int match_error(int rc, const char *field, struct broker_err *e)
 {
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-        rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT)
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
+        rc == PCRE2_ERROR_JIT_STACKLIMIT)
         return broker_fail(e, BROKER_E_REGEX_LIMIT, field,
-                           "the pattern backtracks too much (catastrophic backtracking, e.g. nested quantifiers like (a+)+); simplify it");
+                           "the pattern backtracks too much (catastrophic backtracking, e.g. nested "
+                           "quantifiers like (a+)+); simplify it");
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(rc, msg, sizeof(msg));
     return broker_fail(e, BROKER_E_PATTERN, field, "matching failed: %s", (const char *)msg);
@@ -190,8 +191,8 @@ static char *js_replacement(const char *r, const char *field, struct broker_err 
 }
 
 int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t len,
-                            const char *replacement, bool global, size_t max_len,
-                            const char *field, char **out, size_t *out_len, struct broker_err *e)
+                            const char *replacement, bool global, size_t max_len, const char *field,
+                            char **out, size_t *out_len, struct broker_err *e)
 {
     *out = NULL;
     _cleanup_free_ char *rep = js_replacement(replacement ? replacement : "", field, e);
@@ -237,8 +238,7 @@ int broker_regex_substitute(struct broker_regex *re, const char *subject, size_t
         rc == PCRE2_ERROR_BADSUBSTITUTION) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(rc, msg, sizeof(msg));
-        return broker_fail(e, BROKER_E_INVALID, "replacement", "replacement: %s",
-                           (const char *)msg);
+        return broker_fail(e, BROKER_E_INVALID, "replacement", "replacement: %s", (const char *)msg);
     }
     return match_error(rc, field, e);
 }
@@ -268,7 +268,7 @@ void broker_search_result_clear(struct broker_search_result *r)
     memset(r, 0, sizeof(*r));
 }
 
-#define SEARCH_QUEUE 128     /* files in flight between the walk and the workers */
+#define SEARCH_QUEUE 128 /* files in flight between the walk and the workers */
 #define SEARCH_MAX_WORKERS 4
 
 struct dirref {
@@ -302,8 +302,8 @@ static void dirref_put(struct dirref *d)
 
 struct job {
     struct dirref *dir;
-    char *name;  /* beneath dir */
-    char *rel;   /* workspace-relative, for display */
+    char *name; /* beneath dir */
+    char *rel;  /* workspace-relative, for display */
     bool done;
     int rc;
     struct broker_search_result res;
@@ -372,8 +372,8 @@ static char *line_copy(const struct search *s, const char *a, const char *b)
     return broker_utf8_sanitize(a, (size_t)(b - a), s->line_bytes, NULL);
 }
 
-static int add_match(const struct search *s, struct job *j, const char *text, size_t len,
-                     const char *ls, const char *le, uint64_t line)
+static int add_match(const struct search *s, struct job *j, const char *text, size_t len, const char *ls,
+                     const char *le, uint64_t line)
 {
     struct broker_search_result *r = &j->res;
     if (r->n == r->cap) {
@@ -432,14 +432,13 @@ static int add_match(const struct search *s, struct job *j, const char *text, si
 }
 
 /* Searches one buffer: every line with a match counts once. */
-static int search_text(struct search *s, struct matcher *mt, struct job *j, const char *text,
-                       size_t len)
+static int search_text(struct search *s, struct matcher *mt, struct job *j, const char *text, size_t len)
 {
     const pcre2_code *code = s->re->code;
     size_t pos = 0;
     uint64_t line = 1;
     const char *counted_to = text; /* line numbers are counted up to here */
-    while (pos < len) { /* an empty file has no line to match */
+    while (pos < len) {            /* an empty file has no line to match */
         int rc = pcre2_match(code, (PCRE2_SPTR)text, len, pos, 0, mt->md, mt->mctx);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
@@ -460,8 +459,7 @@ static int search_text(struct search *s, struct matcher *mt, struct job *j, cons
         const char *content_end = le > ls && le[-1] == '\n' ? le - 1 : le;
         if (text + me > content_end) {
             /* The match ran past its line: the line counts only if it matches alone. */
-            rc = pcre2_match(code, (PCRE2_SPTR)ls, (size_t)(content_end - ls), 0, 0, mt->md,
-                             mt->mctx);
+            rc = pcre2_match(code, (PCRE2_SPTR)ls, (size_t)(content_end - ls), 0, 0, mt->md, mt->mctx);
             if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
                 return match_error(rc, "query", &j->err);
             hit = rc >= 0;
@@ -680,9 +678,9 @@ static int search_dir(struct search *s, struct dirref *dir, const char *rel, uns
         if (type == DT_UNKNOWN) {
             struct stat st;
             type = fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? DT_UNKNOWN
-                   : S_ISDIR(st.st_mode)                               ? DT_DIR
-                   : S_ISREG(st.st_mode)                               ? DT_REG
-                                                                       : DT_UNKNOWN;
+                   : S_ISDIR(st.st_mode)                                ? DT_DIR
+                   : S_ISREG(st.st_mode)                                ? DT_REG
+                                                                        : DT_UNKNOWN;
         }
         if (broker_filter_excludes(s->filter, child, name)) {
             free(child);
@@ -717,8 +715,7 @@ static int search_dir(struct search *s, struct dirref *dir, const char *rel, uns
     return r;
 }
 
-static int search_path(struct search *s, const struct tool_ctx *ctx, const char *path,
-                       const char *field)
+static int search_path(struct search *s, const struct tool_ctx *ctx, const char *path, const char *field)
 {
     _cleanup_free_ char *rel = NULL;
     if (broker_path_clean(path, field, &rel, s->e) < 0)
@@ -768,8 +765,9 @@ static int search_path(struct search *s, const struct tool_ctx *ctx, const char 
             close(dfd);
         free(name);
         free(disp);
-        return parent && name && disp && dfd < 0 ? -1
-                                                 : broker_fail(s->e, BROKER_E_IO, field, "out of memory");
+        return parent && name && disp && dfd < 0
+                   ? -1
+                   : broker_fail(s->e, BROKER_E_IO, field, "out of memory");
     }
     int r = enqueue(s, s->main_mt, d, name, disp);
     dirref_put(d);

@@ -30,9 +30,9 @@ struct ft_tool {
 
 #define MAX_LINE 9007199254740991.0 /* 2^53 - 1: exact in a JSON number */
 #define MAX_PATCHES 1000.0
-#define MAX_CONTEXT 100.0     /* broker_search's own bound on context lines */
-#define LIST_MAX_DEPTH 64u    /* directory levels a `**` pattern descends */
-#define SEARCH_DEFAULT 100    /* the seed's default max_results */
+#define MAX_CONTEXT 100.0  /* broker_search's own bound on context lines */
+#define LIST_MAX_DEPTH 64u /* directory levels a `**` pattern descends */
+#define SEARCH_DEFAULT 100 /* the seed's default max_results */
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
@@ -76,15 +76,13 @@ static int check_patch(const struct tool_param *p, int i, const cJSON *it, void 
         const char *k = f->string ? f->string : "";
         if (strcmp(k, "find") != 0 && strcmp(k, "replace") != 0)
             return fail(c, "invalid_argument",
-                        "%s[%d] takes only \"find\" and \"replace\", not \"%.40s\"", p->name, i,
-                        k);
+                        "%s[%d] takes only \"find\" and \"replace\", not \"%.40s\"", p->name, i, k);
         if (!cJSON_IsString(f))
             return fail(c, "invalid_argument", "%s[%d].%s must be a string", p->name, i, k);
     }
     const cJSON *find = cJSON_GetObjectItemCaseSensitive(it, "find");
     if (!find || !cJSON_GetObjectItemCaseSensitive(it, "replace"))
-        return fail(c, "invalid_argument", "%s[%d] needs both \"find\" and \"replace\"", p->name,
-                    i);
+        return fail(c, "invalid_argument", "%s[%d] needs both \"find\" and \"replace\"", p->name, i);
     if (!*find->valuestring)
         return fail(c, "invalid_argument", "%s[%d].find is empty; give the exact text to replace",
                     p->name, i);
@@ -101,8 +99,7 @@ static int parse_args(struct call *c, const cJSON *args)
         return 0;
     const struct tool_param *p = b.param;
     switch (b.fault) {
-    case TOOL_PARAM_NOT_OBJECT:
-        return fail(c, "invalid_argument", "arguments must be an object");
+    case TOOL_PARAM_NOT_OBJECT: return fail(c, "invalid_argument", "arguments must be an object");
     case TOOL_PARAM_UNKNOWN: {
         char name[64];
         size_t n = broker_utf8_cut(b.key, strlen(b.key), 60);
@@ -114,32 +111,23 @@ static int parse_args(struct call *c, const cJSON *args)
         switch (p->type) {
         case TOOL_PARAM_BOOL:
             return fail(c, "invalid_argument", "%s must be a boolean (true or false)", p->name);
-        case TOOL_PARAM_INT:
-            return fail(c, "invalid_argument", "%s must be an integer", p->name);
+        case TOOL_PARAM_INT: return fail(c, "invalid_argument", "%s must be an integer", p->name);
         case TOOL_PARAM_ITEMS:
             return fail(c, "invalid_argument", "%s must be an array of {find, replace} objects",
                         p->name);
-        default:
-            return fail(c, "invalid_argument", "%s must be a string", p->name);
+        default: return fail(c, "invalid_argument", "%s must be a string", p->name);
         }
     case TOOL_PARAM_NOT_FINITE:
-    case TOOL_PARAM_NOT_WHOLE:
-        return fail(c, "invalid_argument", "%s must be an integer", p->name);
+    case TOOL_PARAM_NOT_WHOLE: return fail(c, "invalid_argument", "%s must be an integer", p->name);
     case TOOL_PARAM_RANGE:
-        return fail(c, "invalid_argument", "%s must be between %.0f and %.0f", p->name, p->min,
-                    p->max);
+        return fail(c, "invalid_argument", "%s must be between %.0f and %.0f", p->name, p->min, p->max);
     case TOOL_PARAM_COUNT:
-        return fail(c, "invalid_argument", "%s must hold %.0f to %.0f patches", p->name, p->min,
-                    p->max);
+        return fail(c, "invalid_argument", "%s must hold %.0f to %.0f patches", p->name, p->min, p->max);
     case TOOL_PARAM_ITEM:
-        return fail(c, "invalid_argument", "%s[%d] must be an object {find, replace}", p->name,
-                    b.item);
-    case TOOL_PARAM_HOOK:
-        return -1; /* check_patch said why */
-    case TOOL_PARAM_REQUIRED:
-        return fail(c, "invalid_argument", "%s is required", p->name);
-    default:
-        return fail(c, "invalid_argument", "%s has an unknown type", p ? p->name : "?");
+        return fail(c, "invalid_argument", "%s[%d] must be an object {find, replace}", p->name, b.item);
+    case TOOL_PARAM_HOOK: return -1; /* check_patch said why */
+    case TOOL_PARAM_REQUIRED: return fail(c, "invalid_argument", "%s is required", p->name);
+    default: return fail(c, "invalid_argument", "%s has an unknown type", p ? p->name : "?");
     }
 }
 
@@ -167,7 +155,7 @@ static int path_rel(struct call *c, const char *path, char **rel)
  * every read costs a pass over the file, so it is done only when a rule can ask for it. */
 static bool reads_matter(const struct tool_ctx *ctx)
 {
-    return tool_gate_reads_matter(&tool_surface_file, ctx);
+    return tool_gate_reads_matter(&file_tools_surface, ctx);
 }
 
 static void note_write(struct call *c, const char *rel)
@@ -354,7 +342,8 @@ static cJSON *ft_write(struct call *c)
 static const struct tool_param patch_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Relative to workspace root", NULL, 0, 0},
     {"patches", TOOL_PARAM_ITEMS, true,
-     "Array of patches to apply in order (each sees the result of the ones before); all or none are applied",
+     "Array of patches to apply in order (each sees the result of the ones before); all or none are "
+     "applied",
      NULL, 1, MAX_PATCHES},
 };
 
@@ -418,7 +407,8 @@ static cJSON *ft_delete(struct call *c)
 static const struct tool_param list_params[] = {
     {"path", TOOL_PARAM_STRING, false, "Directory relative to workspace (default: root)", NULL, 0, 0},
     {"pattern", TOOL_PARAM_STRING, false,
-     "Glob pattern (e.g., \"**/*.ts\", \"*.py\"), matched against paths below the directory", NULL, 0, 0},
+     "Glob pattern (e.g., \"**/*.ts\", \"*.py\"), matched against paths below the directory", NULL, 0,
+     0},
 };
 
 static cJSON *ft_list(struct call *c)
@@ -483,7 +473,8 @@ static const struct tool_param search_params[] = {
     {"path", TOOL_PARAM_STRING, false, "Directory to search (default: workspace root)", NULL, 0, 0},
     {"glob", TOOL_PARAM_STRING, false, "Filter by filename pattern (e.g., \"*.py\")", NULL, 0, 0},
     {"case_sensitive", TOOL_PARAM_BOOL, false, "Default: true", NULL, 0, 0},
-    {"context_lines", TOOL_PARAM_INT, false, "Lines before/after match (default: 0)", NULL, 0, MAX_CONTEXT},
+    {"context_lines", TOOL_PARAM_INT, false, "Lines before/after match (default: 0)", NULL, 0,
+     MAX_CONTEXT},
     {"max_results", TOOL_PARAM_INT, false,
      "Limit results (default: 100; at most the workspace's max_search_results)", NULL, 1, MAX_LINE},
 };
@@ -505,7 +496,7 @@ static char *match_content(const struct broker_match *m, bool context)
         return NULL;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *line = i < m->n_before ? m->before[i]
+        const char *line = i < m->n_before    ? m->before[i]
                            : i == m->n_before ? m->text
                                               : m->after[i - m->n_before - 1];
         size_t l = strlen(line);
@@ -591,18 +582,31 @@ static cJSON *ft_search(struct call *c)
 
 static const struct ft_tool tools[] = {
     {{"file.read", "Read file contents with optional pagination for large files.", read_params,
-     ARRAY_SIZE(read_params)}, ft_read, false},
-    {{"file.write", "Create or overwrite a file. Creates parent directories if needed.",
-     write_params, ARRAY_SIZE(write_params)}, ft_write, true},
+      ARRAY_SIZE(read_params)},
+     ft_read,
+     false},
+    {{"file.write", "Create or overwrite a file. Creates parent directories if needed.", write_params,
+      ARRAY_SIZE(write_params)},
+     ft_write,
+     true},
     {{"file.patch",
-     "Apply search-and-replace edits to a file. More efficient than rewriting entire files for small changes.",
-     patch_params, ARRAY_SIZE(patch_params)}, ft_patch, true},
+      "Apply search-and-replace edits to a file. More efficient than rewriting entire files for small "
+      "changes.",
+      patch_params, ARRAY_SIZE(patch_params)},
+     ft_patch,
+     true},
     {{"file.delete", "Delete a file. Does not delete directories.", delete_params,
-     ARRAY_SIZE(delete_params)}, ft_delete, true},
+      ARRAY_SIZE(delete_params)},
+     ft_delete,
+     true},
     {{"file.list", "List files in a directory with optional glob pattern filtering.", list_params,
-     ARRAY_SIZE(list_params)}, ft_list, false},
+      ARRAY_SIZE(list_params)},
+     ft_list,
+     false},
     {{"file.search", "Search for content within files using regex patterns.", search_params,
-     ARRAY_SIZE(search_params)}, ft_search, false},
+      ARRAY_SIZE(search_params)},
+     ft_search,
+     false},
 };
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -622,7 +626,7 @@ static const char *ft_code(const struct call *c)
     case BROKER_E_TOO_LARGE:
         /* A full disk is an I/O failure of the write, a size over the limit is not. */
         return c->t->writes && (se == ENOSPC || se == EDQUOT || se == EFBIG) ? "write_failed"
-                                                                           : "file_too_large";
+                                                                             : "file_too_large";
     case BROKER_E_INVALID: return "invalid_argument";
     case BROKER_E_IS_DIR: return "is_directory";
     case BROKER_E_NOT_DIR: return "not_a_directory";
@@ -679,14 +683,13 @@ static cJSON *patches_schema(const struct tool_param *p)
     cJSON_AddStringToObject(s, "type", "array");
     cJSON_AddNumberToObject(s, "minItems", p->min);
     cJSON_AddNumberToObject(s, "maxItems", p->max);
-    cJSON_AddItemToObject(
-        s, "items",
-        cJSON_Parse("{\"type\":\"object\",\"additionalProperties\":false,"
-                    "\"required\":[\"find\",\"replace\"],\"properties\":{"
-                    "\"find\":{\"type\":\"string\",\"minLength\":1,"
-                    "\"description\":\"Exact text to find (must be unique)\"},"
-                    "\"replace\":{\"type\":\"string\","
-                    "\"description\":\"Text to replace it with\"}}}"));
+    cJSON_AddItemToObject(s, "items",
+                          cJSON_Parse("{\"type\":\"object\",\"additionalProperties\":false,"
+                                      "\"required\":[\"find\",\"replace\"],\"properties\":{"
+                                      "\"find\":{\"type\":\"string\",\"minLength\":1,"
+                                      "\"description\":\"Exact text to find (must be unique)\"},"
+                                      "\"replace\":{\"type\":\"string\","
+                                      "\"description\":\"Text to replace it with\"}}}"));
     if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
         cJSON_Delete(s);
         return NULL;
@@ -716,7 +719,7 @@ static int ft_target(const struct tool_ctx *ctx, const char *name, const cJSON *
     if (!t || parse_args(&c, args) < 0)
         return -1;
     if (t->writes && path_rel(&c, arg_str(&c, 0, ""), rel) < 0)
-        *rel = NULL; /* ft_run answers the bad path itself */
+        *rel = NULL;                            /* ft_run answers the bad path itself */
     if (*rel && !**rel && t->fn == ft_delete) { /* ft_delete answers the root first */
         free(*rel);
         *rel = NULL;
@@ -729,7 +732,8 @@ static cJSON *ft_refuse(struct tool_ctx *ctx, const char *name, const struct too
     struct call c = {.ctx = ctx, .t = tool_find(name), .e = v->err};
     if (v->rule == TOOL_RULE_APPROVAL)
         fail(&c, "approval_required",
-             "%s needs an administrator's approval under this agent's policy, and no approval channel is available; nothing was done",
+             "%s needs an administrator's approval under this agent's policy, and no approval channel "
+             "is available; nothing was done",
              name);
     else if (v->rule == TOOL_RULE_READ_FIRST || v->rule == TOOL_RULE_STALE)
         c.code = "read_required";
@@ -752,7 +756,8 @@ static int ft_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJS
         ;
     else if (t->writes && ctx->read_only)
         fail(&c, "permission_denied",
-             "the workspace is read-only for this agent (its role has no write authority); nothing was changed");
+             "the workspace is read-only for this agent (its role has no write authority); nothing was "
+             "changed");
     else
         res = t->fn(&c);
     if (res) {
@@ -768,12 +773,12 @@ static int ft_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJS
 
 /* The gate's and the policy's table (tools/gate.h). */
 static const struct tool_def defs[] = {
-    {"file.read", TOOL_KIND_READ, false},    {"file.write", TOOL_KIND_WRITE, false},
-    {"file.patch", TOOL_KIND_WRITE, false},  {"file.delete", TOOL_KIND_WRITE, false},
-    {"file.list", TOOL_KIND_READ, false},    {"file.search", TOOL_KIND_READ, false},
+    {"file.read", TOOL_KIND_READ, false},   {"file.write", TOOL_KIND_WRITE, false},
+    {"file.patch", TOOL_KIND_WRITE, false}, {"file.delete", TOOL_KIND_WRITE, false},
+    {"file.list", TOOL_KIND_READ, false},   {"file.search", TOOL_KIND_READ, false},
 };
 
-const struct tool_surface tool_surface_file = {
+const struct tool_surface file_tools_surface = {
     .name = "file",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),

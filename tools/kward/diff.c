@@ -1,6 +1,6 @@
 /* tools/kward/diff.c: the unified diff in write_file's and edit_file's results: GNU diff -u in a
  * command sandbox, and the counting of its output.
- * Why GNU diff and not a diff of our own: a maintained tool (design.md section 8), no second
+ * Why GNU diff and not a diff of our own: a maintained tool (docs/protocol-kward.md), no second
  * diff algorithm to keep correct. Why in a sandbox: it reads untrusted workspace bytes. The new
  * text goes to its stdin and is written to the sandbox's private /tmp; the old file is read
  * where it lies, /workspace/REL, bound read-only; so the diff exists before the write is
@@ -18,10 +18,10 @@
 /* stdin holds the old text (KWARD_OLD_LEN bytes, read exactly: dd's count_bytes) then the new.
  * The labels come through the environment, so no path is ever spliced into the shell text.
  * --text: both are text already; never "Binary files differ". */
-#define DIFF_COMMAND                                                                               \
-    "command -v diff >/dev/null 2>&1 || exit 127; "                                                \
-    "dd of=/tmp/old bs=65536 count=\"$KWARD_OLD_LEN\" iflag=count_bytes status=none && "            \
-    "cat > /tmp/new && "                                                                           \
+#define DIFF_COMMAND                                                                     \
+    "command -v diff >/dev/null 2>&1 || exit 127; "                                      \
+    "dd of=/tmp/old bs=65536 count=\"$KWARD_OLD_LEN\" iflag=count_bytes status=none && " \
+    "cat > /tmp/new && "                                                                 \
     "exec diff -u --text --label \"$KWARD_LABEL_A\" --label \"$KWARD_LABEL_B\" -- /tmp/old /tmp/new"
 
 /* A decimal number at *p (advanced past it); false when there is none or it overflows. */
@@ -163,7 +163,8 @@ char *kward_diff_cap(const char *diff, size_t len, size_t cap, const struct kwar
         keep--; /* whole lines only, so no UTF-8 sequence is split either */
     char tail[200];
     int tl = snprintf(tail, sizeof(tail),
-                      "... diff truncated to %zu bytes; full diff stats: +%zu|-%zu. Use read_file to inspect current content.",
+                      "... diff truncated to %zu bytes; full diff stats: +%zu|-%zu. Use read_file to "
+                      "inspect current content.",
                       cap, st->additions, st->deletions);
     char *s = malloc(keep + (size_t)tl + 1);
     if (!s)

@@ -29,9 +29,9 @@ struct call {
     const struct kward_tool *t;
     const cJSON *v[MAX_PARAMS];
     struct broker_err e;
-    const char *code;   /* the error's code; NULL: from e.kind */
-    cJSON *err_extra;   /* fields merged into the error object (a timeout's partial output) */
-    size_t raw_bytes;   /* what an uncapped answer would have held (context_budget_stats) */
+    const char *code; /* the error's code; NULL: from e.kind */
+    cJSON *err_extra; /* fields merged into the error object (a timeout's partial output) */
+    size_t raw_bytes; /* what an uncapped answer would have held (context_budget_stats) */
     bool raw_set;
 };
 
@@ -175,8 +175,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
     case TOOL_PARAM_REQUIRED:
         fail(c, NULL, BROKER_E_INVALID, p->name, "%s is required", p->name);
         return;
-    case TOOL_PARAM_HOOK:
-        return; /* check_edit said why */
+    case TOOL_PARAM_HOOK: return; /* check_edit said why */
     case TOOL_PARAM_CHOICE: {
         char list[128] = "";
         for (const char *const *ch = p->choices; *ch; ch++)
@@ -185,8 +184,7 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
         fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be one of %s", p->name, list);
         return;
     }
-    default:
-        break;
+    default: break;
     }
     switch (p->type) {
     case TOOL_PARAM_INT: /* not a number, not whole, or past what JSON holds exactly */
@@ -204,16 +202,14 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
             snprintf(f, sizeof(f), "%s[%d]", p->name, b->item);
             fail(c, NULL, BROKER_E_INVALID, f, "%s must be an object {old_text, new_text}", f);
         } else if (b->fault == TOOL_PARAM_COUNT && cJSON_GetArraySize(b->value) > p->max) {
-            fail(c, NULL, BROKER_E_INVALID, p->name, "%s holds more than %.0f replacements",
-                 p->name, p->max);
+            fail(c, NULL, BROKER_E_INVALID, p->name, "%s holds more than %.0f replacements", p->name,
+                 p->max);
         } else {
             fail(c, NULL, BROKER_E_INVALID, p->name, "%s must contain at least one replacement",
                  p->name);
         }
         return;
-    default:
-        fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
-        return;
+    default: fail(c, NULL, BROKER_E_INVALID, p->name, "%s must be a string", p->name); return;
     }
 }
 
@@ -222,7 +218,8 @@ static void bad_args(struct call *c, const struct tool_param_bad *b)
 static int parse_args(struct call *c, const cJSON *args)
 {
     struct tool_param_bad b;
-    if (tool_params_check(c->t->spec.params, c->t->spec.n_params, args, c->v, NULL, check_edit, c, &b) == 0)
+    if (tool_params_check(c->t->spec.params, c->t->spec.n_params, args, c->v, NULL, check_edit, c, &b) ==
+        0)
         return 0;
     bad_args(c, &b);
     return -1;
@@ -257,7 +254,10 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
     b->s[b->len] = '\0';
 }
 
-static void sb_str(struct sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
 
 __attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
 {
@@ -300,7 +300,10 @@ static int lines_split(struct lines *l, const char *s, size_t len)
     return 0;
 }
 
-static size_t line_bytes(const struct lines *l, size_t i) { return l->start[i + 1] - l->start[i]; }
+static size_t line_bytes(const struct lines *l, size_t i)
+{
+    return l->start[i + 1] - l->start[i];
+}
 
 /* The cleaned workspace-relative path ("src/a.rb", "." for the root) the texts show. */
 static char *shown_path(struct call *c, const char *path)
@@ -334,8 +337,7 @@ static size_t cap_file(const struct tool_ctx *ctx)
 
 /* Reads a whole text file for read_file, summarize_file_structure and edit_file: the 256 KB cap
  * checked on the size before reading, NUL bytes refused. */
-static int load_text(struct call *c, const char *path, const char *shown,
-                     struct broker_read_result *r)
+static int load_text(struct call *c, const char *path, const char *shown, struct broker_read_result *r)
 {
     memset(r, 0, sizeof(*r));
     size_t cap = cap_file(c->ctx);
@@ -379,8 +381,14 @@ struct budget {
     uint64_t calls[T_COUNT], original[T_COUNT], returned[T_COUNT];
 };
 
-static void *budget_make(void) { return calloc(1, sizeof(struct budget)); }
-static void budget_drop(void *p) { free(p); }
+static void *budget_make(void)
+{
+    return calloc(1, sizeof(struct budget));
+}
+static void budget_drop(void *p)
+{
+    free(p);
+}
 
 static void budget_note(struct tool_ctx *ctx, size_t tool, size_t original, size_t returned)
 {
@@ -434,8 +442,7 @@ static cJSON *k_list(struct call *c)
         free(e);
     }
     if (l.truncated)
-        sb_printf(&out, "%s[%ju more entries not shown]", l.n ? "\n" : "",
-                  (uintmax_t)(l.total - l.n));
+        sb_printf(&out, "%s[%ju more entries not shown]", l.n ? "\n" : "", (uintmax_t)(l.total - l.n));
     bool trunc = l.truncated;
     broker_list_clear(&l);
     cJSON *res = entries && !out.oom ? result_new(c, out.s) : NULL;
@@ -460,9 +467,11 @@ static const struct tool_param read_params[] = {
     {"offset", TOOL_PARAM_INT, false, "1-indexed start line.", NULL, -MAX_INT, MAX_INT},
     {"limit", TOOL_PARAM_INT, false, "Maximum lines to return.", NULL, -MAX_INT, MAX_INT},
     {"mode", TOOL_PARAM_STRING, false,
-     "Context mode: preview (120 lines unless limit says), outline (declarations only), range (the offset/limit slice), full (from offset until the read caps stop it).",
+     "Context mode: preview (120 lines unless limit says), outline (declarations only), range (the "
+     "offset/limit slice), full (from offset until the read caps stop it).",
      read_modes, 0, 0},
-    {"max_bytes", TOOL_PARAM_INT, false, "Per-call byte budget, capped by the 50 KB read limit.", NULL, -MAX_INT, MAX_INT},
+    {"max_bytes", TOOL_PARAM_INT, false, "Per-call byte budget, capped by the 50 KB read limit.", NULL,
+     -MAX_INT, MAX_INT},
 };
 
 /* The outline text of a file, the seed's summarize_file_structure answer. *has: any entry.
@@ -471,8 +480,8 @@ static char *structure_text(struct call *c, const char *shown, const char *text,
                             size_t n_lines, struct kward_outline *ol, bool *has)
 {
     *has = false;
-    if (kward_outline_build(c->ctx, kward_language(shown), text, len, KWARD_OUTLINE_ENTRIES, ol,
-                            &c->e) < 0)
+    if (kward_outline_build(c->ctx, kward_language(shown), text, len, KWARD_OUTLINE_ENTRIES, ol, &c->e) <
+        0)
         return NULL;
     char *t;
     if (ol->n == 0) {
@@ -491,9 +500,9 @@ static char *structure_text(struct call *c, const char *shown, const char *text,
 }
 
 struct slice {
-    size_t first, end;  /* lines [first, end) shown (0-based) */
+    size_t first, end; /* lines [first, end) shown (0-based) */
     bool truncated;
-    const char *by;     /* "lines" or "bytes" when a cap cut it */
+    const char *by; /* "lines" or "bytes" when a cap cut it */
 };
 
 /* Lines [first, want_end) of l, at most KWARD_READ_OUTPUT_LINES and max_bytes of them. */
@@ -506,7 +515,8 @@ static int take_lines(struct call *c, const struct lines *l, size_t first, size_
     s->by = NULL;
     if (first < want_end && line_bytes(l, first) > max_bytes) {
         fail(c, "invalid_argument", BROKER_E_TOO_LARGE, "max_bytes",
-             "first line is %zu bytes, exceeds %zu byte read limit. Use run_shell_command with sed/head to inspect smaller chunks.",
+             "first line is %zu bytes, exceeds %zu byte read limit. Use run_shell_command with sed/head "
+             "to inspect smaller chunks.",
              line_bytes(l, first), max_bytes);
         return -1;
     }
@@ -554,7 +564,8 @@ static cJSON *k_read(struct call *c)
     bool has_max = arg_int(c, READ_MAX_BYTES, &max_bytes);
     const char *mode = arg_str(c, READ_MODE, NULL);
     if (has_offset && offset < 1)
-        return fail(c, NULL, BROKER_E_INVALID, "offset", "offset must be a positive integer (lines are 1-indexed)");
+        return fail(c, NULL, BROKER_E_INVALID, "offset",
+                    "offset must be a positive integer (lines are 1-indexed)");
     if (has_limit && limit < 1)
         return fail(c, NULL, BROKER_E_INVALID, "limit", "limit must be positive");
     if (has_max && max_bytes < 1)
@@ -587,8 +598,8 @@ static cJSON *k_read(struct call *c)
         sb_str(&out, t);
     } else {
         if (has_offset && first >= l.n && !(first == 0 && l.n == 0)) {
-            fail(c, NULL, BROKER_E_INVALID, "offset", "offset %lld is beyond end of file (%zu lines total)",
-                 offset, l.n);
+            fail(c, NULL, BROKER_E_INVALID, "offset",
+                 "offset %lld is beyond end of file (%zu lines total)", offset, l.n);
             goto done;
         }
         bool large = !mode && !has_offset && !has_limit &&
@@ -610,13 +621,18 @@ static cJSON *k_read(struct call *c)
                 goto done;
             }
             shown_mode = "large_file_outline";
-            sb_printf(&out, "File has %zu lines (%zu bytes). Showing an outline and the first %zu lines to reduce model context.\n\nOutline:\n",
+            sb_printf(&out,
+                      "File has %zu lines (%zu bytes). Showing an outline and the first %zu lines to "
+                      "reduce model context.\n\nOutline:\n",
                       l.n, r.len, s.end);
             sb_str(&out, body);
             sb_printf(&out, "\n\nFirst %zu lines:\n", s.end);
             put_slice(&out, &l, &s);
             notice_gap(&out);
-            sb_printf(&out, "[Use read_file with mode=\"range\", offset=%zu, and limit to continue; mode=\"outline\" for only the outline; or request a specific section from the outline.]",
+            sb_printf(&out,
+                      "[Use read_file with mode=\"range\", offset=%zu, and limit to continue; "
+                      "mode=\"outline\" for only the outline; or request a specific section from the "
+                      "outline.]",
                       s.end + 1);
             s.truncated = true;
         } else {
@@ -632,11 +648,15 @@ static cJSON *k_read(struct call *c)
             if (s.truncated) {
                 notice_gap(&out);
                 if (!strcmp(s.by, "lines"))
-                    sb_printf(&out, "[Showing lines %zu-%zu of %zu (%u line limit). Use offset=%zu to continue.]",
-                              s.first + 1, s.end, l.n, KWARD_READ_OUTPUT_LINES, s.end + 1);
+                    sb_printf(
+                        &out,
+                        "[Showing lines %zu-%zu of %zu (%u line limit). Use offset=%zu to continue.]",
+                        s.first + 1, s.end, l.n, KWARD_READ_OUTPUT_LINES, s.end + 1);
                 else
-                    sb_printf(&out, "[Showing lines %zu-%zu of %zu (%zu byte limit). Use offset=%zu to continue.]",
-                              s.first + 1, s.end, l.n, budget, s.end + 1);
+                    sb_printf(
+                        &out,
+                        "[Showing lines %zu-%zu of %zu (%zu byte limit). Use offset=%zu to continue.]",
+                        s.first + 1, s.end, l.n, budget, s.end + 1);
             } else if (user_limit && want < l.n) {
                 notice_gap(&out);
                 sb_printf(&out, "[%zu more lines in file. Use offset=%zu to continue.]", l.n - want,
@@ -719,9 +739,10 @@ static cJSON *k_summarize(struct call *c)
     if (!text) {
         res = NULL;
     } else if (!(res = result_new(c, text)) || !cJSON_AddStringToObject(res, "path", shown) ||
-        !(lang ? cJSON_AddStringToObject(res, "language", lang) : cJSON_AddNullToObject(res, "language")) ||
-        !cJSON_AddItemToObject(res, "entries", outline_entries(&ol)) ||
-        !cJSON_AddBoolToObject(res, "truncated", ol.total > ol.n)) {
+               !(lang ? cJSON_AddStringToObject(res, "language", lang)
+                      : cJSON_AddNullToObject(res, "language")) ||
+               !cJSON_AddItemToObject(res, "entries", outline_entries(&ol)) ||
+               !cJSON_AddBoolToObject(res, "truncated", ol.total > ol.n)) {
         cJSON_Delete(res);
         res = oom(c);
     }
@@ -739,8 +760,11 @@ static cJSON *k_summarize(struct call *c)
 enum { CTX_TASK, CTX_PATHS, CTX_BUDGET };
 static const struct tool_param context_params[] = {
     {"task", TOOL_PARAM_STRING, true, "Task or question to gather context for.", NULL, 0, 0},
-    {"paths", TOOL_PARAM_STRINGS, false, "Optional workspace-relative files or directories to focus.", NULL, 0, MAX_PATHS},
-    {"budget", TOOL_PARAM_INT, false, "Approximate byte budget for the returned context. Default 4000, maximum 20000.", NULL, -MAX_INT, MAX_INT},
+    {"paths", TOOL_PARAM_STRINGS, false, "Optional workspace-relative files or directories to focus.",
+     NULL, 0, MAX_PATHS},
+    {"budget", TOOL_PARAM_INT, false,
+     "Approximate byte budget for the returned context. Default 4000, maximum 20000.", NULL, -MAX_INT,
+     MAX_INT},
 };
 
 #define CTX_DEFAULT_BUDGET 4000
@@ -751,15 +775,15 @@ static const struct tool_param context_params[] = {
 #define CTX_MAX_TERMS 20
 #define CTX_MAX_WALK 20000
 
-static const char *const ctx_extensions[] = {".rb", ".js", ".jsx", ".ts", ".tsx", ".py", ".go",
-                                             ".rs", ".java", ".cs", ".cpp", ".c", ".h", ".hpp",
-                                             ".md", ".yml", ".yaml", ".json", ".toml", NULL};
-static const char *const ctx_skip[] = {".git", ".yardoc", "_yardoc", "node_modules", "vendor", "tmp",
-                                       "log", ".bundle", "coverage", "dist", "build"};
+static const char *const ctx_extensions[] = {".rb", ".js",   ".jsx",  ".ts",   ".tsx",  ".py", ".go",
+                                             ".rs", ".java", ".cs",   ".cpp",  ".c",    ".h",  ".hpp",
+                                             ".md", ".yml",  ".yaml", ".json", ".toml", NULL};
+static const char *const ctx_skip[] = {".git", ".yardoc", "_yardoc",  "node_modules", "vendor", "tmp",
+                                       "log",  ".bundle", "coverage", "dist",         "build"};
 static const char *const ctx_stopwords[] = {
-    "the", "and", "for", "with", "from", "this", "that", "into", "when", "where", "what",
-    "why", "how", "fix", "add", "update", "change", "implement", "review", "debug", "explain",
-    "failing", "failure", "error", "issue", NULL};
+    "the",    "and",   "for",     "with",    "from",    "this",  "that",   "into",   "when",
+    "where",  "what",  "why",     "how",     "fix",     "add",   "update", "change", "implement",
+    "review", "debug", "explain", "failing", "failure", "error", "issue",  NULL};
 
 static bool context_name_ok(const char *rel)
 {
@@ -872,8 +896,12 @@ static int gather(struct call *c, const char *root, struct cand *v, size_t *n)
         ex[n_ex++] = ctx_skip[i];
     for (size_t i = 0; i < c->ctx->limits.n_exclude && n_ex < ARRAY_SIZE(ex); i++)
         ex[n_ex++] = c->ctx->limits.exclude[i];
-    struct broker_walk_opts o = {.recursive = true, .max_depth = 32, .exclude = ex,
-                                 .n_exclude = n_ex, .want_meta = true, .max_entries = CTX_MAX_WALK};
+    struct broker_walk_opts o = {.recursive = true,
+                                 .max_depth = 32,
+                                 .exclude = ex,
+                                 .n_exclude = n_ex,
+                                 .want_meta = true,
+                                 .max_entries = CTX_MAX_WALK};
     struct broker_list l;
     if (broker_explore(c->ctx, root, &o, &l, &c->e) < 0)
         return -1;
@@ -898,8 +926,7 @@ static int gather(struct call *c, const char *root, struct cand *v, size_t *n)
 }
 
 /* "### Matching excerpts": the first matching lines with two lines around each. */
-static void excerpt(struct sbuf *out, const struct lines *l, const char *lower,
-                    const struct terms *t)
+static void excerpt(struct sbuf *out, const struct lines *l, const char *lower, const struct terms *t)
 {
     size_t hits[CTX_MAX_MATCHES], nh = 0;
     for (size_t i = 0; i < l->n && nh < CTX_MAX_MATCHES; i++) {
@@ -1141,7 +1168,9 @@ static cJSON *k_stats(struct call *c)
     }
     uint64_t saved = orig > ret ? orig - ret : 0;
     struct sbuf out = {0};
-    sb_printf(&out, "# Context budget stats\n- Calls: %ju\n- Original bytes: %ju\n- Returned bytes: %ju\n- Saved bytes: %ju\n- Estimated tokens saved: %ju",
+    sb_printf(&out,
+              "# Context budget stats\n- Calls: %ju\n- Original bytes: %ju\n- Returned bytes: %ju\n- "
+              "Saved bytes: %ju\n- Estimated tokens saved: %ju",
               (uintmax_t)calls, (uintmax_t)orig, (uintmax_t)ret, (uintmax_t)saved,
               (uintmax_t)((saved + 3) / 4));
     /* Per tool, most saved first, then by name. */
@@ -1165,11 +1194,12 @@ static cJSON *k_stats(struct call *c)
     for (size_t j = 0; j < n && by; j++) {
         size_t i = order[j];
         uint64_t sv = snap.original[i] > snap.returned[i] ? snap.original[i] - snap.returned[i] : 0;
-        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned", tools[i].spec.name,
-                  (uintmax_t)snap.calls[i], (uintmax_t)sv, (uintmax_t)snap.returned[i],
-                  (uintmax_t)snap.original[i]);
+        sb_printf(&out, "\n- %s: %ju call(s), %ju bytes saved, %ju/%ju bytes returned",
+                  tools[i].spec.name, (uintmax_t)snap.calls[i], (uintmax_t)sv,
+                  (uintmax_t)snap.returned[i], (uintmax_t)snap.original[i]);
         cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(by, o) || !cJSON_AddStringToObject(o, "tool", tools[i].spec.name) ||
+        if (!o || !cJSON_AddItemToArray(by, o) ||
+            !cJSON_AddStringToObject(o, "tool", tools[i].spec.name) ||
             !cJSON_AddNumberToObject(o, "calls", (double)snap.calls[i]) ||
             !cJSON_AddNumberToObject(o, "original_bytes", (double)snap.original[i]) ||
             !cJSON_AddNumberToObject(o, "returned_bytes", (double)snap.returned[i]) ||
@@ -1204,8 +1234,8 @@ static cJSON *k_stats(struct call *c)
 static int change_allowed(struct call *c)
 {
     if (c->ctx->read_only) {
-        fail(c, "read_only", BROKER_E_DENIED, "path", "the workspace is read-only for this agent; %s is refused",
-             c->t->spec.name);
+        fail(c, "read_only", BROKER_E_DENIED, "path",
+             "the workspace is read-only for this agent; %s is refused", c->t->spec.name);
         return -1;
     }
     return 0;
@@ -1314,8 +1344,8 @@ static cJSON *k_write(struct call *c)
         known = ignore.kind == BROKER_E_NOT_FOUND;
     }
     char *head = util_printf("Wrote %zu bytes to %s", strlen(content), shown);
-    cJSON *res = head ? commit_change(c, path, rel, shown, had ? old.content : NULL,
-                                      had ? old.len : 0, known, content, strlen(content), head)
+    cJSON *res = head ? commit_change(c, path, rel, shown, had ? old.content : NULL, had ? old.len : 0,
+                                      known, content, strlen(content), head)
                       : oom(c);
     broker_read_result_clear(&old);
     return res;
@@ -1325,7 +1355,8 @@ enum { EDIT_PATH, EDIT_EDITS };
 static const struct tool_param edit_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Workspace-relative path.", NULL, 0, 0},
     {"edits", TOOL_PARAM_ITEMS, true,
-     "Non-overlapping replacements against original content; each old_text must match exactly once.", NULL, 1, MAX_EDITS},
+     "Non-overlapping replacements against original content; each old_text must match exactly once.",
+     NULL, 1, MAX_EDITS},
 };
 
 struct repl {
@@ -1381,7 +1412,8 @@ static cJSON *k_edit(struct call *c)
             goto done;
         }
         size_t count = 0, first = 0;
-        for (const char *p = r.content; (p = memmem(p, r.len - (size_t)(p - r.content), old, ol)); p += ol)
+        for (const char *p = r.content; (p = memmem(p, r.len - (size_t)(p - r.content), old, ol));
+             p += ol)
             if (count++ == 0)
                 first = (size_t)(p - r.content);
         if (count == 0) {
@@ -1399,7 +1431,8 @@ static cJSON *k_edit(struct call *c)
     size_t out_len = r.len;
     for (i = 0; i < n; i++) {
         if (i + 1 < n && v[i].at + v[i].len > v[i + 1].at) {
-            fail(c, "edits_overlap", BROKER_E_INVALID, "edits", "edits[%zu] and edits[%zu] overlap in %s",
+            fail(c, "edits_overlap", BROKER_E_INVALID, "edits",
+                 "edits[%zu] and edits[%zu] overlap in %s",
                  v[i].idx < v[i + 1].idx ? v[i].idx : v[i + 1].idx,
                  v[i].idx < v[i + 1].idx ? v[i + 1].idx : v[i].idx, shown);
             goto done;
@@ -1450,7 +1483,8 @@ done:
 
 enum { SHELL_COMMAND, SHELL_TIMEOUT };
 static const struct tool_param shell_params[] = {
-    {"command", TOOL_PARAM_STRING, true, "Command to run (sh -c, from the workspace root, in a command sandbox).", NULL, 0, 0},
+    {"command", TOOL_PARAM_STRING, true,
+     "Command to run (sh -c, from the workspace root, in a command sandbox).", NULL, 0, 0},
     {"timeout_seconds", TOOL_PARAM_INT, false, "Timeout seconds; default 30.", NULL, -MAX_INT, MAX_INT},
 };
 
@@ -1485,8 +1519,8 @@ static cJSON *k_shell(struct call *c)
     if (cc.limits.max_output_bytes && cc.limits.max_output_bytes < cap)
         cap = cc.limits.max_output_bytes;
     cc.limits.max_output_bytes = cap;
-    struct broker_command_opts o = {.command = cmd, .timeout_sec = timeout,
-                                    .kill_grace_sec = KWARD_KILL_GRACE_SEC};
+    struct broker_command_opts o = {
+        .command = cmd, .timeout_sec = timeout, .kill_grace_sec = KWARD_KILL_GRACE_SEC};
     struct broker_command_result r;
     if (broker_command(&cc, &o, &r, &c->e) < 0)
         return NULL;
@@ -1534,27 +1568,41 @@ static cJSON *k_shell(struct call *c)
 /* In the order of the T_* indexes. */
 static const struct kward_tool tools[] = {
     {{"list_directory", "Lists entries in a workspace-relative directory (directories end with '/').",
-     list_params, ARRAY_SIZE(list_params)}, k_list},
+      list_params, ARRAY_SIZE(list_params)},
+     k_list},
     {{"read_file",
-     "Read a workspace text file. Output is capped at 50 KB or 2,000 lines; use offset/limit to continue, or mode preview/outline/range/full. Files over 256 KB cannot be read.",
-     read_params, ARRAY_SIZE(read_params)}, k_read},
+      "Read a workspace text file. Output is capped at 50 KB or 2,000 lines; use offset/limit to "
+      "continue, or mode preview/outline/range/full. Files over 256 KB cannot be read.",
+      read_params, ARRAY_SIZE(read_params)},
+     k_read},
     {{"summarize_file_structure",
-     "Returns a compact outline of recognizable declarations in a source file (line ranges and kinds, at most 80 entries).",
-     summarize_params, ARRAY_SIZE(summarize_params)}, k_summarize},
+      "Returns a compact outline of recognizable declarations in a source file (line ranges and kinds, "
+      "at most 80 entries).",
+      summarize_params, ARRAY_SIZE(summarize_params)},
+     k_summarize},
     {{"context_for_task",
-     "Build focused workspace context for a task from outlines and matching excerpts within a byte budget.",
-     context_params, ARRAY_SIZE(context_params)}, k_context},
+      "Build focused workspace context for a task from outlines and matching excerpts within a byte "
+      "budget.",
+      context_params, ARRAY_SIZE(context_params)},
+     k_context},
     {{"context_budget_stats",
-     "Return approximate per-session context budget savings: raw versus returned result sizes per tool.",
-     NULL, 0}, k_stats},
+      "Return approximate per-session context budget savings: raw versus returned result sizes per "
+      "tool.",
+      NULL, 0},
+     k_stats},
     {{"write_file",
-     "Writes complete file content. Existing files must be read first. The result includes a unified diff.",
-     write_params, ARRAY_SIZE(write_params)}, k_write},
+      "Writes complete file content. Existing files must be read first. The result includes a unified "
+      "diff.",
+      write_params, ARRAY_SIZE(write_params)},
+     k_write},
     {{"edit_file",
-     "Edit a read workspace file by exact replacements. Each old_text must match once; edits must not overlap.",
-     edit_params, ARRAY_SIZE(edit_params)}, k_edit},
+      "Edit a read workspace file by exact replacements. Each old_text must match once; edits must not "
+      "overlap.",
+      edit_params, ARRAY_SIZE(edit_params)},
+     k_edit},
     {{"run_shell_command", "Run a shell command from the workspace root.", shell_params,
-     ARRAY_SIZE(shell_params)}, k_shell},
+      ARRAY_SIZE(shell_params)},
+     k_shell},
 };
 
 /* edit_file's edits: {old_text, new_text} objects, which the generic table cannot say. */
@@ -1565,10 +1613,11 @@ static cJSON *edits_schema(const struct tool_param *p)
     cJSON_AddStringToObject(s, "type", "array");
     cJSON_AddItemToObject(
         s, "items",
-        cJSON_Parse("{\"type\":\"object\",\"properties\":{"
-                    "\"new_text\":{\"type\":\"string\",\"description\":\"Replacement text.\"},"
-                    "\"old_text\":{\"type\":\"string\",\"description\":\"Unique exact text to replace.\"}},"
-                    "\"required\":[\"new_text\",\"old_text\"],\"additionalProperties\":false}"));
+        cJSON_Parse(
+            "{\"type\":\"object\",\"properties\":{"
+            "\"new_text\":{\"type\":\"string\",\"description\":\"Replacement text.\"},"
+            "\"old_text\":{\"type\":\"string\",\"description\":\"Unique exact text to replace.\"}},"
+            "\"required\":[\"new_text\",\"old_text\"],\"additionalProperties\":false}"));
     if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
         cJSON_Delete(s);
         return NULL;
@@ -1647,16 +1696,18 @@ static cJSON *kward_refuse(struct tool_ctx *ctx, const char *name, const struct 
     if (v->rule == TOOL_RULE_APPROVAL)
         /* Until an approval channel exists, a call that needs one is refused, never run. */
         fail(&c, "approval_required", BROKER_E_DENIED, NULL,
-             "%s needs approval by an administrator, and this session has no approval channel; the call was not made",
+             "%s needs approval by an administrator, and this session has no approval channel; the call "
+             "was not made",
              name);
     else if (v->rule == TOOL_RULE_STALE)
         fail(&c, "stale_read", BROKER_E_DENIED, "path",
              "%s has changed since it was last read; read it again before %s", shown, verb);
     else if (v->rule == TOOL_RULE_READ_FIRST)
-        fail(&c, "read_required", BROKER_E_DENIED, "path", "existing file must be read before %s: %s", verb,
-             shown);
+        fail(&c, "read_required", BROKER_E_DENIED, "path", "existing file must be read before %s: %s",
+             verb, shown);
     else
-        fail(&c, "permission_denied", BROKER_E_DENIED, NULL, "%s: %s", name, v->message ? v->message : "refused");
+        fail(&c, "permission_denied", BROKER_E_DENIED, NULL, "%s: %s", name,
+             v->message ? v->message : "refused");
     return error_result(&c, ti);
 }
 
@@ -1701,13 +1752,17 @@ static const char *kward_denial(const cJSON *result)
 /* The gate's and the policy's table (tools/gate.h); read-first on by default for the two
  * write tools, the seed's guardrail. Same order as tools[] (T_LIST ...). */
 static const struct tool_def defs[] = {
-    {"list_directory", TOOL_KIND_READ, false},    {"read_file", TOOL_KIND_READ, false},
-    {"summarize_file_structure", TOOL_KIND_READ, false}, {"context_for_task", TOOL_KIND_READ, false},
-    {"context_budget_stats", TOOL_KIND_READ, false}, {"write_file", TOOL_KIND_WRITE, true},
-    {"edit_file", TOOL_KIND_WRITE, true},         {"run_shell_command", TOOL_KIND_COMMAND, false},
+    {"list_directory", TOOL_KIND_READ, false},
+    {"read_file", TOOL_KIND_READ, false},
+    {"summarize_file_structure", TOOL_KIND_READ, false},
+    {"context_for_task", TOOL_KIND_READ, false},
+    {"context_budget_stats", TOOL_KIND_READ, false},
+    {"write_file", TOOL_KIND_WRITE, true},
+    {"edit_file", TOOL_KIND_WRITE, true},
+    {"run_shell_command", TOOL_KIND_COMMAND, false},
 };
 
-const struct tool_surface tool_surface_kward = {
+const struct tool_surface kward_surface = {
     .name = "kward",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),

@@ -9,14 +9,14 @@
 #include <stdint.h>
 
 /* The seed's limits. The policy may narrow the file and output caps, never widen them. */
-#define KWARD_MAX_FILE_BYTES (256u * 1024)    /* larger files are neither read nor edited */
-#define KWARD_READ_OUTPUT_BYTES (50u * 1024)  /* a read answer's cap ... */
-#define KWARD_READ_OUTPUT_LINES 2000u         /* ... whichever comes first */
-#define KWARD_PREVIEW_LINES 120u              /* mode "preview" and the large-file answer */
+#define KWARD_MAX_FILE_BYTES (256u * 1024)   /* larger files are neither read nor edited */
+#define KWARD_READ_OUTPUT_BYTES (50u * 1024) /* a read answer's cap ... */
+#define KWARD_READ_OUTPUT_LINES 2000u        /* ... whichever comes first */
+#define KWARD_PREVIEW_LINES 120u             /* mode "preview" and the large-file answer */
 #define KWARD_OUTLINE_ENTRIES 80u
 #define KWARD_COMMAND_OUTPUT_BYTES (128u * 1024)
 #define KWARD_DIFF_BYTES (8u * 1024)
-#define KWARD_KILL_GRACE_SEC 0.2              /* SIGTERM, then SIGKILL this much later */
+#define KWARD_KILL_GRACE_SEC 0.2 /* SIGTERM, then SIGKILL this much later */
 
 /* ---- outlines (kward_outline.c) ------------------------------------------------------------- */
 
@@ -35,8 +35,8 @@ struct kward_outline_entry {
 
 struct kward_outline {
     struct kward_outline_entry *v;
-    size_t n;      /* entries kept: the first `max` declarations of the file */
-    size_t total;  /* declarations found */
+    size_t n;     /* entries kept: the first `max` declarations of the file */
+    size_t total; /* declarations found */
 };
 
 struct tool_ctx;
@@ -50,8 +50,8 @@ const char *kward_language(const char *path);
  * sandbox module's default one; the policy's choice, not the agent's). An unknown language gives
  * an empty outline without running anything. 0, or -1 with E set (ctags missing: the message
  * names the package; it failed or ran out of time). */
-int kward_outline_build(const struct tool_ctx *ctx, const char *language, const char *text,
-                        size_t len, size_t max, struct kward_outline *out, struct broker_err *e);
+int kward_outline_build(const struct tool_ctx *ctx, const char *language, const char *text, size_t len,
+                        size_t max, struct kward_outline *out, struct broker_err *e);
 /* The in-process half, exposed for tests and the fuzzer: TAGS (TAGS_LEN bytes, ctags'
  * --output-format=json lines, untrusted) mapped onto the seed's declaration kinds, the entries
  * sorted by line, one per line, their signature and indentation taken from TEXT, a missing end
@@ -59,8 +59,8 @@ int kward_outline_build(const struct tool_ctx *ctx, const char *language, const 
  * KWARD_TAGS_MAX_LINES or longer than KWARD_TAGS_MAX_LINE bytes are ignored. 0 or -ENOMEM. */
 #define KWARD_TAGS_MAX_LINES 200000u
 #define KWARD_TAGS_MAX_LINE 4096u
-int kward_outline_from_tags(const char *language, const char *tags, size_t tags_len,
-                            const char *text, size_t len, size_t max, struct kward_outline *out);
+int kward_outline_from_tags(const char *language, const char *tags, size_t tags_len, const char *text,
+                            size_t len, size_t max, struct kward_outline *out);
 void kward_outline_clear(struct kward_outline *o);
 /* The seed's text of an outline, one entry a line:
  *   "line 3: class Foo (range 3-20, class)" / "line 9:   def bar (method)"

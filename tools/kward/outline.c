@@ -2,7 +2,7 @@
  * text in a command sandbox, its JSON lines parsed here as untrusted and mapped onto the seed's
  * declaration kinds.
  * Why ctags and not patterns of our own: a maintained parser per language knows declarations a
- * line pattern misses or invents (design.md section 8: well-kept tools over hand-written code).
+ * line pattern misses or invents (docs/protocol-kward.md: well-kept tools over hand-written code).
  * Why in a sandbox: ctags is a full parser of untrusted workspace bytes, so it runs where a bug
  * in it can reach nothing (no network, the workspace read-only, the policy's limits); the cost
  * is one sandbox start per outline, up to eight per context_for_task call (figures in
@@ -24,12 +24,28 @@ static const struct {
     const char *suffix;
     const char *lang;
 } by_suffix[] = {
-    {".rb", "ruby"},       {".rake", "ruby"},     {".gemspec", "ruby"},  {".ru", "ruby"},
-    {"/Gemfile", "ruby"},  {"/Rakefile", "ruby"}, {".py", "python"},     {".pyi", "python"},
-    {".js", "javascript"}, {".jsx", "javascript"}, {".mjs", "javascript"}, {".cjs", "javascript"},
-    {".ts", "typescript"}, {".tsx", "typescript"}, {".mts", "typescript"}, {".cts", "typescript"},
-    {".go", "go"},         {".rs", "rust"},       {".java", "java"},     {".cs", "csharp"},
-    {".c", "c"},           {".h", "c"},
+    {".rb", "ruby"},
+    {".rake", "ruby"},
+    {".gemspec", "ruby"},
+    {".ru", "ruby"},
+    {"/Gemfile", "ruby"},
+    {"/Rakefile", "ruby"},
+    {".py", "python"},
+    {".pyi", "python"},
+    {".js", "javascript"},
+    {".jsx", "javascript"},
+    {".mjs", "javascript"},
+    {".cjs", "javascript"},
+    {".ts", "typescript"},
+    {".tsx", "typescript"},
+    {".mts", "typescript"},
+    {".cts", "typescript"},
+    {".go", "go"},
+    {".rs", "rust"},
+    {".java", "java"},
+    {".cs", "csharp"},
+    {".c", "c"},
+    {".h", "c"},
 };
 
 const char *kward_language(const char *path)
@@ -54,9 +70,15 @@ const char *kward_language(const char *path)
 static const struct {
     const char *lang, *ctags;
 } ctags_names[] = {
-    {"ruby", "Ruby"}, {"python", "Python"}, {"javascript", "JavaScript"},
-    {"typescript", "TypeScript"}, {"go", "Go"}, {"rust", "Rust"}, {"java", "Java"},
-    {"csharp", "C#"}, {"c", "C"},
+    {"ruby", "Ruby"},
+    {"python", "Python"},
+    {"javascript", "JavaScript"},
+    {"typescript", "TypeScript"},
+    {"go", "Go"},
+    {"rust", "Rust"},
+    {"java", "Java"},
+    {"csharp", "C#"},
+    {"c", "C"},
 };
 
 static const char *ctags_name(const char *lang)
@@ -107,10 +129,9 @@ int kward_tool_run(const struct tool_ctx *ctx, const char *what, const char *pac
 
 /* ---- ctags' kinds onto the seed's ----------------------------------------------------------- */
 
-static const char *const seed_kinds[] = {"class", "struct", "interface", "enum", "union",
-                                         "trait", "record", "module", "namespace", "function",
-                                         "method", "constructor", "property", "type", "impl",
-                                         "macro", NULL};
+static const char *const seed_kinds[] = {
+    "class",    "struct", "interface",   "enum",     "union", "trait", "record", "module", "namespace",
+    "function", "method", "constructor", "property", "type",  "impl",  "macro",  NULL};
 
 static const char *seed_kind(const char *k)
 {
@@ -140,9 +161,8 @@ static bool function_value(const char *s, size_t n)
 /* The seed's kind for one ctags tag, or NULL when the tag is not a declaration the outline
  * shows (fields, members, variables, enumerators, packages, C macros and typedefs). LINE is
  * the declaration's source line. */
-static const char *map_kind(const char *lang, const char *kind, const char *name,
-                            const char *scope, const char *scope_kind, const char *line,
-                            size_t line_len)
+static const char *map_kind(const char *lang, const char *kind, const char *name, const char *scope,
+                            const char *scope_kind, const char *line, size_t line_len)
 {
     bool scoped = scope && *scope;
     if (!strcmp(lang, "go")) {
@@ -220,7 +240,7 @@ static const char *map_kind(const char *lang, const char *kind, const char *name
 struct cand {
     uint32_t line, end; /* end 0: ctags gave none */
     const char *kind;
-    size_t seq;         /* ctags' order, so equal lines sort stably */
+    size_t seq; /* ctags' order, so equal lines sort stably */
 };
 
 static int cand_cmp(const void *a, const void *b)
@@ -269,8 +289,8 @@ static bool trailing_line(const char *s, size_t n, unsigned indent)
     return skip == n || col < indent;
 }
 
-int kward_outline_from_tags(const char *language, const char *tags, size_t tags_len,
-                            const char *text, size_t len, size_t max, struct kward_outline *out)
+int kward_outline_from_tags(const char *language, const char *tags, size_t tags_len, const char *text,
+                            size_t len, size_t max, struct kward_outline *out)
 {
     memset(out, 0, sizeof(*out));
     if (!language || !tags)
@@ -330,8 +350,8 @@ int kward_outline_from_tags(const char *language, const char *tags, size_t tags_
                 cands = t;
                 cap = nc;
             }
-            cands[n_cands] = (struct cand){.line = line, .end = end >= line ? end : 0,
-                                           .kind = mapped, .seq = n_cands};
+            cands[n_cands] = (struct cand){
+                .line = line, .end = end >= line ? end : 0, .kind = mapped, .seq = n_cands};
             n_cands++;
         }
         cJSON_Delete(o);
@@ -417,13 +437,13 @@ out:
 
 /* ctags, told the language (the text comes without a name) and to read no option files: the
  * cwd is the workspace, whose .ctags.d the agent writes. Sorted by nothing, so file order. */
-#define CTAGS_COMMAND                                                                              \
-    "command -v ctags >/dev/null 2>&1 || exit 127; "                                               \
-    "cat > /tmp/source && exec ctags --options=NONE --language-force=\"$KWARD_CTAGS_LANG\" "         \
+#define CTAGS_COMMAND                                                                        \
+    "command -v ctags >/dev/null 2>&1 || exit 127; "                                         \
+    "cat > /tmp/source && exec ctags --options=NONE --language-force=\"$KWARD_CTAGS_LANG\" " \
     "--output-format=json --sort=no --fields=-P+nKes -o - /tmp/source"
 
-int kward_outline_build(const struct tool_ctx *ctx, const char *language, const char *text,
-                        size_t len, size_t max, struct kward_outline *out, struct broker_err *e)
+int kward_outline_build(const struct tool_ctx *ctx, const char *language, const char *text, size_t len,
+                        size_t max, struct kward_outline *out, struct broker_err *e)
 {
     memset(out, 0, sizeof(*out));
     const char *cl = ctags_name(language);
@@ -433,13 +453,13 @@ int kward_outline_build(const struct tool_ctx *ctx, const char *language, const 
     snprintf(env0, sizeof(env0), "KWARD_CTAGS_LANG=%s", cl);
     const char *const env[] = {env0};
     struct broker_command_result r = {0};
-    if (kward_tool_run(ctx, "universal-ctags (ctags)", "universal-ctags", CTAGS_COMMAND, env, 1,
-                       text, len, &r, e) < 0)
+    if (kward_tool_run(ctx, "universal-ctags (ctags)", "universal-ctags", CTAGS_COMMAND, env, 1, text,
+                       len, &r, e) < 0)
         return -1;
     int rc = 0;
     if (r.exit_code != 0)
-        rc = broker_fail(e, BROKER_E_EXEC, NULL, "ctags exited with status %d: %.200s",
-                         r.exit_code, r.err);
+        rc = broker_fail(e, BROKER_E_EXEC, NULL, "ctags exited with status %d: %.200s", r.exit_code,
+                         r.err);
     else if (kward_outline_from_tags(language, r.out, r.out_len, text, len, max, out) < 0)
         rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory for the outline");
     broker_command_result_clear(&r);
@@ -476,8 +496,8 @@ char *kward_outline_render(const struct kward_outline *o)
             n += (size_t)snprintf(s + n, cap - n, "%sline %u: %s%s (range %u-%u, %s)", i ? "\n" : "",
                                   e->line, pad, e->signature, e->line, e->end_line, e->kind);
         else
-            n += (size_t)snprintf(s + n, cap - n, "%sline %u: %s%s (%s)", i ? "\n" : "", e->line,
-                                  pad, e->signature, e->kind);
+            n += (size_t)snprintf(s + n, cap - n, "%sline %u: %s%s (%s)", i ? "\n" : "", e->line, pad,
+                                  e->signature, e->kind);
     }
     return s;
 }

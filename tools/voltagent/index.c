@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct vs_term {
+struct voltagent_index_term {
     uint64_t hash;
     uint32_t tf;
 };
 
-struct vs_index {
-    struct vs_doc **v;
+struct voltagent_index {
+    struct voltagent_index_doc **v;
     size_t n, cap;
     size_t max_docs, max_bytes;
     size_t bytes;
@@ -38,12 +38,15 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 }
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
-static bool tok_char(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); }
+static bool tok_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z');
+}
 
 #define MAX_TOKEN 256
 
-void vs_tokens(const char *text, size_t len, void (*fn)(const char *tok, size_t n, void *arg),
-               void *arg)
+void voltagent_index_tokens(const char *text, size_t len,
+                            void (*fn)(const char *tok, size_t n, void *arg), void *arg)
 {
     char buf[MAX_TOKEN];
     size_t i = 0;
@@ -61,7 +64,10 @@ void vs_tokens(const char *text, size_t len, void (*fn)(const char *tok, size_t 
     }
 }
 
-static uint64_t term_hash(const char *tok, size_t n) { return fnv1a(FNV_OFFSET, tok, n); }
+static uint64_t term_hash(const char *tok, size_t n)
+{
+    return fnv1a(FNV_OFFSET, tok, n);
+}
 
 /* ---- the local embedding -------------------------------------------------------------------- */
 
@@ -103,11 +109,11 @@ static void l2_normalise(float *v, size_t dim)
         v[i] = (float)(v[i] * inv);
 }
 
-bool vs_embed_local(const char *text, size_t len, float *out)
+bool voltagent_index_embed_local(const char *text, size_t len, float *out)
 {
     memset(out, 0, VS_LOCAL_DIM * sizeof(*out));
     struct embed_acc a = {.v = out};
-    vs_tokens(text, len, embed_token, &a);
+    voltagent_index_tokens(text, len, embed_token, &a);
     l2_normalise(out, VS_LOCAL_DIM);
     return a.any;
 }
@@ -144,9 +150,8 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     if (!ctx->allow_commands)
         c.command_profile = NULL;
     c.allow_commands = true;
-    struct broker_command_opts o = {.command = ctx->limits.embedding_command,
-                                    .input = input,
-                                    .input_len = strlen(input)};
+    struct broker_command_opts o = {
+        .command = ctx->limits.embedding_command, .input = input, .input_len = strlen(input)};
     struct broker_command_result r = {0};
     if (broker_command(&c, &o, &r, e) < 0)
         return broker_fail(e, e->kind, NULL, "the embedding command could not run: %s", e->msg);
@@ -197,8 +202,8 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     return rc;
 }
 
-int vs_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens, size_t n,
-             float **vecs, size_t *dim, struct broker_err *e)
+int voltagent_index_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t *lens,
+                          size_t n, float **vecs, size_t *dim, struct broker_err *e)
 {
     *vecs = NULL;
     *dim = 0;
@@ -209,7 +214,7 @@ int vs_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t 
         if (!v)
             return broker_fail(e, BROKER_E_IO, NULL, "out of memory for %zu embeddings", n);
         for (size_t i = 0; i < n; i++)
-            vs_embed_local(texts[i], lens[i], v + i * VS_LOCAL_DIM);
+            voltagent_index_embed_local(texts[i], lens[i], v + i * VS_LOCAL_DIM);
         *vecs = v;
         *dim = VS_LOCAL_DIM;
         return 0;
@@ -238,7 +243,7 @@ int vs_embed(const struct tool_ctx *ctx, const char *const *texts, const size_t 
 /* ---- documents ------------------------------------------------------------------------------ */
 
 struct term_acc {
-    struct vs_term *v;
+    struct voltagent_index_term *v;
     size_t n, cap;
     uint64_t tokens;
     bool failed;
@@ -252,7 +257,7 @@ static void count_token(const char *tok, size_t n, void *arg)
     a->tokens++;
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
-        struct vs_term *v = reallocarray(a->v, cap, sizeof(*v));
+        struct voltagent_index_term *v = reallocarray(a->v, cap, sizeof(*v));
         if (!v) {
             a->failed = true;
             return;
@@ -260,16 +265,17 @@ static void count_token(const char *tok, size_t n, void *arg)
         a->v = v;
         a->cap = cap;
     }
-    a->v[a->n++] = (struct vs_term){.hash = term_hash(tok, n), .tf = 1};
+    a->v[a->n++] = (struct voltagent_index_term){.hash = term_hash(tok, n), .tf = 1};
 }
 
 static int term_cmp(const void *a, const void *b)
 {
-    uint64_t x = ((const struct vs_term *)a)->hash, y = ((const struct vs_term *)b)->hash;
+    uint64_t x = ((const struct voltagent_index_term *)a)->hash,
+             y = ((const struct voltagent_index_term *)b)->hash;
     return x < y ? -1 : x > y;
 }
 
-void vs_doc_free(struct vs_doc *d)
+void voltagent_index_doc_free(struct voltagent_index_doc *d)
 {
     if (!d)
         return;
@@ -282,10 +288,11 @@ void vs_doc_free(struct vs_doc *d)
     free(d);
 }
 
-struct vs_doc *vs_doc_new(const char *id, char *content_take, size_t len, cJSON *metadata_take,
-                          const char *label, const float *vec, size_t dim)
+struct voltagent_index_doc *voltagent_index_doc_new(const char *id, char *content_take, size_t len,
+                                                    cJSON *metadata_take, const char *label,
+                                                    const float *vec, size_t dim)
 {
-    struct vs_doc *d = calloc(1, sizeof(*d));
+    struct voltagent_index_doc *d = calloc(1, sizeof(*d));
     if (!d) {
         free(content_take);
         cJSON_Delete(metadata_take);
@@ -297,10 +304,10 @@ struct vs_doc *vs_doc_new(const char *id, char *content_take, size_t len, cJSON 
     d->id = strdup(id);
     d->label = label ? strdup(label) : NULL;
     struct term_acc a = {0};
-    vs_tokens(content_take, len, count_token, &a);
+    voltagent_index_tokens(content_take, len, count_token, &a);
     if (!d->id || (label && !d->label) || a.failed) {
         free(a.v);
-        vs_doc_free(d);
+        voltagent_index_doc_free(d);
         return NULL;
     }
     /* Sorted by hash, duplicates folded into counts: a query term is then one bsearch. */
@@ -319,24 +326,25 @@ struct vs_doc *vs_doc_new(const char *id, char *content_take, size_t len, cJSON 
     if (vec && dim) {
         d->vec = malloc(dim * sizeof(float));
         if (!d->vec) {
-            vs_doc_free(d);
+            voltagent_index_doc_free(d);
             return NULL;
         }
         memcpy(d->vec, vec, dim * sizeof(float));
         d->dim = dim;
     }
     char *meta = metadata_take ? cJSON_PrintUnformatted(metadata_take) : NULL;
-    d->cost = sizeof(*d) + strlen(id) + 1 + len + 1 + a.cap * sizeof(struct vs_term) +
-              (vec ? dim * sizeof(float) : 0) + (meta ? strlen(meta) : 0) + (label ? strlen(label) + 1 : 0);
+    d->cost = sizeof(*d) + strlen(id) + 1 + len + 1 + a.cap * sizeof(struct voltagent_index_term) +
+              (vec ? dim * sizeof(float) : 0) + (meta ? strlen(meta) : 0) +
+              (label ? strlen(label) + 1 : 0);
     free(meta);
     return d;
 }
 
 /* ---- the index ------------------------------------------------------------------------------ */
 
-int vs_index_new(size_t max_docs, size_t max_bytes, struct vs_index **out)
+int voltagent_index_new(size_t max_docs, size_t max_bytes, struct voltagent_index **out)
 {
-    struct vs_index *ix = calloc(1, sizeof(*ix));
+    struct voltagent_index *ix = calloc(1, sizeof(*ix));
     if (!ix)
         return -ENOMEM;
     ix->max_docs = max_docs;
@@ -345,33 +353,45 @@ int vs_index_new(size_t max_docs, size_t max_bytes, struct vs_index **out)
     return 0;
 }
 
-void vs_index_clear(struct vs_index *ix)
+void voltagent_index_clear(struct voltagent_index *ix)
 {
     if (!ix)
         return;
     for (size_t i = 0; i < ix->n; i++)
-        vs_doc_free(ix->v[i]);
+        voltagent_index_doc_free(ix->v[i]);
     ix->n = 0;
     ix->bytes = 0;
     ix->total_tokens = 0;
     ix->dim = 0;
 }
 
-void vs_index_free(struct vs_index *ix)
+void voltagent_index_free(struct voltagent_index *ix)
 {
     if (!ix)
         return;
-    vs_index_clear(ix);
+    voltagent_index_clear(ix);
     free(ix->v);
     free(ix);
 }
 
-size_t vs_index_count(const struct vs_index *ix) { return ix->n; }
-size_t vs_index_bytes(const struct vs_index *ix) { return ix->bytes; }
-size_t vs_index_dim(const struct vs_index *ix) { return ix->dim; }
-const struct vs_doc *vs_index_doc(const struct vs_index *ix, size_t i) { return ix->v[i]; }
+size_t voltagent_index_count(const struct voltagent_index *ix)
+{
+    return ix->n;
+}
+size_t voltagent_index_bytes(const struct voltagent_index *ix)
+{
+    return ix->bytes;
+}
+size_t voltagent_index_dim(const struct voltagent_index *ix)
+{
+    return ix->dim;
+}
+const struct voltagent_index_doc *voltagent_index_doc(const struct voltagent_index *ix, size_t i)
+{
+    return ix->v[i];
+}
 
-long vs_index_find(const struct vs_index *ix, const char *id)
+long voltagent_index_find(const struct voltagent_index *ix, const char *id)
 {
     for (size_t i = 0; i < ix->n; i++)
         if (!strcmp(ix->v[i]->id, id))
@@ -379,12 +399,12 @@ long vs_index_find(const struct vs_index *ix, const char *id)
     return -1;
 }
 
-int vs_index_fits(const struct vs_index *ix, struct vs_doc *const *docs, size_t n,
-                  struct broker_err *e)
+int voltagent_index_fits(const struct voltagent_index *ix, struct voltagent_index_doc *const *docs,
+                         size_t n, struct broker_err *e)
 {
     size_t count = ix->n, bytes = ix->bytes;
     for (size_t i = 0; i < n; i++) {
-        long old = vs_index_find(ix, docs[i]->id);
+        long old = voltagent_index_find(ix, docs[i]->id);
         /* An id given twice in one batch: the later one replaces the earlier. */
         bool dup = false;
         for (size_t j = i + 1; j < n && !dup; j++)
@@ -412,19 +432,20 @@ int vs_index_fits(const struct vs_index *ix, struct vs_doc *const *docs, size_t 
     return 0;
 }
 
-static void remove_at(struct vs_index *ix, size_t i)
+static void remove_at(struct voltagent_index *ix, size_t i)
 {
-    struct vs_doc *d = ix->v[i];
+    struct voltagent_index_doc *d = ix->v[i];
     ix->bytes -= d->cost;
     ix->total_tokens -= d->n_tokens;
-    vs_doc_free(d);
+    voltagent_index_doc_free(d);
     memmove(ix->v + i, ix->v + i + 1, (ix->n - i - 1) * sizeof(*ix->v));
     ix->n--;
 }
 
-int vs_index_add(struct vs_index *ix, struct vs_doc **docs, size_t n, struct broker_err *e)
+int voltagent_index_add(struct voltagent_index *ix, struct voltagent_index_doc **docs, size_t n,
+                        struct broker_err *e)
 {
-    if (vs_index_fits(ix, docs, n, e) < 0)
+    if (voltagent_index_fits(ix, docs, n, e) < 0)
         return -1;
     size_t dim = ix->n ? ix->dim : 0;
     for (size_t i = 0; i < n; i++) {
@@ -441,14 +462,14 @@ int vs_index_add(struct vs_index *ix, struct vs_doc **docs, size_t n, struct bro
         size_t cap = ix->cap ? ix->cap : 16;
         while (cap < ix->n + n)
             cap *= 2;
-        struct vs_doc **v = reallocarray(ix->v, cap, sizeof(*v));
+        struct voltagent_index_doc **v = reallocarray(ix->v, cap, sizeof(*v));
         if (!v)
             return broker_fail(e, BROKER_E_IO, NULL, "out of memory for the search index");
         ix->v = v;
         ix->cap = cap;
     }
     for (size_t i = 0; i < n; i++) {
-        long old = vs_index_find(ix, docs[i]->id);
+        long old = voltagent_index_find(ix, docs[i]->id);
         if (old >= 0)
             remove_at(ix, (size_t)old);
         ix->v[ix->n++] = docs[i];
@@ -464,14 +485,15 @@ int vs_index_add(struct vs_index *ix, struct vs_doc **docs, size_t n, struct bro
 
 static int scored_cmp(const void *a, const void *b)
 {
-    const struct vs_scored *x = a, *y = b;
+    const struct voltagent_index_scored *x = a, *y = b;
     if (x->score != y->score)
         return x->score < y->score ? 1 : -1;
     /* Equal scores keep index order (insertion), as a stable JavaScript sort would. */
     return x->doc < y->doc ? -1 : x->doc > y->doc;
 }
 
-static int finish(struct vs_scored *v, size_t n, size_t limit, struct vs_scored **out, size_t *nout)
+static int finish(struct voltagent_index_scored *v, size_t n, size_t limit,
+                  struct voltagent_index_scored **out, size_t *nout)
 {
     if (n)
         qsort(v, n, sizeof(*v), scored_cmp);
@@ -486,10 +508,12 @@ static int finish(struct vs_scored *v, size_t n, size_t limit, struct vs_scored 
     return 0;
 }
 
-static uint32_t doc_tf(const struct vs_doc *d, uint64_t h)
+static uint32_t doc_tf(const struct voltagent_index_doc *d, uint64_t h)
 {
-    struct vs_term key = {.hash = h};
-    const struct vs_term *t = d->n_terms ? bsearch(&key, d->terms, d->n_terms, sizeof(key), term_cmp) : NULL;
+    struct voltagent_index_term key = {.hash = h};
+    const struct voltagent_index_term *t = d->n_terms ? bsearch(&key, d->terms, d->n_terms, sizeof(key),
+                                                                term_cmp)
+                                                      : NULL;
     return t ? t->tf : 0;
 }
 
@@ -509,12 +533,13 @@ static void add_qterm(const char *tok, size_t n, void *arg)
         q->v[q->n++] = h;
 }
 
-int vs_index_bm25(const struct vs_index *ix, const char *query, vs_filter_fn filter, void *arg,
-                  size_t limit, struct vs_scored **out, size_t *n)
+int voltagent_index_bm25(const struct voltagent_index *ix, const char *query,
+                         voltagent_index_filter_fn filter, void *arg, size_t limit,
+                         struct voltagent_index_scored **out, size_t *n)
 {
     const double k1 = 1.5, b = 0.75;
     struct qterms q = {0};
-    vs_tokens(query, strlen(query), add_qterm, &q);
+    voltagent_index_tokens(query, strlen(query), add_qterm, &q);
     *out = NULL;
     *n = 0;
     if (!q.n || !ix->n)
@@ -530,12 +555,12 @@ int vs_index_bm25(const struct vs_index *ix, const char *query, vs_filter_fn fil
     double avg = (double)ix->total_tokens / (double)ix->n;
     if (avg <= 0)
         avg = 1;
-    struct vs_scored *v = calloc(ix->n, sizeof(*v));
+    struct voltagent_index_scored *v = calloc(ix->n, sizeof(*v));
     if (!v)
         return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < ix->n; i++) {
-        const struct vs_doc *d = ix->v[i];
+        const struct voltagent_index_doc *d = ix->v[i];
         if (filter && !filter(d, arg))
             continue;
         double score = 0;
@@ -547,30 +572,31 @@ int vs_index_bm25(const struct vs_index *ix, const char *query, vs_filter_fn fil
             score += idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * (double)d->n_tokens / avg));
         }
         if (score > 0)
-            v[m++] = (struct vs_scored){.doc = i, .score = score};
+            v[m++] = (struct voltagent_index_scored){.doc = i, .score = score};
     }
     return finish(v, m, limit, out, n);
 }
 
-int vs_index_vector(const struct vs_index *ix, const float *qvec, size_t dim, vs_filter_fn filter,
-                    void *arg, size_t limit, struct vs_scored **out, size_t *n)
+int voltagent_index_vector(const struct voltagent_index *ix, const float *qvec, size_t dim,
+                           voltagent_index_filter_fn filter, void *arg, size_t limit,
+                           struct voltagent_index_scored **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
     if (!ix->n)
         return 0;
-    struct vs_scored *v = calloc(ix->n, sizeof(*v));
+    struct voltagent_index_scored *v = calloc(ix->n, sizeof(*v));
     if (!v)
         return -ENOMEM;
     size_t m = 0;
     for (size_t i = 0; i < ix->n; i++) {
-        const struct vs_doc *d = ix->v[i];
+        const struct voltagent_index_doc *d = ix->v[i];
         if (!d->vec || d->dim != dim || (filter && !filter(d, arg)))
             continue;
         double dot = 0;
         for (size_t k = 0; k < dim; k++)
             dot += (double)d->vec[k] * qvec[k];
-        v[m++] = (struct vs_scored){.doc = i, .score = (dot + 1.0) / 2.0};
+        v[m++] = (struct voltagent_index_scored){.doc = i, .score = (dot + 1.0) / 2.0};
     }
     return finish(v, m, limit, out, n);
 }
@@ -595,7 +621,10 @@ static void find_token(const char *tok, size_t n, void *arg)
         }
 }
 
-static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static bool is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 /* Start of the UTF-8 character holding byte I. */
 static size_t char_start(const char *s, size_t i)
@@ -605,7 +634,7 @@ static size_t char_start(const char *s, size_t i)
     return i;
 }
 
-char *vs_snippet(const char *content, size_t len, const char *query, size_t length)
+char *voltagent_index_snippet(const char *content, size_t len, const char *query, size_t length)
 {
     char *c = malloc(len + 1);
     if (!c)
@@ -634,7 +663,7 @@ char *vs_snippet(const char *content, size_t len, const char *query, size_t leng
         if (lower[i] >= 'A' && lower[i] <= 'Z')
             lower[i] = (char)(lower[i] + 32);
     struct find_first f = {.hay = lower, .hay_len = n, .found = SIZE_MAX};
-    vs_tokens(query, strlen(query), find_token, &f);
+    voltagent_index_tokens(query, strlen(query), find_token, &f);
     free(lower);
     size_t start = 0;
     if (f.found != SIZE_MAX)
@@ -675,8 +704,8 @@ static void line_token(const char *tok, size_t n, void *arg)
     }
 }
 
-bool vs_line_range(const char *content, size_t len, const char *query, uint64_t *start,
-                   uint64_t *end)
+bool voltagent_index_line_range(const char *content, size_t len, const char *query, uint64_t *start,
+                                uint64_t *end)
 {
     uint64_t line = 1;
     *start = *end = 0;
@@ -684,7 +713,7 @@ bool vs_line_range(const char *content, size_t len, const char *query, uint64_t 
         const char *nl = memchr(content + i, '\n', len - i);
         size_t e = nl ? (size_t)(nl - content) : len;
         struct line_match m = {.line = content + i, .len = e - i};
-        vs_tokens(query, strlen(query), line_token, &m);
+        voltagent_index_tokens(query, strlen(query), line_token, &m);
         if (m.hit) {
             if (!*start)
                 *start = line;
@@ -703,7 +732,7 @@ bool vs_line_range(const char *content, size_t len, const char *query, uint64_t 
 static void *state_make(void)
 {
     struct voltagent_state *s = calloc(1, sizeof(*s));
-    if (s && vs_index_new(VS_MAX_DOCS, VS_MAX_BYTES, &s->search) < 0) {
+    if (s && voltagent_index_new(VS_MAX_DOCS, VS_MAX_BYTES, &s->search) < 0) {
         free(s);
         return NULL;
     }
@@ -715,8 +744,9 @@ static void state_drop(void *p)
     struct voltagent_state *s = p;
     if (!s)
         return;
-    vs_index_free(s->search);
-    vs_skills_free(s->skills);
+    voltagent_index_free(s->search);
+    if (s->skills && s->skills_free)
+        s->skills_free(s->skills);
     free(s);
 }
 
@@ -729,20 +759,20 @@ struct voltagent_state *voltagent_state(const struct tool_ctx *ctx)
 
 /* The search and skills toolkits' tables, as tools/params tables: numbers are coerced from text
  * (z.coerce.number), integers are whole and >= 0, mode is one of three, metadata may be null. */
-static const char *const vs_modes[] = {"bm25", "vector", "hybrid", NULL};
+static const char *const voltagent_index_modes[] = {"bm25", "vector", "hybrid", NULL};
 
-static int vs_params_of(const struct vs_param *p, size_t n, struct tool_param *out)
+static int voltagent_index_params_of(const struct voltagent_index_param *p, size_t n,
+                                     struct tool_param *out)
 {
     if (n > VS_MAX_PARAMS)
         return -E2BIG;
     for (size_t i = 0; i < n; i++) {
-        out[i] = (struct tool_param){.name = p[i].name, .required = p[i].required,
-                                     .desc = p[i].desc};
+        out[i] = (struct tool_param){.name = p[i].name, .required = p[i].required, .desc = p[i].desc};
         switch (p[i].type) {
         case VS_STR: out[i].type = TOOL_PARAM_STRING; break;
         case VS_MODE:
             out[i].type = TOOL_PARAM_STRING;
-            out[i].choices = vs_modes;
+            out[i].choices = voltagent_index_modes;
             break;
         case VS_BOOL: out[i].type = TOOL_PARAM_BOOL; break;
         case VS_NUM:
@@ -760,13 +790,13 @@ static int vs_params_of(const struct vs_param *p, size_t n, struct tool_param *o
     return 0;
 }
 
-int vs_args_parse(const char *tool, const struct vs_param *p, size_t n, const cJSON *args,
-                  struct vs_args *a, struct broker_err *e)
+int voltagent_index_args_parse(const char *tool, const struct voltagent_index_param *p, size_t n,
+                               const cJSON *args, struct voltagent_index_args *a, struct broker_err *e)
 {
     struct tool_param tp[VS_MAX_PARAMS];
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
-    if (vs_params_of(p, n, tp) < 0)
+    if (voltagent_index_params_of(p, n, tp) < 0)
         return broker_fail(e, BROKER_E_INVALID, NULL, "%s has too many parameters", tool);
     if (tool_params_check(tp, n, args, a->v, a->n, NULL, NULL, &b) == 0)
         return 0;
@@ -775,17 +805,14 @@ int vs_args_parse(const char *tool, const struct vs_param *p, size_t n, const cJ
     case TOOL_PARAM_NOT_OBJECT:
         return broker_fail(e, BROKER_E_INVALID, "arguments", "arguments must be an object");
     case TOOL_PARAM_UNKNOWN: /* zod would drop it; a typo must not become a call with the default */
-        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool,
-                           b.key);
-    case TOOL_PARAM_REQUIRED:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s is required", nm);
+        return broker_fail(e, BROKER_E_INVALID, NULL, "%s takes no argument \"%.60s\"", tool, b.key);
+    case TOOL_PARAM_REQUIRED: return broker_fail(e, BROKER_E_INVALID, nm, "%s is required", nm);
     case TOOL_PARAM_NOT_FINITE:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a finite number", nm);
     case TOOL_PARAM_NOT_WHOLE:
     case TOOL_PARAM_RANGE:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a whole number from 0", nm);
-    default:
-        break;
+    default: break;
     }
     switch (b.param->type) {
     case TOOL_PARAM_STRING:
@@ -793,25 +820,24 @@ int vs_args_parse(const char *tool, const struct vs_param *p, size_t n, const cJ
             return broker_fail(e, BROKER_E_INVALID, nm,
                                "%s must be one of \"bm25\", \"vector\", \"hybrid\"", nm);
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a string", nm);
-    case TOOL_PARAM_BOOL:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
+    case TOOL_PARAM_BOOL: return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a boolean", nm);
     case TOOL_PARAM_OBJECT_NULL:
         return broker_fail(e, BROKER_E_INVALID, nm, "%s must be an object or null", nm);
-    default:
-        return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a number", nm);
+    default: return broker_fail(e, BROKER_E_INVALID, nm, "%s must be a number", nm);
     }
 }
 
-cJSON *vs_tool_entry(const char *name, const char *desc, const struct vs_param *p, size_t n)
+cJSON *voltagent_index_tool_entry(const char *name, const char *desc,
+                                  const struct voltagent_index_param *p, size_t n)
 {
     struct tool_param tp[VS_MAX_PARAMS];
-    if (vs_params_of(p, n, tp) < 0)
+    if (voltagent_index_params_of(p, n, tp) < 0)
         return NULL;
-    return tool_params_entry(name, desc, tp, n,
-                             TOOL_PARAMS_ALWAYS_REQUIRED | TOOL_PARAMS_NO_BOUNDS, NULL);
+    return tool_params_entry(name, desc, tp, n, TOOL_PARAMS_ALWAYS_REQUIRED | TOOL_PARAMS_NO_BOUNDS,
+                             NULL);
 }
 
-cJSON *vs_output(const char *text)
+cJSON *voltagent_index_output(const char *text)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddStringToObject(o, "output", text)) {

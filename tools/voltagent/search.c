@@ -34,18 +34,18 @@ static const char INDEX_CONTENT_DESC[] = "Index raw content by path for search."
 static const char SEARCH_DESC[] =
     "Search indexed workspace files using BM25, vector, or hybrid search (scores normalized 0-1).";
 
-static const struct vs_param index_params[] = {
+static const struct voltagent_index_param index_params[] = {
     {"path", VS_STR, false, "Base path to index (default: /)"},
     {"glob", VS_STR, false, "Glob pattern to select files"},
     {"max_file_bytes", VS_INT, false, "Override maximum file size to index"},
 };
-static const struct vs_param content_params[] = {
+static const struct voltagent_index_param content_params[] = {
     {"path", VS_STR, true, "Path identifier for the content"},
     {"content", VS_STR, true, "Raw content to index"},
     {"metadata", VS_OBJ_NULL, true, "Metadata object or null"},
 };
 enum { Q_QUERY, Q_MODE, Q_TOP_K, Q_PATH, Q_GLOB, Q_SNIPPET, Q_INCLUDE, Q_MIN, Q_LEX, Q_VEC };
-static const struct vs_param search_params[] = {
+static const struct voltagent_index_param search_params[] = {
     {"query", VS_STR, true, "Search query"},
     {"mode", VS_MODE, false, "Search mode"},
     {"top_k", VS_INT, false, "Number of results (default: 5)"},
@@ -69,7 +69,7 @@ static cJSON *fail(bool *is_error, const struct broker_err *e)
 }
 
 __attribute__((format(printf, 3, 4))) static cJSON *fail_text(bool *is_error, const char *code,
-                                                               const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
@@ -86,7 +86,10 @@ static cJSON *no_session(bool *is_error)
                      "Error: Workspace search needs a session (or memory) to keep its index in");
 }
 
-static double clamp01(double v) { return v < 0 ? 0 : v > 1 ? 1 : v; }
+static double clamp01(double v)
+{
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
 
 /* A glob as upstream hands it to micromatch: leading slashes are not part of a relative match. */
 static int compile_glob(const char *pattern, struct glob **g, struct broker_err *e)
@@ -95,35 +98,34 @@ static int compile_glob(const char *pattern, struct glob **g, struct broker_err 
     while (*pattern == '/')
         pattern++;
     if (!*pattern || glob_new(pattern, g) < 0)
-        return broker_fail(e, BROKER_E_PATTERN, "glob", "'%.200s' is not a valid glob pattern",
-                           pattern);
+        return broker_fail(e, BROKER_E_PATTERN, "glob", "'%.200s' is not a valid glob pattern", pattern);
     return 0;
 }
 
 /* ---- workspace_index ------------------------------------------------------------------------ */
 
 struct pending {
-    struct vs_doc **v;
+    struct voltagent_index_doc **v;
     size_t n, cap;
 };
 
 static void pending_clear(struct pending *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        vs_doc_free(p->v[i]);
+        voltagent_index_doc_free(p->v[i]);
     free(p->v);
     memset(p, 0, sizeof(*p));
 }
 
-static int pending_push(struct pending *p, struct vs_doc *d)
+static int pending_push(struct pending *p, struct voltagent_index_doc *d)
 {
     if (!d)
         return -ENOMEM;
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 16;
-        struct vs_doc **v = reallocarray(p->v, cap, sizeof(*v));
+        struct voltagent_index_doc **v = reallocarray(p->v, cap, sizeof(*v));
         if (!v) {
-            vs_doc_free(d);
+            voltagent_index_doc_free(d);
             return -ENOMEM;
         }
         p->v = v;
@@ -152,7 +154,7 @@ static int commit_docs(struct tool_ctx *ctx, struct pending *p, size_t *vector_i
     }
     float *vecs = NULL;
     size_t dim = 0;
-    int r = vs_embed(ctx, texts, lens, p->n, &vecs, &dim, e);
+    int r = voltagent_index_embed(ctx, texts, lens, p->n, &vecs, &dim, e);
     free(texts);
     free(lens);
     if (r < 0)
@@ -170,9 +172,10 @@ static int commit_docs(struct tool_ctx *ctx, struct pending *p, size_t *vector_i
     free(vecs);
     struct voltagent_state *st = voltagent_state(ctx);
     if (!st)
-        return broker_fail(e, BROKER_E_IO, NULL, "Workspace search needs a session to keep its index in");
+        return broker_fail(e, BROKER_E_IO, NULL,
+                           "Workspace search needs a session to keep its index in");
     tool_session_lock(ctx->session);
-    r = vs_index_add(st->search, p->v, p->n, e);
+    r = voltagent_index_add(st->search, p->v, p->n, e);
     tool_session_unlock(ctx->session);
     if (r < 0)
         return -1;
@@ -195,8 +198,9 @@ static cJSON *index_summary(size_t indexed, size_t skipped, size_t vector_indexe
         cJSON_Delete(errors);
         return NULL;
     }
-    size_t n = (size_t)snprintf(text, cap, "Indexed %zu file(s).\nSkipped %zu file(s).\nVector indexed %zu file(s).",
-                                indexed, skipped, vector_indexed);
+    size_t n = (size_t)snprintf(
+        text, cap, "Indexed %zu file(s).\nSkipped %zu file(s).\nVector indexed %zu file(s).", indexed,
+        skipped, vector_indexed);
     if (errors && errors->child) {
         n += (size_t)snprintf(text + n, cap - n, "\nErrors:");
         for (const cJSON *it = errors->child; it; it = it->next)
@@ -217,7 +221,7 @@ static cJSON *index_summary(size_t indexed, size_t skipped, size_t vector_indexe
     return o;
 }
 
-static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_index(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *path = a->v[0] ? a->v[0]->valuestring : "/";
     const char *pattern = a->v[1] ? a->v[1]->valuestring : "**/*";
@@ -241,8 +245,12 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
     const char *const *ex;
     size_t n_ex;
     broker_default_excludes(ctx, &ex, &n_ex);
-    struct broker_walk_opts wo = {.recursive = true, .max_depth = 4096, .exclude = ex,
-                                  .n_exclude = n_ex, .want_meta = true, .max_entries = MAX_WALK};
+    struct broker_walk_opts wo = {.recursive = true,
+                                  .max_depth = 4096,
+                                  .exclude = ex,
+                                  .n_exclude = n_ex,
+                                  .want_meta = true,
+                                  .max_entries = MAX_WALK};
     struct broker_list l;
     _cleanup_free_ char *base = NULL;
     if (broker_path_clean(path, "path", &base, &e) < 0 || broker_explore(ctx, path, &wo, &l, &e) < 0) {
@@ -257,8 +265,9 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
     int rc = errors ? 0 : -ENOMEM;
     if (l.truncated) {
         char msg[200];
-        snprintf(msg, sizeof(msg), "Only the first %d entries under %s were walked; index a narrower path",
-                 MAX_WALK, path);
+        snprintf(msg, sizeof(msg),
+                 "Only the first %d entries under %s were walked; index a narrower path", MAX_WALK,
+                 path);
         cJSON_AddItemToArray(errors, cJSON_CreateString(msg));
     }
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
@@ -300,7 +309,7 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
         char *content = steal_pointer(&rr.content);
         size_t len = rr.len;
         broker_read_result_clear(&rr);
-        rc = pending_push(&p, vs_doc_new(m->path, content, len, meta, NULL, NULL, 0));
+        rc = pending_push(&p, voltagent_index_doc_new(m->path, content, len, meta, NULL, NULL, 0));
         if (rc == 0 && (held > VS_MAX_BYTES || p.n > VS_MAX_DOCS)) {
             stopped = true;
             break;
@@ -323,7 +332,7 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
                            VS_MAX_DOCS, VS_MAX_BYTES >> 20, path);
     } else {
         tool_session_lock(ctx->session);
-        fits = vs_index_fits(st->search, p.v, p.n, &e);
+        fits = voltagent_index_fits(st->search, p.v, p.n, &e);
         tool_session_unlock(ctx->session);
     }
     if (fits < 0 || commit_docs(ctx, &p, &vector_indexed, &e) < 0) {
@@ -337,7 +346,7 @@ static cJSON *t_index(struct tool_ctx *ctx, const struct vs_args *a, bool *is_er
 
 /* ---- workspace_index_content ---------------------------------------------------------------- */
 
-static cJSON *t_index_content(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_index_content(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     /* Upstream's normalizeDocumentPath: trimmed, "/" in front. The path names the content only
      * (nothing is read or written there), but it follows the surface's path rule all the same. */
@@ -364,9 +373,10 @@ static cJSON *t_index_content(struct tool_ctx *ctx, const struct vs_args *a, boo
     const char *content = a->v[1]->valuestring;
     size_t len = strlen(content);
     if (len > VS_MAX_BYTES)
-        return fail_text(is_error, broker_kind_name(BROKER_E_TOO_LARGE),
-                         "Error: content is %zu bytes; the search index of this session holds at most %zu MiB",
-                         len, VS_MAX_BYTES >> 20);
+        return fail_text(
+            is_error, broker_kind_name(BROKER_E_TOO_LARGE),
+            "Error: content is %zu bytes; the search index of this session holds at most %zu MiB", len,
+            VS_MAX_BYTES >> 20);
     cJSON *meta = NULL;
     if (cJSON_IsObject(a->v[2])) {
         _cleanup_free_ char *s = cJSON_PrintUnformatted(a->v[2]);
@@ -383,7 +393,7 @@ static cJSON *t_index_content(struct tool_ctx *ctx, const struct vs_args *a, boo
         return NULL;
     }
     struct pending p = {0};
-    if (pending_push(&p, vs_doc_new(path, copy, len, meta, NULL, NULL, 0)) < 0) {
+    if (pending_push(&p, voltagent_index_doc_new(path, copy, len, meta, NULL, NULL, 0)) < 0) {
         pending_clear(&p);
         return NULL;
     }
@@ -400,14 +410,14 @@ static cJSON *t_index_content(struct tool_ctx *ctx, const struct vs_args *a, boo
 /* ---- workspace_search ----------------------------------------------------------------------- */
 
 struct path_filter {
-    const char *base;   /* "/src" or "" for the root */
+    const char *base; /* "/src" or "" for the root */
     size_t base_len;
     const struct glob *glob;
 };
 
 /* Upstream's matchesPathFilter, with the base compared by whole segments (upstream's plain
  * startsWith lets "/src" match "/srcold/a.ts"). */
-static bool keep_doc(const struct vs_doc *d, void *arg)
+static bool keep_doc(const struct voltagent_index_doc *d, void *arg)
 {
     const struct path_filter *f = arg;
     const char *p = d->id;
@@ -444,7 +454,7 @@ static struct merged *find_merged(struct merged *m, size_t n, size_t doc)
     return NULL;
 }
 
-static cJSON *result_json(const struct vs_doc *d, const struct merged *m, const char *mode,
+static cJSON *result_json(const struct voltagent_index_doc *d, const struct merged *m, const char *mode,
                           const char *query, size_t snippet_len, bool include_content,
                           size_t content_cap)
 {
@@ -463,7 +473,7 @@ static cJSON *result_json(const struct vs_doc *d, const struct merged *m, const 
     if (cut < d->len && include_content)
         cJSON_AddBoolToObject(o, "content_truncated", true);
     uint64_t ls, le;
-    if (vs_line_range(d->content, d->len, query, &ls, &le)) {
+    if (voltagent_index_line_range(d->content, d->len, query, &ls, &le)) {
         cJSON *lr = cJSON_AddObjectToObject(o, "lineRange");
         cJSON_AddNumberToObject(lr, "start", (double)ls);
         cJSON_AddNumberToObject(lr, "end", (double)le);
@@ -479,7 +489,7 @@ static cJSON *result_json(const struct vs_doc *d, const struct merged *m, const 
     if (m->has_vec)
         cJSON_AddNumberToObject(o, "vectorScore", m->vec);
     if (d->len) {
-        char *snip = vs_snippet(d->content, d->len, query, snippet_len);
+        char *snip = voltagent_index_snippet(d->content, d->len, query, snippet_len);
         if (snip) {
             cJSON_AddStringToObject(o, "snippet", snip);
             free(snip);
@@ -490,14 +500,15 @@ static cJSON *result_json(const struct vs_doc *d, const struct merged *m, const 
     return o;
 }
 
-static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *query = a->v[Q_QUERY]->valuestring;
     /* Upstream's default mode is hybrid when an embedding is configured; corral always has one
      * (the local embedding at least). */
     const char *mode = a->v[Q_MODE] ? a->v[Q_MODE]->valuestring : "hybrid";
     size_t top_k = a->v[Q_TOP_K] ? (size_t)fmin(a->n[Q_TOP_K], MAX_TOP_K) : DEFAULT_TOP_K;
-    size_t snippet_len = a->v[Q_SNIPPET] ? (size_t)fmin(a->n[Q_SNIPPET], MAX_SNIPPET) : DEFAULT_SNIPPET_LENGTH;
+    size_t snippet_len = a->v[Q_SNIPPET] ? (size_t)fmin(a->n[Q_SNIPPET], MAX_SNIPPET)
+                                         : DEFAULT_SNIPPET_LENGTH;
     bool include_content = a->v[Q_INCLUDE] ? cJSON_IsTrue(a->v[Q_INCLUDE]) : true;
     double min_score = clamp01(a->v[Q_MIN] ? a->n[Q_MIN] : 0);
     double lw, vw;
@@ -543,7 +554,7 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     bool qvec_any = false;
     if (want_vec) {
         size_t qlen = strlen(query);
-        if (vs_embed(ctx, &query, &qlen, 1, &qvec, &dim, &e) < 0) {
+        if (voltagent_index_embed(ctx, &query, &qlen, 1, &qvec, &dim, &e) < 0) {
             glob_free(g);
             return fail(is_error, &e);
         }
@@ -553,7 +564,7 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     char display_base[MAX_PATH_LEN + 2];
     snprintf(display_base, sizeof(display_base), "%s%s", *base ? "/" : "", base);
     struct path_filter pf = {.base = display_base, .base_len = strlen(display_base), .glob = g};
-    struct vs_scored *bm = NULL, *vec = NULL;
+    struct voltagent_index_scored *bm = NULL, *vec = NULL;
     size_t n_bm = 0, n_vec = 0;
     size_t limit = top_k * 5;
     cJSON *res = NULL, *results = NULL;
@@ -561,11 +572,11 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     tool_session_lock(ctx->session);
     int r = 0;
     if (want_bm25)
-        r = vs_index_bm25(st->search, query, keep_doc, &pf, limit, &bm, &n_bm);
+        r = voltagent_index_bm25(st->search, query, keep_doc, &pf, limit, &bm, &n_bm);
     /* A query without any feature (only punctuation) matches nothing, rather than every
      * document at the neutral 0.5 of a zero vector. */
-    if (r == 0 && want_vec && qvec_any && dim == vs_index_dim(st->search))
-        r = vs_index_vector(st->search, qvec, dim, keep_doc, &pf, limit, &vec, &n_vec);
+    if (r == 0 && want_vec && qvec_any && dim == voltagent_index_dim(st->search))
+        r = voltagent_index_vector(st->search, qvec, dim, keep_doc, &pf, limit, &vec, &n_vec);
     m = calloc(n_bm + n_vec + 1, sizeof(*m));
     if (r < 0 || !m)
         goto out;
@@ -574,7 +585,8 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
         max_bm = fmax(max_bm, bm[i].score);
     size_t nm = 0;
     for (size_t i = 0; i < n_bm; i++)
-        m[nm++] = (struct merged){.doc = bm[i].doc, .bm25_raw = bm[i].score,
+        m[nm++] = (struct merged){.doc = bm[i].doc,
+                                  .bm25_raw = bm[i].score,
                                   .bm25_norm = max_bm > 0 ? clamp01(bm[i].score / max_bm) : 0,
                                   .has_bm25 = true};
     for (size_t i = 0; i < n_vec; i++) {
@@ -609,8 +621,8 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
         if (min_score > 0 && m[i].score < min_score)
             continue;
         k++;
-        cJSON *o = result_json(vs_index_doc(st->search, m[i].doc), &m[i], mode, query, snippet_len,
-                               include_content, cap);
+        cJSON *o = result_json(voltagent_index_doc(st->search, m[i].doc), &m[i], mode, query,
+                               snippet_len, include_content, cap);
         if (!o || !cJSON_AddItemToArray(results, o)) {
             cJSON_Delete(o);
             cJSON_Delete(res);

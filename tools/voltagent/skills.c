@@ -41,7 +41,7 @@ static void strv_free(char **v, size_t n)
     free(v);
 }
 
-void vs_skill_meta_clear(struct vs_skill_meta *m)
+void voltagent_skills_meta_clear(struct voltagent_skill_meta *m)
 {
     if (!m)
         return;
@@ -70,9 +70,9 @@ static bool all_digits(const char *s, size_t n, const char *extra)
  * js-yaml's default schema: null, a boolean, a number or a timestamp. */
 static bool plain_is_typed(const char *s, size_t n)
 {
-    static const char *const words[] = {"~", "null", "Null", "NULL", "true", "True", "TRUE",
-                                        "false", "False", "FALSE", ".inf", ".Inf", ".INF",
-                                        "-.inf", "+.inf", "-.Inf", "+.Inf", ".nan", ".NaN", ".NAN"};
+    static const char *const words[] = {"~",     "null",  "Null",  "NULL", "true", "True", "TRUE",
+                                        "false", "False", "FALSE", ".inf", ".Inf", ".INF", "-.inf",
+                                        "+.inf", "-.Inf", "+.Inf", ".nan", ".NaN", ".NAN"};
     if (!n)
         return true; /* an empty plain value is null */
     for (size_t i = 0; i < ARRAY_SIZE(words); i++)
@@ -153,8 +153,7 @@ static bool entry_ok(char *s)
 
 /* Upstream's normalizeStringArray: a sequence's strings, trimmed, empties dropped; or one
  * string; NULL (0) when nothing is left. */
-static int string_list(yaml_document_t *doc, const yaml_node_t *n, bool paths, char ***out,
-                       size_t *nout)
+static int string_list(yaml_document_t *doc, const yaml_node_t *n, bool paths, char ***out, size_t *nout)
 {
     *out = NULL;
     *nout = 0;
@@ -213,8 +212,8 @@ static void trim_span(const char **s, size_t *n)
         (*n)--;
 }
 
-int vs_skill_frontmatter(const char *text, size_t len, struct vs_skill_meta *m, const char **body,
-                         size_t *body_len, struct broker_err *e)
+int voltagent_skills_frontmatter(const char *text, size_t len, struct voltagent_skill_meta *m,
+                                 const char **body, size_t *body_len, struct broker_err *e)
 {
     memset(m, 0, sizeof(*m));
     *body = text;
@@ -241,8 +240,8 @@ int vs_skill_frontmatter(const char *text, size_t len, struct vs_skill_meta *m, 
     *body_len = len - after;
     trim_span(body, body_len);
     if (stop - start > VS_SKILL_MAX_FRONTMATTER)
-        return broker_fail(e, BROKER_E_INVALID, NULL,
-                           "the front matter is longer than %d bytes", VS_SKILL_MAX_FRONTMATTER);
+        return broker_fail(e, BROKER_E_INVALID, NULL, "the front matter is longer than %d bytes",
+                           VS_SKILL_MAX_FRONTMATTER);
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser))
@@ -264,7 +263,8 @@ int vs_skill_frontmatter(const char *text, size_t len, struct vs_skill_meta *m, 
     }
     for (yaml_node_pair_t *pr = root ? root->data.mapping.pairs.start : NULL;
          pr && pr < root->data.mapping.pairs.top && rc == 0; pr++) {
-        yaml_node_t *k = yaml_document_get_node(&doc, pr->key), *v = yaml_document_get_node(&doc, pr->value);
+        yaml_node_t *k = yaml_document_get_node(&doc, pr->key),
+                    *v = yaml_document_get_node(&doc, pr->value);
         if (!k || k->type != YAML_SCALAR_NODE)
             continue;
         const char *key = (const char *)k->data.scalar.value;
@@ -300,7 +300,7 @@ out:
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc < 0)
-        vs_skill_meta_clear(m);
+        voltagent_skills_meta_clear(m);
     return rc;
 }
 
@@ -324,7 +324,7 @@ static int push_unique(char ***v, size_t *n, const char *s, size_t len)
     return 0;
 }
 
-static int infer_lists(const char *body, size_t len, struct vs_skill_meta *inf)
+static int infer_lists(const char *body, size_t len, struct voltagent_skill_meta *inf)
 {
     for (size_t i = 0; i + 1 < len; i++) {
         /* [text](target): a '[' with at least one character before its ']'. */
@@ -390,28 +390,28 @@ static int infer_lists(const char *body, size_t len, struct vs_skill_meta *inf)
 /* ---- skills --------------------------------------------------------------------------------- */
 
 struct skill {
-    struct vs_skill_meta m; /* id and name always set here */
-    char *path;             /* "/skills/pdf/SKILL.md" */
-    char *root;             /* "/skills/pdf" */
+    struct voltagent_skill_meta m; /* id and name always set here */
+    char *path;                    /* "/skills/pdf/SKILL.md" */
+    char *root;                    /* "/skills/pdf" */
 };
 
-struct vs_skills {
+struct voltagent_skills {
     struct skill *v;
     size_t n;
     bool discovered;
     char **active; /* ids, in activation order */
     size_t n_active;
-    struct vs_index *index; /* built on the first search after a discovery */
+    struct voltagent_index *index; /* built on the first search after a discovery */
 };
 
 static void skill_clear(struct skill *s)
 {
-    vs_skill_meta_clear(&s->m);
+    voltagent_skills_meta_clear(&s->m);
     free(s->path);
     free(s->root);
 }
 
-static void skills_clear_list(struct vs_skills *s)
+static void skills_clear_list(struct voltagent_skills *s)
 {
     for (size_t i = 0; i < s->n; i++)
         skill_clear(&s->v[i]);
@@ -420,13 +420,13 @@ static void skills_clear_list(struct vs_skills *s)
     s->n = 0;
 }
 
-void vs_skills_free(struct vs_skills *s)
+void voltagent_skills_free(struct voltagent_skills *s)
 {
     if (!s)
         return;
     skills_clear_list(s);
     strv_free(s->active, s->n_active);
-    vs_index_free(s->index);
+    voltagent_index_free(s->index);
     free(s);
 }
 
@@ -438,7 +438,7 @@ static const char *base_name(const char *p)
 
 /* A skill's file read and parsed: the front matter, the lists it leaves out filled from the
  * instructions' links (as upstream), the instructions in *body (malloc'd, may be NULL). */
-static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct vs_skill_meta *m,
+static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct voltagent_skill_meta *m,
                            char **body, struct broker_err *e)
 {
     struct broker_read_opts ro = {.max_bytes = SKILL_MAX_FILE_BYTES};
@@ -452,30 +452,30 @@ static int load_skill_file(const struct tool_ctx *ctx, const char *path, struct 
     }
     const char *b;
     size_t bl;
-    int r = vs_skill_frontmatter(rr.content, rr.len, m, &b, &bl, e);
+    int r = voltagent_skills_frontmatter(rr.content, rr.len, m, &b, &bl, e);
     if (r == 0) {
-        struct vs_skill_meta inf = {0};
+        struct voltagent_skill_meta inf = {0};
         if (infer_lists(b, bl, &inf) < 0) {
             r = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
         } else {
-#define TAKE(f)                                                                                    \
-    if (!m->f) {                                                                                   \
-        m->f = inf.f;                                                                              \
-        m->n_##f = inf.n_##f;                                                                      \
-        inf.f = NULL;                                                                              \
-        inf.n_##f = 0;                                                                             \
+#define TAKE(f)               \
+    if (!m->f) {              \
+        m->f = inf.f;         \
+        m->n_##f = inf.n_##f; \
+        inf.f = NULL;         \
+        inf.n_##f = 0;        \
     }
             TAKE(references)
             TAKE(scripts)
             TAKE(assets)
 #undef TAKE
         }
-        vs_skill_meta_clear(&inf);
+        voltagent_skills_meta_clear(&inf);
         if (r == 0 && body && !(*body = strndup(b, bl)))
             r = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
     }
     if (r < 0)
-        vs_skill_meta_clear(m);
+        voltagent_skills_meta_clear(m);
     broker_read_result_clear(&rr);
     return r;
 }
@@ -498,8 +498,12 @@ static int discover(const struct tool_ctx *ctx, struct skill **out, size_t *nout
     const char *const *ex;
     size_t n_ex;
     broker_default_excludes(ctx, &ex, &n_ex);
-    struct broker_walk_opts wo = {.recursive = true, .max_depth = 64, .exclude = ex,
-                                  .n_exclude = n_ex, .want_meta = true, .max_entries = MAX_WALK};
+    struct broker_walk_opts wo = {.recursive = true,
+                                  .max_depth = 64,
+                                  .exclude = ex,
+                                  .n_exclude = n_ex,
+                                  .want_meta = true,
+                                  .max_entries = MAX_WALK};
     struct broker_list l;
     if (broker_explore(ctx, SKILL_ROOT, &wo, &l, &e) < 0)
         return 0; /* no /skills: no skills, as upstream */
@@ -604,8 +608,10 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
     if (!st)
         return -ENOMEM;
     tool_session_lock(ctx->session);
-    if (!st->skills)
+    if (!st->skills) {
         st->skills = calloc(1, sizeof(*st->skills));
+        st->skills_free = voltagent_skills_free;
+    }
     bool need = st->skills && (refresh || !st->skills->discovered);
     bool made = st->skills != NULL;
     tool_session_unlock(ctx->session);
@@ -619,12 +625,12 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
     if (r < 0)
         return r;
     tool_session_lock(ctx->session);
-    struct vs_skills *sk = st->skills;
+    struct voltagent_skills *sk = st->skills;
     skills_clear_list(sk);
     sk->v = v;
     sk->n = n;
     sk->discovered = true;
-    vs_index_free(sk->index);
+    voltagent_index_free(sk->index);
     sk->index = NULL;
     tool_session_unlock(ctx->session);
     return 0;
@@ -632,7 +638,7 @@ static int ensure_discovered(struct tool_ctx *ctx, bool refresh, cJSON *problems
 
 /* Upstream's resolveSkillId: an id, else a name (case-insensitive; the first skill of that
  * name). Under the lock. */
-static const struct skill *resolve(const struct vs_skills *sk, const char *ident)
+static const struct skill *resolve(const struct voltagent_skills *sk, const char *ident)
 {
     _cleanup_free_ char *t = trim_dup(ident);
     if (!t || !*t)
@@ -646,7 +652,7 @@ static const struct skill *resolve(const struct vs_skills *sk, const char *ident
     return NULL;
 }
 
-static bool is_active(const struct vs_skills *sk, const char *id)
+static bool is_active(const struct voltagent_skills *sk, const char *id)
 {
     for (size_t i = 0; i < sk->n_active; i++)
         if (!strcmp(sk->active[i], id))
@@ -692,14 +698,14 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t, const 
 
 static cJSON *text_result(struct text *t)
 {
-    cJSON *o = t->failed ? NULL : vs_output(t->s ? t->s : "");
+    cJSON *o = t->failed ? NULL : voltagent_index_output(t->s ? t->s : "");
     free(t->s);
     t->s = NULL;
     return o;
 }
 
 __attribute__((format(printf, 3, 4))) static cJSON *fail_text(bool *is_error, const char *code,
-                                                               const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
     char buf[2048];
     va_list ap;
@@ -717,7 +723,8 @@ static cJSON *not_found(bool *is_error, const char *ident)
 
 static cJSON *no_memory(bool *is_error)
 {
-    return fail_text(is_error, broker_kind_name(BROKER_E_IO), "Error: out of memory for the skills of this session");
+    return fail_text(is_error, broker_kind_name(BROKER_E_IO),
+                     "Error: out of memory for the skills of this session");
 }
 
 static cJSON *strv_json(char **v, size_t n)
@@ -752,12 +759,12 @@ static cJSON *skill_json(const struct skill *s, bool active)
 
 /* ---- the tools ------------------------------------------------------------------------------ */
 
-static const struct vs_param list_params[] = {
+static const struct voltagent_index_param list_params[] = {
     {"refresh", VS_BOOL, false, "Refresh skill discovery"},
     {"active_only", VS_BOOL, false, "Only list active skills"},
 };
 enum { S_QUERY, S_MODE, S_TOP_K, S_SNIPPET, S_LEX, S_VEC };
-static const struct vs_param search_params[] = {
+static const struct voltagent_index_param search_params[] = {
     {"query", VS_STR, true, "Search query"},
     {"mode", VS_MODE, false, "Search mode"},
     {"top_k", VS_INT, false, "Number of results (default: 10)"},
@@ -765,23 +772,23 @@ static const struct vs_param search_params[] = {
     {"lexical_weight", VS_NUM, false, "Hybrid lexical weight"},
     {"vector_weight", VS_NUM, false, "Hybrid vector weight"},
 };
-static const struct vs_param id_params[] = {
+static const struct voltagent_index_param id_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
 };
-static const struct vs_param ref_params[] = {
+static const struct voltagent_index_param ref_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"reference", VS_STR, true, "Reference file path"},
 };
-static const struct vs_param script_params[] = {
+static const struct voltagent_index_param script_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"script", VS_STR, true, "Script file path"},
 };
-static const struct vs_param asset_params[] = {
+static const struct voltagent_index_param asset_params[] = {
     {"skill_id", VS_STR, true, "Skill id or name"},
     {"asset", VS_STR, true, "Asset file path"},
 };
 
-static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_list(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     bool refresh = a->v[0] && cJSON_IsTrue(a->v[0]), active_only = a->v[1] && cJSON_IsTrue(a->v[1]);
     cJSON *problems = cJSON_CreateArray();
@@ -789,7 +796,7 @@ static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
         cJSON_Delete(problems);
         return no_memory(is_error);
     }
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     struct text t = {0};
     cJSON *arr = cJSON_CreateArray();
     tool_session_lock(ctx->session);
@@ -824,7 +831,7 @@ static cJSON *t_list(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
  * after a discovery (upstream's ensureIndexed). Reads and embeds without the lock. */
 static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
 {
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     tool_session_lock(ctx->session);
     bool have = sk->index != NULL;
     size_t n = sk->n;
@@ -840,7 +847,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
     }
     tool_session_unlock(ctx->session);
     int rc = 0;
-    struct vs_doc **docs = NULL;
+    struct voltagent_index_doc **docs = NULL;
     size_t nd = 0;
     if (have)
         goto out;
@@ -858,13 +865,13 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        struct vs_skill_meta m;
+        struct voltagent_skill_meta m;
         char *body = NULL;
         struct broker_err le = {0};
         if (load_skill_file(ctx, paths[i], &m, &body, &le) < 0)
             continue; /* gone since discovery: not searchable */
         char *content = util_printf("%s\n%s\n%s", names[i], m.description ? m.description : "", body);
-        vs_skill_meta_clear(&m);
+        voltagent_skills_meta_clear(&m);
         free(body);
         if (!content) {
             rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
@@ -882,7 +889,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         }
         cJSON *meta = cJSON_CreateObject();
         cJSON_AddStringToObject(meta, "path", paths[i]);
-        docs[nd] = vs_doc_new(ids[i], content, cl, meta, names[i], NULL, 0);
+        docs[nd] = voltagent_index_doc_new(ids[i], content, cl, meta, names[i], NULL, 0);
         if (!docs[nd]) {
             rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
             break;
@@ -894,7 +901,7 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
     float *vecs = NULL;
     size_t dim = 0;
     if (rc == 0)
-        rc = vs_embed(ctx, texts, lens, nd, &vecs, &dim, e);
+        rc = voltagent_index_embed(ctx, texts, lens, nd, &vecs, &dim, e);
     free(texts);
     free(lens);
     for (size_t i = 0; rc == 0 && vecs && i < nd; i++) {
@@ -907,10 +914,10 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         docs[i]->cost += dim * sizeof(float);
     }
     free(vecs);
-    struct vs_index *ix = NULL;
-    if (rc == 0 && vs_index_new(MAX_SKILLS, VS_MAX_BYTES, &ix) < 0)
+    struct voltagent_index *ix = NULL;
+    if (rc == 0 && voltagent_index_new(MAX_SKILLS, VS_MAX_BYTES, &ix) < 0)
         rc = broker_fail(e, BROKER_E_IO, NULL, "out of memory");
-    if (rc == 0 && vs_index_add(ix, docs, nd, e) < 0)
+    if (rc == 0 && voltagent_index_add(ix, docs, nd, e) < 0)
         rc = -1;
     if (rc == 0) {
         tool_session_lock(ctx->session);
@@ -920,10 +927,10 @@ static int ensure_indexed(struct tool_ctx *ctx, struct broker_err *e)
         }
         tool_session_unlock(ctx->session);
     }
-    vs_index_free(ix);
+    voltagent_index_free(ix);
 out:
     for (size_t i = 0; docs && i < nd; i++)
-        vs_doc_free(docs[i]);
+        voltagent_index_doc_free(docs[i]);
     free(docs);
     for (size_t i = 0; !have && i < n; i++) {
         if (paths)
@@ -951,16 +958,18 @@ static int hit_cmp(const void *a, const void *b)
     return x->score < y->score ? 1 : x->score > y->score ? -1 : 0;
 }
 
-static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_search(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *query = a->v[S_QUERY]->valuestring;
     const char *mode = a->v[S_MODE] ? a->v[S_MODE]->valuestring : "hybrid";
     size_t top_k = a->v[S_TOP_K] ? (size_t)fmin(a->n[S_TOP_K], MAX_TOP_K) : DEFAULT_TOP_K;
     size_t snip = a->v[S_SNIPPET] ? (size_t)fmin(a->n[S_SNIPPET], MAX_SNIPPET) : DEFAULT_SNIPPET_LENGTH;
     /* Upstream's skills search takes each weight as given (no 1 - other, no clamp). */
-    double lw = a->v[S_LEX] ? a->n[S_LEX] : DEFAULT_WEIGHT, vw = a->v[S_VEC] ? a->n[S_VEC] : DEFAULT_WEIGHT;
+    double lw = a->v[S_LEX] ? a->n[S_LEX] : DEFAULT_WEIGHT,
+           vw = a->v[S_VEC] ? a->n[S_VEC] : DEFAULT_WEIGHT;
     if (strlen(query) > 65536)
-        return fail_text(is_error, broker_kind_name(BROKER_E_INVALID), "Error: query is longer than 65536 bytes");
+        return fail_text(is_error, broker_kind_name(BROKER_E_INVALID),
+                         "Error: query is longer than 65536 bytes");
     if (ensure_discovered(ctx, false, NULL) < 0)
         return no_memory(is_error);
     struct broker_err e = {0};
@@ -974,15 +983,15 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     bool any = false;
     if (want_vec) {
         size_t ql = strlen(query);
-        if (vs_embed(ctx, &query, &ql, 1, &qvec, &dim, &e) < 0) {
+        if (voltagent_index_embed(ctx, &query, &ql, 1, &qvec, &dim, &e) < 0) {
             *is_error = true;
             return voltagent_error(&e);
         }
         for (size_t i = 0; i < dim && !any; i++)
             any = qvec[i] != 0;
     }
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
-    struct vs_scored *bm = NULL, *vec = NULL;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_index_scored *bm = NULL, *vec = NULL;
     size_t n_bm = 0, n_vec = 0;
     struct skill_hit *h = NULL;
     size_t nh = 0;
@@ -990,12 +999,12 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     cJSON *results = cJSON_CreateArray(), *o = NULL;
     tool_session_lock(ctx->session);
     /* NULL only when a refresh in another call dropped the index meanwhile: no results. */
-    struct vs_index *ix = sk->index;
+    struct voltagent_index *ix = sk->index;
     int r = 0;
     if (ix && want_bm25)
-        r = vs_index_bm25(ix, query, NULL, NULL, top_k * 5, &bm, &n_bm);
-    if (ix && r == 0 && want_vec && any && dim == vs_index_dim(ix))
-        r = vs_index_vector(ix, qvec, dim, NULL, NULL, top_k * 5, &vec, &n_vec);
+        r = voltagent_index_bm25(ix, query, NULL, NULL, top_k * 5, &bm, &n_bm);
+    if (ix && r == 0 && want_vec && any && dim == voltagent_index_dim(ix))
+        r = voltagent_index_vector(ix, qvec, dim, NULL, NULL, top_k * 5, &vec, &n_vec);
     h = calloc(n_bm + n_vec + 1, sizeof(*h));
     if (r < 0 || !h || !results)
         goto out;
@@ -1035,14 +1044,14 @@ static cJSON *t_search(struct tool_ctx *ctx, const struct vs_args *a, bool *is_e
     else
         tprintf(&t, "Found %zu result(s):", nh);
     for (size_t i = 0; i < nh; i++) {
-        const struct vs_doc *d = vs_index_doc(ix, h[i].doc);
+        const struct voltagent_index_doc *d = voltagent_index_doc(ix, h[i].doc);
         tprintf(&t, "\n%zu. %s (%s) (score=%.3f", i + 1, d->label, d->id, h[i].score);
         if (h[i].has_bm25)
             tprintf(&t, ", bm25=%.3f", h[i].bm25);
         if (h[i].has_vec)
             tprintf(&t, ", vector=%.3f", h[i].vec);
         tprintf(&t, ")");
-        _cleanup_free_ char *sn = vs_snippet(d->content, d->len, query, snip);
+        _cleanup_free_ char *sn = voltagent_index_snippet(d->content, d->len, query, snip);
         if (sn && *sn)
             tprintf(&t, "\n   %s", sn);
         cJSON *ro = cJSON_CreateObject();
@@ -1078,7 +1087,7 @@ out:
 static bool find_skill(struct tool_ctx *ctx, const char *ident, char **id, char **name, char **path,
                        char **root, bool activate, int *active_change)
 {
-    struct vs_skills *sk = voltagent_state(ctx)->skills;
+    struct voltagent_skills *sk = voltagent_state(ctx)->skills;
     tool_session_lock(ctx->session);
     const struct skill *s = resolve(sk, ident);
     if (s) {
@@ -1112,7 +1121,7 @@ static bool find_skill(struct tool_ctx *ctx, const char *ident, char **id, char 
     return s != NULL;
 }
 
-static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1122,7 +1131,7 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
         return not_found(is_error, ident);
     if (!id || !name || !path)
         return no_memory(is_error);
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     _cleanup_free_ char *body = NULL;
     struct broker_err e = {0};
     if (load_skill_file(ctx, path, &m, &body, &e) < 0) {
@@ -1148,7 +1157,8 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
     if (o) {
         char *slash = strrchr(path, '/');
         char rootbuf[4096];
-        snprintf(rootbuf, sizeof(rootbuf), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+        snprintf(rootbuf, sizeof(rootbuf), "%.*s", slash && slash != path ? (int)(slash - path) : 1,
+                 path);
         s.root = rootbuf;
         cJSON *sj = skill_json(&s, false);
         cJSON_DeleteItemFromObject(sj, "active");
@@ -1157,11 +1167,11 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct vs_args *a, bool *is_err
     }
     s.m.id = NULL;
     s.m.name = NULL;
-    vs_skill_meta_clear(&s.m);
+    voltagent_skills_meta_clear(&s.m);
     return o;
 }
 
-static cJSON *t_activate(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_activate(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1174,10 +1184,10 @@ static cJSON *t_activate(struct tool_ctx *ctx, const struct vs_args *a, bool *is
         return no_memory(is_error);
     char buf[2200];
     snprintf(buf, sizeof(buf), "Activated skill: %s (%s)", name, id);
-    return vs_output(buf);
+    return voltagent_index_output(buf);
 }
 
-static cJSON *t_deactivate(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_deactivate(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     const char *ident = a->v[0]->valuestring;
     if (ensure_discovered(ctx, false, NULL) < 0)
@@ -1189,7 +1199,7 @@ static cJSON *t_deactivate(struct tool_ctx *ctx, const struct vs_args *a, bool *
         return not_found(is_error, ident);
     char buf[1200];
     snprintf(buf, sizeof(buf), "Deactivated skill: %.1000s", ident);
-    return vs_output(buf);
+    return voltagent_index_output(buf);
 }
 
 /* Upstream's resolveSkillFilePath: REL may not hold "..", and must be a listed entry, or the
@@ -1205,7 +1215,8 @@ static bool resolve_file(const char *root, char **list, size_t n, const char *re
     const char *match = NULL;
     for (size_t i = 0; i < n && !match; i++) {
         size_t el = strlen(list[i]);
-        if (!strcmp(list[i], r) || (el > rl && list[i][el - rl - 1] == '/' && !strcmp(list[i] + el - rl, r)))
+        if (!strcmp(list[i], r) ||
+            (el > rl && list[i][el - rl - 1] == '/' && !strcmp(list[i] + el - rl, r)))
             match = list[i];
     }
     if (!match)
@@ -1221,8 +1232,8 @@ static bool resolve_file(const char *root, char **list, size_t n, const char *re
     return *out != NULL;
 }
 
-static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const char *rel,
-                              const char *kind, bool *is_error)
+static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const char *rel, const char *kind,
+                              bool *is_error)
 {
     if (ensure_discovered(ctx, false, NULL) < 0)
         return no_memory(is_error);
@@ -1232,14 +1243,18 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     if (!id || !name || !path || !root)
         return no_memory(is_error);
     /* The lists come from the file as it is now (upstream's loadSkill). */
-    struct vs_skill_meta m;
+    struct voltagent_skill_meta m;
     struct broker_err e = {0};
     if (load_skill_file(ctx, path, &m, NULL, &e) < 0) {
         *is_error = true;
         return voltagent_error(&e);
     }
-    char **list = !strcmp(kind, "reference") ? m.references : !strcmp(kind, "script") ? m.scripts : m.assets;
-    size_t n = !strcmp(kind, "reference") ? m.n_references : !strcmp(kind, "script") ? m.n_scripts : m.n_assets;
+    char **list = !strcmp(kind, "reference") ? m.references
+                  : !strcmp(kind, "script")  ? m.scripts
+                                             : m.assets;
+    size_t n = !strcmp(kind, "reference") ? m.n_references
+               : !strcmp(kind, "script")  ? m.n_scripts
+                                          : m.n_assets;
     _cleanup_free_ char *target = NULL;
     if (!resolve_file(root, list, n, rel, &target)) {
         struct text t = {0};
@@ -1250,11 +1265,11 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
             tprintf(&t, "none");
         cJSON *o = t.failed ? NULL : voltagent_error_text(VOLTAGENT_E_SKILL_FILE, t.s);
         free(t.s);
-        vs_skill_meta_clear(&m);
+        voltagent_skills_meta_clear(&m);
         *is_error = true;
         return o;
     }
-    vs_skill_meta_clear(&m);
+    voltagent_skills_meta_clear(&m);
     cJSON *err;
     if (voltagent_path_check(target, kind, &err) < 0) {
         *is_error = true;
@@ -1264,7 +1279,7 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     struct broker_read_result rr;
     if (broker_read(ctx, target, &ro, &rr, &e) < 0)
         return fail_text(is_error, broker_kind_name(e.kind), "Error reading skill file: %s", e.msg);
-    cJSON *o = vs_output(rr.len ? rr.content : "(empty)");
+    cJSON *o = voltagent_index_output(rr.len ? rr.content : "(empty)");
     if (o) {
         cJSON_AddStringToObject(o, "path", target);
         if (rr.truncated)
@@ -1274,15 +1289,16 @@ static cJSON *read_skill_file(struct tool_ctx *ctx, const char *ident, const cha
     return o;
 }
 
-static cJSON *t_read_reference(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_reference(struct tool_ctx *ctx, const struct voltagent_index_args *a,
+                               bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "reference", is_error);
 }
-static cJSON *t_read_script(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_script(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "script", is_error);
 }
-static cJSON *t_read_asset(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error)
+static cJSON *t_read_asset(struct tool_ctx *ctx, const struct voltagent_index_args *a, bool *is_error)
 {
     return read_skill_file(ctx, a->v[0]->valuestring, a->v[1]->valuestring, "asset", is_error);
 }
@@ -1290,17 +1306,20 @@ static cJSON *t_read_asset(struct tool_ctx *ctx, const struct vs_args *a, bool *
 /* ---- the toolkit ---------------------------------------------------------------------------- */
 
 static const struct voltagent_toolkit_tool tools[] = {
-    {"workspace_list_skills", "List available workspace skills.", list_params, ARRAY_SIZE(list_params), t_list},
+    {"workspace_list_skills", "List available workspace skills.", list_params, ARRAY_SIZE(list_params),
+     t_list},
     {"workspace_search_skills", "Search skill instructions by text query.", search_params,
      ARRAY_SIZE(search_params), t_search},
-    {"workspace_read_skill", "Read a skill's instructions from SKILL.md.", id_params, ARRAY_SIZE(id_params), t_read},
-    {"workspace_activate_skill", "Activate a workspace skill.", id_params, ARRAY_SIZE(id_params), t_activate},
+    {"workspace_read_skill", "Read a skill's instructions from SKILL.md.", id_params,
+     ARRAY_SIZE(id_params), t_read},
+    {"workspace_activate_skill", "Activate a workspace skill.", id_params, ARRAY_SIZE(id_params),
+     t_activate},
     {"workspace_deactivate_skill", "Deactivate a workspace skill.", id_params, ARRAY_SIZE(id_params),
      t_deactivate},
-    {"workspace_read_skill_reference", "Read a skill reference file.", ref_params, ARRAY_SIZE(ref_params),
-     t_read_reference},
-    {"workspace_read_skill_script", "Read a skill script file.", script_params, ARRAY_SIZE(script_params),
-     t_read_script},
+    {"workspace_read_skill_reference", "Read a skill reference file.", ref_params,
+     ARRAY_SIZE(ref_params), t_read_reference},
+    {"workspace_read_skill_script", "Read a skill script file.", script_params,
+     ARRAY_SIZE(script_params), t_read_script},
     {"workspace_read_skill_asset", "Read a skill asset file.", asset_params, ARRAY_SIZE(asset_params),
      t_read_asset},
 };

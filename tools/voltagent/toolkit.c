@@ -9,7 +9,7 @@ int voltagent_toolkit_list(const struct voltagent_toolkit *k, cJSON *arr)
 {
     for (size_t i = 0; i < k->n_tools; i++) {
         const struct voltagent_toolkit_tool *t = &k->tools[i];
-        cJSON *o = vs_tool_entry(t->name, t->desc, t->params, t->n_params);
+        cJSON *o = voltagent_index_tool_entry(t->name, t->desc, t->params, t->n_params);
         if (!o || !cJSON_AddItemToArray(arr, o)) {
             cJSON_Delete(o);
             return -ENOMEM;
@@ -25,16 +25,17 @@ int voltagent_toolkit_call(const struct voltagent_toolkit *k, struct tool_ctx *c
         const struct voltagent_toolkit_tool *t = &k->tools[i];
         if (strcmp(t->name, tool))
             continue;
-        struct vs_args a;
+        struct voltagent_index_args a;
         struct broker_err e = {0};
         *is_error = false;
-        if (vs_args_parse(tool, t->params, t->n_params, args, &a, &e) < 0) {
+        if (voltagent_index_args_parse(tool, t->params, t->n_params, args, &a, &e) < 0) {
             *is_error = true;
             *result = voltagent_error(&e);
         } else if (k->needs_session && !ctx->session) {
             *is_error = true;
-            *result = voltagent_error_text(broker_kind_name(BROKER_E_IO),
-                                           "Error: Workspace skills need a session to keep their state in");
+            *result = voltagent_error_text(
+                broker_kind_name(BROKER_E_IO),
+                "Error: Workspace skills need a session to keep their state in");
         } else {
             *result = t->fn(ctx, &a, is_error);
         }

@@ -7,11 +7,12 @@
 #include "tools/tool.h"
 #include "tools/voltagent/index.h"
 
-typedef cJSON *(*voltagent_toolkit_fn)(struct tool_ctx *ctx, const struct vs_args *a, bool *is_error);
+typedef cJSON *(*voltagent_toolkit_fn)(struct tool_ctx *ctx, const struct voltagent_index_args *a,
+                                       bool *is_error);
 
 struct voltagent_toolkit_tool {
     const char *name, *desc;
-    const struct vs_param *params;
+    const struct voltagent_index_param *params;
     size_t n_params;
     voltagent_toolkit_fn fn;
 };

@@ -20,49 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the error shape ------------------------------------------------------------------------ */
-
-cJSON *voltagent_error_text(const char *code, const char *text)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddStringToObject(o, "error", text) || !cJSON_AddStringToObject(o, "code", code)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-cJSON *voltagent_error(const struct broker_err *e)
-{
-    char text[sizeof(e->msg) + 16];
-    snprintf(text, sizeof(text), "Error: %s", e->msg[0] ? e->msg : "the operation failed");
-    return voltagent_error_text(broker_kind_name(e->kind), text);
-}
-
-int voltagent_path_check(const char *path, const char *field, cJSON **error)
-{
-    char text[256];
-    *error = NULL;
-    /* The traversal test comes first: "~/x" and "../x" are escapes, not typos. */
-    bool tilde = path && strchr(path, '~') != NULL, dots = false;
-    for (const char *p = path; p && *p && !dots; p++)
-        dots = p[0] == '.' && p[1] == '.' && (p == path || p[-1] == '/' || p[-1] == '\\') &&
-               (p[2] == '\0' || p[2] == '/' || p[2] == '\\');
-    if (tilde || dots) {
-        snprintf(text, sizeof(text),
-                 "Error: Path traversal is not allowed: %s may not contain %s; use a path from the workspace root, like '/src/app.ts'",
-                 field, tilde ? "'~'" : "'..'");
-        *error = voltagent_error_text(VOLTAGENT_E_TRAVERSAL, text);
-        return -1;
-    }
-    if (!path || path[0] != '/') {
-        snprintf(text, sizeof(text), "Error: %s must be a workspace path starting with '/'", field);
-        *error = voltagent_error_text(broker_kind_name(BROKER_E_INVALID), text);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- arguments ------------------------------------------------------------------------------ */
 
 /* Upstream's zod schemas, as tool_param tables: integers are coerced from strings as
@@ -115,8 +72,8 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
     case TOOL_PARAM_NOT_FINITE:
     case TOOL_PARAM_NOT_WHOLE:
     case TOOL_PARAM_RANGE:
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a whole number from %.0f",
-                           p->name, p->min);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a whole number from %.0f", p->name,
+                           p->min);
     case TOOL_PARAM_ITEM:
         if (p->type == TOOL_PARAM_STRMAP)
             return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%.40s must be a string", p->name,
@@ -133,10 +90,8 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
                                "%s must be an array of at most %.0f strings", p->name, p->max);
         case TOOL_PARAM_STRMAP:
             return broker_fail(e, BROKER_E_INVALID, p->name,
-                               "%s must be an object of at most %.0f string values", p->name,
-                               p->max);
-        default:
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
+                               "%s must be an object of at most %.0f string values", p->name, p->max);
+        default: return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be a string", p->name);
         }
     }
 }
@@ -144,8 +99,7 @@ static int bad_args(const struct volt_tool *t, const struct tool_param_bad *b, s
 /* Typed, then matched to the table. Unknown fields are refused (zod would drop them silently):
  * a typo such as "filepath" must not turn into a call on the default path. JSON null reads as
  * absent, as upstream's optional().nullable() does. */
-static int parse_args(const struct volt_tool *t, const cJSON *args, struct args *a,
-                      struct broker_err *e)
+static int parse_args(const struct volt_tool *t, const cJSON *args, struct args *a, struct broker_err *e)
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
@@ -222,7 +176,10 @@ __attribute__((format(printf, 2, 3))) static void text_printf(struct text *t, co
     free(big);
 }
 
-static void text_str(struct text *t, const char *s) { text_add(t, s, strlen(s)); }
+static void text_str(struct text *t, const char *s)
+{
+    text_add(t, s, strlen(s));
+}
 
 /* Upstream's truncateIfTooLong for a whole text: cut at MAX_TEXT (a character boundary), then
  * the guidance line. Returns whether it cut. */
@@ -271,7 +228,7 @@ static cJSON *fail_broker(const struct broker_err *e, bool *is_error)
 }
 
 __attribute__((format(printf, 3, 4))) static cJSON *fail_text(bool *is_error, const char *code,
-                                                               const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
     char buf[1400];
     va_list ap;
@@ -405,8 +362,8 @@ static cJSON *t_ls(struct tool_ctx *ctx, const struct volt_tool *t, const struct
     cJSON *err;
     if (voltagent_path_check(path, "path", &err) < 0)
         return fail_path(err, is_error);
-    struct broker_walk_opts o = {.recursive = false, .want_meta = true,
-                                 .max_entries = ctx->limits.max_explore_entries};
+    struct broker_walk_opts o = {
+        .recursive = false, .want_meta = true, .max_entries = ctx->limits.max_explore_entries};
     struct broker_list l;
     struct broker_err e = {0};
     if (broker_explore(ctx, path, &o, &l, &e) < 0)
@@ -455,7 +412,8 @@ static const struct tool_param stat_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Absolute path to the file or directory", NULL, 0, 0},
 };
 
-static cJSON *t_stat(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_stat(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *path = arg_str(a, 0, "/");
@@ -509,7 +467,8 @@ static cJSON *t_stat(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 static const struct tool_param read_params[] = {
     {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to read", NULL, 0, 0},
-    {"offset", TOOL_PARAM_INT_TEXT, false, "Line offset to start reading from (0-indexed)", NULL, 0, MAX_INT},
+    {"offset", TOOL_PARAM_INT_TEXT, false, "Line offset to start reading from (0-indexed)", NULL, 0,
+     MAX_INT},
     {"limit", TOOL_PARAM_INT_TEXT, false, "Maximum number of lines to read", NULL, 0, MAX_INT},
 };
 
@@ -539,7 +498,8 @@ static void number_line(struct text *out, uint64_t n, const char *s, size_t len)
     } while (len);
 }
 
-static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *path = arg_str(a, 0, "");
@@ -553,7 +513,8 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     struct broker_err e = {0};
     /* limit 0 still checks the file (upstream reads it, then slices nothing). */
     struct broker_read_opts o = {.start_line = offset + 1,
-                                 .end_line = offset > UINT64_MAX - limit ? 0 : offset + (limit ? limit : 1)};
+                                 .end_line = offset > UINT64_MAX - limit ? 0
+                                                                         : offset + (limit ? limit : 1)};
     struct broker_read_result r;
     if (broker_read(ctx, path, &o, &r, &e) < 0) {
         if (e.kind == BROKER_E_NOT_FOUND || e.kind == BROKER_E_IS_DIR || e.kind == BROKER_E_NOT_REGULAR)
@@ -566,8 +527,8 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
                 broker_read_result_clear(&r);
             }
             return fail_text(is_error, broker_kind_name(BROKER_E_INVALID),
-                             "Error: Line offset %ju exceeds file length (%ju lines)",
-                             (uintmax_t)offset, (uintmax_t)total);
+                             "Error: Line offset %ju exceeds file length (%ju lines)", (uintmax_t)offset,
+                             (uintmax_t)total);
         }
         return fail_broker(&e, is_error);
     }
@@ -618,16 +579,20 @@ static cJSON *t_read(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 static const struct tool_param write_params[] = {
     {"file_path", TOOL_PARAM_STRING, true, "Absolute path to the file to write", NULL, 0, 0},
     {"content", TOOL_PARAM_STRING, true, "Content to write to the file", NULL, 0, 0},
-    {"overwrite", TOOL_PARAM_BOOL, false, "Whether to overwrite the file if it already exists", NULL, 0, 0},
-    {"create_parent_dirs", TOOL_PARAM_BOOL, false, "Whether to create parent directories if needed", NULL, 0, 0},
+    {"overwrite", TOOL_PARAM_BOOL, false, "Whether to overwrite the file if it already exists", NULL, 0,
+     0},
+    {"create_parent_dirs", TOOL_PARAM_BOOL, false, "Whether to create parent directories if needed",
+     NULL, 0, 0},
 };
 
-static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                      bool *is_error)
 {
     const char *path = arg_str(a, 0, ""), *content = arg_str(a, 1, "");
-    cJSON *guard = write_guard(ctx, t, path, "file_path",
-                                &(struct link_text){"Cannot write to ", " because it is a symlink. Symlinks are not allowed."},
-                                is_error);
+    cJSON *guard = write_guard(
+        ctx, t, path, "file_path",
+        &(struct link_text){"Cannot write to ", " because it is a symlink. Symlinks are not allowed."},
+        is_error);
     if (guard || *is_error)
         return guard;
     struct broker_write_opts o = {
@@ -639,7 +604,8 @@ static cJSON *t_write(struct tool_ctx *ctx, const struct volt_tool *t, const str
     if (broker_write(ctx, path, content, strlen(content), &o, NULL, &written, &e) < 0) {
         if (e.kind == BROKER_E_EXISTS)
             return fail_text(is_error, broker_kind_name(e.kind),
-                             "Cannot write to %s because it already exists. Read and then make an edit, or write to a new path.",
+                             "Cannot write to %s because it already exists. Read and then make an edit, "
+                             "or write to a new path.",
                              path);
         if (e.kind == BROKER_E_IS_DIR || e.kind == BROKER_E_NOT_REGULAR)
             return fail_text(is_error, broker_kind_name(e.kind),
@@ -668,7 +634,8 @@ static const struct tool_param edit_params[] = {
 /* Upstream's performStringReplacement: occurrences counted left to right without overlap
  * (String.split), unique unless replace_all, then split/join. The new content is written
  * atomically by broker_write (mode, owner kept). */
-static cJSON *t_edit(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_edit(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     const char *path = arg_str(a, 0, ""), *old = arg_str(a, 1, ""), *new = arg_str(a, 2, "");
     bool all = arg_bool(a, 3, false);
@@ -688,11 +655,13 @@ static cJSON *t_edit(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     if (r.truncated) {
         broker_read_result_clear(&r);
         return fail_text(is_error, broker_kind_name(BROKER_E_TOO_LARGE),
-                         "Error: '%s' is larger than the workspace's file size limit (%ju bytes) and cannot be edited",
+                         "Error: '%s' is larger than the workspace's file size limit (%ju bytes) and "
+                         "cannot be edited",
                          path, (uintmax_t)ctx->limits.max_file_size);
     }
     size_t olen = strlen(old), nlen = strlen(new), count = 0;
-    for (const char *p = r.content; (p = memmem(p, r.len - (size_t)(p - r.content), old, olen)); p += olen)
+    for (const char *p = r.content; (p = memmem(p, r.len - (size_t)(p - r.content), old, olen));
+         p += olen)
         count++;
     char shown[512];
     echo(shown, sizeof(shown), old);
@@ -704,7 +673,8 @@ static cJSON *t_edit(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     if (count > 1 && !all) {
         broker_read_result_clear(&r);
         return fail_text(is_error, broker_kind_name(BROKER_E_NOT_UNIQUE),
-                         "Error: String '%s' appears %zu times in file. Use replace_all=true to replace all instances, or provide a more specific string with surrounding context.",
+                         "Error: String '%s' appears %zu times in file. Use replace_all=true to replace "
+                         "all instances, or provide a more specific string with surrounding context.",
                          shown, count);
     }
     struct text body = {0};
@@ -768,7 +738,8 @@ static const struct tool_param delete_params[] = {
     {"recursive", TOOL_PARAM_BOOL, false, "Whether to delete directories recursively", NULL, 0, 0},
 };
 
-static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                       bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
     cJSON *guard = write_guard(ctx, t, path, "file_path", &SYMLINK_TEXT, is_error);
@@ -779,7 +750,8 @@ static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const st
     if (broker_info(ctx, path, "file_path", &m, &e) == 0 && m.is_dir && !m.is_symlink) {
         broker_meta_clear(&m);
         if (!arg_bool(a, 1, false))
-            return fail_text(is_error, broker_kind_name(BROKER_E_IS_DIR), "Error: '%s' is a directory", path);
+            return fail_text(is_error, broker_kind_name(BROKER_E_IS_DIR), "Error: '%s' is a directory",
+                             path);
         if (remove_tree(ctx, path, &e) < 0)
             return fail_broker(&e, is_error);
     } else {
@@ -800,15 +772,17 @@ static cJSON *t_delete(struct tool_ctx *ctx, const struct volt_tool *t, const st
 
 static const struct tool_param mkdir_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Absolute path to the directory to create", NULL, 0, 0},
-    {"recursive", TOOL_PARAM_BOOL, false, "Whether to create parent directories if needed (default: true)", NULL, 0, 0},
+    {"recursive", TOOL_PARAM_BOOL, false,
+     "Whether to create parent directories if needed (default: true)", NULL, 0, 0},
 };
 
-static cJSON *t_mkdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_mkdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                      bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
-    cJSON *guard = write_guard(ctx, t, path, "path", 
-                               &(struct link_text){"Cannot create directory '", "' because it is a symlink."},
-                               is_error);
+    cJSON *guard = write_guard(
+        ctx, t, path, "path",
+        &(struct link_text){"Cannot create directory '", "' because it is a symlink."}, is_error);
     if (guard || *is_error)
         return guard;
     struct broker_err e = {0};
@@ -839,7 +813,8 @@ static const struct tool_param rmdir_params[] = {
     {"recursive", TOOL_PARAM_BOOL, false, "Whether to remove contents recursively", NULL, 0, 0},
 };
 
-static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                      bool *is_error)
 {
     const char *path = arg_str(a, 0, "");
     cJSON *guard = write_guard(ctx, t, path, "path", &SYMLINK_TEXT, is_error);
@@ -849,13 +824,15 @@ static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const str
     struct broker_meta m;
     if (broker_info(ctx, path, "path", &m, &e) < 0) {
         if (e.kind == BROKER_E_NOT_FOUND || e.kind == BROKER_E_NOT_DIR)
-            return fail_text(is_error, broker_kind_name(BROKER_E_NOT_FOUND), "Error: Directory '%s' not found", path);
+            return fail_text(is_error, broker_kind_name(BROKER_E_NOT_FOUND),
+                             "Error: Directory '%s' not found", path);
         return fail_broker(&e, is_error);
     }
     bool dir = m.is_dir;
     broker_meta_clear(&m);
     if (!dir)
-        return fail_text(is_error, broker_kind_name(BROKER_E_NOT_DIR), "Error: Directory '%s' not found", path);
+        return fail_text(is_error, broker_kind_name(BROKER_E_NOT_DIR), "Error: Directory '%s' not found",
+                         path);
     if ((arg_bool(a, 1, false) ? remove_tree(ctx, path, &e) : broker_remove(ctx, path, true, &e)) < 0)
         return fail_broker(&e, is_error);
     struct text out = {0};
@@ -869,7 +846,8 @@ static cJSON *t_rmdir(struct tool_ctx *ctx, const struct volt_tool *t, const str
 
 static const struct tool_param tree_params[] = {
     {"path", TOOL_PARAM_STRING, false, "Base directory path (default: /)", NULL, 0, 0},
-    {"max_depth", TOOL_PARAM_INT_TEXT, false, "Maximum depth to traverse (default: 3)", NULL, 1, MAX_INT},
+    {"max_depth", TOOL_PARAM_INT_TEXT, false, "Maximum depth to traverse (default: 3)", NULL, 1,
+     MAX_INT},
 };
 
 static size_t depth_of(const char *path, size_t base_len)
@@ -883,8 +861,8 @@ static size_t depth_of(const char *path, size_t base_len)
 /* Writes the children of the entry at PARENT (or of the start, PARENT = l->n) in upstream's
  * order: directories first, then by path; each directory followed by its own children. The
  * walk's list is pre-order, so an entry's subtree is the run after it of deeper entries. */
-static void tree_level(struct text *out, const struct broker_list *l, const size_t *depth,
-                       size_t from, size_t to, size_t d)
+static void tree_level(struct text *out, const struct broker_list *l, const size_t *depth, size_t from,
+                       size_t to, size_t d)
 {
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = from; i < to; i++) {
@@ -904,7 +882,8 @@ static void tree_level(struct text *out, const struct broker_list *l, const size
         }
 }
 
-static cJSON *t_tree(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_tree(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *path = arg_str(a, 0, "/");
@@ -927,7 +906,8 @@ static cJSON *t_tree(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     text_entry_path(&out, &m);
     size_t base_len = strlen(m.path);
     broker_meta_clear(&m);
-    struct broker_walk_opts o = {.recursive = true, .max_depth = max_depth > 64 ? 64 : (unsigned)max_depth,
+    struct broker_walk_opts o = {.recursive = true,
+                                 .max_depth = max_depth > 64 ? 64 : (unsigned)max_depth,
                                  .max_entries = ctx->limits.max_explore_entries};
     struct broker_list l;
     if (broker_explore(ctx, path, &o, &l, &e) < 0) {
@@ -976,7 +956,8 @@ static const struct tool_param glob_params[] = {
 /* Upstream: fast-glob beneath PATH, files only, dot files included, symlinks not followed,
  * sorted by path. Here: the broker's walk, matched with tools/broker/glob.c. */
 #define MAX_GLOB_WALK 100000
-static cJSON *t_glob(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_glob(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *pattern = arg_str(a, 0, ""), *path = arg_str(a, 1, "/");
@@ -1029,8 +1010,8 @@ static cJSON *t_glob(struct tool_ctx *ctx, const struct volt_tool *t, const stru
         text_str(&out, TRUNCATION_GUIDANCE);
     }
     bool ok = res && files && !out.failed && cJSON_GetArraySize(files) == (int)found &&
-              cJSON_AddStringToObject(res, "output", out.s) && cJSON_AddItemToObject(res, "files", files) &&
-              cJSON_AddBoolToObject(res, "truncated", cut);
+              cJSON_AddStringToObject(res, "output", out.s) &&
+              cJSON_AddItemToObject(res, "files", files) && cJSON_AddBoolToObject(res, "truncated", cut);
     if (ok)
         files = NULL;
     cJSON_Delete(files);
@@ -1045,7 +1026,8 @@ static cJSON *t_glob(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 static const struct tool_param grep_params[] = {
     {"pattern", TOOL_PARAM_STRING, true, "Regex pattern to search for", NULL, 0, 0},
     {"path", TOOL_PARAM_STRING, false, "Base path to search from (default: /)", NULL, 0, 0},
-    {"glob", TOOL_PARAM_STRING_NULL, false, "Optional glob pattern to filter files (e.g., '*.ts')", NULL, 0, 0},
+    {"glob", TOOL_PARAM_STRING_NULL, false, "Optional glob pattern to filter files (e.g., '*.ts')", NULL,
+     0, 0},
 };
 
 /* Upstream's assessRegexPattern: a pattern over 500 characters, or one with a nested or an
@@ -1068,7 +1050,8 @@ static bool regex_unsafe(const char *pattern)
     for (size_t i = 0; mc && i < ARRAY_SIZE(detectors) && !unsafe; i++) {
         int err;
         PCRE2_SIZE off;
-        pcre2_code *re = pcre2_compile((PCRE2_SPTR)detectors[i], PCRE2_ZERO_TERMINATED, 0, &err, &off, NULL);
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)detectors[i], PCRE2_ZERO_TERMINATED, 0, &err, &off,
+                                       NULL);
         pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
         /* A detector that cannot run (no memory, its limit hit) counts as unsafe: literal is
          * the cautious reading. */
@@ -1090,7 +1073,8 @@ static int cmp_match(const void *x, const void *y)
 /* Upstream: ripgrep (or a fallback walk), at most 5000 matches, printed per file: "/path:" then
  * "  LINE: text", an unsafe pattern taken literally. Here: broker_search with the workspace's
  * exclusions and the policy's max_search_results. */
-static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *pattern = arg_str(a, 0, ""), *path = arg_str(a, 1, "/"), *glob = arg_str(a, 2, NULL);
@@ -1098,7 +1082,10 @@ static cJSON *t_grep(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     if (voltagent_path_check(path, "path", &err) < 0 || (glob && pattern_check(glob, "glob", &err) < 0))
         return fail_path(err, is_error);
     const char *const paths[] = {path};
-    struct broker_search_opts o = {.paths = paths, .n_paths = 1, .query = pattern, .recursive = true,
+    struct broker_search_opts o = {.paths = paths,
+                                   .n_paths = 1,
+                                   .query = pattern,
+                                   .recursive = true,
                                    .literal = regex_unsafe(pattern),
                                    .include_glob = glob && *glob ? glob : NULL,
                                    .max_results = ctx->limits.max_search_results,
@@ -1159,9 +1146,12 @@ static const struct tool_param exec_params[] = {
     {"cwd", TOOL_PARAM_STRING, false, "Working directory for the command", NULL, 0, 0},
     {"timeout_ms", TOOL_PARAM_INT_TEXT, false, "Timeout in milliseconds", NULL, 0, MAX_INT},
     {"env", TOOL_PARAM_STRMAP, false, "Environment variables to set", NULL, 0, MAX_ENV},
-    {"stdin", TOOL_PARAM_STRING, false, "Optional stdin input for the command (not supported by corral yet: must be empty)", NULL, 0, 0},
-    {"max_output_bytes", TOOL_PARAM_INT_TEXT, false, "Maximum output bytes to capture per stream (stdout or stderr)", NULL, 0, MAX_INT},
-    {"max_output_kb", TOOL_PARAM_INT_TEXT, false, "Maximum output to capture per stream, in KiB (the seed's name)", NULL, 0, MAX_INT},
+    {"stdin", TOOL_PARAM_STRING, false,
+     "Optional stdin input for the command (not supported by corral yet: must be empty)", NULL, 0, 0},
+    {"max_output_bytes", TOOL_PARAM_INT_TEXT, false,
+     "Maximum output bytes to capture per stream (stdout or stderr)", NULL, 0, MAX_INT},
+    {"max_output_kb", TOOL_PARAM_INT_TEXT, false,
+     "Maximum output to capture per stream, in KiB (the seed's name)", NULL, 0, MAX_INT},
 };
 
 /* Appends S to the command line in single quotes, so an argument reaches the program as one
@@ -1202,12 +1192,14 @@ static cJSON *exec_failed(const char *message, const char *code, bool *is_error)
     char summary[700];
     snprintf(summary, sizeof(summary), "Error executing command: %s", message);
     bool ok = o && cJSON_AddBoolToObject(o, "success", false) && cJSON_AddNullToObject(o, "exit_code") &&
-              cJSON_AddNumberToObject(o, "duration_ms", 0) && cJSON_AddBoolToObject(o, "timed_out", false) &&
+              cJSON_AddNumberToObject(o, "duration_ms", 0) &&
+              cJSON_AddBoolToObject(o, "timed_out", false) &&
               cJSON_AddBoolToObject(o, "aborted", false) && cJSON_AddStringToObject(o, "stdout", "") &&
-              cJSON_AddStringToObject(o, "stderr", "") && cJSON_AddBoolToObject(o, "stdout_truncated", false) &&
+              cJSON_AddStringToObject(o, "stderr", "") &&
+              cJSON_AddBoolToObject(o, "stdout_truncated", false) &&
               cJSON_AddBoolToObject(o, "stderr_truncated", false) &&
-              cJSON_AddStringToObject(o, "summary", summary) && cJSON_AddStringToObject(o, "error", message) &&
-              cJSON_AddStringToObject(o, "code", code);
+              cJSON_AddStringToObject(o, "summary", summary) &&
+              cJSON_AddStringToObject(o, "error", message) && cJSON_AddStringToObject(o, "code", code);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -1216,13 +1208,15 @@ static cJSON *exec_failed(const char *message, const char *code, bool *is_error)
     return o;
 }
 
-static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a, bool *is_error)
+static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const struct args *a,
+                     bool *is_error)
 {
     (void)t;
     const char *command = arg_str(a, 0, ""), *cwd = arg_str(a, 2, NULL), *in = arg_str(a, 5, "");
     if (!ctx->allow_commands)
-        return exec_failed("this agent's role may not run commands (the policy grants no command authority)",
-                           VOLTAGENT_E_COMMANDS, is_error);
+        return exec_failed(
+            "this agent's role may not run commands (the policy grants no command authority)",
+            VOLTAGENT_E_COMMANDS, is_error);
     cJSON *err;
     if (cwd && voltagent_path_check(cwd, "cwd", &err) < 0)
         return fail_path(err, is_error);
@@ -1231,7 +1225,8 @@ static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const stru
     if (!*command)
         return exec_failed("Sandbox command is required", broker_kind_name(BROKER_E_INVALID), is_error);
     if (*in)
-        return exec_failed("stdin is not supported by corral's command sandbox yet; write the input to a file and redirect it",
+        return exec_failed("stdin is not supported by corral's command sandbox yet; write the input to "
+                           "a file and redirect it",
                            broker_kind_name(BROKER_E_INVALID), is_error);
     /* operationTimeoutMs: the policy's command_timeout (default) and command_timeout_max
      * (ceiling, applied by the broker whatever the request says). 0 asks for no timeout,
@@ -1264,8 +1259,11 @@ static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const stru
         env_ok = asprintf(&env[k], "%s=%s", it->string, it->valuestring) >= 0;
         k += env_ok;
     }
-    struct broker_command_opts o = {.command = line.s, .workdir = cwd, .timeout_sec = timeout,
-                                    .env = (const char *const *)env, .n_env = k};
+    struct broker_command_opts o = {.command = line.s,
+                                    .workdir = cwd,
+                                    .timeout_sec = timeout,
+                                    .env = (const char *const *)env,
+                                    .n_env = k};
     struct broker_command_result r;
     struct broker_err e = {0};
     int rc = env_ok && !line.failed ? broker_command(ctx, &o, &r, &e) : -2;
@@ -1316,17 +1314,25 @@ static cJSON *t_exec(struct tool_ctx *ctx, const struct volt_tool *t, const stru
 
 /* ---- the toolkit table ---------------------------------------------------------------------- */
 
-#define TOOL(n, d, p, f, w) {{n, d, p, ARRAY_SIZE(p)}, f, w}
+#define TOOL(n, d, p, f, w)            \
+    {                                  \
+        {n, d, p, ARRAY_SIZE(p)}, f, w \
+    }
 static const struct volt_tool tools[] = {
     TOOL("ls", "List files and directories in a workspace directory", ls_params, t_ls, false),
     TOOL("read_file",
-         "Read file content with optional line range (offset/limit). Prefer targeted reads for large files.",
+         "Read file content with optional line range (offset/limit). Prefer targeted reads for large "
+         "files.",
          read_params, t_read, false),
     TOOL("write_file",
-         "Write content to a file. Existing files require overwrite=true; parent directories can be created automatically.",
+         "Write content to a file. Existing files require overwrite=true; parent directories can be "
+         "created automatically.",
          write_params, t_write, true),
     TOOL("edit_file",
-         "Edit a file by replacing exact text.\n\nUsage:\n- Read the file first and copy the exact text for old_string.\n- old_string must be unique unless replace_all=true.\n- Preserve indentation and whitespace exactly.\n- If read_file output includes line numbers, do not include those prefixes in old_string/new_string.",
+         "Edit a file by replacing exact text.\n\nUsage:\n- Read the file first and copy the exact text "
+         "for old_string.\n- old_string must be unique unless replace_all=true.\n- Preserve indentation "
+         "and whitespace exactly.\n- If read_file output includes line numbers, do not include those "
+         "prefixes in old_string/new_string.",
          edit_params, t_edit, true),
     TOOL("delete_file", "Delete a file from the filesystem. Use recursive=true to remove a directory",
          delete_params, t_delete, true),
@@ -1342,7 +1348,11 @@ static const struct volt_tool tools[] = {
     TOOL("grep", "Search for a regex pattern in files. Returns matching files and line numbers",
          grep_params, t_grep, false),
     TOOL("execute_command",
-         "Execute a shell command in the workspace sandbox.\n\nUsage:\n- Prefer command + args (for example: command=\"npm\", args=[\"test\"]).\n- A full command line in command runs through sh -c; args are appended, each quoted as one word.\n- Set cwd explicitly for project-specific commands.\n- Use timeout_ms for long-running commands (capped by the workspace's limit).\n- Always verify paths and quote arguments that include spaces.",
+         "Execute a shell command in the workspace sandbox.\n\nUsage:\n- Prefer command + args (for "
+         "example: command=\"npm\", args=[\"test\"]).\n- A full command line in command runs through sh "
+         "-c; args are appended, each quoted as one word.\n- Set cwd explicitly for project-specific "
+         "commands.\n- Use timeout_ms for long-running commands (capped by the workspace's limit).\n- "
+         "Always verify paths and quote arguments that include spaces.",
          exec_params, t_exec, false),
 };
 #undef TOOL
@@ -1381,10 +1391,9 @@ static int fs_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJ
 
 static cJSON *volt_list(const struct tool_ctx *ctx)
 {
-    cJSON *arr = tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]), TOOL_PARAMS_ALWAYS_REQUIRED,
-                                  NULL, tool_shown, ctx);
-    if (!arr || voltagent_search_list(ctx, arr) < 0 ||
-        voltagent_skills_list(ctx, arr) < 0) {
+    cJSON *arr = tool_params_list(tools, ARRAY_SIZE(tools), sizeof(tools[0]),
+                                  TOOL_PARAMS_ALWAYS_REQUIRED, NULL, tool_shown, ctx);
+    if (!arr || voltagent_search_list(ctx, arr) < 0 || voltagent_skills_list(ctx, arr) < 0) {
         cJSON_Delete(arr);
         return NULL;
     }
@@ -1460,7 +1469,9 @@ static cJSON *volt_refuse(struct tool_ctx *ctx, const char *tool, const struct t
          * yet to reach an admin mid-call, so the call is refused, and says why. */
         char text[512];
         snprintf(text, sizeof(text),
-                 "Error: Tool '%.64s' requires an admin's approval before it runs, and corral cannot yet hold calls for approval, so this call was refused. Ask an admin to run it for you or to lift needs_approval for '%.64s' in the policy.",
+                 "Error: Tool '%.64s' requires an admin's approval before it runs, and corral cannot "
+                 "yet hold calls for approval, so this call was refused. Ask an admin to run it for you "
+                 "or to lift needs_approval for '%.64s' in the policy.",
                  tool, tool);
         return voltagent_error_text(VOLTAGENT_E_APPROVAL, text);
     }
@@ -1468,8 +1479,9 @@ static cJSON *volt_refuse(struct tool_ctx *ctx, const char *tool, const struct t
         return fail_text(&is_error, VOLTAGENT_E_READ_FIRST,
                          "Error: Please read '%s' with read_file before modifying it.", p);
     case TOOL_RULE_STALE:
-        return fail_text(&is_error, VOLTAGENT_E_STALE,
-                         "Error: '%s' has changed since it was last read. Read it again before modifying.", p);
+        return fail_text(
+            &is_error, VOLTAGENT_E_STALE,
+            "Error: '%s' has changed since it was last read. Read it again before modifying.", p);
     default:
         return fail_text(&is_error, broker_kind_name(BROKER_E_DENIED), "Error: %s: %s", tool,
                          v->message ? v->message : "refused");
@@ -1504,12 +1516,18 @@ static const char *volt_denial(const cJSON *result)
  * toolkits. requireReadBeforeWrite is on by default for edit_file and delete_file (upstream's
  * default runtime). */
 static const struct tool_def defs[] = {
-    {"ls", TOOL_KIND_READ, false},          {"read_file", TOOL_KIND_READ, false},
-    {"write_file", TOOL_KIND_WRITE, false}, {"edit_file", TOOL_KIND_WRITE, true},
-    {"delete_file", TOOL_KIND_WRITE, true}, {"stat", TOOL_KIND_READ, false},
-    {"mkdir", TOOL_KIND_WRITE, false},      {"rmdir", TOOL_KIND_WRITE, false},
-    {"list_tree", TOOL_KIND_READ, false},   {"list_files", TOOL_KIND_READ, false},
-    {"glob", TOOL_KIND_READ, false},        {"grep", TOOL_KIND_READ, false},
+    {"ls", TOOL_KIND_READ, false},
+    {"read_file", TOOL_KIND_READ, false},
+    {"write_file", TOOL_KIND_WRITE, false},
+    {"edit_file", TOOL_KIND_WRITE, true},
+    {"delete_file", TOOL_KIND_WRITE, true},
+    {"stat", TOOL_KIND_READ, false},
+    {"mkdir", TOOL_KIND_WRITE, false},
+    {"rmdir", TOOL_KIND_WRITE, false},
+    {"list_tree", TOOL_KIND_READ, false},
+    {"list_files", TOOL_KIND_READ, false},
+    {"glob", TOOL_KIND_READ, false},
+    {"grep", TOOL_KIND_READ, false},
     {"workspace_index", TOOL_KIND_READ, false},
     {"workspace_index_content", TOOL_KIND_READ, false},
     {"workspace_search", TOOL_KIND_READ, false},
@@ -1524,7 +1542,7 @@ static const struct tool_def defs[] = {
     {"workspace_read_skill_asset", TOOL_KIND_READ, false},
 };
 
-const struct tool_surface tool_surface_voltagent = {
+const struct tool_surface voltagent_surface = {
     .name = "voltagent",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),

@@ -16,14 +16,14 @@ cJSON *voltagent_error_text(const char *code, const char *text);
 
 /* Refusal codes (the surface's denial function turns these into trail denials, with "denied"
  * for the broker's containment refusals). */
-#define VOLTAGENT_E_TRAVERSAL "path_traversal"     /* ".." or "~" in a path */
-#define VOLTAGENT_E_READ_ONLY "read_only"          /* a write in read-only mode */
-#define VOLTAGENT_E_READ_FIRST "read_before_write" /* never read in this session */
-#define VOLTAGENT_E_STALE "changed_since_read"     /* changed since the agent read it */
-#define VOLTAGENT_E_APPROVAL "approval_required"   /* needs_approval: no admin can approve yet */
-#define VOLTAGENT_E_COMMANDS "commands_not_allowed" /* the role may not run commands */
+#define VOLTAGENT_E_TRAVERSAL "path_traversal"          /* ".." or "~" in a path */
+#define VOLTAGENT_E_READ_ONLY "read_only"               /* a write in read-only mode */
+#define VOLTAGENT_E_READ_FIRST "read_before_write"      /* never read in this session */
+#define VOLTAGENT_E_STALE "changed_since_read"          /* changed since the agent read it */
+#define VOLTAGENT_E_APPROVAL "approval_required"        /* needs_approval: no admin can approve yet */
+#define VOLTAGENT_E_COMMANDS "commands_not_allowed"     /* the role may not run commands */
 #define VOLTAGENT_E_SKILL_FILE "skill_file_not_allowed" /* not in the skill's front matter lists */
-#define VOLTAGENT_E_SYMLINK "symlink_not_allowed"   /* a path naming a symlink (upstream refuses) */
+#define VOLTAGENT_E_SYMLINK "symlink_not_allowed"       /* a path naming a symlink (upstream refuses) */
 
 /* The surface's path rule (seed 003): a workspace path is virtual and starts with '/'; a ".."
  * segment or a '~' anywhere is refused outright (not cleaned away). 0 when PATH passes; else -1

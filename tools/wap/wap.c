@@ -44,14 +44,13 @@ static uint64_t arg_u64(const struct args *a, size_t i, uint64_t dflt)
     return a->v[i] ? (uint64_t)a->v[i]->valuedouble : dflt;
 }
 
-static int check_int(const cJSON *v, double min, double max, const char *field,
-                     struct broker_err *e)
+static int check_int(const cJSON *v, double min, double max, const char *field, struct broker_err *e)
 {
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || floor(v->valuedouble) != v->valuedouble)
         return broker_fail(e, BROKER_E_INVALID, field, "%s must be an integer", field);
     if (v->valuedouble < min || v->valuedouble > max)
-        return broker_fail(e, BROKER_E_INVALID, field, "%s must be between %.0f and %.0f", field,
-                           min, max);
+        return broker_fail(e, BROKER_E_INVALID, field, "%s must be between %.0f and %.0f", field, min,
+                           max);
     return 0;
 }
 
@@ -91,32 +90,29 @@ static int bad_args(const struct wap_tool *t, const struct tool_param_bad *b, st
     case TOOL_PARAM_NOT_WHOLE:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be an integer", p->name);
     case TOOL_PARAM_RANGE:
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be between %.0f and %.0f",
-                           p->name, p->min, p->max);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be between %.0f and %.0f", p->name,
+                           p->min, p->max);
     case TOOL_PARAM_COUNT:
         if (p->type == TOOL_PARAM_STRMAP)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s holds more than %.0f entries",
-                               p->name, p->max);
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold %.0f to %.0f items",
-                           p->name, p->min, p->max);
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s holds more than %.0f entries", p->name,
+                               p->max);
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must hold %.0f to %.0f items", p->name,
+                           p->min, p->max);
     case TOOL_PARAM_ITEM:
         if (p->type == TOOL_PARAM_STRMAP)
-            return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%s must be a string", p->name,
-                               b->key);
+            return broker_fail(e, BROKER_E_INVALID, p->name, "%s.%s must be a string", p->name, b->key);
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s[%d] must be %s", p->name, b->item,
                            p->type == TOOL_PARAM_STRINGS ? "a string" : "an object");
     case TOOL_PARAM_REQUIRED:
         return broker_fail(e, BROKER_E_INVALID, p->name, "%s is required", p->name);
     default:
-        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be %s", p->name,
-                           type_name(p->type));
+        return broker_fail(e, BROKER_E_INVALID, p->name, "%s must be %s", p->name, type_name(p->type));
     }
 }
 
 /* Length-checked, then typed, then matched to the table: unknown fields are refused so a typo
  * ("startline") never silently reads the whole file. JSON null reads as absent. */
-static int parse_args(const struct wap_tool *t, const cJSON *args, struct args *a,
-                      struct broker_err *e)
+static int parse_args(const struct wap_tool *t, const cJSON *args, struct args *a, struct broker_err *e)
 {
     struct tool_param_bad b;
     memset(a, 0, sizeof(*a));
@@ -179,7 +175,8 @@ static const struct tool_param explore_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Starting directory path", NULL, 0, 0},
     {"recursive", TOOL_PARAM_BOOL, false, "Whether to explore recursively", NULL, 0, 0},
     {"excludePatterns", TOOL_PARAM_STRINGS, false,
-     "Glob patterns to exclude (e.g. [\"**/node_modules/**\", \"**/.git/**\"]); replaces the default exclusions",
+     "Glob patterns to exclude (e.g. [\"**/node_modules/**\", \"**/.git/**\"]); replaces the default "
+     "exclusions",
      NULL, 0, 256},
     {"maxDepth", TOOL_PARAM_INT, false, "Maximum recursion depth (default: 3)", NULL, 1, 64},
     {"returnMetadata", TOOL_PARAM_BOOL, false, "Whether to include file metadata", NULL, 0, 0},
@@ -204,8 +201,7 @@ static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct bro
     cJSON *files = cJSON_AddArrayToObject(res, "files");
     for (size_t i = 0; files && i < l.n; i++) {
         cJSON *f = cJSON_CreateObject();
-        if (!f || !cJSON_AddItemToArray(files, f) ||
-            !cJSON_AddStringToObject(f, "path", l.v[i].path) ||
+        if (!f || !cJSON_AddItemToArray(files, f) || !cJSON_AddStringToObject(f, "path", l.v[i].path) ||
             !cJSON_AddBoolToObject(f, "isDirectory", l.v[i].is_dir) ||
             (o.want_meta && !cJSON_AddItemToObject(f, "metadata", meta_json(&l.v[i])))) {
             files = NULL;
@@ -226,7 +222,7 @@ static cJSON *wap_explore(struct tool_ctx *ctx, const struct args *a, struct bro
  * costs a pass over the file, so only when a rule of this policy can ask for it. */
 static void note(struct tool_ctx *ctx, const char *path, bool wrote)
 {
-    if (!ctx->session || !tool_gate_reads_matter(&tool_surface_wap, ctx))
+    if (!ctx->session || !tool_gate_reads_matter(&wap_surface, ctx))
         return;
     _cleanup_free_ char *rel = NULL;
     struct broker_err e;
@@ -274,7 +270,8 @@ static const struct tool_param write_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
     {"content", TOOL_PARAM_STRING, true, "Content to write", NULL, 0, 0},
     {"mode", TOOL_PARAM_STRING, false, "Write mode (default: \"overwrite\")", write_modes, 0, 0},
-    {"createDirectories", TOOL_PARAM_BOOL, false, "Create parent directories if they don't exist", NULL, 0, 0},
+    {"createDirectories", TOOL_PARAM_BOOL, false, "Create parent directories if they don't exist", NULL,
+     0, 0},
 };
 
 static cJSON *wap_write(struct tool_ctx *ctx, const struct args *a, struct broker_err *e)
@@ -305,7 +302,8 @@ static cJSON *wap_write(struct tool_ctx *ctx, const struct args *a, struct broke
 static const struct tool_param modify_params[] = {
     {"path", TOOL_PARAM_STRING, true, "Path to file", NULL, 0, 0},
     {"operations", TOOL_PARAM_ITEMS, true,
-     "List of operations to perform, in order (each sees the result of the ones before); all or none are applied",
+     "List of operations to perform, in order (each sees the result of the ones before); all or none "
+     "are applied",
      NULL, 1, MAX_ITEMS},
 };
 
@@ -375,8 +373,8 @@ static int parse_op(const cJSON *o, size_t idx, struct broker_edit *ed, struct b
     for (size_t f = 0; kinds[k].fields[f]; f++)
         if (!cJSON_GetObjectItemCaseSensitive(o, kinds[k].fields[f])) {
             snprintf(field, sizeof(field), "operations[%zu].%s", idx, kinds[k].fields[f]);
-            return broker_fail(e, BROKER_E_INVALID, field, "%s is required for a %s operation",
-                               field, kinds[k].type);
+            return broker_fail(e, BROKER_E_INVALID, field, "%s is required for a %s operation", field,
+                               kinds[k].type);
         }
     return 0;
 }
@@ -412,7 +410,8 @@ static const struct tool_param search_params[] = {
     {"recursive", TOOL_PARAM_BOOL, false, "Whether to search recursively (default: false)", NULL, 0, 0},
     {"excludePatterns", TOOL_PARAM_STRINGS, false,
      "Glob patterns to exclude; replaces the default exclusions", NULL, 0, 256},
-    {"contextLines", TOOL_PARAM_INT, false, "Number of context lines to include (0 to 100)", NULL, 0, 100},
+    {"contextLines", TOOL_PARAM_INT, false, "Number of context lines to include (0 to 100)", NULL, 0,
+     100},
 };
 
 static cJSON *string_array(char **v, size_t n)
@@ -459,8 +458,7 @@ static cJSON *wap_search(struct tool_ctx *ctx, const struct args *a, struct brok
     for (i = 0; matches && i < r.n; i++) {
         const struct broker_match *m = &r.v[i];
         cJSON *j = cJSON_CreateObject();
-        if (!j || !cJSON_AddItemToArray(matches, j) ||
-            !cJSON_AddStringToObject(j, "path", m->path) ||
+        if (!j || !cJSON_AddItemToArray(matches, j) || !cJSON_AddStringToObject(j, "path", m->path) ||
             !cJSON_AddNumberToObject(j, "line", (double)m->line) ||
             !cJSON_AddStringToObject(j, "matchText", m->text) ||
             !cJSON_AddItemToObject(j, "contextBefore", string_array(m->before, m->n_before)) ||
@@ -478,10 +476,12 @@ static cJSON *wap_search(struct tool_ctx *ctx, const struct args *a, struct brok
 }
 
 static const struct tool_param exec_params[] = {
-    {"command", TOOL_PARAM_STRING, true, "Command to execute (run by sh -c in a command sandbox)", NULL, 0, 0},
-    {"workingDirectory", TOOL_PARAM_STRING, false, "Working directory (default: workspace root)", NULL, 0, 0},
-    {"timeout", TOOL_PARAM_INT, false, "Timeout in milliseconds (default and ceiling: the workspace's)", NULL,
-     1, 86400000},
+    {"command", TOOL_PARAM_STRING, true, "Command to execute (run by sh -c in a command sandbox)", NULL,
+     0, 0},
+    {"workingDirectory", TOOL_PARAM_STRING, false, "Working directory (default: workspace root)", NULL,
+     0, 0},
+    {"timeout", TOOL_PARAM_INT, false, "Timeout in milliseconds (default and ceiling: the workspace's)",
+     NULL, 1, 86400000},
     {"environment", TOOL_PARAM_STRMAP, false, "Environment variables", NULL, 0, 256},
 };
 
@@ -549,7 +549,8 @@ static cJSON *wap_exec(struct tool_ctx *ctx, const struct args *a, struct broker
         if (ctx->limits.command_timeout_max > 0 && t > ctx->limits.command_timeout_max)
             t = ctx->limits.command_timeout_max;
         broker_fail(e, BROKER_E_TIMEOUT, "timeout",
-                    "the command ran past its timeout of %.0f ms and was stopped (SIGTERM, then SIGKILL); its output so far is in details",
+                    "the command ran past its timeout of %.0f ms and was stopped (SIGTERM, then "
+                    "SIGKILL); its output so far is in details",
                     t * 1000.0);
         /* The caller turns this into a TIMEOUT error with res as its details. */
     }
@@ -589,19 +590,25 @@ static cJSON *wap_info(struct tool_ctx *ctx, const struct args *a, struct broker
 
 static const struct wap_tool tools[] = {
     {{"exploreFiles", "Lists files and directories in a specified path, optionally recursively.",
-     explore_params, ARRAY_SIZE(explore_params)}, wap_explore},
-    {{"readFile", "Reads the content of a file, with options to read specific line ranges.",
-     read_params, ARRAY_SIZE(read_params)}, wap_read},
+      explore_params, ARRAY_SIZE(explore_params)},
+     wap_explore},
+    {{"readFile", "Reads the content of a file, with options to read specific line ranges.", read_params,
+      ARRAY_SIZE(read_params)},
+     wap_read},
     {{"writeFile", "Writes content to a file, creating the file if it doesn't exist.", write_params,
-      ARRAY_SIZE(write_params)}, wap_write},
+      ARRAY_SIZE(write_params)},
+     wap_write},
     {{"modifyFile", "Performs targeted modifications to a file without rewriting the entire content.",
-     modify_params, ARRAY_SIZE(modify_params)}, wap_modify},
+      modify_params, ARRAY_SIZE(modify_params)},
+     wap_modify},
     {{"searchFiles", "Searches for content in files across the workspace.", search_params,
-      ARRAY_SIZE(search_params)}, wap_search},
+      ARRAY_SIZE(search_params)},
+     wap_search},
     {{"executeCommand", "Executes a shell command in the workspace.", exec_params,
-      ARRAY_SIZE(exec_params)}, wap_exec},
+      ARRAY_SIZE(exec_params)},
+     wap_exec},
     {{"getWorkspaceInfo",
-     "Retrieves information about the workspace, including default settings and limits.", NULL, 0},
+      "Retrieves information about the workspace, including default settings and limits.", NULL, 0},
      wap_info},
 };
 
@@ -649,18 +656,26 @@ static cJSON *ops_schema(const struct tool_param *p)
         s, "items",
         cJSON_Parse(
             "{\"oneOf\":["
-            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\",\"newContent\"],"
-            "\"properties\":{\"type\":{\"const\":\"replace\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\","
+            "\"endLine\",\"newContent\"],"
+            "\"properties\":{\"type\":{\"const\":\"replace\"},\"startLine\":{\"type\":\"integer\","
+            "\"minimum\":1},"
             "\"endLine\":{\"type\":\"integer\",\"minimum\":1},\"newContent\":{\"type\":\"string\"}}},"
-            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"afterLine\",\"newContent\"],"
-            "\"properties\":{\"type\":{\"const\":\"insert\"},\"afterLine\":{\"type\":\"integer\",\"minimum\":0},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"afterLine\","
+            "\"newContent\"],"
+            "\"properties\":{\"type\":{\"const\":\"insert\"},\"afterLine\":{\"type\":\"integer\","
+            "\"minimum\":0},"
             "\"newContent\":{\"type\":\"string\"}}},"
-            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\",\"endLine\"],"
-            "\"properties\":{\"type\":{\"const\":\"delete\"},\"startLine\":{\"type\":\"integer\",\"minimum\":1},"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"startLine\","
+            "\"endLine\"],"
+            "\"properties\":{\"type\":{\"const\":\"delete\"},\"startLine\":{\"type\":\"integer\","
+            "\"minimum\":1},"
             "\"endLine\":{\"type\":\"integer\",\"minimum\":1}}},"
-            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"pattern\",\"replacement\"],"
+            "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"type\",\"pattern\","
+            "\"replacement\"],"
             "\"properties\":{\"type\":{\"const\":\"regexReplace\"},\"pattern\":{\"type\":\"string\"},"
-            "\"replacement\":{\"type\":\"string\"},\"flags\":{\"type\":\"string\",\"pattern\":\"^[gimsu]*$\"}}}"
+            "\"replacement\":{\"type\":\"string\"},\"flags\":{\"type\":\"string\",\"pattern\":\"^[gimsu]"
+            "*$\"}}}"
             "]}"));
     if (!cJSON_GetObjectItemCaseSensitive(s, "items")) {
         cJSON_Delete(s);
@@ -720,7 +735,8 @@ static cJSON *wap_refuse(struct tool_ctx *ctx, const char *name, const struct to
     if (v->rule == TOOL_RULE_APPROVAL) {
         reason = "approval_required";
         broker_fail(&e, BROKER_E_DENIED, NULL,
-                    "%s needs a human's approval under this agent's policy, and corral cannot yet hold a call for approval; nothing was done",
+                    "%s needs a human's approval under this agent's policy, and corral cannot yet hold "
+                    "a call for approval; nothing was done",
                     name);
     } else if (v->rule == TOOL_RULE_READ_FIRST) {
         reason = "read_before_write";
@@ -771,13 +787,13 @@ static int wap_run(struct tool_ctx *ctx, const char *name, const cJSON *args, cJ
 
 /* The gate's and the policy's table (tools/gate.h): names as the seed spells them, and kinds. */
 static const struct tool_def defs[] = {
-    {"exploreFiles", TOOL_KIND_READ, false},   {"readFile", TOOL_KIND_READ, false},
-    {"writeFile", TOOL_KIND_WRITE, false},     {"modifyFile", TOOL_KIND_WRITE, false},
-    {"searchFiles", TOOL_KIND_READ, false},    {"executeCommand", TOOL_KIND_COMMAND, false},
+    {"exploreFiles", TOOL_KIND_READ, false},     {"readFile", TOOL_KIND_READ, false},
+    {"writeFile", TOOL_KIND_WRITE, false},       {"modifyFile", TOOL_KIND_WRITE, false},
+    {"searchFiles", TOOL_KIND_READ, false},      {"executeCommand", TOOL_KIND_COMMAND, false},
     {"getWorkspaceInfo", TOOL_KIND_READ, false},
 };
 
-const struct tool_surface tool_surface_wap = {
+const struct tool_surface wap_surface = {
     .name = "wap",
     .defs = defs,
     .n_defs = ARRAY_SIZE(defs),
