@@ -63,7 +63,7 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all test test-asan test-build deps fuzz bench demo demo-exec install clean check-deps
+.PHONY: all test test-asan test-build deps fuzz bench demo demo-gated demo-exec install clean check-deps
 all: check-deps $(CORRAL)
 
 check-deps:
@@ -125,6 +125,11 @@ bench: test-build
 demo: all $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo.sh
 
+# The same session under the supervised highway, its gates approved by a scripted person
+# through `corral gate` from another process.
+demo-gated: all $(AGENT_BIN)
+	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_gated.sh
+
 demo-exec: all $(HOSTILE_BIN) $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_exec.sh
 
@@ -136,3 +141,7 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# The libraries a program linking build/libcorral.a needs (tests/replay/wacp_params.c uses it).
+print-libs:
+	@echo $(LDLIBS)

@@ -21,9 +21,11 @@ cp -r "$top/examples/workspace-demo" "$ws"
 # The policy names the agents' files relative to the top of the tree (bound read-only into
 # each agent's sandbox), so corral runs from there.
 cd "$top"
-echo "== corral run examples/policies/demo.json --workspace $ws"
+# DEMO_POLICY: the policy (default: the unattended one; make demo-gated gives demo-gated.json)
+policy=${DEMO_POLICY:-examples/policies/demo.json}
+echo "== corral run $policy --workspace $ws"
 rc=0
-"$CORRAL" run examples/policies/demo.json --workspace "$ws" --run-dir "$rundir" --trail "$db" \
+"$CORRAL" run "$policy" --workspace "$ws" --run-dir "$rundir" --trail "$db" \
     --timeout 300 || rc=$?
 
 count() { "$CORRAL" trail --db "$db" --type "$1" --json | wc -l; }

@@ -1646,7 +1646,8 @@ static void load_agents(struct lctx *c, const cJSON *n)
 
 /* ---- session-level settings for the runtime */
 static const char *const gate_names[] = {"task_approval", "workspace_create",    "envelope_delivery",
-                                         "integration",   "conflict_resolution", "workspace_abort"};
+                                         "integration",   "conflict_resolution", "workspace_abort",
+                                         "tool_call"};
 
 const char *policy_gate_name(enum policy_gate g)
 {
@@ -1692,6 +1693,9 @@ static void highway_preset(struct policy_highway *h, int preset)
         h->escalation_fallback = POLICY_FALLBACK_REJECT;
         break;
     }
+    /* A needs_approval tool is the admin's word that it must not run unseen: never approved by
+     * a timeout unless the policy says so. */
+    h->tool_call = (struct policy_gate_rule){true, preset == 2 ? 0 : 300, POLICY_FALLBACK_REJECT};
 }
 
 static void load_timeout_fallback(struct lctx *c, const cJSON *n, const char *path, bool escalation,
@@ -1739,17 +1743,20 @@ static void load_highway(struct lctx *c, const cJSON *n)
         }
     static const char *const tf[] = {"timeout", "fallback"};
     if ((v = get(n, "gate_defaults")) && check_object(c, v, "highway.gate_defaults", tf, 2))
-        for (int g = 0; g < POLICY_GATE_COUNT; g++)
-            load_timeout_fallback(c, v, "highway.gate_defaults", false, &h->gates[g].timeout,
-                                  &h->gates[g].fallback);
+        for (int g = 0; g <= POLICY_GATE_COUNT; g++) {
+            struct policy_gate_rule *r = g < POLICY_GATE_COUNT ? &h->gates[g] : &h->tool_call;
+            load_timeout_fallback(c, v, "highway.gate_defaults", false, &r->timeout, &r->fallback);
+        }
+    /* gate_overrides: the six WACP types and corral's tool_call (gate_names has room for it). */
     if ((v = get(n, "gate_overrides")) &&
-        check_object(c, v, "highway.gate_overrides", gate_names, POLICY_GATE_COUNT))
-        for (int g = 0; g < POLICY_GATE_COUNT; g++) {
+        check_object(c, v, "highway.gate_overrides", gate_names, POLICY_GATE_COUNT + 1))
+        for (int g = 0; g <= POLICY_GATE_COUNT; g++) {
             char p[96];
             const cJSON *x = get(v, gate_names[g]);
+            struct policy_gate_rule *r = g < POLICY_GATE_COUNT ? &h->gates[g] : &h->tool_call;
             join(p, sizeof(p), "highway.gate_overrides", gate_names[g]);
             if (x && check_object(c, x, p, tf, 2))
-                load_timeout_fallback(c, x, p, false, &h->gates[g].timeout, &h->gates[g].fallback);
+                load_timeout_fallback(c, x, p, false, &r->timeout, &r->fallback);
         }
     static const char *const ek[] = {"enabled", "timeout", "fallback"};
     if ((v = get(n, "escalation")) && check_object(c, v, "highway.escalation", ek, 3)) {
@@ -1759,6 +1766,44 @@ static void load_highway(struct lctx *c, const cJSON *n)
         load_timeout_fallback(c, v, "highway.escalation", true, &h->escalation_timeout,
                               &h->escalation_fallback);
     }
+}
+
+/* The long form of a user: {"user_id", "approve": [gate types | "all"], "inject", "escalations":
+ * "own" | "all" | "none", "state"}. What is not listed is not allowed. */
+static bool load_user_rights(struct lctx *c, const cJSON *m, const char *path, struct policy_user *u)
+{
+    static const char *const keys[] = {"user_id", "approve", "inject", "escalations", "state"};
+    static const char *const esc[] = {"own", "all", "none"};
+    static const char *const states[] = {"active", "suspended", "blocked", "deactivated"};
+    char p[160];
+    if (!check_object(c, m, path, keys, ARRAY_SIZE(keys)))
+        return false;
+    u->approve = 0;
+    u->inject = false;
+    u->escalations = POLICY_USER_ESC_OWN;
+    const cJSON *v, *x;
+    int e;
+    if ((v = get(m, "approve"))) {
+        join(p, sizeof(p), path, "approve");
+        if (!cJSON_IsArray(v))
+            ERR_VAL(c, v, "%s: a list of gate types (or \"all\")", p);
+        cJSON_ArrayForEach (x, v) {
+            if (cJSON_IsString(x) && !strcmp(x->valuestring, "all")) {
+                u->approve = POLICY_USER_APPROVE_ALL;
+                continue;
+            }
+            if (want_enum(c, x, p, gate_names, POLICY_GATE_COUNT + 1, &e))
+                u->approve |= 1u << e;
+        }
+    }
+    if ((v = get(m, "inject")))
+        want_bool(c, v, join(p, sizeof(p), path, "inject"), &u->inject);
+    if ((v = get(m, "escalations")) &&
+        want_enum(c, v, join(p, sizeof(p), path, "escalations"), esc, 3, &e))
+        u->escalations = (enum policy_user_esc)e;
+    if ((v = get(m, "state")) && want_enum(c, v, join(p, sizeof(p), path, "state"), states, 4, &e))
+        u->state = states[e];
+    return true;
 }
 
 static void load_users(struct lctx *c, const cJSON *n)
@@ -1785,14 +1830,26 @@ static void load_users(struct lctx *c, const cJSON *n)
                     S(c, m->string));
             continue;
         }
+        struct policy_user u = {.uid = (uid_t)uid,
+                                .approve = POLICY_USER_APPROVE_ALL,
+                                .inject = true,
+                                .escalations = POLICY_USER_ESC_ALL};
+        const cJSON *idn = cJSON_IsObject(m) ? get(m, "user_id") : m;
+        if (cJSON_IsObject(m) && !load_user_rights(c, m, path, &u))
+            continue;
         const char *s;
-        if (!want_string(c, m, path, &s))
+        if (!idn) {
+            ERR_VAL(c, m, "%s: a user needs a user_id", path);
+            continue;
+        }
+        if (!want_string(c, idn, path, &s))
             continue;
         if (!is_ident(s, strlen(s)) && !strchr(s, '@')) {
             ERR_VAL(c, m, "%s: a user_id is 1 to 64 letters, digits, '_', '-', '.' or '@'", path);
             continue;
         }
-        p->users[p->n_users++] = (struct policy_user){.uid = (uid_t)uid, .user_id = policy_strdup(p, s)};
+        u.user_id = policy_strdup(p, s);
+        p->users[p->n_users++] = u;
     }
 }
 

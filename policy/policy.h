@@ -185,6 +185,9 @@ struct policy_highway {
     bool visibility;
     bool injection;
     struct policy_gate_rule gates[POLICY_GATE_COUNT];
+    /* corral's own gate: a tool call under needs_approval (always on for such tools; its
+     * timeout and fallback: gate_defaults, then gate_overrides.tool_call; default 300 s, reject) */
+    struct policy_gate_rule tool_call;
     bool escalation;
     double escalation_timeout; /* 0: indefinitely */
     enum policy_fallback escalation_fallback;
@@ -192,9 +195,19 @@ struct policy_highway {
 const char *policy_gate_name(enum policy_gate g);
 const char *policy_fallback_name(enum policy_fallback f);
 
+/* A person the control socket knows by uid. The short form ("1000": "alice") may do
+ * everything; the long form lists it: the gate types it decides (bit per enum policy_gate, and
+ * POLICY_USER_APPROVE_TOOL), injection, whose escalations it answers, and its state. */
+#define POLICY_USER_APPROVE_TOOL (1u << POLICY_GATE_COUNT)
+#define POLICY_USER_APPROVE_ALL ((1u << (POLICY_GATE_COUNT + 1)) - 1)
+enum policy_user_esc { POLICY_USER_ESC_OWN = 0, POLICY_USER_ESC_ALL, POLICY_USER_ESC_NONE };
 struct policy_user {
     uid_t uid;
     const char *user_id;
+    unsigned approve;
+    bool inject;
+    enum policy_user_esc escalations;
+    const char *state; /* "active" (default), "suspended", "blocked", "deactivated" */
 };
 
 struct policy_session {

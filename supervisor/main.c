@@ -17,9 +17,9 @@ static const struct command commands[] = {
     {"policy", cli_policy, "check policy files; show a role's resolved profile", NULL},
     {"trail", cli_trail, "print, follow, verify and export the trail", NULL},
     {"ps", cli_ps, "show the live workspace tree of a run", NULL},
-    {"gate", NULL, "answer human gates of a running session", "the human highway is not built yet"},
-    {"inject", NULL, "inject a message into a running session", "the human highway is not built yet"},
-    {"escalations", NULL, "list escalations of a running session", "the human highway is not built yet"},
+    {"gate", cli_gate, "list and answer the gates of a running session (approve, reject, modify)", NULL},
+    {"inject", cli_inject, "send an envelope as yourself into a running session", NULL},
+    {"escalations", cli_escalations, "list and answer the escalations of a running session", NULL},
     {"mcp", NULL, "serve the tool surfaces as an MCP server on stdio",
      "not built yet; use 'corral exec --workspace DIR -- AGENT' to serve tools to an agent"},
 };

@@ -43,14 +43,18 @@ static int check_number(const struct tool_param *p, const cJSON *v, double *out,
     return 0;
 }
 
-static int check_one(const struct tool_param *p, const cJSON *v, double *num, tool_params_item_fn hook,
-                     void *arg, struct tool_param_bad *bad)
+static int check_one(const struct tool_param *p, const cJSON *v, unsigned flags, double *num,
+                     tool_params_item_fn hook, void *arg, struct tool_param_bad *bad)
 {
     switch (p->type) {
     case TOOL_PARAM_STRING:
     case TOOL_PARAM_STRING_NULL:
+        if ((flags & TOOL_PARAMS_STRICT) && p->type == TOOL_PARAM_STRING_NULL && cJSON_IsNull(v))
+            return 0;
         if (!cJSON_IsString(v) || !v->valuestring)
             return bad_set(bad, TOOL_PARAM_TYPE, p, v);
+        if ((flags & TOOL_PARAMS_STRICT) && p->max > 0 && strnlen(v->valuestring, (size_t)p->max + 1) > p->max)
+            return bad_set(bad, TOOL_PARAM_TOO_LONG, p, v);
         if (!p->choices)
             return 0;
         for (const char *const *c = p->choices; *c; c++)
@@ -63,6 +67,13 @@ static int check_one(const struct tool_param *p, const cJSON *v, double *num, to
     case TOOL_PARAM_NUMBER_TEXT: return check_number(p, v, num, bad);
     case TOOL_PARAM_OBJECT_NULL:
         return cJSON_IsObject(v) || cJSON_IsNull(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
+    case TOOL_PARAM_NUMBER:
+        return cJSON_IsNumber(v) && !isnan(v->valuedouble) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
+    case TOOL_PARAM_ARRAY: return cJSON_IsArray(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
+    case TOOL_PARAM_OBJECT: return cJSON_IsObject(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
+    case TOOL_PARAM_ANY: return cJSON_IsInvalid(v) ? bad_set(bad, TOOL_PARAM_TYPE, p, v) : 0;
+    case TOOL_PARAM_NUMBER_OR_STRING:
+        return cJSON_IsNumber(v) || cJSON_IsString(v) ? 0 : bad_set(bad, TOOL_PARAM_TYPE, p, v);
     case TOOL_PARAM_STRINGS:
     case TOOL_PARAM_ITEMS: {
         if (!cJSON_IsArray(v))
@@ -102,6 +113,13 @@ static int check_one(const struct tool_param *p, const cJSON *v, double *num, to
 int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, const cJSON **v,
                       double *num, tool_params_item_fn item, void *arg, struct tool_param_bad *bad)
 {
+    return tool_params_check_flags(p, n, args, 0, v, num, item, arg, bad);
+}
+
+int tool_params_check_flags(const struct tool_param *p, size_t n, const cJSON *args, unsigned flags,
+                            const cJSON **v, double *num, tool_params_item_fn item, void *arg,
+                            struct tool_param_bad *bad)
+{
     for (size_t i = 0; i < n; i++) {
         v[i] = NULL;
         if (num)
@@ -120,10 +138,16 @@ int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, c
             bad->key = it->string ? it->string : "";
             return -EINVAL;
         }
-        if (cJSON_IsNull(it) && p[i].type != TOOL_PARAM_OBJECT_NULL)
+        if ((flags & TOOL_PARAMS_STRICT) && cJSON_GetObjectItemCaseSensitive(args, it->string) != it) {
+            bad_set(bad, TOOL_PARAM_REPEATED, &p[i], it);
+            bad->key = it->string;
+            return -EINVAL;
+        }
+        if (!(flags & TOOL_PARAMS_STRICT) && cJSON_IsNull(it) && p[i].type != TOOL_PARAM_OBJECT_NULL &&
+            p[i].type != TOOL_PARAM_ANY)
             continue;
         double d = 0;
-        if (check_one(&p[i], it, &d, item, arg, bad) < 0)
+        if (check_one(&p[i], it, flags, &d, item, arg, bad) < 0)
             return -EINVAL;
         v[i] = it;
         if (num)
@@ -199,8 +223,20 @@ static cJSON *param_schema(const struct tool_param *p, unsigned flags, tool_para
         ok = ok && add_type(s, "object") && add_string_items(s, "additionalProperties");
         break;
     case TOOL_PARAM_ITEMS: break;
+    case TOOL_PARAM_NUMBER: ok = ok && add_type(s, "number"); break;
+    case TOOL_PARAM_ARRAY: ok = ok && add_type(s, "array"); break;
+    case TOOL_PARAM_OBJECT: ok = ok && add_type(s, "object"); break;
+    case TOOL_PARAM_ANY: break;
+    case TOOL_PARAM_NUMBER_OR_STRING: {
+        cJSON *t = ok ? cJSON_CreateArray() : NULL;
+        ok = t && cJSON_AddItemToObject(s, "type", t) && cJSON_AddItemToArray(t, cJSON_CreateString("number")) &&
+             cJSON_AddItemToArray(t, cJSON_CreateString("string"));
+        if (!ok && t && !cJSON_GetObjectItemCaseSensitive(s, "type"))
+            cJSON_Delete(t);
+        break;
     }
-    if (ok && !cJSON_AddStringToObject(s, "description", p->desc))
+    }
+    if (ok && p->desc && !cJSON_AddStringToObject(s, "description", p->desc))
         ok = false;
     if (!ok) {
         cJSON_Delete(s);

@@ -21,6 +21,12 @@ enum tool_param_type {
     TOOL_PARAM_STRMAP,      /* an object of at most max string values */
     TOOL_PARAM_ITEMS,       /* an array of min..max objects, each checked by the surface's hook */
     TOOL_PARAM_OBJECT_NULL, /* an object, or null, which here is a value and not an absence */
+    /* The shapes of WACP method parameters (supervisor/wacp/methods.c): */
+    TOOL_PARAM_NUMBER,      /* any JSON number but NaN, no bounds */
+    TOOL_PARAM_ARRAY,       /* an array of anything */
+    TOOL_PARAM_OBJECT,      /* an object of anything */
+    TOOL_PARAM_ANY,         /* any JSON value, null included */
+    TOOL_PARAM_NUMBER_OR_STRING, /* a JSON number or a string */
 };
 
 struct tool_param {
@@ -47,6 +53,8 @@ enum tool_param_fault {
     TOOL_PARAM_ITEM,       /* item `item` (arrays) or entry `key` (maps) has the wrong type */
     TOOL_PARAM_HOOK,       /* the surface's item hook refused item `item` (it said why) */
     TOOL_PARAM_REQUIRED,   /* param is required and absent */
+    TOOL_PARAM_REPEATED,   /* TOOL_PARAMS_STRICT: the key `key` appears twice */
+    TOOL_PARAM_TOO_LONG,   /* TOOL_PARAMS_STRICT: a string longer than the param's max */
 };
 
 struct tool_param_bad {
@@ -66,6 +74,14 @@ typedef int (*tool_params_item_fn)(const struct tool_param *p, int i, const cJSO
  * is not NULL, num[i] is a number parameter's value. Returns 0, or -EINVAL with BAD filled. */
 int tool_params_check(const struct tool_param *p, size_t n, const cJSON *args, const cJSON **v,
                       double *num, tool_params_item_fn item, void *arg, struct tool_param_bad *bad);
+
+/* The stricter reading WACP methods use (tool_params_check_flags): a JSON null is a value, checked
+ * against the type like any other (only _NULL types and ANY take it); a key given twice is refused;
+ * a string longer than its param's max (when max > 0) is refused. */
+#define TOOL_PARAMS_STRICT 1u
+int tool_params_check_flags(const struct tool_param *p, size_t n, const cJSON *args, unsigned flags,
+                            const cJSON **v, double *num, tool_params_item_fn item, void *arg,
+                            struct tool_param_bad *bad);
 
 enum {
     TOOL_PARAMS_ALL_BOUNDS = 1 << 0,      /* print maxima past 2^53-1 and every array count */

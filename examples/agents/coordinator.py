@@ -80,12 +80,30 @@ class Coordinator:
         self.tasks["document"] = t("document", "document the functions and the tests in README.md",
                                    depends_on=[self.tasks["add-median"], self.tasks["test-median"]])["task_id"]
         log("tasks:", ", ".join(f"{k}={v}" for k, v in self.tasks.items()))
+        self.await_approval()
         self.start("add-median", self.opts["--add"], {
             "kind": "add_function", "module": "stats.py", "function": "median",
             "content": "Add median(xs) to stats.py and list it in README.md."})
         self.start("test-median", self.opts["--test"], {
             "kind": "write_test", "module": "stats.py", "function": "median",
             "content": "Write test_stats.py for median(xs) with unittest; say how to run it in README.md."})
+
+    def await_approval(self):
+        """Under a task_approval gate the tasks are drafts until a person (or the gate's
+        timeout) decides: wait for that; a rejected (cancelled) task is a failure."""
+        import time
+        said = False
+        while True:
+            st = {t["task_id"]: t["status"] for t in self.a.task_list()}
+            mine = [st.get(i) for i in self.tasks.values()]
+            if "cancelled" in mine:
+                raise SystemExit("coordinator: a task of the plan was rejected")
+            if "draft" not in mine:
+                return
+            if not said:
+                log("the plan waits for approval: corral gate list")
+                said = True
+            time.sleep(0.5)
 
     def on_query(self, env):
         q = env.get("payload") if isinstance(env.get("payload"), dict) else {}

@@ -19,6 +19,9 @@ int cli_policy(int argc, char **argv);
 int cli_trail(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_ps(int argc, char **argv);
+int cli_gate(int argc, char **argv);
+int cli_inject(int argc, char **argv);
+int cli_escalations(int argc, char **argv);
 
 #define DEFAULT_TRAIL "/var/lib/corral/corral.db"
 

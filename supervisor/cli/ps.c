@@ -126,6 +126,14 @@ int cli_ps(int argc, char **argv)
     cJSON *doc = cJSON_Parse(text);
     free(text);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "workspaces");
+    const cJSON *refused = cJSON_GetObjectItemCaseSensitive(doc, "error");
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "ok")) && cJSON_IsObject(refused)) {
+        /* The socket is open to the policy's users; whoever else asks is refused. */
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(refused, "message");
+        fprintf(stderr, "corral ps: refused: %s\n", cJSON_IsString(m) ? m->valuestring : "by the run");
+        cJSON_Delete(doc);
+        return CORRAL_EXIT_PROBLEMS;
+    }
     if (!cJSON_IsArray(list)) {
         fprintf(stderr, "corral ps: the run's answer is not a workspace list\n");
         cJSON_Delete(doc);

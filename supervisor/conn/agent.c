@@ -37,6 +37,9 @@ struct tool_job {
     bool is_error;
     int rc;
     struct tool_job *next_staged;
+    bool approved; /* a person approved it: its own ctx with the rule lifted */
+    struct tool_ctx ctx;
+    struct tool_rule *rules;
 };
 
 struct agent_host {
@@ -48,7 +51,9 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
-    bool trail_warned; /* the first trail failure is said once on stderr */
+    bool trail_warned;       /* the first trail failure is said once on stderr */
+    bool in_turn;            /* host_turn_end is walking its lists */
+    struct agent *graveyard; /* freed during that walk: released after it */
 };
 
 struct agent {
@@ -68,6 +73,8 @@ struct agent {
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
+    unsigned held; /* tool calls waiting for a person */
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -80,6 +87,7 @@ struct agent {
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
     struct agent_stats st;
+    struct agent *grave_next;
 };
 
 static void agent_pump(struct agent *a);
@@ -622,7 +630,7 @@ static void agent_maybe_end(struct agent *a)
         return;
     if (a->failing)
         agent_end(a, AGENT_END_ABUSE);
-    else if (a->in_eof && a->inflight == 0 && rpc_reader_pending(a->reader) == 0)
+    else if (a->in_eof && a->inflight == 0 && a->held == 0 && rpc_reader_pending(a->reader) == 0)
         agent_end(a, AGENT_END_EOF);
 }
 
@@ -634,6 +642,7 @@ static void tool_job_free(struct tool_job *j)
     cJSON_Delete(j->args);
     cJSON_Delete(j->result);
     free(j->name);
+    free(j->rules);
     free(j);
 }
 
@@ -641,8 +650,8 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = tool_surface_call(j->a->surface, j->a->tools, j->name, j->args ? j->args : &empty,
-                              &j->result, &j->is_error);
+    j->rc = tool_surface_call(j->a->surface, j->approved ? &j->ctx : j->a->tools, j->name,
+                              j->args ? j->args : &empty, &j->result, &j->is_error);
 }
 
 static void agent_really_free(struct agent *a);
@@ -723,11 +732,29 @@ static bool tool_is_command(const struct tool_surface *surface, const char *tool
     return false;
 }
 
-int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
+static int call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
+                     bool approved)
 {
     struct tool_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
+    if (approved) {
+        /* The person's approval lifts needs_approval for this one call, nothing else. */
+        j->approved = true;
+        j->ctx = *a->tools;
+        if (a->tools->n_rules) {
+            j->rules = calloc(a->tools->n_rules, sizeof(*j->rules));
+            if (!j->rules) {
+                free(j);
+                return -ENOMEM;
+            }
+            memcpy(j->rules, a->tools->rules, a->tools->n_rules * sizeof(*j->rules));
+            for (size_t i = 0; i < a->tools->n_rules; i++)
+                if (j->rules[i].name && !strcmp(j->rules[i].name, name))
+                    j->rules[i].needs_approval = false;
+            j->ctx.rules = j->rules;
+        }
+    }
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
     j->pj.share = &a->share;
@@ -756,11 +783,51 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     return 0;
 }
 
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
+{
+    return call_tool(a, id, name, args, false);
+}
+
+int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args)
+{
+    const struct tool_rule *rule = tool_rule_find(a->tools, tool);
+    if (!a->approve || !rule || !rule->needs_approval)
+        return -ENOENT;
+    int r = a->approve(a, id, tool, args, a->data);
+    if (r == 0)
+        a->held++;
+    if (r != 1)
+        return r;
+    r = call_tool(a, id, tool, args, true);
+    if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: the call could not be made");
+    return 0;
+}
+
+void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                        bool approved)
+{
+    if (a->held)
+        a->held--;
+    if (a->ended || a->freeing) {
+        agent_maybe_end(a);
+        return;
+    }
+    int r = call_tool(a, id, tool, args, approved);
+    if (r == -EIO)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR,
+                          "internal error: the trail cannot be written, so the call was not made");
+    else if (r < 0)
+        agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+    mark_dirty(a);
+}
+
 /* ---- the turn ---- */
 
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
+    h->in_turn = true;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -802,6 +869,12 @@ static void host_turn_end(void *data)
      * committed at the end of the turn too. */
     if (h->trail && trail_pending(h->trail) > 0)
         host_trail_commit(h);
+    h->in_turn = false;
+    while (h->graveyard) {
+        struct agent *a = h->graveyard;
+        h->graveyard = a->grave_next;
+        agent_really_free(a);
+    }
 }
 
 int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
@@ -869,6 +942,7 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->surface = c->surface;
     a->wacp = c->wacp;
     a->on_message = c->on_message;
+    a->approve = c->approve;
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;
@@ -935,6 +1009,14 @@ void agent_free(struct agent *a)
     h->n_agents--;
     if (a->inflight > 0) {
         a->freeing = true; /* the last tool_job_done frees it */
+        return;
+    }
+    if (h->in_turn) {
+        /* Freed from a callback of the turn's walk (its end, said by agent_flush): the walk
+         * still holds it; it is released when the walk is over. */
+        a->freeing = true;
+        a->grave_next = h->graveyard;
+        h->graveyard = a;
         return;
     }
     agent_really_free(a);

@@ -55,6 +55,11 @@ struct agent_config {
      * supervisor/conn/dispatch.h). Required: the connection frames, counts and answers; what a
      * message means is decided above it, so this file never calls up into dispatch.c. */
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
+    /* A tools/call of a tool under needs_approval (corral run: the human highway's tool gate).
+     * 0: held; the handler answers it later with agent_tool_release, and the agent's other
+     * requests keep flowing meanwhile. 1: approved at once. < 0 (or NULL handler): the surface
+     * refuses it itself. */
+    int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
 };
 
 /* Starts serving: both fds are made non-blocking and watched. */
@@ -110,5 +115,12 @@ const struct tool_ctx *agent_tools(const struct agent *a);
  * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
  * the trail cannot record the call (it is then not made). */
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
+
+/* A held call (see approve) is decided: APPROVED runs it as if the tool needed no approval;
+ * else it goes to the surface as it is, which refuses it in its own error shape. */
+void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                        bool approved);
+/* Whether A's config holds calls for approval (dispatch.c). */
+int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args);
 
 #endif

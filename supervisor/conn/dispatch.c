@@ -203,6 +203,9 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_count_abuse(a);
         return;
     }
+    /* Under needs_approval with a highway to ask: held for a person, answered later. */
+    if (agent_hold_for_approval(a, m->id, name->valuestring, args) == 0)
+        return;
     int r = agent_call_tool(a, m->id, name->valuestring, args);
     if (r == -EIO)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,

@@ -2,6 +2,8 @@
  * does not read gets what fits in the socket buffer (sized for a large tree) and then EOF. */
 #include "supervisor/runtime/control.h"
 
+#include "supervisor/runtime/control_human.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,8 +20,13 @@ struct control {
     int fd;
     char *path;
     cJSON *(*state)(void *data);
+    control_request_fn request;
     void *data;
+    unsigned clients; /* open at once: bounded, so many slow clients cannot hold much memory */
+    struct control_client *list;
 };
+
+#define CONTROL_MAX_CLIENTS 32
 
 static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
 {
@@ -34,6 +41,166 @@ static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
     return 0;
 }
 
+/* One client: its request line (or EOF: the `corral ps` document), answered after the turn's
+ * trail commit, so a decision is on disk before the person is told it was taken. */
+struct control_client {
+    struct control *c;
+    struct loop_watch w, timer;
+    int fd;
+    char *buf;
+    size_t len, cap;
+    struct control_peer peer;
+    bool done;
+    struct control_client *next, **pprev;
+};
+
+static void client_close(void *data)
+{
+    struct control_client *k = data;
+    k->c->clients--;
+    *k->pprev = k->next;
+    if (k->next)
+        k->next->pprev = k->pprev;
+    close(k->fd);
+    free(k->buf);
+    free(k);
+}
+
+static void client_send(struct control_client *k, const cJSON *doc)
+{
+    char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+    if (text) {
+        size_t len = strlen(text), off = 0;
+        while (off < len) {
+            ssize_t n = send(k->fd, text + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n <= 0)
+                break;
+            off += (size_t)n;
+        }
+        send(k->fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    free(text);
+}
+
+struct control_answer {
+    struct control_client *k;
+    cJSON *doc;
+};
+
+static void answer_later(void *data)
+{
+    struct control_answer *a = data;
+    client_send(a->k, a->doc);
+    cJSON_Delete(a->doc);
+    client_close(a->k);
+    free(a);
+}
+
+static cJSON *error_doc(const char *code, const char *msg)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddFalseToObject(o, "ok");
+    cJSON *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", msg);
+    return o;
+}
+
+/* The live state: for the run's own user and root at once; anyone else (the socket is open to
+ * the policy's other users) is asked about like any other request. */
+static cJSON *live_state(struct control *c, struct control_client *k)
+{
+    if (!c->request || k->peer.uid == 0 || k->peer.uid == geteuid())
+        return c->state(c->data);
+    static const cJSON empty = {.type = cJSON_Object};
+    return c->request(c->data, &k->peer, "ps", &empty);
+}
+
+static void client_finish(struct control_client *k, bool eof)
+{
+    struct control *c = k->c;
+    k->done = true;
+    loop_watch_del(c->loop, &k->w);
+    loop_watch_del(c->loop, &k->timer);
+    cJSON *doc = NULL;
+    size_t n = k->len;
+    while (n && (k->buf[n - 1] == '\n' || k->buf[n - 1] == '\r' || k->buf[n - 1] == ' '))
+        n--;
+    if (n == 0 && eof) {
+        doc = live_state(c, k); /* no request: the live state (`corral ps` of old) */
+    } else if (!eof && !memchr(k->buf, '\n', k->len)) {
+        doc = error_doc("bad_request", "a request is one JSON line, at most 2 MiB, sent within 10 s");
+    } else {
+        cJSON *req = cJSON_ParseWithLength(k->buf, n);
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
+        if (!cJSON_IsObject(req) || !cJSON_IsString(op))
+            doc = error_doc("bad_request", "a request is a JSON object with an \"op\"");
+        else if (!strcmp(op->valuestring, "ps"))
+            doc = live_state(c, k);
+        else if (c->request)
+            doc = c->request(c->data, &k->peer, op->valuestring, req);
+        else
+            doc = error_doc("unknown_op", "this run answers only ps");
+        cJSON_Delete(req);
+    }
+    struct control_answer *a = calloc(1, sizeof(*a));
+    if (!a || loop_defer(c->loop, answer_later, a) < 0) {
+        free(a);
+        client_send(k, doc);
+        cJSON_Delete(doc);
+        loop_defer(c->loop, client_close, k);
+        return;
+    }
+    a->k = k;
+    a->doc = doc;
+}
+
+static void on_client_data(void *data, uint32_t events)
+{
+    struct control_client *k = data;
+    (void)events;
+    if (k->done)
+        return;
+    for (;;) {
+        if (k->len == k->cap) {
+            if (k->cap >= CONTROL_REQUEST_MAX) {
+                client_finish(k, false);
+                return;
+            }
+            size_t nc = k->cap ? k->cap * 2 : 4096;
+            char *nb = realloc(k->buf, nc);
+            if (!nb) {
+                client_finish(k, false);
+                return;
+            }
+            k->buf = nb;
+            k->cap = nc;
+        }
+        ssize_t n = recv(k->fd, k->buf + k->len, k->cap - k->len, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            client_finish(k, true);
+            return;
+        }
+        k->len += (size_t)n;
+        if (memchr(k->buf + k->len - (size_t)n, '\n', (size_t)n)) {
+            client_finish(k, true);
+            return;
+        }
+    }
+}
+
+static void on_client_timeout(void *data, uint32_t events)
+{
+    struct control_client *k = data;
+    (void)events;
+    if (!k->done)
+        client_finish(k, k->len == 0);
+}
+
 static void on_client(void *data, uint32_t events)
 {
     struct control *c = data;
@@ -44,26 +211,34 @@ static void on_client(void *data, uint32_t events)
             return;
         int sz = 1 << 20;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-        cJSON *doc = c->state(c->data);
-        char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
-        cJSON_Delete(doc);
-        if (text) {
-            size_t len = strlen(text), off = 0;
-            while (off < len) {
-                ssize_t n = send(fd, text + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n <= 0)
-                    break;
-                off += (size_t)n;
-            }
-            send(fd, "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (c->clients >= CONTROL_MAX_CLIENTS) {
+            close(fd); /* busy: the client sees EOF and may ask again */
+            continue;
         }
-        free(text);
-        close(fd);
+        struct control_client *k = calloc(1, sizeof(*k));
+        if (!k || control_human_peer_get(fd, &k->peer) < 0 ||
+            loop_watch_add(c->loop, &k->w, fd, EPOLLIN, on_client_data, k) < 0) {
+            free(k);
+            close(fd);
+            continue;
+        }
+        k->c = c;
+        k->fd = fd;
+        c->clients++;
+        k->next = c->list;
+        if (c->list)
+            c->list->pprev = &k->next;
+        k->pprev = &c->list;
+        c->list = k;
+        /* A client that says nothing gets the live state after a moment (old `corral ps`). */
+        if (loop_timer_add(c->loop, &k->timer, 10.0, on_client_timeout, k) < 0)
+            client_finish(k, true);
     }
 }
 
-int control_new(struct loop *loop, const char *path, cJSON *(*state)(void *data), void *data,
-                struct control **out, struct cerr *err)
+int control_new(struct loop *loop, const char *path, cJSON *(*state)(void *data),
+                control_request_fn request, void *data, bool open_to_all, struct control **out,
+                struct cerr *err)
 {
     struct sockaddr_un a;
     int r = fill_addr(&a, path, err);
@@ -95,11 +270,16 @@ int control_new(struct loop *loop, const char *path, cJSON *(*state)(void *data)
     }
     c->loop = loop;
     c->state = state;
+    c->request = request;
     c->data = data;
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     mode_t old = umask(0177);
     r = c->fd < 0 ? -errno : bind(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
     umask(old);
+    /* Other users reach it only when the policy maps them: who they are is then the kernel's
+     * word (SO_PEERCRED) on every request, and an unmapped one is refused and recorded. */
+    if (r == 0 && open_to_all && chmod(path, 0666) < 0)
+        r = -errno;
     if (r == 0 && listen(c->fd, 16) < 0)
         r = -errno;
     if (r == 0)
@@ -121,6 +301,12 @@ void control_free(struct control *c)
     if (!c)
         return;
     loop_watch_del(c->loop, &c->w);
+    while (c->list) { /* clients still talking when the run ends: dropped */
+        struct control_client *k = c->list;
+        loop_watch_del(c->loop, &k->w);
+        loop_watch_del(c->loop, &k->timer);
+        client_close(k);
+    }
     close(c->fd);
     unlink(c->path);
     free(c->path);
@@ -153,6 +339,7 @@ int control_fetch(const char *path, char **out, struct cerr *err)
         return cerr_set(err, EPERM,
                         "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
                         path, (unsigned)cred.uid, (int)cred.pid);
+    shutdown(fd, SHUT_WR); /* no request: the live state */
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     size_t len = 0, cap = 65536;

@@ -9,6 +9,7 @@
 #include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
 #include "supervisor/runtime/control.h"
+#include "supervisor/runtime/control_human.h"
 #include "supervisor/runtime/exec_record.h"
 #include "supervisor/runtime/role_tools.h"
 #include "supervisor/runtime/rundir.h"
@@ -75,6 +76,25 @@ struct run {
     unsigned signals;
     bool shutting_down, timed_out, trail_failed;
     struct cerr trail_err;
+    struct deferred *deferred; /* wacp requests waiting on a gate */
+    uint64_t next_ref;
+    uint64_t auth_failures; /* refused callers of the control socket, for the flood bound */
+};
+
+/* A request of an agent the model deferred (a gate holds it): answered by hook_reply. */
+struct deferred {
+    uint64_t ref;
+    char *ws;
+    cJSON *id;
+    struct deferred *next;
+};
+
+/* A tool call held for a person (the tool_call gate): released by on_tool_decided. */
+struct held_call {
+    struct run *r;
+    char *ws;
+    cJSON *id, *args;
+    char *tool;
 };
 
 static uint64_t now_ms(void)
@@ -247,6 +267,8 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
 }
 
 static void on_pid_end(void *data, uint32_t events);
+static int on_tool_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                            void *data);
 static void on_conn_end(struct agent *a, enum agent_end why, void *data);
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data);
 static void on_wall_time(void *data, uint32_t events);
@@ -382,6 +404,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         .data = s,
         .wacp = on_wacp,
         .on_message = dispatch_message,
+        .approve = on_tool_approval,
     };
     rc = agent_new(r->host, &ac, &s->agent, err);
     if (rc < 0 || loop_watch_add(r->loop, &s->pid_watch, sandbox_child_pidfd(s->child), EPOLLIN,
@@ -583,7 +606,20 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
     struct run_ws *s = data;
     cJSON *result = NULL;
     struct wacp_err e = {0};
-    int rc = wacp_call(s->r->w, s->id, m->method, m->params, &result, &e);
+    uint64_t ref = ++s->r->next_ref;
+    int rc = wacp_call_ref(s->r->w, s->id, m->method, m->params, ref, &result, &e);
+    if (rc == WACP_DEFERRED) {
+        struct deferred *d = calloc(1, sizeof(*d));
+        if (d && (d->ws = strdup(s->id)) && (d->id = cJSON_Duplicate(m->id, true))) {
+            d->ref = ref;
+            d->next = s->r->deferred;
+            s->r->deferred = d;
+        } else if (d) {
+            free(d->ws);
+            free(d);
+        }
+        return;
+    }
     if (rc == 0) {
         agent_reply(a, m->id, result);
         cJSON_Delete(result);
@@ -605,6 +641,175 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
     agent_reply_error_data(a, m->id, e.rpc_code ? e.rpc_code : RPC_INTERNAL_ERROR,
                            e.msg[0] ? e.msg : "the request failed", d);
     cJSON_Delete(d);
+}
+
+/* ---- the human highway: deferred answers, held tool calls, people's requests ---------------- */
+
+static void reply_to(struct run_ws *s, const cJSON *id, cJSON *result, const struct wacp_err *e)
+{
+    if (!s || !s->agent || s->conn_ended)
+        return;
+    if (result) {
+        agent_reply(s->agent, id, result);
+        return;
+    }
+    cJSON *d = cJSON_CreateObject();
+    if (d && e && e->code[0])
+        cJSON_AddStringToObject(d, "code", e->code);
+    agent_reply_error_data(s->agent, id, e && e->rpc_code ? e->rpc_code : RPC_INTERNAL_ERROR,
+                           e && e->msg[0] ? e->msg : "the request failed", d);
+    cJSON_Delete(d);
+}
+
+static void hook_reply(void *data, const char *ws, uint64_t call_ref, cJSON *result,
+                       const struct wacp_err *e)
+{
+    struct run *r = data;
+    for (struct deferred **p = &r->deferred; *p; p = &(*p)->next) {
+        struct deferred *d = *p;
+        if (d->ref != call_ref || strcmp(d->ws, ws))
+            continue;
+        *p = d->next;
+        reply_to(run_ws_find(r, ws), d->id, result, e);
+        cJSON_Delete(d->id);
+        free(d->ws);
+        free(d);
+        break;
+    }
+    cJSON_Delete(result);
+}
+
+static void held_free(struct held_call *h)
+{
+    free(h->ws);
+    free(h->tool);
+    cJSON_Delete(h->id);
+    cJSON_Delete(h->args);
+    free(h);
+}
+
+static void on_tool_decided(void *data, bool approved, const char *gate_id, const char *action,
+                            const char *actor)
+{
+    struct held_call *h = data;
+    if (!gate_id) { /* the run is over (wacp_free): the agents are gone already */
+        held_free(h);
+        return;
+    }
+    struct run_ws *s = run_ws_find(h->r, h->ws);
+    (void)gate_id;
+    (void)action;
+    (void)actor;
+    if (s && s->agent)
+        agent_tool_release(s->agent, h->id, h->tool, h->args, approved);
+    held_free(h);
+}
+
+/* A tools/call under needs_approval: a gate shows the tool, its arguments and the workspace. */
+static int on_tool_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
+                            void *data)
+{
+    struct run_ws *s = data;
+    (void)a;
+    struct held_call *h = calloc(1, sizeof(*h));
+    if (!h || !(h->ws = strdup(s->id)) || !(h->tool = strdup(tool)) ||
+        !(h->id = cJSON_Duplicate(id, true)) || (args && !(h->args = cJSON_Duplicate(args, true)))) {
+        if (h)
+            held_free(h);
+        return -ENOMEM;
+    }
+    h->r = s->r;
+    char gate[WACP_GATE_ID_LEN];
+    struct wacp_err e;
+    int rc = wacp_gate_tool(s->r->w, s->id, tool, args, on_tool_decided, h, gate, &e);
+    if (rc == 1)
+        return 0; /* held */
+    held_free(h);
+    if (rc == 0) /* the coordinator's own re-trigger (re-entry guard): through */
+        return 1;
+    return -EPERM;
+}
+
+static const struct policy_user *user_of(const struct run *r, uid_t uid)
+{
+    struct policy_session ps;
+    policy_session_get(r->o->policy, &ps);
+    for (size_t i = 0; i < ps.n_users; i++)
+        if (ps.users[i].uid == uid)
+            return &ps.users[i];
+    return NULL;
+}
+
+static cJSON *answer(cJSON *result, const struct wacp_err *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ok", result != NULL);
+    if (result) {
+        cJSON_AddItemToObject(o, "result", result);
+        return o;
+    }
+    cJSON *x = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(x, "code", e->code[0] ? e->code : "failed");
+    cJSON_AddStringToObject(x, "message", e->msg[0] ? e->msg : "the request failed");
+    return o;
+}
+
+/* A person's request: who asks is the kernel's word (SO_PEERCRED), mapped through the policy's
+ * users; an unknown uid is refused and recorded (security spec 3.3, 9). */
+static cJSON *ps_json(void *data);
+
+static cJSON *human_request(void *data, const struct control_peer *peer, const char *op,
+                            const cJSON *req)
+{
+    struct run *r = data;
+    const struct policy_user *u = user_of(r, peer->uid);
+    struct wacp_err e = {0};
+    /* A local user hammering the socket must not fill the trail: the first 64 refusals are
+     * recorded one by one, then one in 64 with the count so far. */
+    if (!u && (++r->auth_failures <= 64 || r->auth_failures % 64 == 0)) {
+        cJSON *b = cJSON_CreateObject();
+        char ent[32], src[64];
+        snprintf(ent, sizeof(ent), "uid:%u", (unsigned)peer->uid);
+        snprintf(src, sizeof(src), "control socket, pid %d", (int)peer->pid);
+        cJSON_AddStringToObject(b, "entity", ent);
+        cJSON_AddStringToObject(b, "context", "highway_access");
+        cJSON_AddStringToObject(b, "reason", "unknown_identity");
+        cJSON_AddStringToObject(b, "source", src);
+        cJSON_AddStringToObject(b, "op", op);
+        cJSON_AddNumberToObject(b, "failures_so_far", (double)r->auth_failures);
+        record(r, NULL, "system", "authentication_failed", b);
+        cJSON_Delete(b);
+    }
+    if (!u) {
+        snprintf(e.code, sizeof(e.code), "unknown_identity");
+        snprintf(
+            e.msg, sizeof(e.msg),
+            "uid %u is not in this run's policy \"users\": the highway answers only the people it names",
+            (unsigned)peer->uid);
+        return answer(NULL, &e);
+    }
+    if (!strcmp(op, "ps")) /* a person the policy names sees the live tree */
+        return ps_json(r);
+    cJSON *res = NULL;
+    int rc = wacp_human_call(r->w, u, op, req, &res, &e);
+    if (rc < 0 || !res) {
+        cJSON_Delete(res);
+        if (!e.msg[0])
+            snprintf(e.msg, sizeof(e.msg), "the request failed");
+        return answer(NULL, &e);
+    }
+    return answer(res, &e);
+}
+
+/* Whether people other than the run's own user are named: they must reach the socket. */
+static bool others_mapped(const struct run *r)
+{
+    struct policy_session ps;
+    policy_session_get(r->o->policy, &ps);
+    for (size_t i = 0; i < ps.n_users; i++)
+        if (ps.users[i].uid != geteuid())
+            return true;
+    return false;
 }
 
 /* ---- control socket: `corral ps` ------------------------------------------------------------ */
@@ -752,7 +957,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         rc = cerr_set(err, errno ? errno : EIO, "cannot watch signals: %s", strerror(errno));
         goto out;
     }
-    if (o->control_path && (rc = control_new(r.loop, o->control_path, ps_json, &r, &r.ctl, err)) < 0)
+    if (o->control_path && (rc = control_new(r.loop, o->control_path, ps_json, human_request, &r,
+                                             others_mapped(&r), &r.ctl, err)) < 0)
         goto out;
     if (o->timeout > 0 && loop_timer_add(r.loop, &r.timeout_watch, o->timeout, on_run_timeout, &r) < 0) {
         rc = cerr_set(err, EIO, "cannot arm the run's --timeout");
@@ -787,6 +993,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .stop = hook_stop,
                             .notify = hook_notify,
                             .trail_query = hook_trail_query,
+                            .reply = hook_reply,
                             .commit = hook_commit};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
@@ -876,6 +1083,12 @@ out:
         run_ws_free(s);
     }
     wacp_free(r.w);
+    for (struct deferred *d = r.deferred, *next; d; d = next) {
+        next = d->next;
+        cJSON_Delete(d->id);
+        free(d->ws);
+        free(d);
+    }
     loop_free(r.loop);
     if (r.sig_fd >= 0)
         close(r.sig_fd);

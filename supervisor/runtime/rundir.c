@@ -108,7 +108,9 @@ int rundir_check_file(const char *file, const char *what, bool socket, struct ce
         return cerr_set(err, EEXIST,
                         "%s %s: something that is not a %s is there; remove it or choose another path",
                         what, file, socket ? "socket" : "regular file");
-    if (!ours(st.st_uid) || (st.st_mode & 022))
+    /* A socket of ours may be open to others (0666, when the policy maps other users): what
+     * matters there is that root bound it, and a dead one of ours is replaced. */
+    if (!ours(st.st_uid) || (!socket && (st.st_mode & 022)))
         return cerr_set(err, EPERM,
                         "%s %s is owned by uid %u (mode %04o): corral does not adopt a file another "
                         "user made or may write; remove it, or choose another path",

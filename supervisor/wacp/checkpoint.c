@@ -82,6 +82,80 @@ static const char *one_of(const char *s, const char *const *v, size_t n)
     return NULL;
 }
 
+/* The checkpoint's fields for its proof: every field of security spec 4.3, files by hash. */
+static int cp_mac(const struct wacp *w, const struct wacp_checkpoint *cp, char out[INTEGRITY_HEX],
+                  const char *check)
+{
+    cJSON *files = wacp_files_manifest_json(&cp->files);
+    cJSON *payload = cp->payload ? cJSON_Parse(cp->payload)
+                                 : NULL; /* kept as text: parsed for the proof */
+    char ts[24];
+    snprintf(ts, sizeof(ts), "%llu", (unsigned long long)cp->timestamp_ms);
+    struct integrity_field f[] = {
+        {.s = cp->id},     {.s = cp->ws},           {.s = cp->type},   {.json = payload},
+        {.s = cp->intent}, {.s = cp->parent},       {.s = cp->status}, {.s = cp->confidence},
+        {.json = files},   {.s = cp->payload_hash}, {.s = ts},
+    };
+    int r = 0;
+    if (!files || (cp->payload && !payload))
+        r = -ENOMEM;
+    else if (check)
+        r = integrity_check(&w->key, "checkpoint", f, ARRAY_SIZE(f), check) ? 0 : -EBADMSG;
+    else
+        r = integrity_mac(&w->key, "checkpoint", f, ARRAY_SIZE(f), out);
+    cJSON_Delete(files);
+    cJSON_Delete(payload);
+    return r;
+}
+
+int wacp_checkpoint_seal(struct wacp *w, struct wacp_checkpoint *cp)
+{
+    return cp_mac(w, cp, cp->mac, NULL);
+}
+
+static int violation(struct wacp *w, const struct wacp_checkpoint *cp, const char *what,
+                     const char *expected, const char *actual, struct wacp_err *e)
+{
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "subject_type", "checkpoint");
+    wacp_core_add_str(b, "subject_id", cp->id);
+    wacp_core_add_str(b, "violation", "hash_mismatch");
+    wacp_core_add_str(b, "expected", expected);
+    wacp_core_add_str(b, "actual", actual);
+    wacp_core_add_str(b, "action_taken", "rejected");
+    wacp_core_add_str(b, "detail", what);
+    int r = wacp_core_rec(w, cp->ws, "protocol", "integrity_violation", b);
+    cJSON_Delete(b);
+    w->sum.denials++;
+    if (r < 0)
+        return wacp_core_trail_err(e);
+    return wacp_core_fail(
+        e, WACP_E_STATE, "integrity_violation",
+        "checkpoint %s fails its integrity check (%s): it is not integrated; reject it "
+        "or have the agent make a new one",
+        cp->id, what);
+}
+
+int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
+{
+    if (cp_mac(w, cp, NULL, cp->mac) < 0)
+        return violation(w, cp, "its fields changed since it was made", cp->mac,
+                         "recomputed proof differs", e);
+    for (size_t i = 0; i < cp->files.n; i++) {
+        const struct wacp_file *f = &cp->files.v[i];
+        if (!f->hash[0])
+            continue; /* a deletion: no object */
+        char actual[INTEGRITY_HEX];
+        int r = integrity_object_ok(w->objects_dir, f->hash, actual);
+        if (r == 1)
+            continue;
+        char what[300];
+        snprintf(what, sizeof(what), "the stored object of %.200s was altered", f->path);
+        return violation(w, cp, what, f->hash, r == 0 ? actual : "unreadable", e);
+    }
+    return 0;
+}
+
 int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                   struct wacp_err *e)
 {
@@ -234,8 +308,15 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     wacp_files_hash_hex(canon, strlen(canon), cp->payload_hash);
     free(canon);
 
+    if (wacp_checkpoint_seal(w, cp) < 0) {
+        wacp_checkpoint_free(cp);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
     cJSON *b = wacp_checkpoint_json(cp, false);
     cJSON_AddItemToObject(b, "files", wacp_files_manifest_json(&cp->files));
+    cJSON *in = cJSON_AddObjectToObject(b, "integrity"); /* security spec 4.3, rule 2 */
+    wacp_core_add_str(in, "proof", cp->mac);
+    wacp_core_add_str(in, "algorithm", INTEGRITY_ALGORITHM);
     int r = wacp_core_rec(w, c->id, c->role, "checkpoint_created", b);
     cJSON_Delete(b);
     if (r < 0) {

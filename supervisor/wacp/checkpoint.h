@@ -12,4 +12,10 @@ int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *
                                 struct wacp_err *e);
 void wacp_checkpoint_free(struct wacp_checkpoint *cp);
 
+/* The supervisor's proof over the checkpoint (integrity.h), at creation. */
+int wacp_checkpoint_seal(struct wacp *w, struct wacp_checkpoint *cp);
+/* At integration (security spec 4.3): the checkpoint's proof, then every file object re-hashed.
+ * A mismatch is recorded (integrity_violation) and fails E (code integrity_violation). */
+int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e);
+
 #endif

@@ -31,6 +31,7 @@ void wacp_envelope_free(struct wacp_env *v)
     free(v->type);
     free(v->payload);
     cJSON_Delete(v->rights);
+    free(v->originator);
     free(v);
 }
 
@@ -140,11 +141,87 @@ static cJSON *env_json(const struct wacp_env *v)
     cJSON_AddNumberToObject(o, "attempt", v->attempt);
     cJSON_AddItemToObject(o, "rights",
                           v->rights ? cJSON_Duplicate(v->rights, true) : cJSON_CreateArray());
+    if (v->originator)
+        wacp_core_add_str(o, "originator", v->originator);
+    cJSON *in = cJSON_AddObjectToObject(o, "integrity");
+    wacp_core_add_str(in, "proof", v->mac);
+    wacp_core_add_str(in, "algorithm", INTEGRITY_ALGORITHM);
     return o;
+}
+
+/* The fields the proof covers (security spec 4.1), the sender's identity among them. The
+ * payload is kept as text: *PAYLOAD gets it parsed for the proof, the caller frees it. */
+static size_t mac_fields(const struct wacp_env *v, struct integrity_field f[11], char ts[24],
+                         cJSON **payload)
+{
+    *payload = v->payload ? cJSON_Parse(v->payload) : NULL;
+    snprintf(ts, 24, "%llu", (unsigned long long)v->timestamp_ms);
+    size_t n = 0;
+    f[n++] = (struct integrity_field){.s = v->id};
+    f[n++] = (struct integrity_field){.s = v->from};
+    f[n++] = (struct integrity_field){.s = v->to};
+    f[n++] = (struct integrity_field){.s = v->type};
+    f[n++] = (struct integrity_field){.json = *payload};
+    f[n++] = (struct integrity_field){.s = v->in_reply_to};
+    f[n++] = (struct integrity_field){.json = v->rights};
+    f[n++] = (struct integrity_field){.s = v->priority};
+    f[n++] = (struct integrity_field){.s = v->origin};
+    f[n++] = (struct integrity_field){.s = v->originator};
+    f[n++] = (struct integrity_field){.s = ts};
+    return n;
+}
+
+static int env_seal(struct wacp *w, struct wacp_env *v)
+{
+    struct integrity_field f[11];
+    char ts[24];
+    cJSON *payload;
+    size_t n = mac_fields(v, f, ts, &payload);
+    int r = integrity_mac(&w->key, "envelope", f, n, v->mac);
+    cJSON_Delete(payload);
+    return r;
+}
+
+/* Before each delivery attempt: a proof that does not verify refuses the envelope for good. */
+static bool env_verified(struct wacp *w, struct wacp_env *v)
+{
+    struct integrity_field f[11];
+    char ts[24];
+    cJSON *payload;
+    size_t n = mac_fields(v, f, ts, &payload);
+    bool ok = integrity_check(&w->key, "envelope", f, n, v->mac);
+    cJSON_Delete(payload);
+    if (ok)
+        return true;
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "subject_type", "envelope");
+    wacp_core_add_str(b, "subject_id", v->id);
+    wacp_core_add_str(b, "violation", v->mac[0] ? "hash_mismatch" : "proof_missing");
+    wacp_core_add_str(b, "expected", v->mac);
+    wacp_core_add_str(b, "actual", "recomputed proof differs");
+    wacp_core_add_str(b, "action_taken", "rejected");
+    wacp_core_rec(w, NULL, "protocol", "integrity_violation", b);
+    cJSON_Delete(b);
+    b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", v->id);
+    wacp_core_add_str(b, "from", v->from);
+    wacp_core_add_str(b, "to", v->to);
+    wacp_core_add_str(b, "type", v->type);
+    wacp_core_add_str(b, "reason", "integrity_violation");
+    wacp_core_rec(w, v->to, "protocol", "envelope_rejected", b);
+    cJSON_Delete(b);
+    v->state = ENV_REJECTED;
+    struct wacp_ws *to = wacp_tree_find(w, v->to);
+    if (to && to->inbox)
+        to->inbox--;
+    w->sum.denials++;
+    return false;
 }
 
 static void env_notify(struct wacp *w, struct wacp_env *v)
 {
+    if (!env_verified(w, v))
+        return;
     cJSON *p = wacp_core_obj();
     cJSON_AddItemToObject(p, "envelope", env_json(v));
     w->h.notify(w->h.data, v->to, "wacp/envelope", p);
@@ -172,7 +249,8 @@ void wacp_envelope_flush(struct wacp *w, struct wacp_ws *ws)
     uint64_t now = wacp_core_now_ms();
     for (size_t i = 0; i < w->n_env; i++) {
         struct wacp_env *v = w->env[i];
-        if (v->state != ENV_VALIDATED || v->sent || v->undeliverable || strcmp(v->to, ws->id))
+        if (v->state != ENV_VALIDATED || v->sent || v->gated || v->undeliverable ||
+            strcmp(v->to, ws->id))
             continue;
         first_attempt(w, v, now);
     }
@@ -252,19 +330,100 @@ static cJSON *created_body(const struct wacp_env *v, const char *originator)
     return b;
 }
 
-static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
+/* The envelope_delivery gate (highway spec 2.2): the envelope waits before the inbox. */
+static void deliver_or_queue(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 {
-    if (!wacp_core_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)))
-        return -ENOMEM;
-    v->state = ENV_VALIDATED;
-    w->env[w->n_env++] = v;
-    to->inbox++;
-    w->sum.envelopes++;
     /* Channel order: nothing queued before it, so it goes now; else it waits its turn. */
     if (takes_delivery(to->state) && !to->queued)
         first_attempt(w, v, wacp_core_now_ms());
     else
         to->queued++;
+}
+
+static void on_delivery_gate(void *data, const struct highway_gate *g, enum highway_action a,
+                             const cJSON *mods)
+{
+    struct wacp *w = data;
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(g->subject, "envelope_id");
+    struct wacp_env *v = cJSON_IsString(sid) ? env_find(w, sid->valuestring) : NULL;
+    struct wacp_ws *to = v ? wacp_tree_find(w, v->to) : NULL;
+    if (!v || !v->gated || v->state != ENV_VALIDATED || v->undeliverable || !to)
+        return;
+    v->gated = false;
+    if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
+        const cJSON *np = cJSON_GetObjectItemCaseSensitive(mods, "payload");
+        if (a == HIGHWAY_MODIFY && np) {
+            char *c = cJSON_PrintUnformatted(np);
+            if (c) {
+                free(v->payload);
+                v->payload = c;
+                env_seal(w, v); /* the supervisor vouches for the person's change */
+            }
+        }
+        deliver_or_queue(w, v, to);
+        return;
+    }
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", v->id);
+    wacp_core_add_str(b, "from", v->from);
+    wacp_core_add_str(b, "to", v->to);
+    wacp_core_add_str(b, "type", v->type);
+    wacp_core_add_str(b, "reason", a == HIGHWAY_ESCALATE ? "gate_escalated" : "gate_rejected_by_human");
+    if (wacp_core_rec(w, v->to, g->actor, "envelope_rejected", b) == 0) {
+        v->state = ENV_REJECTED;
+        if (to->inbox)
+            to->inbox--;
+    }
+    cJSON_Delete(b);
+}
+
+/* 1: held by the gate; 0: deliver now. */
+static int delivery_gate(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
+{
+    double timeout;
+    enum policy_fallback fb;
+    /* The runtime's own and a person's own envelopes are not held for a person. */
+    if (!strcmp(v->from, "system") || !strcmp(v->origin, "human") ||
+        !wacp_gate_rule(w, POLICY_GATE_ENVELOPE_DELIVERY, &timeout, &fb))
+        return 0;
+    struct wacp_ws *from = wacp_tree_find(w, v->from);
+    cJSON *s = env_json(v);
+    struct highway_gate_req r = {
+        .type = POLICY_GATE_ENVELOPE_DELIVERY,
+        .subject = s,
+        .subject_id = v->id,
+        .workspace = to->id,
+        .requester = from ? from->id : NULL,
+        .task_ref = to->task,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = from && wacp_tree_is_coordinator(from),
+        .fn = on_delivery_gate,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
+    };
+    struct highway_gate *g;
+    int rc = highway_gate_open(w->hw, &r, &g);
+    cJSON_Delete(s);
+    if (rc == 1)
+        v->gated = true;
+    return rc == 1;
+}
+
+static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
+{
+    if (!wacp_core_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)) ||
+        env_seal(w, v) < 0)
+        return -ENOMEM;
+    v->state = ENV_VALIDATED;
+    w->env[w->n_env++] = v;
+    to->inbox++;
+    w->sum.envelopes++;
+    if (delivery_gate(w, v, to) == 1)
+        return 0;
+    deliver_or_queue(w, v, to);
     return 0;
 }
 
@@ -658,5 +817,119 @@ int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const 
     *res = wacp_core_obj();
     wacp_core_add_str(*res, "right_id", r->id);
     cJSON_AddBoolToObject(*res, "revoked", true);
+    return 0;
+}
+
+/* ---- a person's envelope (highway spec 2.3): the role send rules are the one thing skipped */
+
+static int injection_rec(struct wacp *w, const char *user, const char *id, const char *to,
+                         const char *type, const char *status, const char *reason)
+{
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "envelope_id", id);
+    wacp_core_add_str(b, "actor", user);
+    wacp_core_add_str(b, "to", to);
+    wacp_core_add_str(b, "type", type);
+    wacp_core_add_str(b, "status", status);
+    if (reason)
+        wacp_core_add_str(b, "reason", reason);
+    struct wacp_ws *t = to ? wacp_tree_find(w, to) : NULL;
+    int r = wacp_core_rec(w, t ? t->id : NULL, user, "human_injection", b);
+    cJSON_Delete(b);
+    return r;
+}
+
+static int inject_refused(struct wacp *w, const char *user, const char *id, const char *to,
+                          const char *type, const char *reason, struct wacp_err *e, int rpc,
+                          const char *msg)
+{
+    if (injection_rec(w, user, id, to, type, "rejected", reason) < 0)
+        return wacp_core_trail_err(e);
+    w->sum.denials++;
+    return wacp_core_fail(e, rpc, reason, "%s", msg);
+}
+
+int wacp_envelope_inject(struct wacp *w, const char *user, const cJSON *p, cJSON **res,
+                         struct wacp_err *e)
+{
+    const cJSON *tj = cJSON_GetObjectItemCaseSensitive(p, "to");
+    const cJSON *yj = cJSON_GetObjectItemCaseSensitive(p, "type");
+    const cJSON *payload = cJSON_GetObjectItemCaseSensitive(p, "payload");
+    const cJSON *irt = cJSON_GetObjectItemCaseSensitive(p, "in_reply_to");
+    const cJSON *pri = cJSON_GetObjectItemCaseSensitive(p, "priority");
+    if (!cJSON_IsString(tj) || !cJSON_IsString(yj) || !payload || strlen(tj->valuestring) >= WACP_ID_LEN)
+        return wacp_core_fail(e, -32602, "invalid_params",
+                              "inject takes {to, type, payload, in_reply_to?, priority?}");
+    const char *to = tj->valuestring, *type = yj->valuestring;
+    char id[WACP_ID_LEN];
+    wacp_core_new_id("env", id);
+    char *txt = cJSON_PrintUnformatted(payload);
+    size_t plen = txt ? strlen(txt) : SIZE_MAX;
+    free(txt);
+    if (plen > w->max_payload || !type[0] || strlen(type) > 64)
+        return inject_refused(w, user, id, to, type, "invalid_structure", e, -32602,
+                              "the type is 1-64 characters and the payload within the envelope limit");
+    const char *priority = "normal";
+    if (cJSON_IsString(pri)) {
+        static const char *const prios[] = {"normal", "urgent", "blocking"};
+        priority = NULL;
+        for (size_t i = 0; i < ARRAY_SIZE(prios); i++)
+            if (!strcmp(pri->valuestring, prios[i]))
+                priority = prios[i];
+        if (!priority)
+            return inject_refused(w, user, id, to, type, "invalid_structure", e, -32602,
+                                  "priority is normal, urgent or blocking");
+    }
+    if (cJSON_IsString(irt) && !env_find(w, irt->valuestring))
+        return inject_refused(w, user, id, to, type, "invalid_structure", e, -32602,
+                              "in_reply_to names no envelope");
+    struct wacp_ws *t = wacp_tree_find(w, to);
+    if (!t)
+        return inject_refused(w, user, id, to, type, "target_not_found", e, WACP_E_NOT_FOUND,
+                              "no such workspace");
+    if (!type_registered(w, type))
+        return inject_refused(w, user, id, to, type, "invalid_type", e, -32602,
+                              "that envelope type is not registered (directive, feedback, query, or the "
+                              "policy's envelope_types)");
+    if (!(WS_BIT(t->state) & WS_LIVE_MASK))
+        return inject_refused(
+            w, user, id, to, type, "workspace_terminal", e, WACP_E_STATE,
+            "the workspace is closed or failed: inject into the coordinator's instead");
+    if (t->state == WS_INTEGRATING || t->state == WS_CONFLICTED)
+        return inject_refused(w, user, id, to, type, "workspace_sealed", e, WACP_E_STATE,
+                              "the workspace is being integrated: its inbox is sealed");
+    if (t->inbox >= w->max_envelopes || w->n_env >= WACP_MAX_ENVELOPES_TOTAL)
+        return inject_refused(w, user, id, to, type, "limit", e, WACP_E_LIMIT,
+                              "the workspace's inbox is full");
+    struct wacp_env *v = env_alloc("human", to, type, payload);
+    if (!v || !(v->originator = strdup(user))) {
+        wacp_envelope_free(v);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    snprintf(v->id, sizeof(v->id), "%s", id);
+    v->priority = priority;
+    v->origin = "human";
+    if (cJSON_IsString(irt))
+        snprintf(v->in_reply_to, sizeof(v->in_reply_to), "%s", irt->valuestring);
+    cJSON *b = created_body(v, user);
+    int r = wacp_core_rec(w, t->id, user, "envelope_created", b);
+    cJSON_Delete(b);
+    if (r < 0 ||
+        injection_rec(w, user, id, to, type,
+                      t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered",
+                      NULL) < 0) {
+        wacp_envelope_free(v);
+        return wacp_core_trail_err(e);
+    }
+    if (env_push(w, v, t) < 0) {
+        wacp_envelope_free(v);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "envelope_id", v->id);
+    wacp_core_add_str(*res, "status",
+                      t->state == WS_SUSPENDED || t->state == WS_MIGRATING ? "queued" : "delivered");
+    wacp_core_add_str(*res, "origin", "human");
+    wacp_core_add_str(*res, "originator", user);
     return 0;
 }

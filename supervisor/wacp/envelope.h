@@ -31,4 +31,10 @@ void wacp_envelope_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_envelope_next_deadline(const struct wacp *w);
 void wacp_envelope_free(struct wacp_env *e);
 
+/* A person's envelope {to, type, payload, in_reply_to?, priority?} (highway spec 2.3): the role
+ * send rules are the one thing skipped; origin human, originator USER_ID; recorded either way
+ * (human_injection). */
+int wacp_envelope_inject(struct wacp *w, const char *user_id, const cJSON *p, cJSON **r,
+                         struct wacp_err *e);
+
 #endif

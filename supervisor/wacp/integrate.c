@@ -49,6 +49,8 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
 {
     struct cerr ce = {0};
     struct wacp_manifest applied = {0};
+    if (wacp_checkpoint_verify(w, cp, e) < 0)
+        return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
     for (size_t i = 0; i < cp->files.n; i++)
         if (!wacp_files_manifest_get(skip, cp->files.v[i].path) &&
             wacp_files_manifest_add(&applied, cp->files.v[i].path, "", 0) < 0) {

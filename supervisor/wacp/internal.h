@@ -5,6 +5,8 @@
 #define CORRAL_WACP_INTERNAL_H
 
 #include "common/rate.h"
+#include "supervisor/wacp/highway.h"
+#include "supervisor/wacp/integrity.h"
 #include "supervisor/wacp/wacp.h"
 #include "tools/broker/protect.h"
 
@@ -70,6 +72,7 @@ struct wacp_checkpoint {
     struct wacp_manifest files;
     char payload_hash[WACP_HASH_HEX];
     uint64_t timestamp_ms;
+    char mac[INTEGRITY_HEX]; /* the supervisor's proof over all of the above (integrity.h) */
 };
 
 struct wacp_ws {
@@ -89,10 +92,12 @@ struct wacp_ws {
     struct wacp_manifest base; /* its files at creation (layered integration's base) */
     size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
-    char final_cp[WACP_ID_LEN];            /* the most recent final checkpoint, "" when none */
-    struct wacp_manifest conflicts;        /* paths in conflict while conflicted */
-    size_t inbox;                          /* envelopes addressed to it not yet acknowledged */
-    size_t queued;                         /* of those, not yet notified (it was frozen) */
+    char final_cp[WACP_ID_LEN];     /* the most recent final checkpoint, "" when none */
+    struct wacp_manifest conflicts; /* paths in conflict while conflicted */
+    size_t inbox;                   /* envelopes addressed to it not yet acknowledged */
+    size_t queued;                  /* of those, not yet notified (it was frozen) */
+    char (*grants)[WACP_ID_LEN];    /* workspaces it was granted to read (add-only: PROTOCOL 6.8) */
+    size_t n_grants;
     struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
@@ -114,6 +119,9 @@ struct wacp_env {
     bool undeliverable;
     unsigned attempt; /* notifications made (1..4) */
     uint64_t timestamp_ms, due_ms;
+    char *originator;        /* the injecting person's user id (origin human), else NULL */
+    bool gated;              /* held by an envelope_delivery gate */
+    char mac[INTEGRITY_HEX]; /* the supervisor's proof over every field above (integrity.h) */
 };
 
 enum right_kind { RIGHT_SEND = 0, RIGHT_SEND_ONCE, RIGHT_RECEIVE };
@@ -177,6 +185,27 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
+    struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
+    struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
+    bool gate_pass;           /* re-running a request a person approved */
+    /* wacp_call_ref, handed down by the method table so that human.c re-runs an approved
+     * request without calling up into it. */
+    int (*rerun)(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                 uint64_t call_ref, cJSON **result, struct wacp_err *e);
 };
+
+/* Whether gate TYPE (enum policy_gate, or HIGHWAY_TOOL_CALL) is on in this run's highway, with
+ * its timeout and fallback. */
+static inline bool wacp_gate_rule(const struct wacp *w, int type, double *timeout,
+                                  enum policy_fallback *fb)
+{
+    const struct policy_highway *h = w->session.highway;
+    if (!h)
+        return false;
+    const struct policy_gate_rule *g = type == HIGHWAY_TOOL_CALL ? &h->tool_call : &h->gates[type];
+    *timeout = g->timeout;
+    *fb = g->fallback;
+    return type == HIGHWAY_TOOL_CALL || g->enabled;
+}
 
 #endif

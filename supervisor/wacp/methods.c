@@ -5,78 +5,103 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/human.h"
 #include "supervisor/wacp/integrate.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/trail_query.h"
 #include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/visibility.h"
 #include "supervisor/wacp/workspace.h"
 
 #include <stdio.h>
+#include "tools/params.h"
+
 #include <string.h>
 
 #include <sodium.h>
 
 /* ---- the method table */
 
-enum ptype { P_STR = 1, P_BOOL, P_NUM, P_ARR, P_OBJ, P_ANY, P_STR_NULL, P_NUM_STR };
-struct pspec {
-    const char *name;
-    enum ptype type;
-    bool required;
-};
+/* Parameter shapes are tools/params tables (the one checker of tool arguments and WACP
+ * parameters), read strictly: null is a value, a key given twice is refused, strings are capped. */
+#define WACP_STR_MAX 4096
+#define STR(n, req)                                            \
+    {                                                          \
+        n, TOOL_PARAM_STRING, req, NULL, NULL, 0, WACP_STR_MAX \
+    }
+#define STR_NULL(n, req)                                            \
+    {                                                               \
+        n, TOOL_PARAM_STRING_NULL, req, NULL, NULL, 0, WACP_STR_MAX \
+    }
+#define PARAM(n, type, req)            \
+    {                                  \
+        n, type, req, NULL, NULL, 0, 0 \
+    }
+#define END                              \
+    {                                    \
+        NULL, 0, false, NULL, NULL, 0, 0 \
+    }
 typedef int (*wacp_handler)(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                             struct wacp_err *e);
 struct method {
     const char *name;
     wacp_handler fn;
-    unsigned states;            /* caller states it is allowed in */
-    const struct pspec *params; /* NULL-name terminated */
-    enum wacp_rate rate;        /* the workspace's bucket it draws on (WACP_RATE_NONE: none) */
+    unsigned states;                 /* caller states it is allowed in */
+    const struct tool_param *params; /* NULL-name terminated */
+    int gate;            /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
+    enum wacp_rate rate; /* the workspace's bucket it draws on (WACP_RATE_NONE: none) */
 };
 
-#define END            \
-    {                  \
-        NULL, 0, false \
-    }
-static const struct pspec p_none[] = {END};
-static const struct pspec p_emit[] = {
-    {"type", P_STR, true}, {"reason", P_STR, false}, {"ref", P_STR, false}, END};
-static const struct pspec p_send[] = {{"to", P_STR, true},
-                                      {"type", P_STR, true},
-                                      {"payload", P_ANY, true},
-                                      {"in_reply_to", P_STR_NULL, false},
-                                      {"priority", P_STR, false},
-                                      {"rights", P_ARR, false},
-                                      END};
-static const struct pspec p_ack[] = {{"envelope_id", P_STR, true}, END};
-static const struct pspec p_create[] = {
-    {"agent", P_STR, true},      {"directive", P_ANY, true}, {"context", P_ANY, false},
-    {"task", P_STR, false},      {"owner", P_STR, false},    {"budgets", P_OBJ, false},
-    {"delegate", P_BOOL, false}, {"timeout", P_NUM, false},  END};
-static const struct pspec p_ws_reason[] = {{"workspace", P_STR, true}, {"reason", P_STR, false}, END};
-static const struct pspec p_ws[] = {{"workspace", P_STR, true}, END};
-static const struct pspec p_transfer[] = {{"workspace", P_STR, true}, {"owner", P_STR, true}, END};
-static const struct pspec p_grant[] = {
-    {"holder", P_STR, true}, {"target", P_STR, true}, {"kind", P_STR, true}, END};
-static const struct pspec p_revoke[] = {{"right_id", P_STR, true}, {"reason", P_STR, false}, END};
-static const struct pspec p_cp[] = {{"type", P_STR, true},         {"intent", P_STR, true},
-                                    {"status", P_STR, true},       {"confidence", P_STR, true},
-                                    {"parent", P_STR_NULL, false}, {"files", P_ARR, false},
-                                    {"payload", P_ANY, false},     END};
-static const struct pspec p_cp_list[] = {{"workspace", P_STR, false}, END};
-static const struct pspec p_task[] = {{"name", P_STR, false},       {"description", P_STR, false},
-                                      {"depends_on", P_ARR, false}, {"parent_task", P_STR, false},
-                                      {"tasks", P_ARR, false},      END};
-static const struct pspec p_assign[] = {{"task", P_STR, true}, {"workspace", P_STR, true}, END};
-static const struct pspec p_task_id[] = {{"task", P_STR, true}, END};
-static const struct pspec p_integrate[] = {{"workspace", P_STR, true},
-                                           {"decision", P_STR, true},
-                                           {"strategy", P_STR, false},
-                                           {"checkpoint", P_STR, false},
+static const struct tool_param p_none[] = {END};
+static const struct tool_param p_emit[] = {STR("type", true), STR("reason", false), STR("ref", false),
                                            END};
-static const struct pspec p_resolve[] = {
-    {"workspace", P_STR, true}, {"resolution", P_STR, true}, {"prefer", P_STR, false}, END};
+static const struct tool_param p_send[] = {STR("to", true),
+                                           STR("type", true),
+                                           PARAM("payload", TOOL_PARAM_ANY, true),
+                                           STR_NULL("in_reply_to", false),
+                                           STR("priority", false),
+                                           PARAM("rights", TOOL_PARAM_ARRAY, false),
+                                           END};
+static const struct tool_param p_ack[] = {STR("envelope_id", true), END};
+static const struct tool_param p_create[] = {STR("agent", true),
+                                             PARAM("directive", TOOL_PARAM_ANY, true),
+                                             PARAM("context", TOOL_PARAM_ANY, false),
+                                             STR("task", false),
+                                             STR("owner", false),
+                                             PARAM("budgets", TOOL_PARAM_OBJECT, false),
+                                             PARAM("delegate", TOOL_PARAM_BOOL, false),
+                                             PARAM("timeout", TOOL_PARAM_NUMBER, false),
+                                             PARAM("visibility", TOOL_PARAM_ARRAY, false),
+                                             END};
+static const struct tool_param p_vis[] = {STR("workspace", true), STR("target", true), END};
+static const struct tool_param p_ws_reason[] = {STR("workspace", true), STR("reason", false), END};
+static const struct tool_param p_ws[] = {STR("workspace", true), END};
+static const struct tool_param p_transfer[] = {STR("workspace", true), STR("owner", true), END};
+static const struct tool_param p_grant[] = {STR("holder", true), STR("target", true), STR("kind", true),
+                                            END};
+static const struct tool_param p_revoke[] = {STR("right_id", true), STR("reason", false), END};
+static const struct tool_param p_cp[] = {STR("type", true),
+                                         STR("intent", true),
+                                         STR("status", true),
+                                         STR("confidence", true),
+                                         STR_NULL("parent", false),
+                                         PARAM("files", TOOL_PARAM_ARRAY, false),
+                                         PARAM("payload", TOOL_PARAM_ANY, false),
+                                         END};
+static const struct tool_param p_cp_list[] = {STR("workspace", false), END};
+static const struct tool_param p_task[] = {STR("name", false),
+                                           STR("description", false),
+                                           PARAM("depends_on", TOOL_PARAM_ARRAY, false),
+                                           STR("parent_task", false),
+                                           PARAM("tasks", TOOL_PARAM_ARRAY, false),
+                                           END};
+static const struct tool_param p_assign[] = {STR("task", true), STR("workspace", true), END};
+static const struct tool_param p_task_id[] = {STR("task", true), END};
+static const struct tool_param p_integrate[] = {STR("workspace", true), STR("decision", true),
+                                                STR("strategy", false), STR("checkpoint", false), END};
+static const struct tool_param p_resolve[] = {STR("workspace", true), STR("resolution", true),
+                                              STR("prefer", false), END};
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
@@ -87,32 +112,37 @@ static const struct pspec p_resolve[] = {
  * only. */
 static const struct method methods[] = {
     {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED),
-     p_cp, WACP_RATE_CHECKPOINTS},
-    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, WACP_RATE_NONE},
-    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve, WACP_RATE_NONE},
+     p_cp, 0, WACP_RATE_CHECKPOINTS},
+    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, 0, WACP_RATE_NONE},
+    {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve,
+     1 + POLICY_GATE_CONFLICT_RESOLUTION, WACP_RATE_NONE},
     {"wacp/envelope.ack", wacp_envelope_method_ack,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, WACP_RATE_NONE},
-    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, WACP_RATE_ENVELOPES},
-    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate, WACP_RATE_NONE},
-    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, WACP_RATE_NONE},
-    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, WACP_RATE_NONE},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, 0, WACP_RATE_NONE},
+    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, 0, WACP_RATE_ENVELOPES},
+    {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate,
+     1 + POLICY_GATE_INTEGRATION, WACP_RATE_NONE},
+    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, 0, WACP_RATE_NONE},
+    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, 0, WACP_RATE_NONE},
     {"wacp/signal.emit", wacp_signal_method_emit,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, WACP_RATE_SIGNALS},
-    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, WACP_RATE_NONE},
-    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, WACP_RATE_NONE},
-    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, WACP_RATE_NONE},
-    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, 0, WACP_RATE_SIGNALS},
+    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, 0, WACP_RATE_NONE},
+    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, 0, WACP_RATE_NONE},
+    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, 0, WACP_RATE_NONE},
+    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
     /* Reading the committed trail changes nothing: any state. Its parameters predate the
      * table and keep their own checks and messages (params NULL: the handler checks). */
-    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, WACP_RATE_NONE},
-    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason, WACP_RATE_NONE},
-    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create, WACP_RATE_NONE},
-    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, WACP_RATE_NONE},
-    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, WACP_RATE_NONE},
-    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, WACP_RATE_NONE},
-    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, WACP_RATE_NONE},
+    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, 0, WACP_RATE_NONE},
+    {"wacp/visibility.grant", wacp_visibility_method_grant, WORKING, p_vis, 0, WACP_RATE_NONE},
+    {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason,
+     1 + POLICY_GATE_WORKSPACE_ABORT, WACP_RATE_NONE},
+    {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create,
+     1 + POLICY_GATE_WORKSPACE_CREATE, WACP_RATE_NONE},
+    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, 0, WACP_RATE_NONE},
+    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, 0, WACP_RATE_NONE},
+    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, 0, WACP_RATE_NONE},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -120,62 +150,49 @@ static int method_cmp(const void *k, const void *m)
     return strcmp((const char *)k, ((const struct method *)m)->name);
 }
 
-static const char *ptype_name(enum ptype t)
+static const char *ptype_name(enum tool_param_type t)
 {
     switch (t) {
-    case P_STR: return "a string";
-    case P_BOOL: return "true or false";
-    case P_NUM: return "a number";
-    case P_ARR: return "an array";
-    case P_OBJ: return "an object";
-    case P_STR_NULL: return "a string or null";
-    case P_NUM_STR: return "a number or a string";
+    case TOOL_PARAM_STRING: return "a string";
+    case TOOL_PARAM_BOOL: return "true or false";
+    case TOOL_PARAM_NUMBER: return "a number";
+    case TOOL_PARAM_ARRAY: return "an array";
+    case TOOL_PARAM_OBJECT: return "an object";
+    case TOOL_PARAM_STRING_NULL: return "a string or null";
+    case TOOL_PARAM_NUMBER_OR_STRING: return "a number or a string";
     default: return "a JSON value";
     }
 }
 
-static bool ptype_ok(enum ptype t, const cJSON *v)
-{
-    switch (t) {
-    case P_STR: return cJSON_IsString(v) && strlen(v->valuestring) <= 4096;
-    case P_BOOL: return cJSON_IsBool(v);
-    case P_NUM: return cJSON_IsNumber(v) && v->valuedouble == v->valuedouble;
-    case P_ARR: return cJSON_IsArray(v);
-    case P_OBJ: return cJSON_IsObject(v);
-    case P_STR_NULL: return cJSON_IsNull(v) || (cJSON_IsString(v) && strlen(v->valuestring) <= 4096);
-    case P_NUM_STR: return cJSON_IsNumber(v) || cJSON_IsString(v);
-    default: return !cJSON_IsInvalid(v);
-    }
-}
-
-/* Length, then types: every key known, each of its type, the required ones present. */
+/* Length, then types: every key known and given once, each of its type, the required ones
+ * present (tools/params, strictly); the refusal worded as every WACP refusal is. */
 static int check_params(const struct method *m, const cJSON *p, struct wacp_err *e)
 {
-    if (p && !cJSON_IsObject(p) && !cJSON_IsNull(p))
+    size_t n = 0;
+    while (m->params[n].name)
+        n++;
+    const cJSON *v[16];
+    struct tool_param_bad bad;
+    if (n > ARRAY_SIZE(v))
+        return wacp_core_fail(e, -32603, "internal", "%s: too many parameters in its table", m->name);
+    if (tool_params_check_flags(m->params, n, p, TOOL_PARAMS_STRICT, v, NULL, NULL, NULL, &bad) == 0)
+        return 0;
+    switch (bad.fault) {
+    case TOOL_PARAM_NOT_OBJECT:
         return wacp_core_fail(e, -32602, "invalid_params", "%s takes an object of parameters", m->name);
-    const cJSON *k;
-    cJSON_ArrayForEach (k, p) {
-        if (!k->string)
-            return wacp_core_fail(e, -32602, "invalid_params", "%s: a parameter without a name",
-                                  m->name);
-        const struct pspec *s = m->params;
-        while (s->name && strcmp(s->name, k->string))
-            s++;
-        if (!s->name)
-            return wacp_core_fail(e, -32602, "invalid_params", "%s takes no parameter '%.64s'", m->name,
-                                  k->string);
-        if (cJSON_GetObjectItemCaseSensitive(p, k->string) != k)
-            return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
-                                  k->string);
-        if (!ptype_ok(s->type, k))
-            return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, s->name,
-                                  ptype_name(s->type));
+    case TOOL_PARAM_UNKNOWN:
+        return wacp_core_fail(e, -32602, "invalid_params", "%s takes no parameter '%.64s'", m->name,
+                              bad.key);
+    case TOOL_PARAM_REPEATED:
+        return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
+                              bad.key);
+    case TOOL_PARAM_REQUIRED:
+        return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name,
+                              bad.param->name, ptype_name(bad.param->type));
+    default:
+        return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name,
+                              bad.param->name, ptype_name(bad.param->type));
     }
-    for (const struct pspec *s = m->params; s->name; s++)
-        if (s->required && !cJSON_GetObjectItemCaseSensitive(p, s->name))
-            return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, s->name,
-                                  ptype_name(s->type));
-    return 0;
 }
 
 static uint32_t rate_of(const struct wacp *w, enum wacp_rate r)
@@ -217,6 +234,12 @@ static int rate_limited(struct wacp *w, struct wacp_ws *c, const struct method *
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e)
 {
+    return wacp_call_ref(w, caller, method, params, 0, result, e);
+}
+
+int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                  uint64_t call_ref, cJSON **result, struct wacp_err *e)
+{
     *result = NULL;
     memset(e, 0, sizeof(*e));
     const struct method *m = method ? bsearch(method, methods, ARRAY_SIZE(methods), sizeof(methods[0]),
@@ -243,7 +266,11 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
     if (!m->params) /* the handler checks its own parameters, as given */
         return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
-    return m->fn(w, c, params && cJSON_IsObject(params) ? params : &empty, result, e);
+    const cJSON *p = params && cJSON_IsObject(params) ? params : &empty;
+    int g = human_gate_method(w, c, m->name, m->gate - 1, p, call_ref, e);
+    if (g != 0)
+        return g;
+    return m->fn(w, c, p, result, e);
 }
 
 /* ---- life of the model */
@@ -253,8 +280,12 @@ int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSO
 static void on_state_changed(struct wacp *w, struct wacp_ws *ws, enum ws_state to)
 {
     wacp_task_follow(w, ws, to);
-    if (to == WS_CLOSED || to == WS_FAILED)
+    if (to == WS_CLOSED || to == WS_FAILED) {
         wacp_envelope_drop_for(w, ws);
+        /* Gates and escalations about it resolve themselves (highway spec 6.5). */
+        highway_invalidate(w->hw, ws->id, NULL, wacp_core_now_ms());
+        highway_esc_invalidate(w->hw, ws->id, wacp_core_now_ms());
+    }
 }
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err)
@@ -270,6 +301,7 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->policy = o->policy;
     w->h = *h;
     w->tree_hooks.state_changed = on_state_changed;
+    w->rerun = wacp_call_ref;
     w->redelivery_base_ms = o->redelivery_base_ms ? o->redelivery_base_ms : 1000;
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
@@ -293,6 +325,10 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
         return cerr_set(err, ENOMEM, "out of memory");
     }
     int r;
+    if (human_init(w) < 0) {
+        wacp_free(w);
+        return cerr_set(err, ENOMEM, "out of memory");
+    }
     if ((r = wacp_files_mkdirs(w->objects_dir, err)) < 0 || (r = wacp_files_mkdirs(wsd, err)) < 0) {
         wacp_free(w);
         return r;
@@ -305,6 +341,7 @@ void wacp_free(struct wacp *w)
 {
     if (!w)
         return;
+    human_free(w);
     for (size_t i = 0; i < w->n_ws; i++)
         wacp_tree_free(w->ws[i]);
     for (size_t i = 0; i < w->n_env; i++)
@@ -355,8 +392,10 @@ static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 
 uint64_t wacp_next_deadline(const struct wacp *w)
 {
-    return min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w),
-                wacp_task_next_deadline(w));
+    uint64_t h = highway_next_deadline(w->hw);
+    uint64_t m = min3(wacp_workspace_next_deadline(w), wacp_envelope_next_deadline(w),
+                      wacp_task_next_deadline(w));
+    return h < m ? h : m;
 }
 
 void wacp_tick(struct wacp *w, uint64_t now_ms)
@@ -364,6 +403,7 @@ void wacp_tick(struct wacp *w, uint64_t now_ms)
     wacp_workspace_tick(w, now_ms);
     wacp_envelope_tick(w, now_ms);
     wacp_task_tick(w, now_ms);
+    highway_tick(w->hw, now_ms);
 }
 
 bool wacp_done(const struct wacp *w)

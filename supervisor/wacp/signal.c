@@ -111,6 +111,86 @@ static enum ws_state effect(const char *type, enum ws_state s, bool *dup)
     return s; /* ready, checkpoint, escalation, integrate, acknowledged: status, no transition */
 }
 
+/* ---- escalations (highway spec 2.4) */
+
+static const struct policy_user *user_by_id(const struct wacp *w, const char *id)
+{
+    for (size_t i = 0; id && i < w->session.n_users; i++)
+        if (!strcmp(w->session.users[i].user_id, id))
+            return &w->session.users[i];
+    return NULL;
+}
+
+static void on_escalation(void *data, const struct highway_escalation *x, enum highway_response r,
+                          const cJSON *payload)
+{
+    struct wacp *w = data;
+    struct wacp_ws *ws = wacp_tree_find(w, x->workspace);
+    if (!ws || !(WS_BIT(ws->state) & WS_LIVE_MASK))
+        return;
+    switch (r) {
+    case HIGHWAY_RESP_ENVELOPE:
+        /* The answer was injected by the responder (response_ref); an empty fallback answer
+         * still unblocks the agent. */
+        if (ws->state == WS_BLOCKED)
+            wacp_tree_set_state(w, ws, WS_ACTIVE, x->actor, "escalation_answered");
+        break;
+    case HIGHWAY_RESP_ABORT:
+        wacp_tree_set_state(w, ws, WS_FAILED, x->actor,
+                            !strcmp(x->actor, "fallback") ? "escalation_timeout" : "aborted_by_human");
+        break;
+    case HIGHWAY_RESP_DELEGATION: {
+        struct wacp_ws *root = wacp_tree_root(w);
+        cJSON *p = wacp_core_obj();
+        wacp_core_add_str(p, "event", "escalation_delegated");
+        wacp_core_add_str(p, "signal_id", x->id);
+        wacp_core_add_str(p, "workspace", x->workspace);
+        wacp_core_add_str(p, "reason", x->reason);
+        if (root)
+            w->h.notify(w->h.data, root->id, "wacp/highway", p);
+        else
+            cJSON_Delete(p);
+        break;
+    }
+    }
+    (void)payload;
+}
+
+static void to_highway(struct wacp *w, struct wacp_ws *ws, const char *signal_id, const char *reason)
+{
+    const struct policy_highway *h = w->session.highway;
+    if (!h || !h->escalation)
+        return;
+    const struct policy_user *u = user_by_id(w, ws->owner);
+    struct highway_esc_req r = {
+        .signal_id = signal_id,
+        .workspace = ws->id,
+        .reason = reason,
+        .owner = ws->owner,
+        .owner_state = u && u->state ? u->state : "active",
+        .timeout = h->escalation_timeout,
+        .fallback = h->escalation_fallback,
+        .fn = on_escalation,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
+    };
+    struct highway_escalation *x;
+    if (highway_esc_open(w->hw, &r, &x) == 0) {
+        /* Its owner is deactivated: the coordinator must reroute it (highway spec 2.4). */
+        struct wacp_ws *root = wacp_tree_root(w);
+        cJSON *p = wacp_core_obj();
+        wacp_core_add_str(p, "event", "escalation_rejected");
+        wacp_core_add_str(p, "signal_id", signal_id);
+        wacp_core_add_str(p, "workspace", ws->id);
+        wacp_core_add_str(p, "reason", "owner_deactivated");
+        if (root)
+            w->h.notify(w->h.data, root->id, "wacp/highway", p);
+        else
+            cJSON_Delete(p);
+    }
+}
+
 int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                             struct wacp_err *e)
 {
@@ -156,6 +236,8 @@ int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
         return wacp_core_trail_err(e);
     if (deliver(w, c, c->parent, type, reason, ref, id) < 0)
         return wacp_core_trail_err(e);
+    if (!strcmp(type, "escalation"))
+        to_highway(w, c, id, reason); /* and to the human highway (highway spec 2.4) */
     *res = wacp_core_obj();
     wacp_core_add_str(*res, "signal_id", id);
     wacp_core_add_str(*res, "state", wacp_tree_state_name(c->state));

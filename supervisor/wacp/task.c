@@ -224,28 +224,124 @@ static const char *opt_str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The draft -> pending gate (task spec 4): off, it approves at once; on, it waits for the
- * human highway, and its timeout's fallback applies in wacp_task_tick. */
-static int gate(struct wacp *w, struct wacp_task *t)
+static void notify_coordinator(struct wacp *w, const struct highway_gate *g, const char *what)
 {
-    const struct policy_gate_rule *g = w->session.highway
-                                           ? &w->session.highway->gates[POLICY_GATE_TASK_APPROVAL]
-                                           : NULL;
-    if (!g || !g->enabled) {
+    struct wacp_ws *root = wacp_tree_root(w);
+    if (!root)
+        return;
+    cJSON *p = highway_gate_json(g, true, wacp_core_now_ms());
+    cJSON_AddStringToObject(p, "event", what);
+    w->h.notify(w->h.data, root->id, "wacp/highway", p);
+}
+
+/* ---- task approval (task spec 4, highway spec 4) */
+
+static void on_task_gate(void *data, const struct highway_gate *g, enum highway_action a,
+                         const cJSON *mods)
+{
+    struct wacp *w = data;
+    struct wacp_task *t = wacp_task_find(w, g->task_ref);
+    if (!t || t->status != TASK_DRAFT)
+        return; /* cancelled meanwhile: the gate was invalidated with it */
+    if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
+        const cJSON *v;
+        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "name")) &&
+            cJSON_IsString(v)) {
+            char *s = strdup(v->valuestring);
+            if (s) {
+                free(t->name);
+                t->name = s;
+            }
+        }
+        if (a == HIGHWAY_MODIFY && (v = cJSON_GetObjectItemCaseSensitive(mods, "description")) &&
+            cJSON_IsString(v)) {
+            char *s = strdup(v->valuestring);
+            if (s) {
+                free(t->description);
+                t->description = s;
+            }
+        }
         cJSON *b = wacp_core_obj();
         wacp_core_add_str(b, "task_id", t->id);
-        wacp_core_add_str(b, "approval", "gate_off");
         wacp_core_add_str(b, "from", "draft");
         wacp_core_add_str(b, "to", "pending");
-        int r = wacp_core_rec(w, NULL, "system", "task_approved", b);
+        wacp_core_add_str(b, "gate_id", g->id);
+        const char *src = !strcmp(g->actor, "fallback") ? "timeout_auto_approve" : "human";
+        wacp_core_add_str(b, "approval", src);
+        wacp_core_add_str(b, "approval_source", src);
+        int r = wacp_core_rec(w, NULL, g->actor, "task_approved", b);
         cJSON_Delete(b);
-        if (r < 0)
-            return r;
-        t->status = TASK_PENDING;
-        return 0;
+        if (r == 0)
+            t->status = TASK_PENDING;
+        return;
     }
-    if (g->timeout > 0)
-        t->approve_at_ms = t->created_ms + (uint64_t)(g->timeout * 1000.0);
+    wacp_task_set(w, t, TASK_CANCELLED, NULL, g->actor, NULL);
+    if (a == HIGHWAY_ESCALATE)
+        notify_coordinator(w, g, "escalated_to_coordinator");
+}
+
+static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
+{
+    double timeout;
+    enum policy_fallback fb;
+    if (!wacp_gate_rule(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
+        return 0; /* off: the caller approves at once */
+    cJSON *s = wacp_core_obj();
+    wacp_core_add_str(s, "task_id", t->id);
+    wacp_core_add_str(s, "name", t->name);
+    wacp_core_add_str(s, "description", t->description);
+    cJSON *d = cJSON_AddArrayToObject(s, "depends_on");
+    for (size_t i = 0; d && i < t->n_depends; i++)
+        cJSON_AddItemToArray(d, cJSON_CreateString(t->depends_on[i]));
+    wacp_core_add_str(s, "parent_task", t->parent_task);
+    /* Its guard key is what it asks for, not its id: a re-submitted task is the same subject. */
+    cJSON *k = cJSON_Duplicate(s, true);
+    cJSON_DeleteItemFromObject(k, "task_id");
+    char key[72];
+    highway_subject_key(k, key);
+    cJSON_Delete(k);
+    struct highway_gate_req r = {
+        .type = POLICY_GATE_TASK_APPROVAL,
+        .subject = s,
+        .subject_id = key,
+        .task_ref = t->id,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = by_coordinator,
+        .fn = on_task_gate,
+        .fn_data = w,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
+    };
+    struct highway_gate *g;
+    int rc = highway_gate_open(w->hw, &r, &g);
+    cJSON_Delete(s);
+    if (rc < 0)
+        return rc;
+    return rc == 1 ? 1 : 0; /* 0: the guard let the coordinator's re-submission through */
+}
+
+/* The draft -> pending gate (task spec 4): off (or the re-entry guard), it approves at once; on,
+ * it waits for the human highway, whose timeout runs its fallback. */
+static int gate(struct wacp *w, struct wacp_task *t, const struct wacp_ws *c)
+{
+    int g = human_gate(w, t, wacp_tree_is_coordinator(c));
+    if (g != 0)
+        return g < 0 ? g : 0;
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "task_id", t->id);
+    wacp_core_add_str(b, "approval",
+                      w->session.highway && w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].enabled
+                          ? "reentry_guard"
+                          : "gate_off");
+    wacp_core_add_str(b, "from", "draft");
+    wacp_core_add_str(b, "to", "pending");
+    int r = wacp_core_rec(w, NULL, "system", "task_approved", b);
+    cJSON_Delete(b);
+    if (r < 0)
+        return r;
+    t->status = TASK_PENDING;
     return 0;
 }
 
@@ -366,7 +462,7 @@ int wacp_task_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
             break;
         }
         w->tasks[w->n_tasks++] = t;
-        if (gate(w, t) < 0) {
+        if (gate(w, t, c) < 0) {
             made++;
             rc = -1;
             break;
@@ -439,6 +535,8 @@ int wacp_task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
                               t->id, wacp_task_status_name(t->status));
     if (wacp_task_set(w, t, TASK_CANCELLED, NULL, c->role, t->workspace_ref) < 0)
         return wacp_core_trail_err(e);
+    /* Its approval gate, if one waits, has no subject now (highway spec 6.5). */
+    highway_invalidate(w->hw, NULL, t->id, wacp_core_now_ms());
     struct wacp_ws *ws = wacp_tree_find(w, t->workspace_ref);
     if (ws && (WS_BIT(ws->state) & WS_LIVE_MASK) &&
         wacp_tree_set_state(w, ws, WS_FAILED, c->role, "task_cancelled") < 0)
@@ -465,37 +563,15 @@ int wacp_task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJS
     return 0;
 }
 
+/* Approval timeouts are the highway's: nothing is due here. */
 void wacp_task_tick(struct wacp *w, uint64_t now)
 {
-    if (!w->session.highway)
-        return;
-    enum policy_fallback fb = w->session.highway->gates[POLICY_GATE_TASK_APPROVAL].fallback;
-    for (size_t i = 0; i < w->n_tasks; i++) {
-        struct wacp_task *t = w->tasks[i];
-        if (t->status != TASK_DRAFT || !t->approve_at_ms || now < t->approve_at_ms)
-            continue;
-        t->approve_at_ms = 0;
-        if (fb == POLICY_FALLBACK_REJECT) {
-            wacp_task_set(w, t, TASK_CANCELLED, NULL, "system", NULL);
-            continue;
-        }
-        cJSON *b = wacp_core_obj();
-        wacp_core_add_str(b, "task_id", t->id);
-        wacp_core_add_str(b, "approval", "timeout_auto_approve");
-        wacp_core_add_str(b, "from", "draft");
-        wacp_core_add_str(b, "to", "pending");
-        if (wacp_core_rec(w, NULL, "system", "task_approved", b) == 0)
-            t->status = TASK_PENDING;
-        cJSON_Delete(b);
-    }
+    (void)w;
+    (void)now;
 }
 
 uint64_t wacp_task_next_deadline(const struct wacp *w)
 {
-    uint64_t m = UINT64_MAX;
-    for (size_t i = 0; i < w->n_tasks; i++)
-        if (w->tasks[i]->status == TASK_DRAFT && w->tasks[i]->approve_at_ms &&
-            w->tasks[i]->approve_at_ms < m)
-            m = w->tasks[i]->approve_at_ms;
-    return m;
+    (void)w;
+    return UINT64_MAX;
 }

@@ -7,6 +7,7 @@
 #include "supervisor/wacp/trail_query.h"
 
 #include "supervisor/wacp/core.h"
+#include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,10 +65,13 @@ int wacp_trail_query_method(struct wacp *w, struct wacp_ws *c, const cJSON *p, c
         return -ENOMEM;
     }
     cJSON_AddItemToObject(*result, "entries", entries);
-    if (!global && ws && strcmp(ws, c->id))
+    /* Beyond its own: what a visibility grant lets it read (PROTOCOL 6.8, visibility.c). */
+    const struct wacp_ws *t = ws ? wacp_tree_find(w, ws) : NULL;
+    bool granted = t && t != c && wacp_tree_visible(c, t);
+    if (!global && ws && strcmp(ws, c->id) && !granted)
         return 0; /* outside its scope: nothing */
     struct cerr ce = {0};
-    if (w->h.trail_query(w->h.data, global ? ws : c->id, type, limit, entries, &ce) < 0) {
+    if (w->h.trail_query(w->h.data, global || granted ? ws : c->id, type, limit, entries, &ce) < 0) {
         cJSON_Delete(*result);
         *result = NULL;
         e->rpc_code = -32603;

@@ -69,6 +69,9 @@ bool wacp_tree_visible(const struct wacp_ws *caller, const struct wacp_ws *ws)
         return false;
     if (caller == ws || wacp_tree_is_coordinator(caller))
         return true;
+    for (size_t i = 0; i < caller->n_grants; i++) /* visibility grants (visibility.c) */
+        if (!strcmp(caller->grants[i], ws->id))
+            return true;
     return caller->delegate && wacp_tree_is_ancestor(caller, ws);
 }
 
@@ -99,6 +102,7 @@ void wacp_tree_free(struct wacp_ws *ws)
     cJSON_Delete(ws->context);
     wacp_files_manifest_clear(&ws->base);
     wacp_files_manifest_clear(&ws->conflicts);
+    free(ws->grants);
     free(ws);
 }
 

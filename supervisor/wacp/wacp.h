@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 struct wacp;
+struct wacp_err;
 
 /* What a newly created workspace needs from the run to exist as a process. All strings live as
  * long as the workspace. */
@@ -59,6 +60,10 @@ struct wacp_hooks {
      * < 0 with ERR: the trail cannot be read. May be NULL: the method is then unknown. */
     int (*trail_query)(void *data, const char *ws, const char *type, uint64_t limit, cJSON *entries,
                        struct cerr *err);
+    /* The answer to a request wacp_call_ref deferred (WACP_DEFERRED: it waited on a gate):
+     * RESULT (taken) on success, else E. May be NULL: gated requests are then refused. */
+    void (*reply)(void *data, const char *ws, uint64_t call_ref, cJSON *result,
+                  const struct wacp_err *e);
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
@@ -107,6 +112,33 @@ struct wacp_err {
  * (owned by the caller), or < 0 with e filled (-ENOENT: no such method, e->rpc_code -32601). */
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
               cJSON **result, struct wacp_err *e);
+
+/* wacp_call for a caller that can wait: CALL_REF (not 0) names the request. WACP_DEFERRED: a
+ * gate of the human highway holds it; hooks->reply answers it later with the same CALL_REF. */
+#define WACP_DEFERRED 1
+int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const cJSON *params,
+                  uint64_t call_ref, cJSON **result, struct wacp_err *e);
+
+/* A tool call of WS under needs_approval waits for a person (the highway's tool_call gate): 1 it
+ * waits (GATE_ID filled; DONE is called once, later, from the model's calls), 0 approved now
+ * (the re-entry guard), < 0 refused (E). DONE's APPROVED: run it; else answer the refusal.
+ * GATE_ID NULL: the model is being freed with the call still waiting: free DATA, nothing else. */
+#define WACP_GATE_ID_LEN 48
+typedef void (*wacp_tool_done_fn)(void *data, bool approved, const char *gate_id, const char *action,
+                                  const char *actor);
+int wacp_gate_tool(struct wacp *w, const char *ws, const char *tool, const cJSON *args,
+                   wacp_tool_done_fn done, void *data, char gate_id[WACP_GATE_ID_LEN],
+                   struct wacp_err *e);
+
+/* A request of an authenticated person U (the control socket): OP gate.list, gate.show,
+ * gate.approve, gate.reject, gate.modify, inject, escalations.list, escalations.respond,
+ * whoami. What U may not do is refused and recorded (capability_denied). */
+int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op, const cJSON *p,
+                    cJSON **result, struct wacp_err *e);
+
+/* Whether the workspace CALLER may read TARGET (itself, the coordinator everything, a
+ * delegate its subtree, anyone what it was granted: wacp/visibility.grant). */
+bool wacp_can_read(const struct wacp *w, const char *caller, const char *target);
 
 /* The agent of WS has ended (exit, signal, killed for a budget): a workspace that is not yet
  * terminal fails with REASON ("agent_exited", "budget_exceeded:memory", "timeout", ...). */

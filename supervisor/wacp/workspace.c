@@ -10,6 +10,7 @@
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/visibility.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -345,6 +346,8 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
         return wacp_core_trail_err(e);
     if (task && wacp_task_bind(w, task, ws, c->role) < 0)
         return wacp_core_trail_err(e);
+    if (wacp_visibility_grant_at_create(w, c, ws, p, e) < 0)
+        return -1;
     if ((r = ws_start(w, ws, &ce)) < 0) {
         if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "creation_error") < 0)
             return wacp_core_trail_err(e);

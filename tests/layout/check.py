@@ -41,15 +41,17 @@ LAYERS = [
 ]
 # Inside supervisor/wacp/, bottom first (the files' stem: x.c and x.h).
 WACP_LAYERS = [
-    ['wacp', 'internal'],
+    ['wacp', 'internal', 'highway', 'integrity'],  # highway, integrity: self-contained
     ['core'],
     ['files'],
     ['tree'],
+    ['visibility'],
     ['task'],
     ['signal'],
     ['envelope', 'checkpoint'],
     ['workspace'],
     ['integrate', 'trail_query'],
+    ['human'],
     ['methods'],
 ]
 # Global symbols owned by another part of the tree whose renaming is not done yet, by file:

@@ -615,6 +615,46 @@ static void free_while_call_runs(void **state)
     server_stop(&s);  /* releases and joins: the deferred free runs, ASan sees no leak */
 }
 
+/* The owner frees the agent from its on_end callback, as corral run does when the agent's
+ * process is gone too, while the turn-end walk that found the broken pipe still holds it: it
+ * must be released after the walk (ASan: no use after free). */
+static void on_end_free(struct agent *a, enum agent_end why, void *data)
+{
+    struct client *c = data;
+    c->ended = (int)why;
+    agent_free(a);
+    c->agent = NULL;
+}
+
+static void free_from_on_end_during_flush(void **state)
+{
+    struct server s;
+    struct client c;
+    signal(SIGPIPE, SIG_IGN);
+    server_start(&s, NULL);
+    client_connect(&s, &c);
+    agent_free(c.agent);
+    struct agent_config ac = {.name = "t",
+                              .in_fd = c.srv_in,
+                              .out_fd = c.srv_out,
+                              .surface = &test_surface,
+                              .tools = &s.tools.ctx,
+                              .on_end = on_end_free,
+                              .data = &c,
+                              .on_message = dispatch_message};
+    struct cerr err;
+    assert_int_equal(agent_new(s.host, &ac, &c.agent, &err), 0);
+    close(c.from_srv); /* its answers can no longer be written */
+    c.from_srv = -1;
+    send_line(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+    for (int i = 0; i < 50 && !c.ended; i++)
+        loop_run_once(s.loop, 5, NULL);
+    assert_int_equal(c.ended, AGENT_END_IO);
+    assert_null(c.agent);
+    client_close(&c);
+    server_stop(&s);
+}
+
 struct seen {
     int in, out, start, end;
     char order[64];
@@ -759,6 +799,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lifecycle),
+        cmocka_unit_test(free_from_on_end_during_flush),
         cmocka_unit_test(tool_calls),
         cmocka_unit_test(hostile_lines),
         cmocka_unit_test(abuse_limit_fails_only_that_agent),

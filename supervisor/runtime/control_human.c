@@ -1,0 +1,85 @@
+/* supervisor/runtime/control_human.c: see control_human.h. */
+#include "supervisor/runtime/control_human.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int control_human_peer_get(int fd, struct control_peer *p)
+{
+    struct ucred uc;
+    socklen_t len = sizeof(uc);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || len != sizeof(uc))
+        return -errno;
+    p->pid = uc.pid;
+    p->uid = uc.uid;
+    p->gid = uc.gid;
+    return 0;
+}
+
+int control_human_request(const char *path, const char *line, char **out, struct cerr *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(a.sun_path))
+        return cerr_set(err, ENAMETOOLONG, "control socket path %s is too long", path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return cerr_set(err, errno, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        int e = errno;
+        if (e == ENOENT || e == ECONNREFUSED)
+            return cerr_set(err, e,
+                            "no run is listening at %s: is `corral run` running with this trail?", path);
+        if (e == EACCES)
+            return cerr_set(err, e,
+                            "cannot reach %s: permission denied (the run's policy maps no uid of yours, "
+                            "or the directory is closed to you)",
+                            path);
+        return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
+    }
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    size_t n = strlen(line);
+    if (util_write_all(fd, line, n) < 0 || util_write_all(fd, "\n", 1) < 0)
+        return cerr_set(err, errno, "cannot send to %s: %s", path, strerror(errno));
+    shutdown(fd, SHUT_WR);
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return cerr_set(err, ENOMEM, "out of memory");
+        if (len + 1 == cap) {
+            if (cap >= ((size_t)64 << 20)) {
+                free(buf);
+                return cerr_set(err, E2BIG, "the run's answer is larger than 64 MiB");
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+            cap *= 2;
+            continue;
+        }
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            return cerr_set(err, e, "reading from %s: %s", path,
+                            e == EAGAIN ? "no answer within 30 s" : strerror(e));
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return 0;
+}
