@@ -98,7 +98,7 @@ wait "$swapper"
 logs=$(cat "$rd"/logs/*.log 2>/dev/null)
 [ -s "$d/swapped" ] && ok "6: the object was swapped" || fail "6: the object was swapped" "no object appeared"
 expect_nomatch "6: the forged content did not reach DIR" 'forged' "$(cat "$d/ws/out.txt" 2>&1)"
-expect_match "6: the integration failed on the object's hash" 'integrate ok .*"state":"failed".*(hash|object)|integrate ok .*(hash|object).*"state":"failed"' "$logs"
+expect_match "6: the integration was refused on the object's hash" 'integrate ok .*"state":"failed".*(hash|object)|integrate ok .*(hash|object).*"state":"failed"|integrate error=-?[0-9]+ integrity_violation .*object' "$logs"
 
 # ---- 7: a worker's copy swapped for a symlink to a root-only directory is not snapshotted
 secret=$T_TMP/secret
