@@ -95,6 +95,7 @@ int main(int argc, char **argv)
         return 2;
     }
     long n = atol(argv[1]);
+    long gap_us = getenv("RT_GAP_US") ? atol(getenv("RT_GAP_US")) : 0;
     const char *tool = argv[2], *args = argv[3];
     double t0 = now_us();
     if (argc > 5 && !strcmp(argv[4], "--")) {
@@ -154,6 +155,8 @@ int main(int argc, char **argv)
         }
         if (i == n - 1 && errors)
             fprintf(stderr, "rt_driver: last answer: %.300s\n", l);
+        if (gap_us > 0) /* RT_GAP_US: an agent's think time between calls, not timed */
+            usleep((useconds_t)gap_us);
     }
     double total = now_us() - start;
     qsort(lat, (size_t)n, sizeof(double), cmp);

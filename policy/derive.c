@@ -171,6 +171,7 @@ void policy_session_get(const struct policy *p, struct policy_session *out)
         .protected_paths = (const char *const *)p->protected_paths,
         .n_protected_paths = p->n_protected_paths,
         .rates = p->rates,
+        .max_workspaces = p->max_workspaces,
     };
 }
 
@@ -311,6 +312,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "  wall_time      %s\n", secs_str(v.budgets.wall_time, a, sizeof(a)));
     fprintf(f, "  output_bytes   %s\n", size_str(v.budgets.output_bytes, a, sizeof(a)));
     fprintf(f, "  storage_bytes  %s\n", size_str(v.budgets.storage_bytes, a, sizeof(a)));
+    if (v.budgets.liveness_interval > 0)
+        fprintf(f, "  liveness       %s\n", secs_str(v.budgets.liveness_interval, a, sizeof(a)));
 
     const struct sandbox_profile *s = &v.sandbox;
     fprintf(f, "\nsandbox\n");

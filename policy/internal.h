@@ -95,6 +95,7 @@ struct policy {
     const char **protected_paths; /* NULL: the default list (tools/broker/protect.h) */
     size_t n_protected_paths;
     struct policy_rates rates;
+    uint64_t max_workspaces;
 };
 
 /* Fills the built-in settings of a base role (capability row, authority, defaults). */

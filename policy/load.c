@@ -1058,8 +1058,8 @@ static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r, 
 
 static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
 {
-    static const char *const keys[] = {"memory",    "pids",         "cpus",
-                                       "wall_time", "output_bytes", "storage_bytes"};
+    static const char *const keys[] = {
+        "memory", "pids", "cpus", "wall_time", "output_bytes", "storage_bytes", "liveness_interval"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     struct policy_budgets *b = &r->budgets;
@@ -1084,6 +1084,8 @@ static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, 
         want_size(c, v, join(p, sizeof(p), path, "output_bytes"), 0, 1ull << 40, &b->output_bytes);
     if ((v = get(n, "storage_bytes")))
         want_size(c, v, join(p, sizeof(p), path, "storage_bytes"), 0, 1ull << 50, &b->storage_bytes);
+    if ((v = get(n, "liveness_interval")))
+        want_seconds(c, v, join(p, sizeof(p), path, "liveness_interval"), true, &b->liveness_interval);
 }
 
 static void load_authority(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
@@ -1921,9 +1923,9 @@ static void load_rates(struct lctx *c, const cJSON *n)
 static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_diags *d)
 {
     static const char *const keys[] = {
-        "version",         "description", "roles",  "envelope_types", "checkpoint_types",
-        "agents",          "highway",     "users",  "trail",          "max_message",
-        "protected_paths", "rate_limits", "$schema"};
+        "version",        "description",     "roles",       "envelope_types", "checkpoint_types",
+        "agents",         "highway",         "users",       "trail",          "max_message",
+        "max_workspaces", "protected_paths", "rate_limits", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1932,6 +1934,7 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
     p->trail_full = true;
     p->max_message = 8u << 20;
     p->rates = (struct policy_rates){.signals = 20, .envelopes = 20, .checkpoints = 5, .tool_calls = 50};
+    p->max_workspaces = POLICY_DEFAULT_MAX_WORKSPACES;
     highway_preset(&p->highway, 1);
     if (check_object(&c, root, "", keys, ARRAY_SIZE(keys))) {
         uint64_t ver;
@@ -1962,6 +1965,8 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
             load_protected(&c, v);
         if ((v = get(root, "rate_limits")))
             load_rates(&c, v);
+        if ((v = get(root, "max_workspaces")))
+            want_count(&c, v, "max_workspaces", 1, POLICY_MAX_MAX_WORKSPACES, &p->max_workspaces);
     }
     if (c.oom) {
         policy_free(p);

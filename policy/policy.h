@@ -69,6 +69,9 @@ struct policy_budgets {
     double wall_time;       /* seconds; 0: none */
     uint64_t output_bytes;  /* stdout+stderr the agent may produce (recorded); 0: none */
     uint64_t storage_bytes; /* bytes the workspace may hold after writes; 0: none */
+    /* seconds an agent may be silent on its pipe and use no CPU before the run records a
+     * liveness_warning and tells the parent (advisory, WACP Workspace spec 6); 0: none */
+    double liveness_interval;
 };
 
 enum policy_tool_kind {
@@ -225,8 +228,11 @@ struct policy_session {
     struct policy_rates {
         uint32_t signals, envelopes, checkpoints, tool_calls;
     } rates;
+    uint64_t max_workspaces; /* live and ended workspaces of one run (default 256) */
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
+#define POLICY_DEFAULT_MAX_WORKSPACES 256
+#define POLICY_MAX_MAX_WORKSPACES 100000
 
 /* Prints what a reviewer of the policy needs to see about ROLE (every effective setting). */
 int policy_role_print(const struct policy *p, const char *role, FILE *f, struct cerr *err);

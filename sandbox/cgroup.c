@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +118,44 @@ static bool v2_usable(char *root, size_t cap, char *own, size_t owncap)
         }
     }
     return false;
+}
+
+/* What cgroup_create looks up about the hierarchies, once per process: parsing mountinfo and
+ * /proc/self/cgroup for every sandbox cost a good part of a start, and corral's own cgroup is
+ * the one it started in (v2_enable_children may move corral into a leaf beneath it later). */
+static struct {
+    bool done, v2;
+    char v2_root[256], v2_own[2048];
+    int mount_rc[CG_NCTL], own_rc[CG_NCTL];
+    char mount[CG_NCTL][1024], own[CG_NCTL][2048];
+    bool swept[CG_NCTL + 1]; /* stale cgroups of killed corrals: swept once (slot CG_NCTL: v2) */
+} cg_host;
+static pthread_mutex_t cg_host_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cg_host_load(void)
+{
+    pthread_mutex_lock(&cg_host_lock);
+    if (!cg_host.done) {
+        cg_host.v2 = v2_usable(cg_host.v2_root, sizeof(cg_host.v2_root), cg_host.v2_own,
+                               sizeof(cg_host.v2_own));
+        for (int i = 0; i < CG_NCTL && !cg_host.v2; i++) {
+            cg_host.mount_rc[i] = v1_mount_of(cg_ctl_name[i], cg_host.mount[i],
+                                              sizeof(cg_host.mount[i]));
+            cg_host.own_rc[i] = own_cgroup(cg_ctl_name[i], cg_host.own[i], sizeof(cg_host.own[i]));
+        }
+        cg_host.done = true;
+    }
+    pthread_mutex_unlock(&cg_host_lock);
+}
+
+/* True the first time for SLOT: that caller sweeps. */
+static bool cg_sweep_once(int slot)
+{
+    pthread_mutex_lock(&cg_host_lock);
+    bool first = !cg_host.swept[slot];
+    cg_host.swept[slot] = true;
+    pthread_mutex_unlock(&cg_host_lock);
+    return first;
 }
 
 static int write_ctl(struct cgroup *cg, int ctl, const char *file, const char *val, struct cerr *err)
@@ -283,8 +322,9 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
     struct cgroup *cg = calloc(1, sizeof(*cg));
     if (!cg)
         return cerr_set(err, ENOMEM, "cgroup: out of memory");
-    char root[256], own[2048];
-    cg->v2 = v2_usable(root, sizeof(root), own, sizeof(own));
+    cg_host_load();
+    const char *root = cg_host.v2_root, *own = cg_host.v2_own;
+    cg->v2 = cg_host.v2;
     char name[96];
     /* Command sandboxes are spawned from several worker threads at once. */
     snprintf(name, sizeof(name), "corral-%ld-%lu", (long)getpid(),
@@ -304,7 +344,7 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
         cg->ndirs = 1;
         char pd[4096];
         snprintf(pd, sizeof(pd), "%s%s", root, parent ? parent->rel : own);
-        if (!parent)
+        if (!parent && cg_sweep_once(CG_NCTL))
             sweep_stale(pd);
         if ((r = v2_enable_children(pd, !parent, err)) < 0) {
             cg->ndirs = 0;
@@ -339,7 +379,7 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
                 if (!parent->dir[i])
                     continue;
                 snprintf(mnt, sizeof(mnt), "%s", parent->dir[i]);
-            } else if (v1_mount_of(cg_ctl_name[i], mnt, sizeof(mnt)) < 0) {
+            } else if (cg_host.mount_rc[i] < 0) {
                 if (i == CG_CPUACCT)
                     continue; /* usage then comes from cpu.stat where available */
                 if ((i == CG_MEMORY && !l->memory) || (i == CG_PIDS && !l->pids) ||
@@ -350,9 +390,13 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
                              "lacks memory/pids/cpu; mount it or drop that budget",
                              cg_ctl_name[i]);
                 goto fail;
+            } else {
+                snprintf(mnt, sizeof(mnt), "%s", cg_host.mount[i]);
             }
-            if (parent || own_cgroup(cg_ctl_name[i], ownc, sizeof(ownc)) < 0)
+            if (parent || cg_host.own_rc[i] < 0)
                 snprintf(ownc, sizeof(ownc), "/");
+            else
+                snprintf(ownc, sizeof(ownc), "%s", cg_host.own[i]);
             const char *base = ownc;
             if (!cg->rel)
                 cg->rel = parent ? util_printf("%s/%s", parent->rel, name)
@@ -373,7 +417,7 @@ int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, s
             cg->dir[i] = d;
             if (shared)
                 continue;
-            if (!parent) {
+            if (!parent && cg_sweep_once(i)) {
                 char pd[4096];
                 snprintf(pd, sizeof(pd), "%s%s", mnt, strcmp(ownc, "/") ? ownc : "");
                 sweep_stale(pd);
@@ -476,6 +520,13 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
 const char *cgroup_path(const struct cgroup *cg)
 {
     return cg ? cg->rel : NULL;
+}
+
+int cgroup_clone_fd(const struct cgroup *cg)
+{
+    if (!cg || !cg->v2 || !cg->leaf)
+        return -1;
+    return open(cg->leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* SIGKILL every process listed in DIR/cgroup.procs (v1 has no cgroup.kill). */

@@ -16,6 +16,9 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r);
 const char *cgroup_path(const struct cgroup *cg); /* relative to the hierarchy root(s) */
 int cgroup_kill(struct cgroup *cg);               /* SIGKILL every process in it */
 void cgroup_destroy(struct cgroup *cg);           /* kill what is left, rmdir, free; NULL ok */
+/* cgroup v2: an fd of the directory the sandbox's processes live in, for CLONE_INTO_CGROUP;
+ * -1 on v1 (there the pid is moved after the clone). */
+int cgroup_clone_fd(const struct cgroup *cg);
 
 /* seccomp.c: the filter as raw BPF, built in the parent so failures are reported before clone.
  * exec_ptr: when the profile does not allow exec after start, the one execve allowed is the one
@@ -42,5 +45,53 @@ int net_loopback_up(const struct net_request *req, struct cerr *err);
 /* landlock.c: restrict writes to the given absolute paths (inside the new root) for this process
  * and its future children. Returns 0, or a negative code with err set. */
 int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *err);
+
+/* spawn.c: the half of a start that clones init (see spawn_clone), run by the zygote or, when
+ * none was started, by the caller. spawn_fds are init's ends of the caller's pipes, the
+ * program's stdio (-1: inherit) and a cgroup v2 directory to be born in (-1: none). */
+#define SPAWN_MAX_KEEP 256 /* fds init keeps: its pipes, stdio, and one per bind of the root */
+struct spawn_fds {
+    int go_rd, err_wr, status_wr, notify_wr, in, out, err, cgroup;
+};
+struct spawn_cloned {
+    pid_t pid;
+    int pidfd;
+    uint64_t exec_ptr; /* the exec page's address in init (the filter allows that execve) */
+};
+int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                bool sibling, struct spawn_cloned *out, struct cerr *err);
+
+/* What sandbox_spawn does through the parts above it, which it never names (the zygote and
+ * warm.c sit on spawn.c, not beneath it): who clones (none: spawn_clone in this process), and
+ * the prepared sandboxes. zygote_start sets them, zygote_stop clears them. */
+struct spawn_hooks {
+    int (*clone)(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                 struct spawn_cloned *out, struct cerr *err);
+    int (*take)(const struct sandbox_profile *p, const char *program, struct sandbox_child **out);
+    void *(*refill_make)(const struct sandbox_profile *p, const char *program);
+    void (*refill)(void *req);
+    void (*refill_drop)(void *req);
+    void (*drop_children)(const struct sandbox_child *parent);
+    bool (*destroy_later)(struct cgroup *cg, const struct sandbox_child *parent);
+};
+void spawn_hooks_set(const struct spawn_hooks *h);
+
+/* warm.c: prepared sandboxes (sandbox_prepare) kept for profiles that start commands again and
+ * again, so a command's start is its program's alone. warm_take hands one whose profile matches
+ * (0 with *out NULL: none); warm_refill_make copies a profile at a start, and warm_refill asks
+ * for the next sandbox of it in the background when that start's sandbox ends;
+ * warm_drop_children ends those whose cgroup nests in PARENT's (before PARENT's goes). */
+int warm_take(const struct sandbox_profile *p, const char *program, struct sandbox_child **out);
+void *warm_refill_make(const struct sandbox_profile *p, const char *program); /* NULL: none wanted */
+void warm_refill(void *req);                                                  /* queues it (taking it) */
+void warm_refill_drop(void *req);
+void warm_drop_children(const struct sandbox_child *parent);
+void warm_stop(void);
+/* Hands the cgroup of an ended sandbox nested in PARENT's to the background thread to remove;
+ * false: remove it yourself (no thread, or no parent to order the removal against). */
+bool warm_destroy_later(
+    struct cgroup *cg,
+    const struct sandbox_child
+        *parent); /* ends the background thread and every prepared sandbox (zygote_stop) */
 
 #endif

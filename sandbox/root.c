@@ -8,10 +8,12 @@
 #include "sandbox/root.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -60,59 +62,114 @@ static int add_entry(struct root_plan *plan, struct root_entry e, struct cerr *e
 
 /* A user namespace whose only mapping is FROM (an owner on disk) -> TO (the sandbox's host id),
  * used to id-map a writable bind: files owned by FROM appear owned by the sandbox's user, and
- * what it creates is stored as FROM. Returns an fd of the namespace or -errno. */
+ * what it creates is stored as FROM.
+ *
+ * A namespace needs a process to be born in. That process is cloned with CLONE_VM | CLONE_FILES
+ * and does nothing but wait to be killed: it shares the caller's fd table instead of copying it
+ * (so it holds no reference to any pipe or socket of the caller's, and none of a helper made at
+ * the same instant by another thread), touches no memory, takes no lock and calls no library
+ * function that could. The caller writes its maps, opens its namespace and kills it. (The helper
+ * this replaces was fork()ed from a pool thread and never exec'd: helpers forked at the same
+ * moment held each other's pipe ends and waited forever for an EOF; issue 12.) */
+static int idmap_helper_main(void *arg)
+{
+    (void)arg;
+    for (;;)
+        syscall(SYS_pause); /* never returns: only SIGKILL ends it, and errno is never written */
+    return 0;
+}
+
+static int idmap_userns_make(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_gid,
+                             struct cerr *err)
+{
+    enum { STACK = 16384 };
+    void *stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1,
+                       0);
+    if (stack == MAP_FAILED)
+        return cerr_set(err, errno, "root: cannot map the user namespace helper's stack: %s",
+                        strerror(errno));
+    /* No signal handler of ours may run on the helper's stack: everything stays blocked in it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* exit_signal 0: no SIGCHLD to the caller, and no waitpid(-1) elsewhere can reap it. */
+    pid_t pid = clone(idmap_helper_main, (char *)stack + STACK, CLONE_NEWUSER | CLONE_VM | CLONE_FILES,
+                      NULL);
+    int ce = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        munmap(stack, STACK);
+        return cerr_set(err, ce, "root: cannot create a user namespace for an id-mapped mount: %s",
+                        strerror(ce));
+    }
+    char p[64], map[64];
+    snprintf(p, sizeof(p), "/proc/%ld/uid_map", (long)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_uid, (unsigned)to_uid);
+    int w = util_write_file(p, map);
+    snprintf(p, sizeof(p), "/proc/%ld/setgroups", (long)pid);
+    if (w == 0)
+        w = util_write_file(p, "deny");
+    snprintf(p, sizeof(p), "/proc/%ld/gid_map", (long)pid);
+    snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_gid, (unsigned)to_gid);
+    if (w == 0)
+        w = util_write_file(p, map);
+    snprintf(p, sizeof(p), "/proc/%ld/ns/user", (long)pid);
+    int r = w < 0 ? cerr_set(err, w, "root: cannot write the id map: %s", strerror(-w))
+                  : open(p, O_RDONLY | O_CLOEXEC);
+    if (w == 0 && r < 0)
+        r = cerr_set(err, errno, "root: cannot open %s: %s", p, strerror(errno));
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+        ;
+    munmap(stack, STACK); /* only now: the helper ran on it until it was reaped */
+    return r;
+}
+
+/* Namespaces already made, by mapping: a workspace's writable bind needs the same one for every
+ * command, so each is made once per process (a few fds in all, not one per sandbox). Callers get
+ * their own dup, so an entry pushed out by a newer one never closes an fd still in use. */
+static struct {
+    uid_t from_uid, to_uid;
+    gid_t from_gid, to_gid;
+    int fd;
+    unsigned long used;
+} idmap_cache[8];
+static unsigned long idmap_clock;
+static pthread_mutex_t idmap_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int idmap_userns(uid_t from_uid, uid_t to_uid, gid_t from_gid, gid_t to_gid, struct cerr *err)
 {
-    int go[2], ready[2];
-    if (pipe2(go, O_CLOEXEC) < 0)
-        return cerr_set(err, errno, "root: pipe: %s", strerror(errno));
-    if (pipe2(ready, O_CLOEXEC) < 0) {
-        close(go[0]);
-        close(go[1]);
-        return cerr_set(err, errno, "root: pipe: %s", strerror(errno));
+    pthread_mutex_lock(&idmap_lock);
+    size_t victim = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(idmap_cache); i++) {
+        if (idmap_cache[i].fd > 0 && idmap_cache[i].from_uid == from_uid &&
+            idmap_cache[i].to_uid == to_uid && idmap_cache[i].from_gid == from_gid &&
+            idmap_cache[i].to_gid == to_gid) {
+            idmap_cache[i].used = ++idmap_clock;
+            int fd = fcntl(idmap_cache[i].fd, F_DUPFD_CLOEXEC, 3);
+            int e = errno;
+            pthread_mutex_unlock(&idmap_lock);
+            return fd >= 0 ? fd : cerr_set(err, e, "root: dup: %s", strerror(e));
+        }
+        if (idmap_cache[i].used < idmap_cache[victim].used)
+            victim = i;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        char c = 0;
-        close(go[1]); /* else the read below never sees EOF: the helper holds its own write end */
-        close(ready[0]);
-        int ok = unshare(CLONE_NEWUSER) == 0;
-        (void)!write(ready[1], ok ? "1" : "0", 1);
-        (void)!read(go[0], &c, 1);
-        _exit(0);
+    int fd = idmap_userns_make(from_uid, to_uid, from_gid, to_gid, err);
+    if (fd >= 0) {
+        int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (keep >= 0) {
+            if (idmap_cache[victim].fd > 0)
+                close(idmap_cache[victim].fd);
+            idmap_cache[victim].from_uid = from_uid;
+            idmap_cache[victim].to_uid = to_uid;
+            idmap_cache[victim].from_gid = from_gid;
+            idmap_cache[victim].to_gid = to_gid;
+            idmap_cache[victim].fd = keep;
+            idmap_cache[victim].used = ++idmap_clock;
+        }
     }
-    close(go[0]);
-    close(ready[1]);
-    int r = -1;
-    char c = 0;
-    if (pid < 0)
-        r = cerr_set(err, errno, "root: fork: %s", strerror(errno));
-    else if (read(ready[0], &c, 1) != 1 || c != '1')
-        r = cerr_set(err, EPERM, "root: cannot create a user namespace for an id-mapped mount");
-    else {
-        char p[64], map[64];
-        snprintf(p, sizeof(p), "/proc/%ld/uid_map", (long)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_uid, (unsigned)to_uid);
-        int w = util_write_file(p, map);
-        snprintf(p, sizeof(p), "/proc/%ld/setgroups", (long)pid);
-        if (w == 0)
-            w = util_write_file(p, "deny");
-        snprintf(p, sizeof(p), "/proc/%ld/gid_map", (long)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_gid, (unsigned)to_gid);
-        if (w == 0)
-            w = util_write_file(p, map);
-        snprintf(p, sizeof(p), "/proc/%ld/ns/user", (long)pid);
-        r = w < 0 ? cerr_set(err, w, "root: cannot write the id map: %s", strerror(-w))
-                  : open(p, O_RDONLY | O_CLOEXEC);
-        if (w == 0 && r < 0)
-            r = cerr_set(err, errno, "root: cannot open %s: %s", p, strerror(errno));
-    }
-    close(go[1]); /* lets the helper exit */
-    close(ready[0]);
-    if (pid > 0)
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    return r;
+    pthread_mutex_unlock(&idmap_lock);
+    return fd;
 }
 
 /* Detached copy of HOST (recursive) with the attributes of a bind of that kind. */

@@ -89,6 +89,9 @@ struct sandbox_profile {
     const char *cwd;                           /* inside; NULL: "/" */
     char *const *envp;                         /* the program's whole environment; NULL: a minimal one */
     const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
+    bool prepare_next; /* after a start, prepare the next sandbox of this profile in the
+                               * background (sandbox/warm.c; commands nested in an agent always
+                               * are): for profiles started again and again, like a run's workers */
 };
 
 /* The minimal environment a sandboxed program gets when the caller gives none (NULL-ended):
@@ -124,6 +127,18 @@ struct sandbox_result {
  * profile asks. On success *out is owned by the caller (sandbox_child_free). */
 int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
                   const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err);
+
+/* sandbox_spawn in two steps, for starts that must be fast: sandbox_prepare does everything
+ * that makes the sandbox (cgroup, namespaces, root, id maps, filter, privileges dropped) and
+ * leaves init waiting; sandbox_start gives it the program's argv, environment (NULL: the
+ * default), directory (NULL: "/") and stdio, and returns once the program is exec'd or with
+ * the reason it was not (a set-up failure of a prepared sandbox shows here). sandbox_spawn is
+ * exactly prepare + start, taking a prepared sandbox of the same profile when one is ready
+ * (sandbox/warm.c). The profile's envp and cwd do not count for sandbox_prepare. */
+int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct sandbox_child **out,
+                    struct cerr *err);
+int sandbox_start(struct sandbox_child *c, char *const argv[], char *const envp[], const char *cwd,
+                  const struct sandbox_stdio *stdio, struct cerr *err);
 
 /* A pidfd of init: becomes readable when the sandbox has ended (for poll/epoll). Owned by child. */
 int sandbox_child_pidfd(const struct sandbox_child *c);

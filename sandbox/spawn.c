@@ -36,12 +36,35 @@
 struct sandbox_child {
     pid_t pid; /* host pid of init */
     int pidfd;
-    int status_fd; /* init writes the program's wait status here */
-    int alive_fd;  /* our end of a pipe init watches: closes when we die */
-    int notify_fd; /* the seccomp listener, until the caller takes it */
+    int status_fd; /* our end of the control socket: the go byte, the filter and the start
+                         * message go out on it, the program's wait status comes back on it, and
+                         * init watches it for hangup (we died). One fd per sandbox for all. */
+    int err_fd;    /* set-up failures and the program's execve error, until started */
+    int np_fd;     /* seccomp.notify: where init passes the listener, until started */
+    char *program;
+    bool started_prog;
+    void *refill; /* warm.c's request for the next sandbox of this profile, at our end */
+    const struct sandbox_child *parent; /* the sandbox whose cgroup holds ours (warm.c) */
+    int notify_fd;                      /* the seccomp listener, until the caller takes it */
     struct cgroup *cg;
     double started;
     bool reaped;
+};
+
+/* Set by zygote_start (see spawn_hooks_set). */
+static struct spawn_hooks spawn_hooks;
+
+void spawn_hooks_set(const struct spawn_hooks *h)
+{
+    spawn_hooks = h ? *h : (struct spawn_hooks){0};
+}
+
+/* The start message's header (see init_receive_start). */
+#define SPAWN_START_MAGIC 0x54535a43u /* "CZST" */
+#define SPAWN_START_MAX (8u << 20)
+struct spawn_start_hdr {
+    uint32_t magic;
+    uint32_t len;
 };
 
 /* Messages from the child to the parent on the error pipe: one record each. */
@@ -128,8 +151,9 @@ struct spawn_args {
     const struct root_plan *plan;
     struct seccomp_prog prog; /* received from the parent over the go pipe */
     const char *exec_path;    /* in the random page: the one execve the filter allows */
-    char *const *argv;
-    char *const *envp;
+    char *const *argv;        /* the program's argv, environment and directory: from the start */
+    char *const *envp;        /* message (init_receive_start) */
+    const char *cwd;
     const char *const *ll_paths;
     size_t n_ll;
     int in, out, err; /* stdio for the program, -1: inherit */
@@ -227,9 +251,8 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
     /* Only 0, 1, 2 cross execve; the error pipe stays usable until then. */
     CHILD_CHECK(syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0, fd, "close_range: %s",
                 strerror(errno));
-    CHILD_CHECK(chdir(a->p->cwd ? a->p->cwd : "/") == 0, fd,
-                "cannot change to the directory %s inside the sandbox: %s", a->p->cwd ? a->p->cwd : "/",
-                strerror(errno));
+    CHILD_CHECK(chdir(a->cwd) == 0, fd, "cannot change to the directory %s inside the sandbox: %s",
+                a->cwd, strerror(errno));
     CTT("prog-start");
     if (a->p->landlock) {
         struct cerr e;
@@ -331,9 +354,109 @@ static int send_filter(int fd, const struct seccomp_prog *p)
     return r;
 }
 
+/* The start message (see sandbox_start): a header with the program's three stdio fds as
+ * SCM_RIGHTS, then LEN bytes: argc, envc, the directory, the arguments, the environment, each
+ * string length-prefixed and NUL-ended. Read into pages of its own (mmap: no allocator in a
+ * clone of a threaded process) and checked like any input. A short read: the parent is gone or
+ * gave up (a prepared sandbox it never used), and init leaves. */
+static void init_receive_start(struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    struct spawn_start_hdr h;
+    union {
+        struct cmsghdr c;
+        char buf[CMSG_SPACE(3 * sizeof(int))];
+    } u;
+    struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t n;
+    while ((n = recvmsg(a->go_rd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof(h))
+        _exit(125);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHILD_CHECK(h.magic == SPAWN_START_MAGIC && h.len >= 8 && h.len <= SPAWN_START_MAX && c &&
+                    c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len == CMSG_LEN(3 * sizeof(int)) && !(m.msg_flags & MSG_CTRUNC),
+                fd, "start: a malformed start message");
+    int std[3];
+    memcpy(std, CMSG_DATA(c), sizeof(std));
+    a->in = std[0];
+    a->out = std[1];
+    a->err = std[2];
+    unsigned char *b = mmap(NULL, h.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHILD_CHECK(b != MAP_FAILED, fd, "start: cannot map %u bytes: %s", h.len, strerror(errno));
+    if (util_read_all(a->go_rd, b, h.len) != (ssize_t)h.len)
+        _exit(125);
+    uint32_t argc, envc;
+    memcpy(&argc, b, 4);
+    memcpy(&envc, b + 4, 4);
+    CHILD_CHECK(argc >= 1 && argc <= h.len / 5 && envc <= h.len / 5, fd,
+                "start: %u arguments, %u variables: malformed", argc, envc);
+    char **v = mmap(NULL, ((size_t)argc + envc + 2) * sizeof(char *), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHILD_CHECK(v != MAP_FAILED, fd, "start: cannot map the argument vector: %s", strerror(errno));
+    size_t off = 8;
+    for (uint32_t i = 0; i < 1 + argc + envc; i++) {
+        uint32_t l;
+        CHILD_CHECK(h.len - off >= 4, fd, "start: a string runs past the message");
+        memcpy(&l, b + off, 4);
+        off += 4;
+        CHILD_CHECK(h.len - off >= (size_t)l + 1 && b[off + l] == 0 && !memchr(b + off, 0, l), fd,
+                    "start: a malformed string");
+        char *str = (char *)b + off;
+        off += (size_t)l + 1;
+        if (i == 0)
+            a->cwd = str;
+        else if (i <= argc)
+            v[i - 1] = str;
+        else
+            v[argc + 1 + (i - 1 - argc)] = str;
+    }
+    CHILD_CHECK(off == h.len, fd, "start: bytes left over");
+    v[argc] = NULL;
+    v[argc + 1 + envc] = NULL;
+    a->argv = v;
+    a->envp = v + argc + 1;
+}
+
+/* The first thing init does: close every fd it does not need. A clone copies its parent's whole
+ * fd table (in a supervisor: the trail, the control socket, every agent's pipes) and nothing of
+ * that may live in a sandbox, or count against the nofile budget applied below (a role's small
+ * RLIMIT_NOFILE made landlock fail with EMFILE while init still held a big supervisor's fds). */
+static void init_close_inherited(const struct spawn_args *a)
+{
+    int keep[SPAWN_MAX_KEEP];
+    size_t n = 0;
+    int mine[] = {0, 1, 2, a->go_rd, a->err_wr, a->status_wr, a->notify_wr, a->in, a->out, a->err};
+    for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+        if (mine[i] >= 0)
+            keep[n++] = mine[i];
+    for (size_t i = 0; i < a->plan->n && n < ARRAY_SIZE(keep); i++)
+        if (a->plan->e[i].fd >= 0)
+            keep[n++] = a->plan->e[i].fd;
+    for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen fds, and no malloc here */
+        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    int next = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (keep[i] > next)
+            syscall(SYS_close_range, (unsigned)next, (unsigned)keep[i] - 1, 0);
+        if (keep[i] + 1 > next)
+            next = keep[i] + 1;
+    }
+    syscall(SYS_close_range, (unsigned)next, ~0U, 0);
+}
+
 __attribute__((noreturn)) static void init_main(struct spawn_args *a)
 {
     int fd = a->err_wr;
+    init_close_inherited(a);
+    (void)prctl(PR_SET_NAME, "corral", 0, 0, 0); /* the supervisor's name, not the zygote's */
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
     char c;
@@ -371,6 +494,18 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0, fd, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
     CTT("privs");
 
+    /* Ready. A prepared sandbox waits here for its program (sandbox_start); everything that
+     * made it a sandbox is done, and the program gets nothing init did not check. */
+    init_receive_start(a);
+    CTT("start-msg");
+    /* corral's own argv strings, which init inherits, are blanked before the program starts, so
+     * it never reads a host path or option in /proc/1/cmdline. (The program's argv came in the
+     * start message, in pages of its own.) */
+    if (a->arg_start && a->arg_len > 12) {
+        memset(a->arg_start, 0, a->arg_len);
+        memcpy(a->arg_start, "corral-init", 11);
+    }
+
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -398,15 +533,8 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     /* init keeps nothing of corral's but its status pipe: corral's other fds (a trail, agent
      * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. */
     if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
-        a->status_wr = 3;
+        a->status_wr = a->alive_rd = a->go_rd = 3;
     syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0);
-    /* vfork returned: the program has exec'd and no longer shares these strings (its argv came
-     * from them). */
-    if (a->arg_start && a->arg_len > 12) {
-        memset(a->arg_start, 0, a->arg_len);
-        memcpy(a->arg_start, "corral-init", 11);
-    }
-
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int i = 0; i < 3 && devnull >= 0; i++)
         dup2(devnull, i); /* init must not hold the program's pipes open */
@@ -561,8 +689,111 @@ static int read_setup_outcome(int fd, const char *program, struct cerr *err)
     return cerr_set(err, EPERM, "sandbox set-up failed: %s", buf + 1);
 }
 
-int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
-                  const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
+/* The half of a start that needs a process to clone from: the root's detached mounts (host
+ * lookups, id-mapped binds), the exec page, and clone3 of init. It runs in the zygote (a fork
+ * server made before the supervisor had threads; see zygote.c) or, when none was started, in
+ * the caller. SIBLING (the zygote): CLONE_PARENT makes init the supervisor's child, not the
+ * zygote's, so the supervisor waits for it, signals it and is its parent for PR_SET_PDEATHSIG,
+ * exactly as if it had cloned init itself. F holds init's ends of the supervisor's pipes; they
+ * stay the caller's to close. */
+int spawn_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
+                bool sibling, struct spawn_cloned *out, struct cerr *err)
+{
+    int r;
+    struct root_plan plan = {0};
+    const char *ll_paths[64];
+    size_t n_ll = 0;
+    if (sibling)
+        TRACE_START();
+    void *exec_page = map_exec_page(program);
+    if (!exec_page)
+        return cerr_set(err, ENOMEM, "cannot map the exec page");
+    CTT("start");
+    if ((r = root_plan_build(&plan, p, program, err)) < 0)
+        goto out;
+    if (plan.n > SPAWN_MAX_KEEP - 8) {
+        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 8);
+        goto out;
+    }
+    CTT("plan");
+    ll_paths[n_ll++] = "/tmp";
+    ll_paths[n_ll++] = "/dev/null";
+    ll_paths[n_ll++] = "/dev/zero";
+    ll_paths[n_ll++] = "/dev/full";
+    for (size_t i = 0; i < p->n_binds && n_ll < ARRAY_SIZE(ll_paths); i++)
+        if (p->binds[i].writable)
+            ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
+
+    struct spawn_args a = {
+        .p = p,
+        .plan = &plan,
+        .exec_path = exec_page,
+        .ll_paths = ll_paths,
+        .n_ll = n_ll,
+        .in = f->in,
+        .out = f->out,
+        .err = f->err,
+        .go_rd = f->go_rd,
+        .err_wr = f->err_wr,
+        .status_wr = f->status_wr,
+        .alive_rd = f->go_rd,
+        .notify_wr = f->notify_wr,
+        .listener = -1,
+    };
+    own_args(&a.arg_start, &a.arg_len);
+    a.no_caps = cap_init();
+    a.prog.insns = malloc(BPF_MAXINSNS * sizeof(struct sock_filter));
+    if (!a.no_caps || !a.prog.insns) {
+        r = cerr_set(err, ENOMEM, "out of memory");
+        goto out_args;
+    }
+    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0)
+        goto out_args;
+    int pidfd = -1;
+    struct clone_args ca = {
+        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_NEWNET | CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    if (sibling) {
+        /* The kernel refuses an exit signal with CLONE_PARENT: init gets the zygote's own, which
+         * is SIGCHLD (it was forked). */
+        ca.flags |= CLONE_PARENT;
+        ca.exit_signal = 0;
+    }
+    if (f->cgroup >= 0) {
+        /* cgroup v2: born in its cgroup, so no move (and no wait on the cgroup lock) later. */
+        ca.flags |= CLONE_INTO_CGROUP;
+        ca.cgroup = (uint64_t)f->cgroup;
+    }
+    fflush(NULL);
+    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+    if (pid < 0) {
+        r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
+                     errno == EPERM || errno == ENOSPC
+                         ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)"
+                         : "");
+        goto out_args;
+    }
+    if (pid == 0)
+        init_main(&a);
+    CTT("clone");
+    out->pid = pid;
+    out->pidfd = pidfd;
+    out->exec_ptr = (uint64_t)(uintptr_t)exec_page;
+    r = 0;
+out_args:
+    cap_free(a.no_caps); /* the child has its own copies */
+    free(a.prog.insns);
+out:
+    root_plan_free(&plan);
+    munmap(exec_page, 4096); /* init has its own copy, at the same address */
+    return r;
+}
+
+int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct sandbox_child **out,
+                    struct cerr *err)
 {
     if (!program || program[0] != '/')
         return cerr_set(err, EINVAL,
@@ -578,160 +809,88 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
 
     int r;
     struct sandbox_child *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c || !(c->program = strdup(program))) {
+        free(c);
         return cerr_set(err, ENOMEM, "out of memory");
-    c->pidfd = c->status_fd = c->alive_fd = c->notify_fd = -1;
+    }
+    c->pidfd = c->status_fd = c->notify_fd = c->err_fd = c->np_fd = -1;
     c->pid = -1;
+    c->parent = p->cgroup_parent;
     struct seccomp_prog prog = {0};
-    struct root_plan plan = {0};
-    void *exec_page = NULL;
-    int go[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1}, np[2] = {-1, -1};
-    const char *ll_paths[64];
-    size_t n_ll = 0;
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, np[2] = {-1, -1};
+    int cgfd = -1;
 
     TRACE_START();
-#define TT(x) CTT(x)
-    exec_page = map_exec_page(program);
-    if (!exec_page) {
-        r = cerr_set(err, ENOMEM, "cannot map the exec page");
-        goto fail;
-    }
-    TT("start");
     /* The cgroup is made (and its budgets set) before the clone: only the move into it has to
      * wait for the child, and that overlaps with the child building its root. */
     if (!p->no_cgroup) {
         const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
         if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
             goto fail;
+        cgfd = cgroup_clone_fd(c->cg);
     }
-    if ((r = root_plan_build(&plan, p, program, err)) < 0)
-        goto fail;
-    TT("plan");
-    ll_paths[n_ll++] = "/tmp";
-    ll_paths[n_ll++] = "/dev/null";
-    ll_paths[n_ll++] = "/dev/zero";
-    ll_paths[n_ll++] = "/dev/full";
-    for (size_t i = 0; i < p->n_binds && n_ll < ARRAY_SIZE(ll_paths); i++)
-        if (p->binds[i].writable)
-            ll_paths[n_ll++] = p->binds[i].inside ? p->binds[i].inside : p->binds[i].host;
-
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 || pipe2(sp, O_CLOEXEC) < 0 ||
+    CTT("cgroup-made");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
         (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
-    struct spawn_args a = {
-        .p = p,
-        .plan = &plan,
-        .exec_path = exec_page,
-        .argv = argv,
-        .envp = p->envp ? p->envp : (char *const *)sandbox_default_env,
-        .ll_paths = ll_paths,
-        .n_ll = n_ll,
-        .in = stdio ? stdio->in : -1,
-        .out = stdio ? stdio->out : -1,
-        .err = stdio ? stdio->err : -1,
+    struct spawn_fds f = {
         .go_rd = go[0],
         .err_wr = ep[1],
-        .status_wr = sp[1],
-        .alive_rd = go[0],
+        .status_wr = go[0],
         .notify_wr = np[1],
-        .listener = -1,
+        .in = -1,
+        .out = -1,
+        .err = -1,
+        .cgroup = cgfd,
     };
-    own_args(&a.arg_start, &a.arg_len);
-    a.no_caps = cap_init();
-    a.prog.insns = malloc(BPF_MAXINSNS * sizeof(struct sock_filter));
-    if (!a.no_caps || !a.prog.insns) {
-        cap_free(a.no_caps);
-        free(a.prog.insns);
-        r = cerr_set(err, ENOMEM, "out of memory");
-        goto fail;
-    }
-    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0) {
-        cap_free(a.no_caps);
-        free(a.prog.insns);
-        goto fail;
-    }
-    int pidfd = -1;
-    struct clone_args ca = {
-        .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                 CLONE_NEWNET | CLONE_PIDFD,
-        .pidfd = (uint64_t)(uintptr_t)&pidfd,
-        .exit_signal = SIGCHLD,
-    };
-    fflush(NULL);
+    struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
-    pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-    if (pid < 0) {
-        r = cerr_set(err, errno, "cannot create the namespaces (clone3): %s%s", strerror(errno),
-                     errno == EPERM || errno == ENOSPC
-                         ? " (are user namespaces enabled? see /proc/sys/user/max_user_namespaces)"
-                         : "");
-        cap_free(a.no_caps);
-        free(a.prog.insns);
+    if (spawn_hooks.clone)
+        r = spawn_hooks.clone(p, program, &f, &cl, err);
+    else
+        r = spawn_clone(p, program, &f, false, &cl, err);
+    if (r < 0)
         goto fail;
-    }
-    if (pid == 0) {
-        close(go[1]);
-        close(ep[0]);
-        close(sp[0]);
-        if (np[0] >= 0)
-            close(np[0]);
-        init_main(&a);
-    }
+    pid_t pid = cl.pid;
     c->pid = pid;
-    c->pidfd = pidfd;
-    cap_free(a.no_caps); /* the child has its own copy */
-    free(a.prog.insns);
-    a.no_caps = NULL;
-    a.prog.insns = NULL;
+    c->pidfd = cl.pidfd;
     close(go[0]);
     go[0] = -1;
     close(ep[1]);
     ep[1] = -1;
-    close(sp[1]);
-    sp[1] = -1;
     if (np[1] >= 0)
         close(np[1]);
     np[1] = -1;
 
-    TT("clone");
+    CTT("cloned");
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
-    TT("idmaps");
+    CTT("idmaps");
     if (util_write_all(go[1], "g", 1) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
     /* While init builds its root: into the cgroup, the filter, then phase two. */
-    if (c->cg && (r = cgroup_attach(c->cg, pid, err)) < 0)
+    if (c->cg && cgfd < 0 && (r = cgroup_attach(c->cg, pid, err)) < 0)
         goto fail;
-    TT("cgroup");
-    if ((r = seccomp_build(&p->seccomp, exec_page, &prog, err)) < 0)
+    CTT("cgroup");
+    if ((r = seccomp_build(&p->seccomp, (const void *)(uintptr_t)cl.exec_ptr, &prog, err)) < 0)
         goto fail;
-    TT("seccomp");
+    CTT("seccomp");
     if (send_filter(go[1], &prog) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
         (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
         goto fail;
     }
-    c->alive_fd = steal_fd(&go[1]);
-    TT("go");
-    if ((r = read_setup_outcome(ep[0], program, err)) < 0)
-        goto fail;
-    TT("execd");
-    if (np[0] >= 0 && (c->notify_fd = recv_listener(np[0])) < 0) {
-        r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
-        goto fail;
-    }
-    close(ep[0]);
-    ep[0] = -1;
-    c->status_fd = steal_fd(&sp[0]);
-    if (np[0] >= 0)
-        close(np[0]);
-    root_plan_free(&plan);
+    CTT("go");
+    c->status_fd = steal_fd(&go[1]);
+    c->err_fd = steal_fd(&ep[0]);
+    c->np_fd = steal_fd(&np[0]);
+    if (cgfd >= 0)
+        close(cgfd);
     seccomp_prog_release(&prog);
-    munmap(exec_page, 4096);
     *out = c;
     return 0;
 
@@ -741,17 +900,128 @@ fail:
             close(go[i]);
         if (ep[i] >= 0)
             close(ep[i]);
-        if (sp[i] >= 0)
-            close(sp[i]);
         if (np[i] >= 0)
             close(np[i]);
     }
-    root_plan_free(&plan);
+    if (cgfd >= 0)
+        close(cgfd);
     seccomp_prog_release(&prog);
-    if (exec_page)
-        munmap(exec_page, 4096);
     sandbox_child_free(c);
     return r;
+}
+
+static void put_str(unsigned char *b, size_t *off, const char *str)
+{
+    uint32_t l = (uint32_t)strlen(str);
+    memcpy(b + *off, &l, 4);
+    memcpy(b + *off + 4, str, (size_t)l + 1);
+    *off += 4 + (size_t)l + 1;
+}
+
+int sandbox_start(struct sandbox_child *c, char *const argv[], char *const envp[], const char *cwd,
+                  const struct sandbox_stdio *stdio, struct cerr *err)
+{
+    if (c->started_prog)
+        return cerr_set(err, EALREADY, "sandbox already started");
+    if (!argv || !argv[0])
+        return cerr_set(err, EINVAL, "start: an empty argv");
+    c->started_prog = true;
+    if (!envp)
+        envp = (char *const *)sandbox_default_env;
+    if (!cwd)
+        cwd = "/";
+    size_t argc = 0, envc = 0, len = 8 + 5 + strlen(cwd);
+    for (; argv[argc]; argc++)
+        len += 5 + strlen(argv[argc]);
+    for (; envp[envc]; envc++)
+        len += 5 + strlen(envp[envc]);
+    if (len > SPAWN_START_MAX)
+        return cerr_set(err, E2BIG,
+                        "the program's arguments and environment are too large (%zu bytes; at most %u)",
+                        len, SPAWN_START_MAX);
+    unsigned char *b = malloc(len);
+    if (!b)
+        return cerr_set(err, ENOMEM, "out of memory");
+    uint32_t n32 = (uint32_t)argc;
+    memcpy(b, &n32, 4);
+    n32 = (uint32_t)envc;
+    memcpy(b + 4, &n32, 4);
+    size_t off = 8;
+    put_str(b, &off, cwd);
+    for (size_t i = 0; i < argc; i++)
+        put_str(b, &off, argv[i]);
+    for (size_t i = 0; i < envc; i++)
+        put_str(b, &off, envp[i]);
+    /* The program's stdio travels with the header; -1 is the caller's own. */
+    int std[3] = {stdio && stdio->in >= 0 ? stdio->in : 0, stdio && stdio->out >= 0 ? stdio->out : 1,
+                  stdio && stdio->err >= 0 ? stdio->err : 2};
+    struct spawn_start_hdr h = {.magic = SPAWN_START_MAGIC, .len = (uint32_t)len};
+    struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+    union {
+        struct cmsghdr cm;
+        char buf[CMSG_SPACE(sizeof(std))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(std));
+    memcpy(CMSG_DATA(cm), std, sizeof(std));
+    int r = 0;
+    c->started = util_now();
+    if (sendmsg(c->status_fd, &m, MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+        util_write_all(c->status_fd, b, len) < 0)
+        r = cerr_set(err, EPIPE, "the sandbox's init died before its program started");
+    free(b);
+    /* The outcome: EOF on the error pipe once the program is exec'd, or init's reason. */
+    int rr = read_setup_outcome(c->err_fd, c->program, err);
+    if (r == 0)
+        r = rr;
+    else if (rr < 0)
+        r = rr; /* its own reason is the better message */
+    CTT("execd");
+    close(c->err_fd);
+    c->err_fd = -1;
+    if (r == 0 && c->np_fd >= 0 && (c->notify_fd = recv_listener(c->np_fd)) < 0)
+        r = cerr_set(err, EPROTO, "seccomp: the sandbox's init did not pass the filter's listener");
+    if (c->np_fd >= 0)
+        close(c->np_fd);
+    c->np_fd = -1;
+    return r;
+}
+
+int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *const argv[],
+                  const struct sandbox_stdio *stdio, struct sandbox_child **out, struct cerr *err)
+{
+    struct sandbox_child *c = NULL;
+#ifdef SPAWN_TRACE
+    double t_in = util_now();
+#endif
+    int r = spawn_hooks.take ? spawn_hooks.take(p, program, &c) : 0;
+#ifdef SPAWN_TRACE
+    double t_taken = util_now();
+#endif
+    if (r == 0 && !c)
+        r = sandbox_prepare(p, program, &c, err);
+    if (r < 0)
+        return r;
+#ifdef SPAWN_TRACE
+    double t_prep = util_now();
+    r = sandbox_start(c, argv, p->envp, p->cwd, stdio, err);
+    fprintf(stderr, "  spawn: take %.3f prepare %.3f start %.3f ms\n", (t_taken - t_in) * 1e3,
+            (t_prep - t_taken) * 1e3, (util_now() - t_prep) * 1e3);
+    if (r < 0) {
+#else
+    if ((r = sandbox_start(c, argv, p->envp, p->cwd, stdio, err)) < 0) {
+#endif
+        sandbox_child_free(c);
+        return r;
+    }
+    c->refill = spawn_hooks.refill_make ? spawn_hooks.refill_make(p, program) : NULL;
+    *out = c;
+    return 0;
 }
 
 int sandbox_child_pidfd(const struct sandbox_child *c)
@@ -792,6 +1062,9 @@ int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
 
 int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
 {
+#ifdef SPAWN_TRACE
+    double t_w = util_now();
+#endif
     memset(r, 0, sizeof(*r));
     if (c->reaped)
         return cerr_set(err, ECHILD, "sandbox already waited for");
@@ -820,8 +1093,17 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
         r->signal = si.si_status; /* init itself was killed: the whole sandbox ended with it */
     }
     CTT("waited");
+    if (spawn_hooks.drop_children)
+        spawn_hooks.drop_children(c);
+    if (c->refill)
+        spawn_hooks.refill(c->refill);
+    c->refill = NULL;
     cgroup_usage(c->cg, r);
-    cgroup_destroy(c->cg);
+    if (!spawn_hooks.destroy_later || !spawn_hooks.destroy_later(c->cg, c->parent))
+        cgroup_destroy(c->cg);
+#ifdef SPAWN_TRACE
+    fprintf(stderr, "  wait: %.3f ms\n", (util_now() - t_w) * 1e3);
+#endif
     CTT("destroyed");
     c->cg = NULL;
     return 0;
@@ -831,6 +1113,8 @@ void sandbox_child_free(struct sandbox_child *c)
 {
     if (!c)
         return;
+    if (spawn_hooks.drop_children)
+        spawn_hooks.drop_children(c); /* prepared sandboxes nested in our cgroup go first */
     if (c->pid > 0 && !c->reaped) {
         if (c->pidfd >= 0)
             syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -843,9 +1127,14 @@ void sandbox_child_free(struct sandbox_child *c)
         close(c->pidfd);
     if (c->status_fd >= 0)
         close(c->status_fd);
-    if (c->alive_fd >= 0)
-        close(c->alive_fd);
     if (c->notify_fd >= 0)
         close(c->notify_fd);
+    if (c->err_fd >= 0)
+        close(c->err_fd);
+    if (c->np_fd >= 0)
+        close(c->np_fd);
+    if (c->refill)
+        spawn_hooks.refill_drop(c->refill);
+    free(c->program);
     free(c);
 }

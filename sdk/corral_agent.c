@@ -339,6 +339,8 @@ static void take(struct corral_agent *a, cJSON *msg)
                 queue_event(a, CORRAL_EV_SIGNAL, sig);
             else
                 cJSON_Delete(sig);
+        } else if (!strcmp(method->valuestring, "wacp/liveness") && cJSON_IsObject(params)) {
+            queue_event(a, CORRAL_EV_LIVENESS, cJSON_Duplicate(params, true));
         }
     }
     cJSON_Delete(msg);

@@ -153,6 +153,10 @@ class Agent:
             if isinstance(sig, dict):
                 self._events.append(("signal", sig))
             return True
+        if rid is None and method == "wacp/liveness":
+            # A child silent and idle for its liveness interval (advisory): the caller decides.
+            self._events.append(("liveness", params))
+            return True
         return rid is None and method is not None  # other notifications: nothing to do
 
     def _on_envelope(self, env):

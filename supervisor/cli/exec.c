@@ -7,6 +7,7 @@
 #include "supervisor/trail/trail.h"
 #include "supervisor/cli/cli.h"
 #include "supervisor/runtime/rundir.h"
+#include "sandbox/zygote.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/listeners/listener.h"
 
@@ -414,6 +415,14 @@ int cli_exec(int argc, char **argv)
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
         goto out;
     }
+    /* Every sandbox comes from the zygote, forked now while corral has one thread: --workspace
+     * serves tools from a pool of threads, and commands start sandboxes of their own. A bare
+     * `corral exec` takes the same path (one spawn path, the one the hostile tests prove). */
+    struct cerr zerr = {0};
+    if (zygote_start(&zerr) < 0) {
+        fprintf(stderr, "corral: %s\n", zerr.msg);
+        goto out;
+    }
     /* The profile comes from a policy's role (the embedded default policy without --policy);
      * options given on the command line override it. */
     if (o.role && !o.policy) {
@@ -584,6 +593,7 @@ out_sig:
 out:
     listener_free(notify);
     sandbox_child_free(child);
+    zygote_stop(); /* with any prepared command sandbox */
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {
         fprintf(stderr, "corral: the trail could not record the end of the run: %s\n", rec.err.msg);
         status = CORRAL_EXIT_INTERNAL;

@@ -2,9 +2,12 @@
 #include "supervisor/cli/cli.h"
 
 #include "policy/policy.h"
+#include "sandbox/zygote.h"
 #include "supervisor/runtime/control.h"
+#include "supervisor/runtime/recovery.h"
 #include "supervisor/runtime/run.h"
 #include "supervisor/runtime/rundir.h"
+#include "supervisor/trail/trail.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +38,9 @@ static const char run_usage[] =
     "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default "
     "1000)\n"
     "  --quiet                 no summary at the end\n"
+    "  --resume                the trail holds a run whose supervisor died: check the trail's\n"
+    "                          integrity and rebuild that run's state from it (see corral(1):\n"
+    "                          restarting its agents is not implemented yet)\n"
     "\n"
     "The trail, the run directory and the control socket must be in directories only root can\n"
     "write (not /tmp itself: a directory of root's, mode 0700, inside it is fine).\n"
@@ -67,6 +74,61 @@ const char *cli_trail_path(const struct policy *p, const char *given)
     return s.trail_path ? s.trail_path : DEFAULT_TRAIL;
 }
 
+/* The trail's last run, when its supervisor died: plain `corral run` must not start a second run
+ * on top of it (its workspaces would stay live forever in the trail); --resume checks the trail's
+ * integrity first (recovery spec 3.1) and reconstructs the workspaces' states (3.2). -1: go on
+ * with a new run; else the exit status. */
+static int check_unfinished(const struct run_opts *o, bool resume)
+{
+    struct recovery_scan sc;
+    struct cerr err = {0};
+    if (recovery_scan_file(o->trail_path, &sc, &err) < 0) {
+        fprintf(stderr, "corral run: cannot read the trail %s: %s\n", o->trail_path, err.msg);
+        return CORRAL_EXIT_INTERNAL;
+    }
+    bool dead = sc.found && sc.unfinished && !recovery_supervisor_alive(&sc);
+    if (!resume && !dead)
+        return -1;
+    if (!resume) {
+        fprintf(stderr,
+                "corral run: the trail %s holds an unfinished run (started at entry %llu, pid %d, run "
+                "directory %s; %zu of its %zu workspaces still live): its supervisor died. Resume it "
+                "with: corral run %s --workspace %s --trail %s --resume (or start a new run on "
+                "another --trail FILE)\n",
+                o->trail_path, (unsigned long long)sc.started_seq, (int)sc.pid, sc.run_dir, sc.n_live,
+                sc.n_ws, o->policy_path, sc.workspace[0] ? sc.workspace : o->workspace, o->trail_path);
+        return CORRAL_EXIT_USAGE;
+    }
+    if (!dead) {
+        fprintf(stderr, "corral run: --resume: the trail %s holds %s\n", o->trail_path,
+                !sc.found        ? "no run"
+                : !sc.unfinished ? "no unfinished run (its last run ended)"
+                                 : "a run whose supervisor is still running");
+        return CORRAL_EXIT_USAGE;
+    }
+    uint64_t bad = 0, count = 0;
+    if (trail_verify_file_count(o->trail_path, &count, &bad, &err) != 0) {
+        fprintf(stderr,
+                "corral run: --resume: the trail %s fails its integrity check at entry %llu (%s); "
+                "nothing was resumed\n",
+                o->trail_path, (unsigned long long)bad, err.msg);
+        return CORRAL_EXIT_PROBLEMS;
+    }
+    if (o->run_dir && strcmp(o->run_dir, sc.run_dir)) {
+        fprintf(stderr,
+                "corral run: --resume: the run's directory is %s (recorded in the trail), "
+                "not --run-dir %s\n",
+                sc.run_dir, o->run_dir);
+        return CORRAL_EXIT_USAGE;
+    }
+    fprintf(stderr,
+            "corral run: --resume: the trail verifies (%llu entries); the dead run's root %s, %zu "
+            "of %zu workspaces live, run directory %s. Restarting their agents is not implemented "
+            "yet: nothing was changed\n",
+            (unsigned long long)count, sc.root[0] ? sc.root : "(none)", sc.n_live, sc.n_ws, sc.run_dir);
+    return CORRAL_EXIT_INTERNAL;
+}
+
 int cli_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -78,11 +140,13 @@ int cli_run(int argc, char **argv)
         {"timeout", required_argument, NULL, 'T'},
         {"redelivery-ms", required_argument, NULL, 'R'},
         {"quiet", no_argument, NULL, 'q'},
+        {"resume", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct run_opts o = {.trail_full = true};
     const char *trail = NULL, *durability = NULL;
+    bool resume = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -109,6 +173,7 @@ int cli_run(int argc, char **argv)
             break;
         }
         case 'q': o.quiet = true; break;
+        case 'S': resume = true; break;
         case 'h': fputs(run_usage, stdout); return CORRAL_EXIT_OK;
         default: fputs(run_usage, stderr); return CORRAL_EXIT_USAGE;
         }
@@ -143,6 +208,28 @@ int cli_run(int argc, char **argv)
         return CORRAL_EXIT_USAGE;
     }
 
+    /* Every agent holds a few fds (its pipes, pidfd, control socket, workspace directory): the
+     * soft open-file limit goes up to the hard one, and run_session says how many agents that
+     * allows. (Nothing here uses select(), so fds past 1024 are fine.) */
+    struct rlimit nf;
+    if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < nf.rlim_max) {
+        nf.rlim_cur = nf.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &nf) < 0) {
+            char v[32] = "";
+            if (util_read_file("/proc/sys/fs/nr_open", v, sizeof(v)) == 0 && strtoull(v, NULL, 10) > 0) {
+                nf.rlim_cur = strtoull(v, NULL, 10);
+                (void)setrlimit(RLIMIT_NOFILE, &nf);
+            }
+        }
+    }
+    /* Every agent and command sandbox comes from the zygote, forked now: corral has one
+     * thread yet (the pool and the trail's workers come later). */
+    struct cerr zerr = {0};
+    if (zygote_start(&zerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", zerr.msg);
+        return CORRAL_EXIT_INTERNAL;
+    }
+
     struct policy *pol = NULL;
     struct policy_diags diags = {0};
     if (policy_load_file(o.policy_path, &pol, &diags) < 0) {
@@ -165,6 +252,12 @@ int cli_run(int argc, char **argv)
     char owner[128];
     owner_of(pol, owner, sizeof(owner));
     o.owner = owner;
+
+    int unfinished = check_unfinished(&o, resume);
+    if (unfinished >= 0) {
+        policy_free(pol);
+        return unfinished;
+    }
 
     /* The trail, the run directory and the control socket are root's alone: every directory on
      * the way root's and writable by no one else, nothing adopted that another user made. */
@@ -211,6 +304,7 @@ int cli_run(int argc, char **argv)
     struct run_result res;
     struct cerr err = {0};
     int r = run_session(&o, &res, &err);
+    zygote_stop();
     policy_free(pol);
     if (r < 0) {
         fprintf(stderr, "corral run: %s\n", err.msg[0] ? err.msg : strerror(-r));

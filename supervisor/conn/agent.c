@@ -4,17 +4,20 @@
 #include "supervisor/conn/agent.h"
 #include "common/rate.h"
 #include "policy/policy.h"
+#include "supervisor/conn/mcp.h"
 #include "supervisor/trail/trail.h"
 
 #include <sodium.h>
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 
 #define READ_CHUNK 65536
+#define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
 
 struct outbuf {
@@ -37,9 +40,22 @@ struct tool_job {
     bool is_error;
     int rc;
     struct tool_job *next_staged;
-    bool approved; /* a person approved it: its own ctx with the rule lifted */
-    struct tool_ctx ctx;
-    struct tool_rule *rules;
+    struct tool_job *next_call; /* the agent's calls in flight (staged or submitted) */
+    struct tool_ctx ctx;        /* the agent's ctx, with this call's controls */
+    struct tool_call_ctl ctl;
+    cJSON *progress; /* the request's progressToken, or NULL */
+    struct loop_watch progress_w;
+    double started;
+    bool cancelled;
+};
+
+/* A request corral sent to the other end, waiting for its answer. */
+struct out_request {
+    struct out_request *next;
+    char id[32];
+    cJSON *about; /* the other end's request this one serves, or NULL */
+    agent_answer_fn done;
+    void *data;
 };
 
 struct agent_host {
@@ -87,6 +103,12 @@ struct agent {
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
     struct agent_stats st;
+    bool host;                    /* an MCP host at the other end (agent_config.host) */
+    bool can_elicit;              /* it declared the elicitation capability */
+    int log_level;                /* least level sent as notifications/message; > max: none */
+    struct tool_job *calls;       /* in flight, for cancellation */
+    struct out_request *requests; /* sent, not yet answered */
+    unsigned long next_request;
     struct agent *grave_next;
 };
 
@@ -181,9 +203,22 @@ static bool is_denial_code(const char *code)
            !strcmp(code, "permission_denied");
 }
 
+/* A denial told to the other end as a log message (MCP logging), when it listens at warning. */
+static void log_denial(struct agent *a, const char *kind, const char *subject, const char *rule,
+                       const char *reason)
+{
+    if (a->log_level > MCP_LOG_WARNING || a->ended)
+        return;
+    cJSON *p = mcp_log_denial(MCP_LOG_WARNING, kind, subject, rule, reason);
+    if (p)
+        agent_notify(a, "notifications/message", p);
+    cJSON_Delete(p);
+}
+
 static int record_denial(struct agent_host *h, struct agent *a, const char *kind, const char *subject,
                          const char *rule, const char *reason)
 {
+    log_denial(a, kind, subject, rule, reason);
     if (!h->trail)
         return 0;
     cJSON *d = cJSON_CreateObject();
@@ -204,18 +239,35 @@ int agent_record_denial(struct agent *a, const char *kind, const char *subject, 
     return record_denial(a->h, a, kind, subject, rule, NULL) < 0 ? -EIO : 0;
 }
 
+/* The request id as the trail keeps it: an id kept as the client's raw text (rpc.h) is stored
+ * as that text in a string, since the trail's canonical form has no raw numbers. */
+static cJSON *trail_id(const cJSON *id)
+{
+    if (!id)
+        return cJSON_CreateNull();
+    return cJSON_IsRaw(id) ? cJSON_CreateString(id->valuestring) : cJSON_Duplicate(id, false);
+}
+
+static void denial_of(const struct agent *a, const cJSON *result, const char **rule,
+                      const char **reason);
+
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
                            const char *tool, const cJSON *args, const cJSON *result, bool is_error,
                            int rc)
 {
-    if (!h->trail)
+    if (!h->trail) {
+        const char *rule = NULL, *reason = NULL;
+        if (is_error && result)
+            denial_of(a, result, &rule, &reason);
+        if (rule)
+            log_denial(a, "path", tool, rule, reason);
         return 0;
+    }
     cJSON *body = cJSON_CreateObject();
     bool ok = body && cJSON_AddStringToObject(body, "agent", a->name) &&
               cJSON_AddStringToObject(body, "phase", phase) &&
               cJSON_AddStringToObject(body, "tool", tool) &&
-              cJSON_AddItemToObject(body, "request_id",
-                                    id ? cJSON_Duplicate(id, false) : cJSON_CreateNull());
+              cJSON_AddItemToObject(body, "request_id", trail_id(id));
     if (ok && args) {
         char *text = cJSON_PrintUnformatted(args);
         ok = text && trail_put_text(h, body, "arguments", text, strlen(text)) == 0;
@@ -224,9 +276,10 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     if (ok && !strcmp(phase, "end")) {
         const cJSON *code = is_error ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
         ok = cJSON_AddStringToObject(body, "outcome",
-                                     rc < 0     ? "failed"
-                                     : is_error ? "error"
-                                                : "ok") &&
+                                     rc == -ECANCELED ? "cancelled"
+                                     : rc < 0         ? "failed"
+                                     : is_error       ? "error"
+                                                      : "ok") &&
              (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring));
     }
     if (!ok) {
@@ -236,27 +289,43 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     int r = host_trail_append(h, a->name, "tool_call", body);
     /* A refusal by the rules (not a missing file or a bad argument) is also a denial entry, so
      * every denial can be found by its type. */
-    if (r == 0 && is_error && result) {
+    if (r == 0 && is_error && result && rc != -ECANCELED) {
         const char *rule = NULL, *reason = NULL;
-        if (a->surface->denial) {
-            rule = a->surface->denial(result);
-            const cJSON *c = cJSON_GetObjectItemCaseSensitive(result, "code");
-            if (!cJSON_IsString(c))
-                c = cJSON_GetObjectItemCaseSensitive(result, "error");
-            reason = cJSON_IsString(c) ? c->valuestring : NULL;
-        } else {
-            const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
-            if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
-                rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
-                reason = code->valuestring;
-            }
-        }
+        denial_of(a, result, &rule, &reason);
         if (rule)
             r = record_denial(h, a, "path", tool, rule, reason);
     }
     return r;
+}
+
+/* Whether an error RESULT is a refusal by the rules, and which (see tool_surface.denial). */
+static void denial_of(const struct agent *a, const cJSON *result, const char **rule, const char **reason)
+{
+    *rule = *reason = NULL;
+    if (a->surface->denial) {
+        *rule = a->surface->denial(result);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(result, "code");
+        if (!cJSON_IsString(c))
+            c = cJSON_GetObjectItemCaseSensitive(result, "error");
+        *reason = cJSON_IsString(c) ? c->valuestring : NULL;
+    } else {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
+        if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
+            *rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
+            *reason = code->valuestring;
+        }
+    }
+}
+
+int agent_record(struct agent *a, const char *type, cJSON *body)
+{
+    if (!a->h->trail) {
+        cJSON_Delete(body);
+        return 0;
+    }
+    return host_trail_append(a->h, a->name, type, body) < 0 ? -EIO : 0;
 }
 
 static int host_trail_commit(struct agent_host *h)
@@ -439,11 +508,19 @@ static void agent_update_watch(struct agent *a)
         loop_watch_del(a->h->loop, &a->win);
 }
 
+static void cancel_all(struct agent *a);
+static void requests_fail_all(struct agent *a);
+
 static void agent_end(struct agent *a, enum agent_end why)
 {
     if (a->ended)
         return;
     a->ended = true;
+    /* Nobody is left to read an answer: stop what still runs for it (a host's session ends with
+     * its connection; an agent's calls would only be answered into a closed pipe). */
+    if (a->host)
+        cancel_all(a);
+    requests_fail_all(a);
     loop_watch_del(a->h->loop, &a->win);
     loop_watch_del(a->h->loop, &a->wout);
     outq_clear(&a->staged);
@@ -500,6 +577,112 @@ void agent_count_abuse(struct agent *a)
     agent_abuse_limit(a);
 }
 
+/* An answer to a request corral sent: to its waiting callback. An answer to nothing is
+ * refused like a malformed message. */
+static void agent_take_answer(struct agent *a, const struct rpc_msg *m)
+{
+    char idtext[40] = "";
+    if (cJSON_IsString(m->id))
+        snprintf(idtext, sizeof(idtext), "%s", m->id->valuestring);
+    for (struct out_request **pp = &a->requests; *pp; pp = &(*pp)->next) {
+        struct out_request *q = *pp;
+        if (!idtext[0] || strcmp(q->id, idtext))
+            continue;
+        *pp = q->next;
+        q->done(a, m->result, m->error, false, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+        return;
+    }
+    agent_abuse(a, m->id, RPC_INVALID_REQUEST, "invalid request: a response to no request corral sent");
+}
+
+int agent_request(struct agent *a, const char *method, const cJSON *params, const cJSON *about,
+                  agent_answer_fn done, void *data)
+{
+    /* Each waits on the other end, holding a copy of a call: bounded like calls in flight, so a
+     * host that never answers cannot make corral hold an unbounded number of them. */
+    size_t waiting = 0;
+    for (const struct out_request *w = a->requests; w; w = w->next)
+        waiting++;
+    if (waiting >= AGENT_MAX_REQUESTS)
+        return -EBUSY;
+    struct out_request *q = calloc(1, sizeof(*q));
+    cJSON *n = cJSON_CreateObject();
+    if (q && about)
+        q->about = cJSON_Duplicate(about, false);
+    if (!q || !n || !cJSON_AddStringToObject(n, "jsonrpc", "2.0") || (about && !q->about)) {
+        if (q)
+            cJSON_Delete(q->about);
+        free(q);
+        cJSON_Delete(n);
+        return -ENOMEM;
+    }
+    /* Strings of our own: they cannot collide with the numbers hosts use, and a reply to one
+     * is matched by exact text. */
+    snprintf(q->id, sizeof(q->id), "corral-%lu", ++a->next_request);
+    if (!cJSON_AddStringToObject(n, "id", q->id) || !cJSON_AddStringToObject(n, "method", method) ||
+        (params && !cJSON_AddItemToObject(n, "params", cJSON_Duplicate(params, true)))) {
+        cJSON_Delete(q->about);
+        free(q);
+        cJSON_Delete(n);
+        return -ENOMEM;
+    }
+    char *text = cJSON_PrintUnformatted(n);
+    cJSON_Delete(n);
+    size_t len = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, len + 2) : NULL;
+    if (!line) {
+        free(text);
+        cJSON_Delete(q->about);
+        free(q);
+        return -ENOMEM;
+    }
+    line[len] = '\n';
+    line[len + 1] = '\0';
+    q->done = done;
+    q->data = data;
+    q->next = a->requests;
+    a->requests = q;
+    stage_line(a, line, len + 1);
+    return 0;
+}
+
+static void requests_fail_all(struct agent *a)
+{
+    while (a->requests) {
+        struct out_request *q = a->requests;
+        a->requests = q->next;
+        q->done(a, NULL, NULL, true, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+    }
+}
+
+static bool same_id(const cJSON *x, const cJSON *y);
+
+/* The other end cancelled ABOUT: what corral asked on its behalf is withdrawn too (MCP: a
+ * cancellation of our own request is a notifications/cancelled of its id). */
+static void requests_cancel_about(struct agent *a, const cJSON *about)
+{
+    for (struct out_request **pp = &a->requests; *pp;) {
+        struct out_request *q = *pp;
+        if (!q->about || !same_id(q->about, about)) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        cJSON *p = cJSON_CreateObject();
+        if (p && cJSON_AddStringToObject(p, "requestId", q->id) &&
+            cJSON_AddStringToObject(p, "reason", "the request it was asked for was cancelled"))
+            agent_notify(a, "notifications/cancelled", p);
+        cJSON_Delete(p);
+        q->done(a, NULL, NULL, true, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+    }
+}
+
 static void agent_handle_line(struct agent *a, const char *line, size_t len)
 {
     a->st.lines_in++;
@@ -509,6 +692,12 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
     if (rpc_decode(line, len, a->h->o.max_depth, &m, &e) < 0) {
         agent_abuse(a, e.id, e.code, e.message);
         rpc_error_clear(&e);
+        return;
+    }
+    if (m.response) {
+        a->st.responses_in++;
+        agent_take_answer(a, &m);
+        rpc_msg_clear(&m);
         return;
     }
     if (m.id)
@@ -556,6 +745,12 @@ static void on_readable(void *data, uint32_t events)
     } else if (n == 0) {
         a->in_eof = true;
         loop_watch_del(a->h->loop, &a->win);
+        /* A host closes its end to end the session (MCP stdio): nothing it asked for is
+         * wanted any more. */
+        if (a->host) {
+            cancel_all(a);
+            requests_fail_all(a);
+        }
     } else if (errno != EAGAIN && errno != EINTR) {
         agent_end(a, AGENT_END_IO);
         return;
@@ -638,11 +833,13 @@ static void agent_maybe_end(struct agent *a)
 
 static void tool_job_free(struct tool_job *j)
 {
+    if (j->ctl.cancel_fd >= 0)
+        close(j->ctl.cancel_fd);
+    cJSON_Delete(j->progress);
     cJSON_Delete(j->id);
     cJSON_Delete(j->args);
     cJSON_Delete(j->result);
     free(j->name);
-    free(j->rules);
     free(j);
 }
 
@@ -650,8 +847,8 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = tool_surface_call(j->a->surface, j->approved ? &j->ctx : j->a->tools, j->name,
-                              j->args ? j->args : &empty, &j->result, &j->is_error);
+    j->rc = tool_surface_call(j->a->surface, &j->ctx, j->name, j->args ? j->args : &empty, &j->result,
+                              &j->is_error);
 }
 
 static void agent_really_free(struct agent *a);
@@ -681,20 +878,87 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
     return r;
 }
 
+static void calls_unlink(struct agent *a, struct tool_job *j)
+{
+    for (struct tool_job **pp = &a->calls; *pp; pp = &(*pp)->next_call)
+        if (*pp == j) {
+            *pp = j->next_call;
+            return;
+        }
+}
+
+/* Same id: compared as printed, so 7, "7" and a raw 1e400 each match only themselves. */
+static bool same_id(const cJSON *x, const cJSON *y)
+{
+    if (!x || !y || cJSON_IsString(x) != cJSON_IsString(y))
+        return false;
+    char *px = cJSON_PrintUnformatted(x), *py = cJSON_PrintUnformatted(y);
+    bool same = px && py && !strcmp(px, py);
+    free(px);
+    free(py);
+    return same;
+}
+
+static void cancel_job(struct tool_job *j)
+{
+    if (j->cancelled)
+        return;
+    j->cancelled = true;
+    uint64_t one = 1;
+    if (j->ctl.cancel_fd >= 0)
+        (void)!write(j->ctl.cancel_fd, &one, sizeof(one));
+}
+
+static void cancel_all(struct agent *a)
+{
+    for (struct tool_job *j = a->calls; j; j = j->next_call)
+        cancel_job(j);
+}
+
+void agent_cancel_call(struct agent *a, const cJSON *id)
+{
+    for (struct tool_job *j = a->calls; j; j = j->next_call)
+        if (same_id(j->id, id))
+            cancel_job(j);
+    requests_cancel_about(a, id);
+}
+
+/* notifications/progress every second while a call that asked for it runs. */
+#define PROGRESS_EVERY_SEC 1.0
+
+static void on_progress(void *data, uint32_t events)
+{
+    struct tool_job *j = data;
+    struct agent *a = j->a;
+    loop_watch_del(a->h->loop, &j->progress_w);
+    if (a->ended || j->cancelled)
+        return;
+    cJSON *p = mcp_progress(j->progress, util_now() - j->started, j->ctl.output_bytes);
+    if (p)
+        agent_notify(a, "notifications/progress", p);
+    cJSON_Delete(p);
+    (void)loop_timer_add(a->h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
+}
+
 static void tool_job_done(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     struct agent *a = j->a;
     a->inflight--;
     a->h->inflight--;
+    loop_watch_del(a->h->loop, &j->progress_w);
+    calls_unlink(a, j);
     if (a->freeing) {
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
         return;
     }
+    if (j->cancelled && j->rc >= 0)
+        j->rc = -ECANCELED;
     host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
-    if (!a->ended) {
+    /* A cancelled request is not answered (MCP: the receiver SHOULD NOT respond). */
+    if (!a->ended && !j->cancelled) {
         if (j->rc == -ENOENT) {
             char msg[200];
             snprintf(msg, sizeof(msg), "invalid params: unknown tool \"%.100s\" (tools/list names them)",
@@ -732,29 +996,14 @@ static bool tool_is_command(const struct tool_surface *surface, const char *tool
     return false;
 }
 
-static int call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
-                     bool approved)
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
+                    const cJSON *progress, enum tool_approval approval)
 {
     struct tool_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
-    if (approved) {
-        /* The person's approval lifts needs_approval for this one call, nothing else. */
-        j->approved = true;
-        j->ctx = *a->tools;
-        if (a->tools->n_rules) {
-            j->rules = calloc(a->tools->n_rules, sizeof(*j->rules));
-            if (!j->rules) {
-                free(j);
-                return -ENOMEM;
-            }
-            memcpy(j->rules, a->tools->rules, a->tools->n_rules * sizeof(*j->rules));
-            for (size_t i = 0; i < a->tools->n_rules; i++)
-                if (j->rules[i].name && !strcmp(j->rules[i].name, name))
-                    j->rules[i].needs_approval = false;
-            j->ctx.rules = j->rules;
-        }
-    }
+    j->ctl.cancel_fd = -1;
+    j->progress_w.fd = -1;
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
     j->pj.share = &a->share;
@@ -763,10 +1012,16 @@ static int call_tool(struct agent *a, const cJSON *id, const char *name, const c
     j->id = id ? cJSON_Duplicate(id, false) : cJSON_CreateNull();
     j->name = strdup(name);
     j->args = args ? cJSON_Duplicate(args, true) : NULL;
-    if (!j->id || !j->name || (args && !j->args)) {
+    j->progress = progress ? cJSON_Duplicate(progress, false) : NULL;
+    j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) || j->ctl.cancel_fd < 0) {
         tool_job_free(j);
         return -ENOMEM;
     }
+    /* The connection's ctx with this call's own controls; the session and rules stay shared. */
+    j->ctx = *a->tools;
+    j->ctx.call = &j->ctl;
+    j->ctx.approval = approval;
     struct agent_host *h = a->h;
     if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
         tool_job_free(j);
@@ -775,17 +1030,14 @@ static int call_tool(struct agent *a, const cJSON *id, const char *name, const c
     a->inflight++;
     h->inflight++;
     a->st.tool_calls++;
+    j->next_call = a->calls;
+    a->calls = j;
     if (h->staged_tail)
         h->staged_tail->next_staged = j;
     else
         h->staged_head = j;
     h->staged_tail = j;
     return 0;
-}
-
-int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
-{
-    return call_tool(a, id, name, args, false);
 }
 
 int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args)
@@ -798,7 +1050,7 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
         a->held++;
     if (r != 1)
         return r;
-    r = call_tool(a, id, tool, args, true);
+    r = agent_call_tool(a, id, tool, args, NULL, TOOL_APPROVAL_GRANTED);
     if (r < 0)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: the call could not be made");
     return 0;
@@ -813,7 +1065,10 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
         agent_maybe_end(a);
         return;
     }
-    int r = call_tool(a, id, tool, args, approved);
+    /* A person's answer either way: approved lifts needs_approval for this one call; a refusal
+     * goes through the gate, which answers it in the surface's words. */
+    int r = agent_call_tool(a, id, tool, args, NULL,
+                            approved ? TOOL_APPROVAL_GRANTED : TOOL_APPROVAL_DECLINED);
     if (r == -EIO)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR,
                           "internal error: the trail cannot be written, so the call was not made");
@@ -845,9 +1100,13 @@ static void host_turn_end(void *data)
                     "internal error: the trail cannot be written, so the call was not made");
                 j->a->inflight--;
                 h->inflight--;
+                calls_unlink(j->a, j);
                 tool_job_free(j);
                 continue;
             }
+            j->started = util_now();
+            if (j->progress && !j->a->ended)
+                (void)loop_timer_add(h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
             pool_submit(h->pool, &j->pj);
         }
         struct agent *list = h->dirty;
@@ -946,6 +1205,9 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;
+    a->host = c->host;
+    /* A host hears of denials unless it asks otherwise; an agent only once it sets a level. */
+    a->log_level = c->host ? MCP_LOG_WARNING : MCP_LOG_EMERGENCY + 1;
     int r = (!a->name || !a->reader) ? -ENOMEM : 0;
     if (!r && c->in_fd == c->out_fd) {
         a->dup_out_fd = fcntl(c->out_fd, F_DUPFD_CLOEXEC, 3);
@@ -1000,6 +1262,7 @@ void agent_free(struct agent *a)
             *jp = j->next_staged;
             a->inflight--;
             h->inflight--;
+            calls_unlink(a, j);
             tool_job_free(j);
         } else {
             h->staged_tail = j;
@@ -1033,6 +1296,10 @@ bool agent_ended(const struct agent *a)
 {
     return a->ended;
 }
+void agent_close(struct agent *a)
+{
+    agent_end(a, AGENT_END_EOF);
+}
 const char *agent_name(const struct agent *a)
 {
     return a->name;
@@ -1051,6 +1318,24 @@ void agent_set_initialized(struct agent *a, const char *protocol_version)
 const struct tool_surface *agent_surface(const struct agent *a)
 {
     return a->surface;
+}
+
+void agent_set_client_capabilities(struct agent *a, const cJSON *caps)
+{
+    a->can_elicit = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
+}
+
+bool agent_client_can_elicit(const struct agent *a)
+{
+    return a->can_elicit;
+}
+bool agent_is_host(const struct agent *a)
+{
+    return a->host;
+}
+void agent_set_log_level(struct agent *a, int level)
+{
+    a->log_level = level;
 }
 const struct tool_ctx *agent_tools(const struct agent *a)
 {

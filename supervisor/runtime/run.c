@@ -27,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOG_TAIL_MAX 65536                /* bytes of an agent's stderr kept in the trail at its end */
 #define LOG_FILE_MAX ((uint64_t)16 << 20) /* RLIMIT_FSIZE of an agent: caps its log file */
+#define RUN_FDS_PER_AGENT 8
+#define RUN_FDS_RESERVE 64
 
 struct run;
 
@@ -53,7 +56,10 @@ struct run_ws {
     struct role_tools tools;
     char *root_host_path; /* the model's dir, kept alive with ours for the commands' binds */
     struct tool_session *session;
-    struct loop_watch pid_watch, grace_watch, wall_watch;
+    struct loop_watch pid_watch, grace_watch, wall_watch, live_watch;
+    char *parent;                  /* the parent workspace, told of this one's silence */
+    uint64_t live_lines, live_cpu; /* pipe lines and CPU at the last liveness check */
+    int64_t live_since_us;         /* when they last changed (unix microseconds) */
     bool exited, conn_ended, stopping, finalized;
     struct run_ws *next;
 };
@@ -102,6 +108,13 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static struct run_ws *run_ws_find(struct run *r, const char *id)
@@ -174,6 +187,7 @@ static void run_ws_free(struct run_ws *s)
             free((char *)s->binds[i].host);
     free(s->binds);
     free(s->id);
+    free(s->parent);
     free(s->role);
     free(s->log_path);
     free(s);
@@ -272,6 +286,7 @@ static int on_tool_approval(struct agent *a, const cJSON *id, const char *tool, 
 static void on_conn_end(struct agent *a, enum agent_end why, void *data);
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data);
 static void on_wall_time(void *data, uint32_t events);
+static void on_liveness(void *data, uint32_t events);
 
 static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *err)
 {
@@ -287,7 +302,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->to_agent = s->from_agent = s->root_fd = -1;
     s->id = strdup(info->id);
     s->role = strdup(info->role);
-    if (!s->id || !s->role || asprintf(&s->log_path, "%s.log", info->id) < 0) {
+    s->parent = info->parent ? strdup(info->parent) : NULL;
+    if (!s->id || !s->role || (info->parent && !s->parent) ||
+        asprintf(&s->log_path, "%s.log", info->id) < 0) {
         s->log_path = NULL;
         run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
@@ -307,6 +324,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         s->prof.limits.cpus = info->budgets.cpus;
     s->prof.limits.fsize = LOG_FILE_MAX;
     s->prof.hostname = "corral";
+    /* Workers of one agent share a profile: the next one's sandbox is prepared in the
+     * background while this one starts, so a creation costs the loop a start, not a sandbox. */
+    s->prof.prepare_next = true;
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
         run_ws_free(s);
         return rc;
@@ -416,6 +436,10 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
     if (info->budgets.wall_time > 0)
         loop_timer_add(r->loop, &s->wall_watch, info->budgets.wall_time, on_wall_time, s);
+    if (s->view.budgets.liveness_interval > 0) {
+        s->live_since_us = wall_now_us();
+        loop_timer_add(r->loop, &s->live_watch, s->view.budgets.liveness_interval, on_liveness, s);
+    }
     s->next = r->list;
     r->list = s;
     return 0;
@@ -470,6 +494,7 @@ static void run_ws_maybe_finalize(struct run_ws *s)
     s->agent = NULL;
     loop_watch_del(s->r->loop, &s->grace_watch);
     loop_watch_del(s->r->loop, &s->wall_watch);
+    loop_watch_del(s->r->loop, &s->live_watch);
 }
 
 /* The tail of the agent's stderr, into the trail as one agent_log entry (size-capped). */
@@ -533,7 +558,8 @@ static void on_pid_end(void *data, uint32_t events)
         record(r, s->id, "protocol", "budget_exceeded", x);
         cJSON_Delete(x);
     }
-    wacp_agent_ended(r->w, s->id, reason);
+    bool clean = res.exited && res.exit_code == 0 && !res.oom && !res.pids_limited;
+    wacp_agent_exited(r->w, s->id, clean, reason);
     /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
     run_ws_maybe_finalize(s);
 }
@@ -563,6 +589,47 @@ static void on_wall_time(void *data, uint32_t events)
     cJSON_Delete(x);
     wacp_agent_ended(s->r->w, s->id, "budget_exceeded:wall_time");
     sandbox_child_signal(s->child, SIGKILL);
+}
+
+/* Liveness (WACP Workspace spec 6, advisory): an agent that sent nothing on its pipe and used no
+ * CPU for a whole interval while its workspace expects work of it gets a liveness_warning in the
+ * trail and its parent a wacp/liveness notification; the parent decides (feedback, abort, wait).
+ * Pipe traffic or CPU time restarts the interval, so an agent busy computing is never warned. */
+static void on_liveness(void *data, uint32_t events)
+{
+    struct run_ws *s = data;
+    struct run *r = s->r;
+    (void)events;
+    loop_watch_del(r->loop, &s->live_watch);
+    if (s->exited || s->stopping || !s->agent)
+        return;
+    double interval = s->view.budgets.liveness_interval;
+    struct agent_stats st;
+    agent_get_stats(s->agent, &st);
+    struct sandbox_result u = {0};
+    sandbox_child_usage(s->child, &u);
+    const char *state = wacp_state_of(r->w, s->id);
+    /* Only where the agent owes work: idle (its directive unacked), active or blocked. */
+    bool expected = state &&
+                    (!strcmp(state, "idle") || !strcmp(state, "active") || !strcmp(state, "blocked"));
+    if (st.lines_in != s->live_lines || u.cpu_usec != s->live_cpu || !expected) {
+        s->live_lines = st.lines_in;
+        s->live_cpu = u.cpu_usec;
+        s->live_since_us = wall_now_us();
+    } else {
+        char when[40];
+        trail_format_time(s->live_since_us, when, sizeof(when));
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "workspace_id", s->id);
+        cJSON_AddNumberToObject(b, "interval", interval);
+        cJSON_AddStringToObject(b, "last_activity_timestamp", when);
+        record(r, s->id, "system", "liveness_warning", b);
+        struct run_ws *p = s->parent ? run_ws_find(r, s->parent) : NULL;
+        if (p && p->agent && !p->conn_ended)
+            agent_notify(p->agent, "wacp/liveness", b);
+        cJSON_Delete(b);
+    }
+    loop_timer_add(r->loop, &s->live_watch, interval, on_liveness, s);
 }
 
 /* ---- requests ------------------------------------------------------------------------------- */
@@ -980,12 +1047,40 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         goto out;
     }
 
+    /* How many agents the open-file limit serves: RUN_FDS_PER_AGENT each (at rest 5: two pipes,
+     * pidfd, control socket, workspace directory; the rest covers a command or a tool call in
+     * flight) beyond RUN_FDS_RESERVE for the trail, the loop and the pool. A policy asking for
+     * more workspaces than that is cut to it here, with a word, rather than failing at the
+     * workspace the kernel refuses (EMFILE in the middle of a sandbox's set-up). */
+    uint64_t max_ws = ps.max_workspaces;
+    struct rlimit nf;
+    if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur != RLIM_INFINITY) {
+        uint64_t room = nf.rlim_cur > RUN_FDS_RESERVE
+                            ? (nf.rlim_cur - RUN_FDS_RESERVE) / RUN_FDS_PER_AGENT
+                            : 0;
+        if (room < max_ws) {
+            fprintf(stderr,
+                    "corral run: the open-file limit (%llu) serves %llu agents at most, not the "
+                    "policy's max_workspaces %llu: "
+                    "workspaces past %llu are refused (raise the hard limit: ulimit -Hn, or "
+                    "LimitNOFILE= in a unit)\n",
+                    (unsigned long long)nf.rlim_cur, (unsigned long long)room,
+                    (unsigned long long)max_ws, (unsigned long long)room);
+            max_ws = room ? room : 1;
+        } else if (!o->quiet)
+            fprintf(
+                stderr,
+                "corral run: open files %llu: room for %llu agents (%d fds each); max_workspaces %llu\n",
+                (unsigned long long)nf.rlim_cur, (unsigned long long)room, RUN_FDS_PER_AGENT,
+                (unsigned long long)max_ws);
+    }
     struct wacp_opts wo = {
         .policy = o->policy,
         .run_dir = o->run_dir,
         .root_dir = o->workspace,
         .root_owner = o->owner,
         .redelivery_base_ms = o->redelivery_base_ms,
+        .max_workspaces = max_ws,
     };
     struct wacp_hooks wh = {.data = &r,
                             .record = hook_record,

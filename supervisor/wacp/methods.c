@@ -384,6 +384,26 @@ void wacp_agent_ended(struct wacp *w, const char *id, const char *reason)
     wacp_signal_emit(w, ws, "protocol", "failed", why, NULL, NULL, false, sid);
 }
 
+void wacp_agent_exited(struct wacp *w, const char *id, bool clean, const char *reason)
+{
+    struct wacp_ws *ws = wacp_tree_find(w, id);
+    if (!ws)
+        return;
+    /* `complete` handed the work to the parent: a normal exit afterwards is the agent being done,
+     * not a failure (only an exit before complete, a crash or a budget kill fails it). */
+    if (clean && (ws->state == WS_INTEGRATING || ws->state == WS_CONFLICTED)) {
+        ws->stopped = true; /* nothing left to stop */
+        return;
+    }
+    wacp_agent_ended(w, id, reason);
+}
+
+const char *wacp_state_of(const struct wacp *w, const char *id)
+{
+    const struct wacp_ws *ws = wacp_tree_find(w, id);
+    return ws ? wacp_tree_state_name(ws->state) : NULL;
+}
+
 static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t m = a < b ? a : b;

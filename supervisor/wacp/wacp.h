@@ -144,6 +144,14 @@ bool wacp_can_read(const struct wacp *w, const char *caller, const char *target)
  * terminal fails with REASON ("agent_exited", "budget_exceeded:memory", "timeout", ...). */
 void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);
 
+/* The agent of WS exited by itself. CLEAN (status 0, no budget hit) after `complete`: its work
+ * waits for its parent's integration (integrating or conflicted stay as they are); any other exit
+ * is wacp_agent_ended with REASON. */
+void wacp_agent_exited(struct wacp *w, const char *ws, bool clean, const char *reason);
+
+/* The state name of WS ("active", ...), NULL when there is no such workspace. */
+const char *wacp_state_of(const struct wacp *w, const char *ws);
+
 /* Time: the earliest deadline in CLOCK_MONOTONIC milliseconds (UINT64_MAX: none), and the
  * work due at NOW (redeliveries, workspace timeouts). */
 uint64_t wacp_next_deadline(const struct wacp *w);

@@ -7,6 +7,7 @@
  *                         VAR keeps the result for later steps
  *   [VAR=]@envelope       waits for the next envelope (acked by the SDK), prints "< envelope JSON"
  *   [VAR=]@signal         waits for the next signal, prints "< signal JSON"
+ *   [VAR=]@liveness       waits for the next wacp/liveness notification, prints "< liveness JSON"
  *   @wait:N               waits for N events, envelopes or signals, printing each
  *   [VAR=]@until:TYPE     waits (printing every event) for a signal of TYPE, kept as VAR
  *   @drop:N               the next N envelopes are dropped without an ack (redelivery tests);
@@ -19,6 +20,7 @@
  *   @raw:LINE             LINE as it is, then one line read and printed
  *   @log:TEXT             prints "# TEXT" ({{VAR}} expanded)
  *   @sleep:MS             sleeps
+ *   @spin:MS              burns CPU for MS without a word on the pipe (liveness tests)
  *   @hold                 prints every event until the channel ends (the run stopped it)
  *   @exit:CODE            exits at once with CODE
  * In PARAMS and LINE, {{VAR.a.b}} is replaced by that field of a kept value (a string as it is,
@@ -138,7 +140,10 @@ static cJSON *wait_event(int kinds, const char *var)
         fprintf(stderr, "< timeout\n");
         return NULL;
     }
-    print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope " : "< signal ", v);
+    print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope "
+               : kind == CORRAL_EV_SIGNAL ? "< signal "
+                                          : "< liveness ",
+               v);
     keep(var, v);
     return v;
 }
@@ -249,6 +254,8 @@ static void step(const char *arg)
         cJSON_Delete(wait_event(CORRAL_EV_ENVELOPE, var));
     } else if (!strcmp(arg, "@signal")) {
         cJSON_Delete(wait_event(CORRAL_EV_SIGNAL, var));
+    } else if (!strcmp(arg, "@liveness")) {
+        cJSON_Delete(wait_event(CORRAL_EV_LIVENESS, var));
     } else if (!strncmp(arg, "@wait:", 6)) {
         for (long i = strtol(arg + 6, NULL, 10); i > 0; i--)
             cJSON_Delete(wait_event(CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, NULL));
@@ -307,13 +314,27 @@ static void step(const char *arg)
         long ms = strtol(arg + 7, NULL, 10);
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
+    } else if (!strncmp(arg, "@spin:", 6)) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long ms = strtol(arg + 6, NULL, 10);
+        volatile unsigned long x = 0;
+        do {
+            for (int i = 0; i < 100000; i++)
+                x += (unsigned long)i;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
     } else if (!strcmp(arg, "@hold")) {
         for (;;) {
             int kind;
-            cJSON *v = corral_agent_next_event(A, CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, -1, &kind);
+            cJSON *v = corral_agent_next_event(
+                A, CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL | CORRAL_EV_LIVENESS, -1, &kind);
             if (!v)
                 ended();
-            print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope " : "< signal ", v);
+            print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope "
+                       : kind == CORRAL_EV_SIGNAL ? "< signal "
+                                                  : "< liveness ",
+                       v);
             cJSON_Delete(v);
         }
     } else if (!strncmp(arg, "@exit:", 6)) {

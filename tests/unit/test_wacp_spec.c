@@ -897,6 +897,33 @@ static void test_agent_end_fails_workspace(void **state)
     wacp_agent_ended(f->w, "ws-unknown", "x");
 }
 
+/* Issue 16's fault: an agent that exits normally after `complete` left its parent nothing to
+ * integrate (integrating -> failed "agent_exited", and a failed signal to the parent). */
+static void test_agent_clean_exit_after_complete_waits_for_integration(void **state)
+{
+    FX;
+    const char *a = completed_child(f, "done.txt", "done\n");
+    assert_string_equal(fx_state(f, a), "integrating");
+    size_t failed = fx_count(f, "signal_emitted"), stops = f->n_stopped;
+    wacp_agent_exited(f->w, a, true, "agent_exited");
+    assert_string_equal(fx_state(f, a), "integrating");
+    assert_int_equal(fx_count(f, "signal_emitted"), failed); /* no runtime `failed` */
+    assert_int_equal(f->n_stopped, stops);
+    cJSON *r = fx_call(f, f->rootid, "wacp/integrate",
+                       "{\"workspace\": \"%s\", \"decision\": \"accept\"}", a);
+    assert_non_null(r);
+    assert_string_equal(fx_str(r, "state"), "closed");
+    assert_string_equal(fx_read(f->root, "done.txt"), "done\n");
+    /* A crash after complete (not clean) still fails it; an exit before complete too. */
+    const char *b = completed_child(f, "b.txt", "b\n");
+    wacp_agent_exited(f->w, b, false, "agent_exited");
+    assert_string_equal(fx_state(f, b), "failed");
+    const char *c = fx_child(f, f->rootid, "coder", NULL);
+    wacp_agent_exited(f->w, c, true, "agent_exited");
+    assert_string_equal(fx_state(f, c), "failed");
+    assert_string_equal(fx_str(fx_last(f, "workspace_state_changed"), "reason"), "agent_exited");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -943,6 +970,7 @@ int main(void)
         T(test_integ_sequential_without_overlap),
         T(test_integ_root_complete_ends_run),
         T(test_agent_end_fails_workspace),
+        T(test_agent_clean_exit_after_complete_waits_for_integration),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,142 @@
+/* supervisor/runtime/recovery.c: the one forward scan of a trail for its last `corral run`. */
+#include "supervisor/runtime/recovery.h"
+
+#include "supervisor/trail/trail.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A workspace of the run and whether its last recorded state is terminal. */
+struct scan_ws {
+    char id[64];
+    bool terminal;
+};
+
+struct scan {
+    struct recovery_scan *out;
+    struct scan_ws *ws;
+    size_t n, cap;
+    bool root_terminal;
+};
+
+static const char *body_str(const cJSON *b, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static struct scan_ws *scan_find(struct scan *s, const char *id)
+{
+    for (size_t i = s->n; id && i-- > 0;) /* the latest workspaces are the likeliest */
+        if (!strcmp(s->ws[i].id, id))
+            return &s->ws[i];
+    return NULL;
+}
+
+static int on_entry(const struct trail_entry *e, void *data)
+{
+    struct scan *s = data;
+    struct recovery_scan *o = s->out;
+    bool started = !strcmp(e->type, "supervisor_started");
+    bool created = !strcmp(e->type, "workspace_created");
+    bool changed = !strcmp(e->type, "workspace_state_changed");
+    if (!started && !created && !changed)
+        return 0;
+    cJSON *b = cJSON_ParseWithLength(e->body, e->body_len);
+    if (!b)
+        return 0; /* not ours to judge here: `corral trail verify` checks the chain */
+    const char *cmd = body_str(b, "command");
+    if (started && cmd && !strcmp(cmd, "run")) {
+        /* A new run: what came before belongs to an earlier one. */
+        const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace");
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
+        o->found = true;
+        o->started_seq = e->seq;
+        snprintf(o->run_dir, sizeof(o->run_dir), "%s", rd ? rd : "");
+        snprintf(o->workspace, sizeof(o->workspace), "%s", wsd ? wsd : "");
+        o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
+        o->root[0] = '\0';
+        s->n = 0;
+        s->root_terminal = false;
+    } else if (created && o->found && e->workspace && !scan_find(s, e->workspace)) {
+        if (s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 16;
+            struct scan_ws *p = realloc(s->ws, cap * sizeof(*p));
+            if (!p) {
+                cJSON_Delete(b);
+                return -ENOMEM;
+            }
+            s->ws = p;
+            s->cap = cap;
+        }
+        struct scan_ws *w = &s->ws[s->n++];
+        snprintf(w->id, sizeof(w->id), "%s", e->workspace);
+        w->terminal = false;
+        if (!body_str(b, "parent") && !o->root[0])
+            snprintf(o->root, sizeof(o->root), "%s", e->workspace);
+    } else if (changed && o->found) {
+        struct scan_ws *w = scan_find(s, e->workspace);
+        const char *to = body_str(b, "to");
+        if (w && to)
+            w->terminal = !strcmp(to, "closed") || !strcmp(to, "failed");
+    }
+    cJSON_Delete(b);
+    return 0;
+}
+
+int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (access(path, F_OK) < 0)
+        return errno == ENOENT ? 0 : cerr_set(err, errno, "trail %s: %s", path, strerror(errno));
+    struct trail_reader *r;
+    int rc = trail_reader_open(path, &r, err);
+    if (rc < 0)
+        return rc;
+    /* Three indexed reads rather than the whole trail (a shared default trail holds many runs):
+     * the runs' starts, then the last run's workspaces and their state changes. */
+    struct scan s = {.out = out};
+    struct trail_filter f = {.type = "supervisor_started"};
+    rc = trail_query(r, &f, on_entry, &s, err);
+    static const char *const later[] = {"workspace_created", "workspace_state_changed"};
+    for (size_t i = 0; rc >= 0 && out->found && i < ARRAY_SIZE(later); i++) {
+        struct trail_filter g = {.type = later[i], .after_seq = out->started_seq};
+        rc = trail_query(r, &g, on_entry, &s, err);
+    }
+    trail_reader_close(r);
+    if (rc >= 0 && out->found) {
+        out->n_ws = s.n;
+        bool root_terminal = false;
+        for (size_t i = 0; i < s.n; i++) {
+            out->n_live += !s.ws[i].terminal;
+            if (!strcmp(s.ws[i].id, out->root))
+                root_terminal = s.ws[i].terminal;
+        }
+        out->unfinished = !root_terminal;
+    }
+    free(s.ws);
+    if (rc == -ENOMEM && !err->msg[0])
+        cerr_set(err, ENOMEM, "out of memory scanning the trail");
+    return rc < 0 ? rc : 0;
+}
+
+bool recovery_supervisor_alive(const struct recovery_scan *s)
+{
+    if (s->pid <= 0 || (kill(s->pid, 0) < 0 && errno == ESRCH))
+        return false;
+    /* A recycled pid is not the run: its command line must be corral's. */
+    char p[64], buf[256] = {0};
+    snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)s->pid);
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (n <= 0)
+        return false;
+    const char *base = strrchr(buf, '/');
+    return !strcmp(base ? base + 1 : buf, "corral");
+}

@@ -1,0 +1,34 @@
+/* supervisor/runtime/recovery.h: what the trail says about the last `corral run` recorded in it,
+ * read forward (WACP recovery spec section 6: a single scan, of the entries that matter): whether that run ended,
+ * where its run directory is, and each workspace's last recorded lifecycle state (section 3.2).
+ * `corral run` uses it to refuse starting a new run on top of one whose supervisor died. */
+#ifndef CORRAL_RECOVERY_H
+#define CORRAL_RECOVERY_H
+
+#include "common/util.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct recovery_scan {
+    bool found;           /* the trail records a `corral run` */
+    bool unfinished;      /* ... whose root workspace never reached closed or failed */
+    uint64_t started_seq; /* its supervisor_started entry */
+    pid_t pid;            /* the supervisor that recorded it */
+    char run_dir[PATH_MAX];
+    char workspace[PATH_MAX];
+    char root[64]; /* the root workspace's id ("" if the run died before creating it) */
+    size_t n_ws;   /* workspaces the run created */
+    size_t n_live; /* ... not terminal (closed or failed) in the trail */
+};
+
+/* Scans the trail at PATH. A missing file is no run (0, found false). < 0 with err set when the
+ * trail cannot be read. */
+int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr *err);
+
+/* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one). */
+bool recovery_supervisor_alive(const struct recovery_scan *s);
+
+#endif

@@ -1,0 +1,348 @@
+/* tests/unit/test_zygote.c: the sandbox fork server. Its request body round-trips; a body cut
+ * short, padded, with a count it cannot hold, a string without its NUL or with one inside, or
+ * a bind fd it did not bring is refused with a message; and sandboxes started through a real
+ * zygote from several threads at once run, are this process's own children (waitable, as with
+ * a direct clone), hold none of this process's fds, and see a workspace passed by fd. */
+#include "sandbox/zygote.h"
+
+#include <fcntl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static unsigned char *encode_sample(size_t *len, int *bind_fds, size_t *nb)
+{
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    static const struct sandbox_bind binds[] = {
+        {.host = "/srv/data", .inside = "/data", .writable = true},
+        {.host = "/proc/self/fd/7", .inside = "/workspace", .writable = true},
+        {.host = "/opt", .optional = true},
+    };
+    static char *const env[] = {"A=1", "B=two", NULL};
+    p.binds = binds;
+    p.n_binds = 3;
+    p.envp = env;
+    p.cwd = "/workspace";
+    char *const argv[] = {"sh", "-c", "echo hi", NULL};
+    unsigned char *buf = NULL;
+    struct cerr e;
+    assert_int_equal(zygote_encode(&p, "/bin/sh", argv, &buf, len, bind_fds, nb, &e), 0);
+    return buf;
+}
+
+static void body_round_trips(void **state)
+{
+    (void)state;
+    size_t len, nb;
+    int bfds[8];
+    unsigned char *buf = encode_sample(&len, bfds, &nb);
+    assert_int_equal(nb, 1);
+    assert_int_equal(bfds[0], 7);
+    struct zygote_decoded d;
+    struct cerr e;
+    int got[] = {42};
+    assert_int_equal(zygote_decode(buf, len, got, 1, &d, &e), 0);
+    assert_string_equal(d.program, "/bin/sh");
+    assert_string_equal(d.argv[2], "echo hi");
+    assert_null(d.argv[3]);
+    assert_string_equal(d.p.envp[1], "B=two");
+    assert_null(d.p.envp[2]);
+    assert_string_equal(d.p.cwd, "/workspace");
+    assert_string_equal(d.p.hostname, "corral");
+    assert_int_equal(d.p.n_binds, 3);
+    assert_string_equal(d.p.binds[0].host, "/srv/data");
+    assert_true(d.p.binds[0].writable);
+    assert_string_equal(d.p.binds[1].host, "/proc/self/fd/42"); /* the fd it received */
+    assert_string_equal(d.p.binds[1].inside, "/workspace");
+    assert_null(d.p.binds[2].inside);
+    assert_true(d.p.binds[2].optional);
+    assert_int_equal(d.p.host_uid, 65534);
+    assert_int_equal(d.p.limits.nofile, 1024);
+    assert_true(d.p.landlock);
+    zygote_decoded_free(&d);
+    free(buf);
+}
+
+static void malformed_bodies_refused(void **state)
+{
+    (void)state;
+    size_t len, nb;
+    int bfds[8];
+    unsigned char *buf = encode_sample(&len, bfds, &nb);
+    struct zygote_decoded d;
+    struct cerr e;
+    int got[] = {42};
+    /* every truncation */
+    for (size_t cut = 0; cut < len; cut++)
+        assert_true(zygote_decode(buf, cut, got, 1, &d, &e) < 0);
+    /* a byte too many */
+    unsigned char *more = malloc(len + 1);
+    memcpy(more, buf, len);
+    more[len] = 0;
+    assert_true(zygote_decode(more, len + 1, got, 1, &d, &e) < 0);
+    assert_non_null(strstr(e.msg, "malformed"));
+    free(more);
+    /* the bind fd missing, or one too many */
+    assert_true(zygote_decode(buf, len, got, 0, &d, &e) < 0);
+    int two[] = {42, 43};
+    assert_true(zygote_decode(buf, len, two, 2, &d, &e) < 0);
+    /* a huge argument count: refused before any allocation */
+    unsigned char *bad = malloc(len);
+    memcpy(bad, buf, len);
+    uint32_t huge = 0xfffffff0u;
+    memcpy(bad + 4 * 6 + 8 * 3 + 4, &huge, 4); /* argc */
+    assert_true(zygote_decode(bad, len, got, 1, &d, &e) < 0);
+    assert_non_null(strstr(e.msg, "exceed"));
+    /* a string whose NUL is missing, or with one inside */
+    memcpy(bad, buf, len);
+    size_t prog = 4 * 6 + 8 * 3 + 4 * 3; /* the program string's length field */
+    bad[prog + 4 + strlen("/bin/sh")] = 'x';
+    assert_true(zygote_decode(bad, len, got, 1, &d, &e) < 0);
+    memcpy(bad, buf, len);
+    bad[prog + 4 + 2] = '\0';
+    assert_true(zygote_decode(bad, len, got, 1, &d, &e) < 0);
+    /* an unknown network mode */
+    memcpy(bad, buf, len);
+    bad[0] = 9;
+    assert_true(zygote_decode(bad, len, got, 1, &d, &e) < 0);
+    free(bad);
+    free(buf);
+}
+
+struct run {
+    const char *ws;
+    int status;
+    char out[1024];
+};
+
+static void *spawn_one(void *arg)
+{
+    struct run *r = arg;
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    int dfd = open(r->ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char host[64];
+    snprintf(host, sizeof(host), "/proc/self/fd/%d", dfd);
+    struct sandbox_bind b = {.host = host, .inside = "/workspace", .writable = true};
+    p.binds = &b;
+    p.n_binds = 1;
+    int op[2], ip[2];
+    if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ip, O_CLOEXEC) < 0)
+        return NULL;
+    struct sandbox_stdio io = {ip[0], op[1], -1};
+    /* The workspace is the bound one; the program waits on stdin while init's fds are listed. */
+    char *const argv[] = {"sh", "-c", "cat /workspace/mark; read x", NULL};
+    struct sandbox_child *c = NULL;
+    struct cerr e = {0};
+    r->status = -1;
+    int sr = sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e);
+    close(op[1]);
+    close(ip[0]);
+    if (sr == 0) {
+        /* What init holds: /dev/null on 0-2 and its status pipe, nothing of this process's. */
+        char dir[64];
+        snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)sandbox_child_pid(c));
+        size_t o = 0;
+        for (int fd = 0; fd < 64; fd++) {
+            char path[96];
+            snprintf(path, sizeof(path), "%s/%d", dir, fd);
+            if (access(path, F_OK) == 0)
+                o += (size_t)snprintf(r->out + o, sizeof(r->out) - o, "%d ", fd);
+        }
+        close(ip[1]);
+        ssize_t n = util_read_all(op[0], r->out + o, sizeof(r->out) - 1 - o);
+        r->out[o + (n > 0 ? (size_t)n : 0)] = '\0';
+        struct sandbox_result res;
+        if (sandbox_child_wait(c, &res, &e) == 0 && res.exited)
+            r->status = res.exit_code;
+        sandbox_child_free(c);
+    } else {
+        close(ip[1]);
+        snprintf(r->out, sizeof(r->out), "%s", e.msg);
+    }
+    close(op[0]);
+    close(dfd);
+    return NULL;
+}
+
+static void spawns_from_threads_through_the_zygote(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    char ws[] = "/tmp/corral-zygote-test.XXXXXX";
+    assert_non_null(mkdtemp(ws));
+    chmod(ws, 0755);
+    char mark[sizeof(ws) + 8];
+    snprintf(mark, sizeof(mark), "%s/mark", ws);
+    int mf = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_int_equal(write(mf, "marked", 6), 6);
+    close(mf);
+    /* An fd of ours no sandbox may hold. */
+    int secret = open("/etc/hostname", O_RDONLY);
+    assert_true(secret >= 0);
+    enum { N = 6 };
+    pthread_t th[N];
+    struct run runs[N];
+    for (int i = 0; i < N; i++) {
+        runs[i] = (struct run){.ws = ws};
+        assert_int_equal(pthread_create(&th[i], NULL, spawn_one, &runs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(runs[i].status, 1); /* read x at EOF */
+        /* init: 0 1 2 (/dev/null) and 3 (its status pipe), nothing of ours */
+        assert_string_equal(runs[i].out, "0 1 2 3 marked");
+    }
+    close(secret);
+    unlink(mark);
+    rmdir(ws);
+}
+
+/* Output of `sh -c SCRIPT` in a command sandbox nested in AGENT's, with WS bound at /workspace
+ * by fd, X=VAL in its environment; *warm: its init was made before this call (prepared). */
+static char *run_in(struct sandbox_child *agent, const char *ws, const char *val, bool *warm)
+{
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    int dfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char host[64], env[64];
+    snprintf(host, sizeof(host), "/proc/self/fd/%d", dfd);
+    snprintf(env, sizeof(env), "X=%s", val);
+    char *const envp[] = {env, "PATH=/usr/bin:/bin", NULL};
+    struct sandbox_bind b = {.host = host, .inside = "/workspace", .writable = true};
+    p.binds = &b;
+    p.n_binds = 1;
+    p.cgroup_parent = agent;
+    p.cwd = "/workspace";
+    p.envp = envp;
+    int op[2];
+    assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+    struct sandbox_stdio io = {-1, op[1], op[1]};
+    char *const argv[] = {"sh", "-c", "cat mark; echo \" $X $(pwd)\"", NULL};
+    struct timespec now;
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    unsigned long long ticks = (unsigned long long)now.tv_sec *
+                                   (unsigned long long)sysconf(_SC_CLK_TCK) +
+                               (unsigned long long)now.tv_nsec /
+                                   (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+    struct sandbox_child *c = NULL;
+    struct cerr e = {0};
+    if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
+        fail_msg("spawn: %s", e.msg);
+    /* starttime of init (field 22), in clock ticks since boot */
+    char path[64], st[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)sandbox_child_pid(c));
+    unsigned long long start = 0;
+    if (util_read_file(path, st, sizeof(st)) == 0) {
+        char *q = strrchr(st, ')');
+        int field = 2;
+        for (char *tok = q ? strtok(q + 1, " ") : NULL; tok; tok = strtok(NULL, " "))
+            if (++field == 22)
+                start = strtoull(tok, NULL, 10);
+    }
+    *warm = start > 0 && start + 5 < ticks; /* made 50 ms or more before the call */
+    close(op[1]);
+    static char out[256];
+    ssize_t n = util_read_all(op[0], out, sizeof(out) - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(op[0]);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(c, &r, &e), 0);
+    sandbox_child_free(c);
+    close(dfd);
+    return out;
+}
+
+static void prepared_sandboxes_match_their_profile(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    char a[] = "/tmp/corral-warm-a.XXXXXX", b[] = "/tmp/corral-warm-b.XXXXXX";
+    assert_non_null(mkdtemp(a));
+    assert_non_null(mkdtemp(b));
+    char m[64];
+    snprintf(m, sizeof(m), "%s/mark", a);
+    int fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_int_equal(write(fd, "A", 1), 1);
+    close(fd);
+    snprintf(m, sizeof(m), "%s/mark", b);
+    fd = open(m, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_int_equal(write(fd, "B", 1), 1);
+    close(fd);
+    chown(a, 65534, 65534);
+    chown(b, 65534, 65534);
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    char cg[512];
+    snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat cst;
+    if (stat(cg, &cst) < 0) /* cgroup v2 */
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    assert_int_equal(stat(cg, &cst), 0);
+    int warm_a = 0;
+    static const char *const seq[] = {"a", "a", "b", "a", "b", "b", "a", "a"};
+    for (size_t i = 0; i < ARRAY_SIZE(seq); i++) {
+        bool warm;
+        char val[8];
+        snprintf(val, sizeof(val), "v%zu", i);
+        const char *ws = seq[i][0] == 'a' ? a : b;
+        char *out = run_in(agent, ws, val, &warm);
+        char want[64];
+        /* Each sees its own workspace, environment and directory, warm or not. */
+        snprintf(want, sizeof(want), "%c v%zu /workspace\n", seq[i][0] == 'a' ? 'A' : 'B', i);
+        assert_string_equal(out, want);
+        if (seq[i][0] == 'a' && i > 0 && seq[i - 1][0] == 'a')
+            warm_a += warm;
+        usleep(200 * 1000); /* the next one's prepare */
+    }
+    assert_true(warm_a >= 1); /* the second of two runs in a row took a prepared sandbox */
+    /* The agent's end takes its prepared sandboxes and their cgroups with it. */
+    sandbox_child_signal(agent, SIGKILL);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(agent, &r, &e), 0);
+    sandbox_child_free(agent);
+    struct stat st;
+    assert_true(stat(cg, &st) < 0 && errno == ENOENT);
+    unlink(m);
+    snprintf(m, sizeof(m), "%s/mark", a);
+    unlink(m);
+    rmdir(a);
+    rmdir(b);
+}
+
+int main(void)
+{
+    /* Before any thread, as the supervisor does. */
+    struct cerr e;
+    if (zygote_start(&e) < 0) {
+        fprintf(stderr, "zygote_start: %s\n", e.msg);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(body_round_trips),
+        cmocka_unit_test(malformed_bodies_refused),
+        cmocka_unit_test(spawns_from_threads_through_the_zygote),
+        cmocka_unit_test(prepared_sandboxes_match_their_profile),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    zygote_stop();
+    return r;
+}
