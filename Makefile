@@ -24,10 +24,11 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils; run
 # in command sandboxes), Node.js for the MCP clients of tests/mcp (NPM_DIRS below), the report's
 # test browser (chromium, headless) and the packaging's tools (debhelper, lintian, bash-completion
-# and systemd's systemd-analyze for make test-package).
+# and systemd's systemd-analyze for make test-package), the egress tests' clients and throwaway
+# CA (curl, openssl).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
              bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat nodejs \
-             chromium debhelper dpkg-dev lintian bash-completion systemd
+             chromium debhelper dpkg-dev lintian bash-completion systemd curl openssl
 # npm projects installed by `make deps` from their committed package-lock.json (npm ci), never at
 # run time: tests/mcp holds @modelcontextprotocol/sdk, inspector and server-filesystem.
 NPM_DIRS  := tests/mcp

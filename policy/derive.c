@@ -60,6 +60,7 @@ int policy_role_resolve(const struct policy *p, const char *role, struct policy_
         .limits = r->limits,
         .budgets = r->budgets,
         .may_exec = (r->groups & SANDBOX_SC_EXEC) != 0,
+        .egress = &r->egress,
     };
     struct sandbox_profile *s = &out->sandbox;
     sandbox_profile_default(s);
@@ -319,7 +320,10 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "\nsandbox\n");
     fprintf(f, "  namespaces     user, mount, pid, ipc, uts, net, cgroup\n");
     fprintf(f, "  network        %s\n",
-            s->net == SANDBOX_NET_LOOPBACK ? "loopback (lo only)" : "none (no interface up)");
+            s->net == SANDBOX_NET_LOOPBACK ? "loopback (lo only)"
+            : s->net == SANDBOX_NET_PROXY
+                ? "proxy (lo only; egress through the supervisor's proxies: docs/egress.md)"
+                : "none (no interface up)");
     fprintf(f, "  root           minimal, read-only (/usr, /lib*, /etc basics), fresh /proc, "
                "minimal /dev\n");
     fprintf(f, "  /tmp           private, %s\n", size_str(s->limits.tmp_size, a, sizeof(a)));

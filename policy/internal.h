@@ -3,6 +3,7 @@
 #ifndef CORRAL_POLICY_INTERNAL_H
 #define CORRAL_POLICY_INTERNAL_H
 
+#include "policy/egress.h"
 #include "policy/policy.h"
 
 #include <cjson/cJSON.h>
@@ -62,6 +63,7 @@ struct policy_role {
     struct policy_budgets budgets;
     /* sandbox */
     enum sandbox_net net;
+    struct egress_policy egress; /* network "proxy": rules point into the arena */
     struct sandbox_bind *binds;
     size_t n_binds;
     bool landlock;

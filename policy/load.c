@@ -1026,20 +1026,88 @@ static void load_mounts(struct lctx *c, const cJSON *n, struct policy_role *r, c
     r->n_binds = k;
 }
 
+/* sandbox.egress (docs/egress.md): every rule checked by the matcher's own parser. */
+static void load_egress_rules(struct lctx *c, const cJSON *n, const char *path,
+                              const struct egress_rule **out, size_t *count)
+{
+    const char **texts;
+    size_t k;
+    if (!want_strings(c, n, path, EGRESS_MAX_RULES, &texts, &k))
+        return;
+    struct egress_rule *v = policy_alloc(c->p, (k + 1) * sizeof(*v));
+    if (!v) {
+        c->oom = true;
+        return;
+    }
+    size_t i = 0;
+    for (const cJSON *e = n->child; e; e = e->next, i++) {
+        char why[128];
+        if (texts[i] && egress_rule_parse(texts[i], &v[i], why, sizeof(why)) < 0)
+            ERR_VAL(c, e,
+                    "%s[%zu]: '%s' is not a rule: %s (HOST[:PORT], *.DOMAIN, an IP address or a CIDR)",
+                    path, i, texts[i], why);
+    }
+    *out = v;
+    *count = k;
+}
+
+static void load_egress(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
+{
+    static const char *const keys[] = {"allow",           "deny",      "private", "transparent",
+                                       "max_connections", "max_bytes", "hosts"};
+    if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
+        return;
+    struct egress_policy *g = &r->egress;
+    char p[256];
+    const cJSON *v;
+    if ((v = get(n, "allow")))
+        load_egress_rules(c, v, join(p, sizeof(p), path, "allow"), &g->allow, &g->n_allow);
+    if ((v = get(n, "deny")))
+        load_egress_rules(c, v, join(p, sizeof(p), path, "deny"), &g->deny, &g->n_deny);
+    if ((v = get(n, "private")))
+        want_bool(c, v, join(p, sizeof(p), path, "private"), &g->private_ok);
+    if ((v = get(n, "transparent")))
+        want_bool(c, v, join(p, sizeof(p), path, "transparent"), &g->transparent);
+    if ((v = get(n, "max_connections")))
+        want_count(c, v, join(p, sizeof(p), path, "max_connections"), 1, 65536, &g->max_connections);
+    if ((v = get(n, "max_bytes")))
+        want_size(c, v, join(p, sizeof(p), path, "max_bytes"), 1, 1ull << 50, &g->max_bytes);
+    if ((v = get(n, "hosts")) && check_object(c, v, join(p, sizeof(p), path, "hosts"), NULL, 0)) {
+        size_t k = (size_t)cJSON_GetArraySize(v), i = 0;
+        struct egress_host *h = policy_alloc(c->p, (k + 1) * sizeof(*h));
+        if (!h) {
+            c->oom = true;
+            return;
+        }
+        for (const cJSON *e = v->child; e; e = e->next, i++) {
+            char why[64];
+            if (!cJSON_IsString(e) ||
+                egress_host_parse(e->string, e->valuestring, &h[i], why, sizeof(why)) < 0)
+                ERR_VAL(c, e, "%s.hosts.%s: must map a host name to an IP address (%s)", path, e->string,
+                        cJSON_IsString(e) ? why : "not a string");
+        }
+        g->hosts = h;
+        g->n_hosts = k;
+    }
+}
+
 static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r, struct sc_intent *si,
                          const char *path)
 {
-    static const char *const keys[] = {"network", "mounts",   "landlock", "user",
-                                       "group",   "tmp_size", "nofile",   "seccomp"};
+    static const char *const keys[] = {"network",  "mounts", "landlock", "user",  "group",
+                                       "tmp_size", "nofile", "seccomp",  "egress"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
-    static const char *const nets[] = {"none", "loopback"};
+    static const char *const nets[] = {"none", "loopback", "proxy"};
     char p[256];
     const cJSON *v;
     uint64_t u;
     int e;
-    if ((v = get(n, "network")) && want_enum(c, v, join(p, sizeof(p), path, "network"), nets, 2, &e))
-        r->net = e ? SANDBOX_NET_LOOPBACK : SANDBOX_NET_NONE;
+    if ((v = get(n, "network")) && want_enum(c, v, join(p, sizeof(p), path, "network"), nets, 3, &e))
+        r->net = e == 2 ? SANDBOX_NET_PROXY : e ? SANDBOX_NET_LOOPBACK : SANDBOX_NET_NONE;
+    r->egress.transparent = true;
+    if ((v = get(n, "egress")))
+        load_egress(c, v, r, join(p, sizeof(p), path, "egress"));
     if ((v = get(n, "mounts")))
         load_mounts(c, v, r, join(p, sizeof(p), path, "mounts"));
     if ((v = get(n, "landlock")))
@@ -1211,11 +1279,11 @@ static void finalize_role(struct lctx *c, struct policy_role *r, const cJSON *rj
                     path, k, e->valuestring, S(c, r->name));
     }
     r->groups = narrowed;
-    if (r->net == SANDBOX_NET_LOOPBACK && !r->authority.network)
+    if (r->net != SANDBOX_NET_NONE && !r->authority.network)
         err_at(c, jsonc_key_off(c->doc, rj),
-               "%s.sandbox.network is \"loopback\" but role '%s' has no "
+               "%s.sandbox.network is \"%s\" but role '%s' has no "
                "network authority; set %s.authority.network to true or the network to \"none\"",
-               path, S(c, r->name), path);
+               path, r->net == SANDBOX_NET_PROXY ? "proxy" : "loopback", S(c, r->name), path);
     for (size_t i = 0; i < r->n_binds; i++)
         if (r->binds[i].writable && !r->authority.write)
             err_at(c, jsonc_key_off(c->doc, rj),

@@ -116,7 +116,8 @@ struct policy_role_view {
     size_t n_tools;
     struct policy_tool_limits limits;
     struct policy_budgets budgets;
-    struct sandbox_profile sandbox; /* the agent's own sandbox, seccomp derived from authority */
+    struct sandbox_profile sandbox;     /* the agent's own sandbox, seccomp derived from authority */
+    const struct egress_policy *egress; /* sandbox.egress (policy/egress.h): network "proxy" */
     /* The base profile of its command sandboxes (executeCommand & co.): the agent's, plus @exec.
      * Meaningful only with command authority; the workspace bind (rw only with write
      * authority) is the caller's to add. */

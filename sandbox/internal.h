@@ -52,6 +52,7 @@ int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *er
 #define SPAWN_MAX_KEEP 256 /* fds init keeps: its pipes, stdio, and one per bind of the root */
 struct spawn_fds {
     int go_rd, err_wr, status_wr, notify_wr, in, out, err, cgroup;
+    int egress_wr; /* SANDBOX_NET_PROXY: where init passes its listeners; -1: none */
 };
 struct spawn_cloned {
     pid_t pid;

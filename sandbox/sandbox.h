@@ -10,6 +10,7 @@
 #define CORRAL_SANDBOX_H
 
 #include "common/util.h"
+#include "sandbox/egress_sockets.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +19,8 @@
 enum sandbox_net {
     SANDBOX_NET_NONE = 0, /* new network namespace, nothing up */
     SANDBOX_NET_LOOPBACK, /* new network namespace, only `lo` up (configured with libnl) */
+    SANDBOX_NET_PROXY,    /* as loopback, plus the egress listeners of profile.egress made by
+                           * init on `lo` for the supervisor (sandbox/egress_sockets.h) */
 };
 
 struct sandbox_bind {
@@ -89,6 +92,7 @@ struct sandbox_profile {
     const char *cwd;                           /* inside; NULL: "/" */
     char *const *envp;                         /* the program's whole environment; NULL: a minimal one */
     const struct sandbox_child *cgroup_parent; /* nest this sandbox's cgroup in that child's */
+    const struct sandbox_egress *egress;       /* SANDBOX_NET_PROXY: the listeners to make */
     bool prepare_next; /* after a start, prepare the next sandbox of this profile in the
                                * background (sandbox/warm.c; commands nested in an agent always
                                * are): for profiles started again and again, like a run's workers */
@@ -152,6 +156,10 @@ const char *sandbox_child_cgroup(const struct sandbox_child *c);
  * program itself never holds it: it is made in the program just before its execve, carried out
  * by init (see spawn.c) and closed in the sandbox. */
 int sandbox_child_take_notify_fd(struct sandbox_child *c);
+
+/* With SANDBOX_NET_PROXY: the egress listeners (sandbox_egress_count of them, in the order of
+ * sandbox/egress_sockets.h) into fds, handed over to the caller. -ENOENT if none or taken. */
+int sandbox_child_take_egress_fds(struct sandbox_child *c, int *fds, size_t n);
 
 /* SIGKILL: the whole sandbox at once. Any other signal: forwarded by init to every process. */
 int sandbox_child_signal(struct sandbox_child *c, int sig);

@@ -46,6 +46,10 @@ struct sandbox_child {
     void *refill; /* warm.c's request for the next sandbox of this profile, at our end */
     const struct sandbox_child *parent; /* the sandbox whose cgroup holds ours (warm.c) */
     int notify_fd;                      /* the seccomp listener, until the caller takes it */
+    int eg_fd;   /* SANDBOX_NET_PROXY: where init passes the egress listeners, until started */
+    size_t n_eg; /* how many it passes */
+    int egress_fds[SANDBOX_EGRESS_MAX_FDS]; /* received at the start, until the caller takes them */
+    size_t n_egress;
     struct cgroup *cg;
     double started;
     bool reaped;
@@ -159,6 +163,7 @@ struct spawn_args {
     int in, out, err; /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
     int notify_wr;   /* seccomp.notify: init passes the listener to the parent here */
+    int egress_wr;   /* SANDBOX_NET_PROXY: init passes the egress listeners here */
     int listener;    /* set by the program (memory shared until its execve), or -1 */
     cap_t no_caps;   /* an empty capability set, allocated by the parent (no malloc in the child) */
     char *arg_start; /* corral's own argv strings, which init inherits: blanked so the */
@@ -429,7 +434,8 @@ static void init_close_inherited(const struct spawn_args *a)
 {
     int keep[SPAWN_MAX_KEEP];
     size_t n = 0;
-    int mine[] = {0, 1, 2, a->go_rd, a->err_wr, a->status_wr, a->notify_wr, a->in, a->out, a->err};
+    int mine[] = {0,     1,      2,      a->go_rd,    a->err_wr, a->status_wr, a->notify_wr,
+                  a->in, a->out, a->err, a->egress_wr};
     for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
         if (mine[i] >= 0)
             keep[n++] = mine[i];
@@ -473,7 +479,10 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     CTT("root");
     const char *hn = a->p->hostname ? a->p->hostname : "corral";
     CHILD_CHECK(sethostname(hn, strlen(hn)) == 0, fd, "uts: sethostname: %s", strerror(errno));
-    if (a->p->net == SANDBOX_NET_LOOPBACK && net_loopback_up(&a->lo_req, &e) < 0)
+    if (a->p->net != SANDBOX_NET_NONE && net_loopback_up(&a->lo_req, &e) < 0)
+        child_fail(fd, e.msg);
+    /* Still privileged in our namespaces: ports below 1024 (the DNS stub) are ours to bind. */
+    if (a->egress_wr >= 0 && a->p->egress && sandbox_egress_hand_up(a->p->egress, a->egress_wr, &e) < 0)
         child_fail(fd, e.msg);
     /* Phase two: the parent has put us in our cgroup and sends the seccomp filter it built
      * (in parallel with the root above). A short read means it died or gave up. */
@@ -711,8 +720,8 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
     CTT("start");
     if ((r = root_plan_build(&plan, p, program, err)) < 0)
         goto out;
-    if (plan.n > SPAWN_MAX_KEEP - 8) {
-        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 8);
+    if (plan.n > SPAWN_MAX_KEEP - 11) {
+        r = cerr_set(err, E2BIG, "too many binds (%zu; at most %d)", plan.n, SPAWN_MAX_KEEP - 11);
         goto out;
     }
     CTT("plan");
@@ -738,6 +747,7 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
         .status_wr = f->status_wr,
         .alive_rd = f->go_rd,
         .notify_wr = f->notify_wr,
+        .egress_wr = f->egress_wr,
         .listener = -1,
     };
     own_args(&a.arg_start, &a.arg_len);
@@ -747,7 +757,7 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
         r = cerr_set(err, ENOMEM, "out of memory");
         goto out_args;
     }
-    if (p->net == SANDBOX_NET_LOOPBACK && (r = net_loopback_prepare(&a.lo_req, err)) < 0)
+    if (p->net != SANDBOX_NET_NONE && (r = net_loopback_prepare(&a.lo_req, err)) < 0)
         goto out_args;
     int pidfd = -1;
     struct clone_args ca = {
@@ -813,12 +823,17 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
         free(c);
         return cerr_set(err, ENOMEM, "out of memory");
     }
-    c->pidfd = c->status_fd = c->notify_fd = c->err_fd = c->np_fd = -1;
+    c->pidfd = c->status_fd = c->notify_fd = c->err_fd = c->np_fd = c->eg_fd = -1;
     c->pid = -1;
     c->parent = p->cgroup_parent;
     struct seccomp_prog prog = {0};
-    int go[2] = {-1, -1}, ep[2] = {-1, -1}, np[2] = {-1, -1};
+    int go[2] = {-1, -1}, ep[2] = {-1, -1}, np[2] = {-1, -1}, eg[2] = {-1, -1};
     int cgfd = -1;
+    size_t n_eg = p->net == SANDBOX_NET_PROXY && p->egress ? sandbox_egress_count(p->egress) : 0;
+    if (p->net == SANDBOX_NET_PROXY && !n_eg) {
+        r = cerr_set(err, EINVAL, "network \"proxy\" needs the egress listeners to make");
+        goto fail;
+    }
 
     TRACE_START();
     /* The cgroup is made (and its budgets set) before the clone: only the move into it has to
@@ -831,7 +846,8 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     }
     CTT("cgroup-made");
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
-        (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0)) {
+        (p->seccomp.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, np) < 0) ||
+        (n_eg && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, eg) < 0)) {
         r = cerr_set(err, errno, "pipe: %s", strerror(errno));
         goto fail;
     }
@@ -840,6 +856,7 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
         .err_wr = ep[1],
         .status_wr = go[0],
         .notify_wr = np[1],
+        .egress_wr = eg[1],
         .in = -1,
         .out = -1,
         .err = -1,
@@ -847,7 +864,8 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     };
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
-    if (spawn_hooks.clone)
+    /* A proxy sandbox is cloned here: the zygote's request carries no egress listener spec. */
+    if (spawn_hooks.clone && !n_eg)
         r = spawn_hooks.clone(p, program, &f, &cl, err);
     else
         r = spawn_clone(p, program, &f, false, &cl, err);
@@ -863,6 +881,9 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     if (np[1] >= 0)
         close(np[1]);
     np[1] = -1;
+    if (eg[1] >= 0)
+        close(eg[1]);
+    eg[1] = -1;
 
     CTT("cloned");
     if ((r = write_id_maps(pid, p, err)) < 0)
@@ -888,6 +909,8 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     c->status_fd = steal_fd(&go[1]);
     c->err_fd = steal_fd(&ep[0]);
     c->np_fd = steal_fd(&np[0]);
+    c->eg_fd = steal_fd(&eg[0]);
+    c->n_eg = n_eg;
     if (cgfd >= 0)
         close(cgfd);
     seccomp_prog_release(&prog);
@@ -902,6 +925,8 @@ fail:
             close(ep[i]);
         if (np[i] >= 0)
             close(np[i]);
+        if (eg[i] >= 0)
+            close(eg[i]);
     }
     if (cgfd >= 0)
         close(cgfd);
@@ -989,6 +1014,16 @@ int sandbox_start(struct sandbox_child *c, char *const argv[], char *const envp[
     if (c->np_fd >= 0)
         close(c->np_fd);
     c->np_fd = -1;
+    /* Sent by init while it was prepared: waiting in the socket now. */
+    if (r == 0 && c->eg_fd >= 0) {
+        if (sandbox_egress_recv(c->eg_fd, c->egress_fds, c->n_eg) < 0)
+            r = cerr_set(err, EPROTO, "egress: the sandbox's init did not pass its listeners");
+        else
+            c->n_egress = c->n_eg;
+    }
+    if (c->eg_fd >= 0)
+        close(c->eg_fd);
+    c->eg_fd = -1;
     return r;
 }
 
@@ -999,7 +1034,9 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
 #ifdef SPAWN_TRACE
     double t_in = util_now();
 #endif
-    int r = spawn_hooks.take ? spawn_hooks.take(p, program, &c) : 0;
+    /* A proxy sandbox is never one prepared ahead: its listeners are its own. */
+    bool proxy = p->net == SANDBOX_NET_PROXY;
+    int r = spawn_hooks.take && !proxy ? spawn_hooks.take(p, program, &c) : 0;
 #ifdef SPAWN_TRACE
     double t_taken = util_now();
 #endif
@@ -1019,7 +1056,7 @@ int sandbox_spawn(const struct sandbox_profile *p, const char *program, char *co
         sandbox_child_free(c);
         return r;
     }
-    c->refill = spawn_hooks.refill_make ? spawn_hooks.refill_make(p, program) : NULL;
+    c->refill = spawn_hooks.refill_make && !proxy ? spawn_hooks.refill_make(p, program) : NULL;
     *out = c;
     return 0;
 }
@@ -1035,6 +1072,15 @@ pid_t sandbox_child_pid(const struct sandbox_child *c)
 const char *sandbox_child_cgroup(const struct sandbox_child *c)
 {
     return cgroup_path(c->cg);
+}
+
+int sandbox_child_take_egress_fds(struct sandbox_child *c, int *fds, size_t n)
+{
+    if (!c->n_egress || n != c->n_egress)
+        return -ENOENT;
+    memcpy(fds, c->egress_fds, n * sizeof(int));
+    c->n_egress = 0;
+    return 0;
 }
 
 int sandbox_child_take_notify_fd(struct sandbox_child *c)
@@ -1133,6 +1179,10 @@ void sandbox_child_free(struct sandbox_child *c)
         close(c->err_fd);
     if (c->np_fd >= 0)
         close(c->np_fd);
+    if (c->eg_fd >= 0)
+        close(c->eg_fd);
+    for (size_t i = 0; i < c->n_egress; i++)
+        close(c->egress_fds[i]);
     if (c->refill)
         spawn_hooks.refill_drop(c->refill);
     free(c->program);

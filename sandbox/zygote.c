@@ -438,7 +438,8 @@ static void zygote_serve_one(int sock)
     int slot[ZYGOTE_NFDS], k = 0;
     for (int i = 0; i < ZYGOTE_NFDS; i++)
         slot[i] = (h.fdmask & (1u << i)) ? fds[k++] : -1;
-    struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4], slot[5], slot[6], slot[7]};
+    /* egress_wr: proxy sandboxes are cloned by the supervisor itself (spawn.c) */
+    struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4], slot[5], slot[6], slot[7], -1};
     struct cerr e = {0};
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     struct zygote_decoded d;

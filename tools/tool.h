@@ -74,6 +74,15 @@ struct tool_ctx {
     const char *const *protected_paths;
     size_t n_protected;
     uint64_t storage_bytes; /* the workspace's budget for its files' bytes; 0: none */
+    /* network "proxy" (docs/egress.md): command sandboxes get egress listeners of their own
+     * (egress_spec) and the proxy variables (egress_env, before the command's own env); the
+     * listeners go to adopt_egress (from a worker thread; it takes the fds and the pidfd of the
+     * command's sandbox in every case), whose proxies serve them until the sandbox ends
+     * (supervisor/egress/hub.h). NULL: commands have no network. */
+    const struct sandbox_egress *egress_spec;
+    const char *const *egress_env;
+    void (*adopt_egress)(void *data, int *fds, size_t n, int pidfd);
+    void *egress_data;
     /* Per call (the connection copies the ctx for each call): NULL / NONE outside one. */
     struct tool_call_ctl *call;
     enum tool_approval approval;

@@ -28,7 +28,12 @@ static void exec_usage(FILE *f)
           "on the host (PATH, or a path like ./agent) and shown read-only inside.\n"
           "\n"
           "options:\n"
-          "  --net none|loopback   network: none (default) or only a private loopback\n"
+          "  --net none|loopback|proxy  network: none (default), only a private loopback, or\n"
+          "                        egress through corral's filtering proxies (docs/egress.md)\n"
+          "  --allow HOST[:PORT]   --net proxy: allow connections to HOST (a name, *.DOMAIN, an\n"
+          "                        IP address or CIDR; no port: 80 and 443; :* every port)\n"
+          "  --deny HOST[:PORT]    --net proxy: refuse them, whatever allows them (repeatable)\n"
+          "  --add-host NAME:ADDR  --net proxy: resolve NAME to ADDR (repeatable)\n"
           "  --memory SIZE         memory budget, e.g. 256M (default: the role's; 256M)\n"
           "  --pids N              process budget (default: the role's; 256)\n"
           "  --cpus FRACTION       cpu budget in CPUs, e.g. 0.5 (default: the role's; 1)\n"
@@ -67,6 +72,7 @@ enum {
     SET_CWD = 64
 };
 #define MAX_ENV 128
+#define MAX_EGRESS 256
 
 struct exec_opts {
     struct sandbox_profile prof;
@@ -74,8 +80,10 @@ struct exec_opts {
     char *bind_store[MAX_BINDS * 2];
     size_t n_binds;
     struct sandbox_bind *all_binds; /* the role's binds, then the command line's */
-    char *env[MAX_ENV + 8];
+    char *env[MAX_ENV + 16];
     size_t n_env;
+    const char *egress_args[3][MAX_EGRESS]; /* --allow, --deny, --add-host */
+    size_t n_egress[3];
     double timeout;
     unsigned set; /* SET_* bits: options given on the command line, which override the policy */
     bool stats;
@@ -135,7 +143,10 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         O_ROLE,
         O_WS,
         O_TRAIL,
-        O_DURABILITY
+        O_DURABILITY,
+        O_ALLOW,
+        O_DENY,
+        O_ADDHOST
     };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},
@@ -155,6 +166,9 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         {"workspace", required_argument, 0, O_WS},
         {"trail", required_argument, 0, O_TRAIL},
         {"trail-durability", required_argument, 0, O_DURABILITY},
+        {"allow", required_argument, 0, O_ALLOW},
+        {"deny", required_argument, 0, O_DENY},
+        {"add-host", required_argument, 0, O_ADDHOST},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -171,8 +185,11 @@ static int parse(int argc, char **argv, struct exec_opts *o)
                 o->prof.net = SANDBOX_NET_NONE;
             else if (!strcmp(optarg, "loopback"))
                 o->prof.net = SANDBOX_NET_LOOPBACK;
+            else if (!strcmp(optarg, "proxy"))
+                o->prof.net = SANDBOX_NET_PROXY;
             else {
-                fprintf(stderr, "corral exec: --net takes 'none' or 'loopback', not '%s'\n", optarg);
+                fprintf(stderr, "corral exec: --net takes 'none', 'loopback' or 'proxy', not '%s'\n",
+                        optarg);
                 return -1;
             }
             o->set |= SET_NET;
@@ -260,6 +277,18 @@ static int parse(int argc, char **argv, struct exec_opts *o)
         case O_ROLE: o->role = optarg; break;
         case O_WS: o->workspace = optarg; break;
         case O_TRAIL: o->trail = optarg; break;
+        case O_ALLOW:
+        case O_DENY:
+        case O_ADDHOST: {
+            static const char *const names[] = {"allow", "deny", "add-host"};
+            size_t k = (size_t)(c - O_ALLOW);
+            if (o->n_egress[k] >= MAX_EGRESS) {
+                fprintf(stderr, "corral exec: too many --%s (at most %d)\n", names[k], MAX_EGRESS);
+                return -1;
+            }
+            o->egress_args[k][o->n_egress[k]++] = optarg;
+            break;
+        }
         case O_DURABILITY:
             if (trail_durability_parse(optarg, &o->durability) < 0) {
                 fprintf(stderr, "corral exec: --trail-durability takes 'full' or 'normal', not '%s'\n",
@@ -284,10 +313,12 @@ static int parse(int argc, char **argv, struct exec_opts *o)
 /* The minimal environment plus --env, later entries replacing earlier ones of the same name. */
 static void build_env(struct exec_opts *o)
 {
-    char *all[MAX_ENV + 8];
+    char *all[MAX_ENV + 16];
     size_t n = 0;
     for (size_t i = 0; sandbox_default_env[i] && n < 8; i++)
         all[n++] = (char *)sandbox_default_env[i];
+    for (size_t i = 0; o->prof.net == SANDBOX_NET_PROXY && egress_env()[i] && i < 8; i++)
+        all[n++] = (char *)egress_env()[i]; /* before --env: a program may be told otherwise */
     for (size_t i = 0; i < o->n_env; i++) {
         size_t kl = (size_t)(strchr(o->env[i], '=') - o->env[i]);
         size_t j;
@@ -330,7 +361,7 @@ static int apply_role(struct exec_opts *o, const struct policy_role_view *v)
             fprintf(
                 stderr,
                 "corral exec: --net %s: role '%s' has no network authority; give it one in the policy\n",
-                cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "?", v->name);
+                cli.net == SANDBOX_NET_LOOPBACK ? "loopback" : "proxy", v->name);
             return -1;
         }
     }
@@ -410,6 +441,7 @@ int cli_exec(int argc, char **argv)
     struct trail *trail = NULL;
     struct exec_record rec = {0};
     struct listener *notify = NULL;
+    struct egress_setup egress_setup = {0};
     sigset_t fwd, old;
     if (pr != 0) {
         status = pr > 0 ? CORRAL_EXIT_OK : CORRAL_EXIT_USAGE;
@@ -450,6 +482,21 @@ int cli_exec(int argc, char **argv)
         goto out;
     }
     if (apply_role(&o, &view) < 0) {
+        status = CORRAL_EXIT_USAGE;
+        goto out;
+    }
+    if (o.prof.net == SANDBOX_NET_PROXY) {
+        struct cerr ee = {0};
+        if (egress_setup_init(&egress_setup, view.egress, o.egress_args[0], o.n_egress[0],
+                              o.egress_args[1], o.n_egress[1], o.egress_args[2], o.n_egress[2],
+                              &ee) < 0) {
+            fprintf(stderr, "corral exec: %s\n", ee.msg);
+            status = CORRAL_EXIT_USAGE;
+            goto out;
+        }
+        egress_setup_profile(&egress_setup, &o.prof);
+    } else if (o.n_egress[0] + o.n_egress[1] + o.n_egress[2]) {
+        fprintf(stderr, "corral exec: --allow, --deny and --add-host need --net proxy\n");
         status = CORRAL_EXIT_USAGE;
         goto out;
     }
@@ -544,7 +591,11 @@ int cli_exec(int argc, char **argv)
                                  .notify = notify,
                                  .sample_sec = trail ? SAMPLE_SEC : 0,
                                  .sample = o.workspace ? sample_budgets : sample_budgets_commit,
-                                 .sample_data = &sampler};
+                                 .sample_data = &sampler,
+                                 .egress = o.prof.net == SANDBOX_NET_PROXY ? &egress_setup : NULL,
+                                 .egress_opts = {.trail = trail,
+                                                 .workspace = rec.workspace[0] ? rec.workspace : NULL,
+                                                 .actor = view.name}};
     int r = serve_exec(&so, child, to_agent[1], from_agent[0], &timed_out, &err);
     if (o.workspace) {
         close(to_agent[1]);
@@ -592,6 +643,7 @@ out_sig:
     sigprocmask(SIG_SETMASK, &old, NULL);
 out:
     listener_free(notify);
+    egress_setup_free(&egress_setup);
     sandbox_child_free(child);
     zygote_stop(); /* with any prepared command sandbox */
     if (exec_record_finish(&rec) < 0 && status != CORRAL_EXIT_INTERNAL) {

@@ -140,8 +140,8 @@ int cli_ps(int argc, char **argv)
         return CORRAL_EXIT_INTERNAL;
     }
     printf("run pid %.0f, trail %s\n", num(doc, "pid"), str(doc, "trail"));
-    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s\n", "WORKSPACE", "STATE", "ROLE", "AGENT",
-           "OWNER", "ORIGINATOR", "CKPTS", "MEMORY/BUDGET");
+    printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s  %s\n", "WORKSPACE", "STATE", "ROLE", "AGENT",
+           "OWNER", "ORIGINATOR", "CKPTS", "MEMORY/BUDGET", "EGRESS(open/allowed/refused in/out)");
     const cJSON *ws;
     cJSON_ArrayForEach (ws, list) {
         const char *id = str(ws, "id");
@@ -156,9 +156,18 @@ int cli_ps(int argc, char **argv)
         human_bytes(u ? num(u, "memory_limit") : -1, lim, sizeof(lim));
         snprintf(mem, sizeof(mem), "%s/%s", used, lim);
         double ck = num(ws, "checkpoints");
-        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s\n", name, str(ws, "state"),
+        /* network "proxy" sandboxes: their connections, from the egress proxies' counters */
+        const cJSON *eg = u ? cJSON_GetObjectItemCaseSensitive(u, "egress") : NULL;
+        char net[96] = "-", bin[16], bout[16];
+        if (eg) {
+            human_bytes(num(eg, "bytes_in"), bin, sizeof(bin));
+            human_bytes(num(eg, "bytes_out"), bout, sizeof(bout));
+            snprintf(net, sizeof(net), "%.0f/%.0f/%.0f %s/%s", num(eg, "open"), num(eg, "allowed"),
+                     num(eg, "refused"), bin, bout);
+        }
+        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s  %s\n", name, str(ws, "state"),
                str(ws, "role"), str(ws, "agent"), str(ws, "owner"), str(ws, "originator"),
-               ck < 0 ? 0 : ck, mem);
+               ck < 0 ? 0 : ck, mem, net);
     }
     cJSON_Delete(doc);
     return CORRAL_EXIT_OK;

@@ -1,6 +1,8 @@
 /* supervisor/conn/agent.c: one JSON-RPC connection per agent on the shared loop (see agent.h).
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
- * end of the turn, and only then are responses written and tool calls started. */
+ * end of the turn, and only then are responses written and tool calls that act (writes,
+ * commands) started. A read acts on nothing: it runs at once, before its entries commit, and
+ * its answer waits for the commit like every response, so a read costs one group commit. */
 #include "supervisor/conn/agent.h"
 #include "common/rate.h"
 #include "policy/policy.h"
@@ -10,8 +12,11 @@
 #include <sodium.h>
 
 #include <fcntl.h>
-#include <sys/eventfd.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -24,6 +29,7 @@ struct outbuf {
     struct outbuf *next;
     char *data;
     size_t len, off;
+    cJSON *answer_id; /* a tool call's answer: withheld if the turn's commit fails */
 };
 
 struct outq {
@@ -39,6 +45,7 @@ struct tool_job {
     cJSON *result;
     bool is_error;
     int rc;
+    bool early; /* a read, running before its entries commit */
     struct tool_job *next_staged;
     struct tool_job *next_call; /* the agent's calls in flight (staged or submitted) */
     struct tool_ctx ctx;        /* the agent's ctx, with this call's controls */
@@ -67,6 +74,11 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
+    unsigned turn; /* counts turn ends: the per-turn budgets of lines and inline calls */
+    struct agent *backlog, *backlog_tail; /* agents that used a budget with input left, FIFO */
+    unsigned turn_lines;                  /* lines handled this turn, over every agent */
+    int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
+    struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
     bool in_turn;            /* host_turn_end is walking its lists */
     struct agent *graveyard; /* freed during that walk: released after it */
@@ -102,6 +114,10 @@ struct agent {
     bool ended;
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
+    unsigned inline_turn, inline_n; /* inline calls in turn inline_turn */
+    unsigned pump_turn, pump_n;     /* lines handled in turn pump_turn */
+    bool in_backlog;
+    struct agent *backlog_next;
     struct agent_stats st;
     bool host;                    /* an MCP host at the other end (agent_config.host) */
     bool can_elicit;              /* it declared the elicitation capability */
@@ -349,6 +365,7 @@ static void outq_clear(struct outq *q)
         struct outbuf *b = q->head;
         q->head = b->next;
         free(b->data);
+        cJSON_Delete(b->answer_id);
         free(b);
     }
     q->tail = NULL;
@@ -375,20 +392,23 @@ static void mark_dirty(struct agent *a)
     a->h->dirty = a;
 }
 
-/* Takes LINE (malloc'd, ending in '\n'). */
-static void stage_line(struct agent *a, char *line, size_t len)
+/* Takes LINE (malloc'd, ending in '\n'); ANSWER_ID (taken, may be NULL) marks a tool call's answer. */
+static void stage_line_answer(struct agent *a, char *line, size_t len, cJSON *answer_id)
 {
     if (!line) {
         /* Out of memory building a response: the connection cannot keep its promises. */
+        cJSON_Delete(answer_id);
         a->failing = true;
         return;
     }
     if (a->ended) {
+        cJSON_Delete(answer_id);
         free(line);
         return;
     }
     struct outbuf *b = malloc(sizeof(*b));
     if (!b) {
+        cJSON_Delete(answer_id);
         free(line);
         a->failing = true;
         return;
@@ -398,12 +418,42 @@ static void stage_line(struct agent *a, char *line, size_t len)
     b->data = line;
     b->len = len;
     b->off = 0;
+    b->answer_id = answer_id;
     struct outq one = {b, b};
     outq_append(&a->staged, &one);
     a->queued += len;
     mark_dirty(a);
 }
 
+static void stage_line(struct agent *a, char *line, size_t len)
+{
+    stage_line_answer(a, line, len, NULL);
+}
+
+/* The turn's commit failed: its entries are not in the trail, so no tool answer staged in it
+ * may leave. Each is replaced by an error saying why (nothing more can be recorded). */
+static void withhold_answers(struct agent *a)
+{
+    for (struct outbuf *b = a->staged.head; b; b = b->next) {
+        if (!b->answer_id)
+            continue;
+        size_t len = 0;
+        char *line = rpc_error_line(b->answer_id, RPC_INTERNAL_ERROR,
+                                    "internal error: the trail cannot be written, so the answer is "
+                                    "withheld",
+                                    NULL, &len);
+        if (!line) {
+            a->failing = true;
+            len = 0;
+        }
+        a->queued = a->queued - b->len + len;
+        free(b->data);
+        b->data = line ? line : strdup("");
+        b->len = line ? len : 0;
+        cJSON_Delete(b->answer_id);
+        b->answer_id = NULL;
+    }
+}
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result)
 {
     size_t len = 0;
@@ -490,7 +540,94 @@ void agent_call_wacp(struct agent *a, const struct rpc_msg *m)
 static bool agent_can_read(const struct agent *a)
 {
     const struct agent_host_opts *o = &a->h->o;
-    return !a->ended && !a->failing && a->queued < o->max_queued_bytes && a->inflight < o->max_inflight;
+    return !a->ended && !a->failing && !a->in_backlog && a->queued < o->max_queued_bytes &&
+           a->inflight < o->max_inflight;
+}
+
+/* Fairness: an agent handles at most AGENT_LINES_PER_TURN lines per turn, and a turn at most
+ * HOST_LINES_PER_TURN over all agents. An agent past either budget with input left (a flood of
+ * pipelined requests, garbage, a request storm) waits in the backlog, first in first out, not
+ * read from, and the next turns serve it in order: a turn's work, and so the wait of every
+ * answer released at its end, stays bounded whatever the agents send, and a well-behaved
+ * agent's request waits at most for the backlog ahead of it (bench/flood_bench.c). */
+#define AGENT_LINES_PER_TURN 8
+#define HOST_LINES_PER_TURN 16
+
+static void backlog_add(struct agent *a)
+{
+    struct agent_host *h = a->h;
+    if (a->in_backlog)
+        return;
+    if (!h->backlog) {
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* the counter cannot overflow at one write per empty backlog */
+        }
+    }
+    a->in_backlog = true;
+    a->backlog_next = NULL;
+    if (h->backlog_tail)
+        h->backlog_tail->backlog_next = a;
+    else
+        h->backlog = a;
+    h->backlog_tail = a;
+}
+
+static void backlog_remove(struct agent *a)
+{
+    if (!a->in_backlog)
+        return;
+    struct agent_host *h = a->h;
+    h->backlog_tail = NULL;
+    for (struct agent **pp = &h->backlog; *pp;) {
+        if (*pp == a)
+            *pp = a->backlog_next;
+        else {
+            h->backlog_tail = *pp;
+            pp = &(*pp)->backlog_next;
+        }
+    }
+    a->in_backlog = false;
+    a->backlog_next = NULL;
+}
+
+/* The eventfd only makes the next epoll_wait return at once while agents wait in the backlog;
+ * they are served at the end of the turn (backlog_serve), after the agents whose pipes woke the
+ * turn: an agent that sends little is never queued behind the floods. */
+static void on_kick(void *data, uint32_t events)
+{
+    struct agent_host *h = data;
+    uint64_t v;
+    if (read(h->kick_fd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: already drained */
+    }
+}
+
+static void backlog_serve(struct agent_host *h)
+{
+    /* Served in place, from the head (an agent freed meanwhile is unlinked by agent_free), each
+     * agent at most once: one served with lines left goes back to the tail. */
+    size_t n = 0;
+    for (struct agent *a = h->backlog; a; a = a->backlog_next)
+        n++;
+    while (n-- > 0 && h->backlog && h->turn_lines < HOST_LINES_PER_TURN) {
+        struct agent *a = h->backlog;
+        h->backlog = a->backlog_next;
+        if (!h->backlog)
+            h->backlog_tail = NULL;
+        a->in_backlog = false;
+        a->backlog_next = NULL;
+        if (a->ended)
+            continue;
+        agent_pump(a);
+        agent_maybe_end(a);
+    }
+    if (h->backlog) { /* the turn's budget ran out: the next turn comes at once */
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* cannot overflow */
+        }
+    }
 }
 
 static void on_readable(void *data, uint32_t events);
@@ -710,7 +847,18 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
 
 static void agent_pump(struct agent *a)
 {
+    struct agent_host *h = a->h;
     while (agent_can_read(a)) {
+        if (a->pump_turn != h->turn) {
+            a->pump_turn = h->turn;
+            a->pump_n = 0;
+        }
+        if (a->pump_n >= AGENT_LINES_PER_TURN || h->turn_lines >= HOST_LINES_PER_TURN) {
+            backlog_add(a);
+            break;
+        }
+        a->pump_n++;
+        h->turn_lines++;
         const char *line;
         size_t len;
         enum rpc_frame f = rpc_reader_next(a->reader, &line, &len);
@@ -807,6 +955,7 @@ static void agent_flush(struct agent *a)
             if (!a->ready.head)
                 a->ready.tail = NULL;
             free(b->data);
+            cJSON_Delete(b->answer_id);
             free(b);
         }
     }
@@ -940,9 +1089,9 @@ static void on_progress(void *data, uint32_t events)
     (void)loop_timer_add(a->h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
 }
 
-static void tool_job_done(struct pool_job *pj)
+/* Records the call's end and stages its answer; returns false when the agent was freed. */
+static bool tool_job_finish(struct tool_job *j)
 {
-    struct tool_job *j = (struct tool_job *)pj;
     struct agent *a = j->a;
     a->inflight--;
     a->h->inflight--;
@@ -952,7 +1101,7 @@ static void tool_job_done(struct pool_job *pj)
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
-        return;
+        return false;
     }
     if (j->cancelled && j->rc >= 0)
         j->rc = -ECANCELED;
@@ -971,15 +1120,29 @@ static void tool_job_done(struct pool_job *pj)
             agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, msg);
         } else {
             cJSON *r = mcp_tool_result(j->result, j->is_error);
-            if (r)
-                agent_reply(a, j->id, r);
-            else
+            size_t len = 0;
+            char *line = r ? rpc_result_line(j->id, r, &len) : NULL;
+            cJSON *id = line ? cJSON_Duplicate(j->id, false) : NULL;
+            if (line && id) {
+                a->st.responses++;
+                stage_line_answer(a, line, len, id);
+            } else {
+                free(line);
+                cJSON_Delete(id);
                 agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+            }
             cJSON_Delete(r);
         }
     }
     tool_job_free(j);
-    if (!a->ended) {
+    return true;
+}
+
+static void tool_job_done(struct pool_job *pj)
+{
+    struct tool_job *j = (struct tool_job *)pj;
+    struct agent *a = j->a;
+    if (tool_job_finish(j) && !a->ended) {
         agent_pump(a);
         agent_maybe_end(a);
     }
@@ -994,6 +1157,43 @@ static bool tool_is_command(const struct tool_surface *surface, const char *tool
         if (!strcmp(defs[i].name, tool))
             return defs[i].kind == TOOL_KIND_COMMAND;
     return false;
+}
+
+/* A call whose cost is bounded and smaller than a hand-off to a worker and back (an eventfd
+ * wake-up each way, measured in bench/roundtrip.sh) runs inline on the loop: a read of a regular
+ * file of at most INLINE_FILE_MAX bytes. The check is only about cost (the read resolves and
+ * checks the path again, opens it O_NONBLOCK and caps what it reads at max_file_size), so a
+ * file swapped meanwhile costs at most one capped read. INLINE_PER_TURN bounds an agent's inline
+ * calls per turn, so one agent's storm of reads cannot hold the loop from the others. */
+#define INLINE_FILE_MAX 65536
+#define INLINE_PER_TURN 8
+
+static bool tool_is_small_read(const struct agent *a, const char *name, const cJSON *args)
+{
+    static const char *const reads[] = {"readFile", "file.read", "read_file"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+        known |= !strcmp(name, reads[i]);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(args, "path");
+    if (!known || !cJSON_IsString(p) || !*p->valuestring)
+        return false;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, a->tools->root_fd, p->valuestring, &how, sizeof(how));
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool small = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= INLINE_FILE_MAX;
+    close(fd);
+    return small;
+}
+
+/* Whether a call acts on nothing but may answer: a READ tool of its surface's table. kward's
+ * reads are left out: an outline starts a command sandbox, an effect the trail records first. */
+static bool tool_is_read(const struct agent *a, const char *name)
+{
+    const struct tool_def *d = tool_surface_def(a->surface, name);
+    return d && d->kind == TOOL_KIND_READ && strcmp(a->surface->name, "kward") != 0;
 }
 
 int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
@@ -1032,6 +1232,24 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     a->st.tool_calls++;
     j->next_call = a->calls;
     a->calls = j;
+    if (tool_is_read(a, name)) {
+        j->early = true;
+        if (a->inline_turn != h->turn) {
+            a->inline_turn = h->turn;
+            a->inline_n = 0;
+        }
+        if (a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args)) {
+            a->inline_n++;
+            tool_job_run(&j->pj);
+            tool_job_finish(j);
+        } else {
+            j->started = util_now();
+            if (j->progress && !a->ended)
+                (void)loop_timer_add(h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
+            pool_submit(h->pool, &j->pj);
+        }
+        return 0;
+    }
     if (h->staged_tail)
         h->staged_tail->next_staged = j;
     else
@@ -1082,7 +1300,10 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
-    h->in_turn = true;
+    h->in_turn = true; /* agents freed from here on are released after the walk */
+    backlog_serve(h);
+    h->turn++;
+    h->turn_lines = 0;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -1115,6 +1336,8 @@ static void host_turn_end(void *data)
             next = a->dirty_next; /* saved: pumping may mark A dirty again, on a new list */
             a->dirty = false;
             a->dirty_next = NULL;
+            if (committed < 0)
+                withhold_answers(a);
             outq_append(&a->ready, &a->staged);
             if (a->ended)
                 continue;
@@ -1157,6 +1380,14 @@ int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
         h->o.max_inflight = 4;
     if (!h->o.abuse_limit)
         h->o.abuse_limit = 100;
+    h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int r = h->kick_fd < 0 ? -errno : loop_watch_add(loop, &h->kick, h->kick_fd, EPOLLIN, on_kick, h);
+    if (r < 0) {
+        if (h->kick_fd >= 0)
+            close(h->kick_fd);
+        free(h);
+        return cerr_set(err, -r, "agents: eventfd: %s", strerror(-r));
+    }
     loop_set_turn_end(loop, host_turn_end, h);
     *out = h;
     return 0;
@@ -1167,6 +1398,8 @@ void agent_host_free(struct agent_host *h)
     if (!h)
         return;
     loop_set_turn_end(h->loop, NULL, NULL);
+    loop_watch_del(h->loop, &h->kick);
+    close(h->kick_fd);
     free(h);
 }
 
@@ -1248,6 +1481,7 @@ void agent_free(struct agent *a)
     struct agent_host *h = a->h;
     a->on_end = NULL;
     agent_end(a, AGENT_END_EOF);
+    backlog_remove(a);
     /* Out of the turn's lists: nothing may point at it once it is gone. */
     for (struct agent **pp = &h->dirty; *pp; pp = &(*pp)->dirty_next)
         if (*pp == a) {

@@ -182,3 +182,7 @@ bool loop_stopped(const struct loop *l)
 {
     return l->stop;
 }
+int loop_fd(const struct loop *l)
+{
+    return l->epfd;
+}

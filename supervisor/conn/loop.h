@@ -26,6 +26,8 @@ struct loop_watch {
 };
 
 int loop_new(struct loop **out, struct cerr *err);
+/* The epoll fd: readable when a turn has work, for a caller that polls the loop among its own fds. */
+int loop_fd(const struct loop *l);
 /* Every watch must have been removed first. NULL is a no-op. */
 void loop_free(struct loop *l);
 

@@ -71,7 +71,10 @@ static cJSON *profile_json(const struct sandbox_profile *p, double timeout)
     cJSON_AddNumberToObject(bu, "cpus", p->limits.cpus);
     cJSON_AddNumberToObject(bu, "timeout_sec", timeout);
     cJSON_AddNumberToObject(bu, "tmp_bytes", (double)p->limits.tmp_size);
-    cJSON_AddStringToObject(o, "network", p->net == SANDBOX_NET_LOOPBACK ? "loopback" : "none");
+    cJSON_AddStringToObject(o, "network",
+                            p->net == SANDBOX_NET_LOOPBACK ? "loopback"
+                            : p->net == SANDBOX_NET_PROXY  ? "proxy"
+                                                           : "none");
     cJSON_AddBoolToObject(o, "landlock", p->landlock);
     cJSON_AddNumberToObject(o, "uid", p->uid);
     cJSON_AddNumberToObject(o, "host_uid", p->host_uid);

@@ -1,6 +1,7 @@
 /* supervisor/runtime/role_tools.c: a role's tool context (see role_tools.h). */
 #include "supervisor/runtime/role_tools.h"
 
+#include "supervisor/egress/hub.h"
 #include "supervisor/listeners/handoff.h"
 #include "tools/broker/protect.h"
 
@@ -30,5 +31,11 @@ void role_tools_init(struct role_tools *t, const struct role_tools_opts *o)
         c->adopt_listener = handoff_adopt;
         c->adopt_data = o->denials;
         c->adopt_tag = o->tag;
+    }
+    if (o->egress_hub) {
+        c->egress_spec = o->egress_spec;
+        c->egress_env = egress_env();
+        c->adopt_egress = egress_hub_adopt;
+        c->egress_data = o->egress_hub;
     }
 }

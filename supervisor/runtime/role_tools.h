@@ -8,6 +8,7 @@
 #include "tools/tool.h"
 
 struct handoff;
+struct egress_hub;
 
 struct role_tools {
     struct tool_ctx ctx;
@@ -27,7 +28,9 @@ struct role_tools_opts {
      * executable internals, tools/broker/protect.h). */
     const char *const *protected_paths;
     size_t n_protected;
-    uint64_t storage_bytes; /* the workspace's storage budget; 0: none */
+    uint64_t storage_bytes;        /* the workspace's storage budget; 0: none */
+    struct egress_hub *egress_hub; /* network "proxy": commands' egress listeners go here (hub.h) */
+    const struct sandbox_egress *egress_spec;
 };
 
 /* Fills T; everything it points to is borrowed from O and must outlive it. */

@@ -16,6 +16,8 @@
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
 #include "supervisor/trail/scrub.h"
+#include "supervisor/egress/hub.h"
+#include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 #include "tools/session.h"
@@ -61,6 +63,9 @@ struct run_ws {
     uint64_t live_lines, live_cpu; /* pipe lines and CPU at the last liveness check */
     int64_t live_since_us;         /* when they last changed (unix microseconds) */
     bool exited, conn_ended, stopping, finalized;
+    struct egress_setup egress_setup; /* network "proxy": its rules and listeners */
+    struct egress *egress;            /* its proxies, on the run's loop */
+    struct egress_hub *egress_hub;    /* its command sandboxes' proxies */
     struct run_ws *next;
 };
 
@@ -167,6 +172,9 @@ static void run_ws_free(struct run_ws *s)
 {
     if (!s)
         return;
+    egress_hub_free(s->egress_hub);
+    egress_free(s->egress); /* records the end of each connection still open */
+    egress_setup_free(&s->egress_setup);
     sandbox_child_free(s->child);
     if (s->to_agent >= 0)
         close(s->to_agent);
@@ -250,7 +258,7 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     size_t nd = 0;
     while (sandbox_default_env[nd])
         nd++;
-    s->envp = calloc(nd + ag->n_env + 3, sizeof(char *));
+    s->envp = calloc(nd + 8 + ag->n_env + 3, sizeof(char *));
     if (!s->envp)
         return cerr_set(err, ENOMEM, "out of memory");
     size_t n = 0;
@@ -258,6 +266,11 @@ static int build_env(struct run_ws *s, const struct policy_agent *ag, struct cer
     char *v;
     for (size_t i = 0; i < nd; i++)
         if ((v = strdup(sandbox_default_env[i])))
+            run_env_put(s->envp, &n, v);
+        else
+            oom = true;
+    for (size_t i = 0; s->prof.net == SANDBOX_NET_PROXY && egress_env()[i] && i < 8; i++)
+        if ((v = strdup(egress_env()[i])))
             run_env_put(s->envp, &n, v);
         else
             oom = true;
@@ -327,6 +340,15 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     /* Workers of one agent share a profile: the next one's sandbox is prepared in the
      * background while this one starts, so a creation costs the loop a start, not a sandbox. */
     s->prof.prepare_next = true;
+    if (s->prof.net == SANDBOX_NET_PROXY) {
+        if ((rc = egress_setup_init(&s->egress_setup, s->view.egress, NULL, 0, NULL, 0, NULL, 0, err)) <
+            0) {
+            run_ws_free(s);
+            return rc;
+        }
+        egress_setup_profile(&s->egress_setup, &s->prof);
+        s->prof.prepare_next = false; /* its listeners are made at its own start */
+    }
     if ((rc = build_argv(s, ag, err)) < 0 || (rc = build_env(s, ag, err)) < 0) {
         run_ws_free(s);
         return rc;
@@ -381,6 +403,16 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     cJSON_AddStringToObject(pb, "cgroup", sandbox_child_cgroup(s->child));
     record(r, info->id, "protocol", "process_started", pb);
     cJSON_Delete(pb);
+    struct egress_opts eo = {.trail = r->trail, .workspace = info->id, .actor = info->role};
+    if (s->prof.net == SANDBOX_NET_PROXY &&
+        ((rc = egress_setup_start(&s->egress_setup, r->loop, s->child, &eo, &s->egress, err)) < 0 ||
+         (s->view.authority.commands &&
+          (rc = egress_hub_new(r->loop, &s->egress_setup.policy, &s->egress_setup.spec, &eo,
+                               &s->egress_hub, err)) < 0))) {
+        sandbox_child_signal(s->child, SIGKILL);
+        run_ws_free(s);
+        return rc;
+    }
 
     /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
     s->root_fd = open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -404,6 +436,8 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
                                  .session = s->session,
                                  .denials = r->cmd_denials,
                                  .tag = s->id,
+                                 .egress_hub = s->egress_hub,
+                                 .egress_spec = &s->egress_setup.spec,
                                  .storage_bytes = info->budgets.storage_bytes};
     /* Protected paths (the policy's, else the default .git list) and the storage budget bind
      * the agent's own tools; checkpoints and integration check them again in the model. */
@@ -905,6 +939,16 @@ static cJSON *ps_json(void *data)
         }
         cJSON_AddNumberToObject(u, "memory_limit", (double)s->prof.limits.memory);
         cJSON_AddNumberToObject(u, "pids_limit", (double)s->prof.limits.pids);
+        if (s->egress) {
+            struct egress_stats es;
+            egress_get_stats(s->egress, &es);
+            cJSON *n = cJSON_AddObjectToObject(u, "egress");
+            cJSON_AddNumberToObject(n, "open", (double)es.open);
+            cJSON_AddNumberToObject(n, "allowed", (double)es.allowed);
+            cJSON_AddNumberToObject(n, "refused", (double)es.refused);
+            cJSON_AddNumberToObject(n, "bytes_out", (double)es.bytes_out);
+            cJSON_AddNumberToObject(n, "bytes_in", (double)es.bytes_in);
+        }
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "pid", getpid());

@@ -5,6 +5,7 @@
  * process (`corral mcp`). */
 #include "supervisor/runtime/serve.h"
 
+#include "supervisor/egress/hub.h"
 #include "supervisor/conn/agent.h"
 #include "supervisor/conn/dispatch.h"
 #include "supervisor/listeners/handoff.h"
@@ -226,12 +227,17 @@ static int serve(const struct serve_exec_opts *o, struct sandbox_child *child, i
     struct handoff *cmd_denials = NULL;
     struct agent_host *host = NULL;
     struct agent *agent = NULL;
+    struct egress *egress = NULL;
+    struct egress_hub *hub = NULL;
     int r = loop_new(&s.loop, err);
     if (r < 0) {
         if (o->workspace)
             sigaction(SIGPIPE, &old_pipe, NULL);
         return r;
     }
+    if (o->egress &&
+        (r = egress_setup_start(o->egress, s.loop, child, &o->egress_opts, &egress, err)) < 0)
+        goto out;
     if (!o->workspace)
         goto supervise; /* no agent: the sandbox alone (signals, budgets, timeout, denials) */
     if (o->trail) {
@@ -240,13 +246,20 @@ static int serve(const struct serve_exec_opts *o, struct sandbox_child *child, i
         if (r < 0)
             goto out;
     }
+    /* Its command sandboxes get proxies of their own, by the same policy. */
+    if (o->egress && o->view->authority.commands &&
+        (r = egress_hub_new(s.loop, &o->egress->policy, &o->egress->spec, &o->egress_opts, &hub, err)) <
+            0)
+        goto out;
     struct role_tools_opts to = {.view = o->view,
                                  .root_fd = root_fd,
                                  .root_host_path = o->workspace,
                                  .cgroup_parent = child,
                                  .session = session,
                                  .denials = cmd_denials,
-                                 .tag = o->workspace_id ? o->workspace_id : "agent"};
+                                 .tag = o->workspace_id ? o->workspace_id : "agent",
+                                 .egress_hub = hub,
+                                 .egress_spec = o->egress ? &o->egress->spec : NULL};
     role_tools_init(&tools, &to);
     r = pool_new(s.loop, 0, &pool, err);
     if (r < 0)
@@ -337,7 +350,9 @@ out:
     /* agent_free defers to the last running call; the pool's join below finishes those. */
     pool_free(pool);
     handoff_free(cmd_denials); /* after the pool: no command is left to hand one over */
+    egress_hub_free(hub);      /* likewise */
     agent_host_free(host);
+    egress_free(egress); /* records the end of every connection still open */
     loop_free(s.loop);
     if (o->workspace)
         sigaction(SIGPIPE, &old_pipe, NULL);

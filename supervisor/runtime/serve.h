@@ -6,6 +6,7 @@
 #include "common/util.h"
 #include "sandbox/sandbox.h"
 #include "policy/policy.h"
+#include "supervisor/egress/setup.h"
 
 struct trail;
 struct listener;
@@ -24,6 +25,9 @@ struct serve_exec_opts {
                                    * sandbox runs; what it stages commits at the turn's end */
     void (*sample)(void *data);
     void *sample_data;
+    struct egress_setup *egress;    /* network "proxy": the proxies run on the serving loop, and
+                                     * the agent's command sandboxes get their own */
+    struct egress_opts egress_opts; /* trail, workspace, actor for its entries */
     bool host; /* serve_host: an MCP host at the other end (agent_config.host) */
 };
 

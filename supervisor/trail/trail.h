@@ -59,6 +59,12 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
  * written, so the supervisor refuses new work. Committing an empty batch is a no-op. */
 int trail_commit(struct trail *t, struct cerr *err);
 bool trail_degraded(const struct trail *t);
+/* A degraded trail whose file still ends at the last committed entry (the failed batch rolled
+ * back) becomes writable again: 0, or -EIO while it cannot (the caller retries later, bounded).
+ * The caller records system_degraded when its next commit succeeds. No-op when not degraded. */
+int trail_retry(struct trail *t, struct cerr *err);
+/* Why it is degraded ("" when it is not). */
+const char *trail_degraded_why(const struct trail *t);
 /* Entries staged and not yet committed. */
 size_t trail_pending(const struct trail *t);
 /* Sequence number of the last committed entry (0 if none). */

@@ -53,6 +53,8 @@ static const char *const registry[] = {
     "migration_completed",
     "migration_failed",
     "migration_started",
+    "network_closed",
+    "network_connect",
     "port_right_consumed",
     "port_right_created",
     "port_right_revoked",
@@ -522,6 +524,7 @@ struct trail {
     struct trail_buf body, scratch;
     bool degraded;
     char why[512];
+    struct trail_ckpt *ckpt; /* NULL: SQLite's automatic checkpoint, on the commit */
 };
 
 static int sql_err(struct cerr *err, sqlite3 *db, int rc, const char *path, const char *what)
@@ -959,6 +962,41 @@ bool trail_degraded(const struct trail *t)
     return t && t->degraded;
 }
 
+static int load_ws_heads(struct trail *t, struct cerr *err);
+
+/* Degraded mode's way back (docs/trail.md): the batch that failed was rolled back, so the file
+ * ends at this writer's committed head; when it still does, the staged state is rebuilt from the
+ * file and writing may be tried again. A write that fails again degrades it again. */
+int trail_retry(struct trail *t, struct cerr *err)
+{
+    if (!t->degraded)
+        return 0;
+    sqlite3_stmt *st = t->head_st;
+    int rc = sqlite3_step(st);
+    bool mine = (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
+                 sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
+                 memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0) ||
+                (rc == SQLITE_DONE && t->c_seq == 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return cerr_set(err, EIO, "trail %s: its head cannot be read (%s)", t->path, sqlite3_errstr(rc));
+    if (!mine)
+        return cerr_set(err, EIO, "trail %s: its last entry is not the one this writer committed (%s)",
+                        t->path, t->why);
+    trail_wsmap_clear(&t->ws);
+    t->idx_n = 0;
+    if (load_ws_heads(t, err) < 0)
+        return -EIO;
+    t->degraded = false;
+    t->why[0] = '\0';
+    return 0;
+}
+
+const char *trail_degraded_why(const struct trail *t)
+{
+    return t && t->degraded ? t->why : "";
+}
+
 size_t trail_pending(const struct trail *t)
 {
     return t ? t->pending : 0;
@@ -980,6 +1018,7 @@ void trail_close(struct trail *t)
         return;
     if (t->in_txn && t->rollback)
         step_done(t->rollback);
+    trail_ckpt_stop(t->db, t->ckpt);
     sqlite3_finalize(t->begin);
     sqlite3_finalize(t->commit);
     sqlite3_finalize(t->rollback);
@@ -1251,6 +1290,9 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     } else if ((r = load_head(t, err)) < 0) {
         goto fail;
     }
+    /* Without its own thread (it could not start) the trail still works: SQLite then checkpoints
+     * on the commit, as before. */
+    trail_ckpt_start(t->db, path, d == TRAIL_DURABILITY_FULL, &t->ckpt);
     *out = t;
     return 0;
 fail:

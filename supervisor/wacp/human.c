@@ -274,10 +274,12 @@ static bool modifiable(int type, const char *field)
     static const char *const task[] = {"name", "description", NULL};
     static const char *const create[] = {"budgets", "timeout", "directive", "context", NULL};
     static const char *const envelope[] = {"payload", NULL};
-    const char *const *ok = type == POLICY_GATE_TASK_APPROVAL       ? task
-                            : type == POLICY_GATE_WORKSPACE_CREATE  ? create
-                            : type == POLICY_GATE_ENVELOPE_DELIVERY ? envelope
-                                                                    : NULL;
+    static const char *const conflict[] = {"prefer", NULL}; /* an escalated conflict's merge */
+    const char *const *ok = type == POLICY_GATE_TASK_APPROVAL         ? task
+                            : type == POLICY_GATE_WORKSPACE_CREATE    ? create
+                            : type == POLICY_GATE_ENVELOPE_DELIVERY   ? envelope
+                            : type == POLICY_GATE_CONFLICT_RESOLUTION ? conflict
+                                                                      : NULL;
     for (size_t i = 0; ok && ok[i]; i++)
         if (!strcmp(ok[i], field))
             return true;

@@ -4,13 +4,17 @@
 #include "supervisor/wacp/integrate.h"
 
 #include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/conflict.h"
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/highway.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- integration (PROTOCOL 7.4-7.8, integration spec) */
@@ -24,7 +28,7 @@ static cJSON *paths_json(const struct wacp_manifest *m, bool conflicts)
             continue;
         }
         cJSON *o = wacp_core_obj();
-        wacp_core_add_str(o, "type", "content_overlap");
+        wacp_core_add_str(o, "type", wacp_conflict_type_name(m->v[i].size));
         wacp_core_add_str(o, "path", m->v[i].path);
         cJSON_AddItemToArray(a, o);
     }
@@ -104,13 +108,10 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     if (!accept && strcmp(decision, "revise") && strcmp(decision, "reject"))
         return wacp_core_fail(e, -32602, "invalid_params",
                               "decision must be \"accept\", \"revise\" or \"reject\"");
-    if (strcmp(strategy, "direct") && strcmp(strategy, "layered")) {
-        if (!strcmp(strategy, "evaluated"))
-            return wacp_core_fail(e, -32602, "unsupported_strategy",
-                                  "the evaluated strategy is the coordinator's own merge: read both "
-                                  "states, write the result, and integrate with \"direct\"");
-        return wacp_core_fail(e, -32602, "invalid_params", "strategy must be \"direct\" or \"layered\"");
-    }
+    bool evaluated = !strcmp(strategy, "evaluated");
+    if (strcmp(strategy, "direct") && strcmp(strategy, "layered") && !evaluated)
+        return wacp_core_fail(e, -32602, "invalid_params",
+                              "strategy must be \"direct\", \"layered\" or \"evaluated\"");
     if (t->state != WS_INTEGRATING)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
                               "workspace %s is %s; integration takes a workspace that emitted complete "
@@ -149,10 +150,15 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     cJSON_Delete(b);
     if (r < 0)
         return wacp_core_trail_err(e);
-    if (!strcmp(strategy, "layered")) {
+    if (strcmp(strategy, "direct")) {
+        /* layered: content_overlap; evaluated: every type the runtime can decide mechanically
+         * (integration spec section 5's table) */
         struct wacp_manifest over = {0};
         struct cerr ce = {0};
-        if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0) {
+        if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0 ||
+            (evaluated &&
+             (wacp_conflict_dependencies(t->parent->dir, &t->base, &cp->files, &over, &ce) < 0 ||
+              wacp_conflict_constraints(t->directive, &cp->files, &over, &ce) < 0))) {
             wacp_files_manifest_clear(&over);
             if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
                 return wacp_core_trail_err(e);
@@ -167,18 +173,148 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
             cJSON_AddItemToObject(b, "conflicts", paths_json(&over, true));
             r = wacp_core_rec(w, t->id, c->role, "conflict_detected", b);
             cJSON_Delete(b);
-            if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role, "content_overlap") < 0) {
+            if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role,
+                                             wacp_conflict_type_name(over.v[0].size)) < 0) {
                 wacp_files_manifest_clear(&over);
                 return wacp_core_trail_err(e);
             }
             wacp_files_manifest_clear(&t->conflicts);
             t->conflicts = over;
+            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", strategy);
             w->sum.conflicts++;
             *res = integ_result(t, &t->conflicts, NULL);
             return 0;
         }
     }
     return merge_close(w, c, t, cp, NULL, strategy, res, e);
+}
+
+/* ---- human_escalate (integration spec 6): the conflict goes to a person through the highway's
+ * conflict_resolution gate. Approve (or modify with `prefer`) completes the merge as
+ * coordinator_resolve would; reject fails the workspace; a fallback to the coordinator leaves it
+ * conflicted for the coordinator to resolve. The workspace's timeout still runs meanwhile
+ * (conflict_timeout), and its end withdraws the gate (subject invalidated). */
+
+struct escalated {
+    struct wacp *w;
+    char coordinator[WACP_ID_LEN], ws[WACP_ID_LEN];
+};
+
+static void escalated_notify(struct wacp *w, const struct highway_gate *g, const char *what)
+{
+    struct wacp_ws *root = wacp_tree_root(w);
+    if (!root || !w->h.notify)
+        return;
+    cJSON *p = highway_gate_json(g, true, wacp_core_now_ms());
+    cJSON_AddStringToObject(p, "event", what);
+    w->h.notify(w->h.data, root->id, "wacp/highway", p);
+}
+
+static void on_escalated(void *data, const struct highway_gate *g, enum highway_action a,
+                         const cJSON *mods)
+{
+    struct escalated *x = data;
+    struct wacp *w = x->w;
+    struct wacp_ws *t = wacp_tree_find(w, x->ws);
+    struct wacp_ws *c = wacp_tree_find(w, x->coordinator);
+    if (!c)
+        c = wacp_tree_root(w);
+    if (!t || !c || t->state != WS_CONFLICTED || !strcmp(g->actor, "protocol")) {
+        free(x);
+        return; /* resolved otherwise meanwhile (timeout, abort): nothing left to decide */
+    }
+    if (a == HIGHWAY_ESCALATE) {
+        escalated_notify(w, g, "escalated_to_coordinator"); /* still conflicted: the coordinator's */
+        free(x);
+        return;
+    }
+    bool go = a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY;
+    const cJSON *pj = a == HIGHWAY_MODIFY ? cJSON_GetObjectItemCaseSensitive(mods, "prefer") : NULL;
+    bool parent = cJSON_IsString(pj) && !strcmp(pj->valuestring, "parent");
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "workspace_id", t->id);
+    wacp_core_add_str(b, "resolution", "escalate");
+    wacp_core_add_str(b, "gate_id", g->id);
+    wacp_core_add_str(b, "decided_by", g->actor);
+    wacp_core_add_str(b, "outcome", go ? "closed" : "failed");
+    if (go)
+        wacp_core_add_str(b, "prefer", parent ? "parent" : "child");
+    cJSON_AddItemToObject(b, "conflicts", paths_json(&t->conflicts, true));
+    int r = wacp_core_rec(w, t->id, g->actor, "conflict_resolved", b);
+    cJSON_Delete(b);
+    const struct wacp_checkpoint *cp = go ? wacp_checkpoint_find(w, t->final_cp) : NULL;
+    cJSON *res = NULL;
+    struct wacp_err e = {0};
+    if (r == 0 && go && cp)
+        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, &res, &e);
+    else if (r == 0)
+        wacp_tree_set_state(w, t, WS_FAILED, g->actor,
+                            go ? "integration_error" : "gate_rejected_by_human");
+    cJSON_Delete(res);
+    escalated_notify(w, g, "conflict_resolved");
+    free(x);
+}
+
+static void escalated_drop(void *data)
+{
+    free(data);
+}
+
+static int escalate_open(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t, cJSON **res,
+                         struct wacp_err *e)
+{
+    static const char M[] = "wacp/conflict.resolve";
+    double timeout;
+    enum policy_fallback fb;
+    if (!w->hw || !w->session.highway)
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "escalation_unavailable",
+                              "this run has no human highway (policy `highway`): resolve the "
+                              "conflict yourself or use agent_rework");
+    /* The conflict_resolution gate's rule names the timeout and fallback even when that gate is
+     * off for the coordinator's own resolutions: escalating asks a person explicitly. */
+    wacp_gate_rule(w, POLICY_GATE_CONFLICT_RESOLUTION, &timeout, &fb);
+    struct escalated *x = calloc(1, sizeof(*x));
+    if (!x)
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    x->w = w;
+    snprintf(x->coordinator, sizeof x->coordinator, "%s", c->id);
+    snprintf(x->ws, sizeof x->ws, "%s", t->id);
+    cJSON *s = wacp_core_obj();
+    wacp_core_add_str(s, "method", M);
+    wacp_core_add_str(s, "resolution", "escalate");
+    wacp_core_add_str(s, "workspace", t->id);
+    wacp_core_add_str(s, "final_checkpoint", t->final_cp);
+    wacp_core_add_str(s, "strategy", t->conflict_strategy);
+    cJSON_AddItemToObject(s, "conflicts", paths_json(&t->conflicts, true));
+    struct highway_gate_req r = {
+        .type = POLICY_GATE_CONFLICT_RESOLUTION,
+        .subject = s,
+        .workspace = t->id,
+        .requester = c->id,
+        .graph_ref = w->graph,
+        .timeout = timeout,
+        .fallback = fb,
+        .by_coordinator = false, /* a person is asked each time: no re-entry conversion */
+        .fn = on_escalated,
+        .fn_data = x,
+        .drop = escalated_drop,
+        .now_ms = wacp_core_now_ms(),
+        .wall_ms = wacp_core_wall_ms(),
+    };
+    struct highway_gate *g = NULL;
+    int rc = highway_gate_open(w->hw, &r, &g);
+    cJSON_Delete(s);
+    if (rc != 1) {
+        free(x);
+        if (rc == -EAGAIN)
+            return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit", "too many gates are waiting");
+        if (rc < 0)
+            return wacp_core_trail_err(e);
+        return wacp_core_fail(e, -32603, "internal", "the escalation gate did not open");
+    }
+    *res = integ_result(t, &t->conflicts, NULL);
+    wacp_core_add_str(*res, "gate_id", g->id);
+    return 0;
 }
 
 int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
@@ -191,18 +327,19 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     const char *how = cJSON_GetObjectItemCaseSensitive(p, "resolution")->valuestring;
     const cJSON *pj = cJSON_GetObjectItemCaseSensitive(p, "prefer");
     const char *prefer = pj ? pj->valuestring : "child";
-    bool rework = !strcmp(how, "agent_rework");
-    if (!rework && strcmp(how, "coordinator_resolve"))
-        return wacp_core_fail(
-            e, -32602, !strcmp(how, "escalate") ? "unsupported_resolution" : "invalid_params",
-            "resolution must be \"coordinator_resolve\" or \"agent_rework\" (escalation "
-            "to a human goes through the highway, not built yet)");
+    bool rework = !strcmp(how, "agent_rework"), escalate = !strcmp(how, "escalate");
+    if (!rework && !escalate && strcmp(how, "coordinator_resolve"))
+        return wacp_core_fail(e, -32602, "invalid_params",
+                              "resolution must be \"coordinator_resolve\", \"escalate\" or "
+                              "\"agent_rework\"");
     if (strcmp(prefer, "child") && strcmp(prefer, "parent"))
         return wacp_core_fail(e, -32602, "invalid_params", "prefer must be \"child\" or \"parent\"");
     if (t->state != WS_CONFLICTED)
         return wacp_core_deny(w, c, M, e, WACP_E_STATE, "invalid_transition",
                               "workspace %s is %s, not conflicted", t->id,
                               wacp_tree_state_name(t->state));
+    if (escalate)
+        return escalate_open(w, c, t, res, e);
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "resolution", how);
@@ -222,5 +359,6 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
-    return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL, "layered", res, e);
+    return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL,
+                       t->conflict_strategy, res, e);
 }

@@ -93,7 +93,8 @@ struct wacp_ws {
     size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
     char final_cp[WACP_ID_LEN];     /* the most recent final checkpoint, "" when none */
-    struct wacp_manifest conflicts; /* paths in conflict while conflicted */
+    struct wacp_manifest conflicts; /* paths in conflict while conflicted (size: the conflict type) */
+    char conflict_strategy[12];     /* the integration strategy that found them */
     size_t inbox;                   /* envelopes addressed to it not yet acknowledged */
     size_t queued;                  /* of those, not yet notified (it was frozen) */
     char (*grants)[WACP_ID_LEN];    /* workspaces it was granted to read (add-only: PROTOCOL 6.8) */

@@ -267,7 +267,12 @@ int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const 
         return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
     const cJSON *p = params && cJSON_IsObject(params) ? params : &empty;
-    int g = human_gate_method(w, c, m->name, m->gate - 1, p, call_ref, e);
+    /* An escalated conflict opens its own gate (integrate.c): asking a person whether a person
+     * may be asked would be one gate too many. */
+    const cJSON *how = cJSON_GetObjectItemCaseSensitive(p, "resolution");
+    bool escalation = m->fn == wacp_integrate_method_resolve && cJSON_IsString(how) &&
+                      !strcmp(how->valuestring, "escalate");
+    int g = escalation ? 0 : human_gate_method(w, c, m->name, m->gate - 1, p, call_ref, e);
     if (g != 0)
         return g;
     return m->fn(w, c, p, result, e);

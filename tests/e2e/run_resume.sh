@@ -75,7 +75,8 @@ for f in "$db"-wal "$db"-shm; do [ -e "$f" ] && cp "$f" "$d/x.db${f#"$db"}"; don
 python3 -c 'import sqlite3, sys
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.executescript("DROP TRIGGER entries_no_update; UPDATE entries SET body = replace(body, \"w.txt\", \"v.txt\") WHERE type = \"tool_call\"")
-c.close()' "$d/x.db" 2>"$d/sq.err"
+if c.total_changes == 0: sys.exit("no tool_call entry names w.txt: nothing was tampered")
+c.close()' "$d/x.db" 2>"$d/sq.err" || cat "$d/sq.err" >&2
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/x.db" --resume
 expect_status "--resume on a tampered trail fails its integrity check (1)" 1 "$rc" "$err"
 expect_match "... saying where" 'fails its integrity check at entry [0-9]+' "$err"

@@ -45,6 +45,7 @@ WACP_LAYERS = [
     ['wacp', 'internal', 'highway', 'integrity'],  # highway, integrity: self-contained
     ['core'],
     ['files'],
+    ['conflict'],  # the integration's detectors: files only
     ['tree'],
     ['visibility'],
     ['task'],

@@ -45,7 +45,8 @@ static const struct err_case cases[] = {
      "{ \"roles\": { \"worker\": { \"budgets\": { \"wall_time\": \"ten minutes\" } } } }", 1, 52,
      "'ten minutes' is not a duration"},
     {"bad enum", "{ \"roles\": { \"worker\": { \"sandbox\": { \"network\": \"host\" } } } }", 1, 50,
-     "roles.worker.sandbox.network: unknown value 'host'; write one of \"none\" or \"loopback\""},
+     "roles.worker.sandbox.network: unknown value 'host'; write one of \"none\", \"loopback\" or "
+     "\"proxy\""},
     {"unknown syscall",
      "{ \"roles\": { \"worker\": { \"sandbox\": { \"seccomp\": { \"deny\": [\"frobnicate\"] } } } } }",
      1, 61, "unknown syscall 'frobnicate' on this architecture"},

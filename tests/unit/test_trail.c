@@ -217,7 +217,8 @@ static void test_registry(void **state)
     const char *own[] = {"trail_created",   "supervisor_started", "supervisor_stopped",
                          "sandbox_created", "process_started",    "process_exited",
                          "denial",          "tool_call",          "protocol_message",
-                         "protocol_error",  "agent_log"};
+                         "protocol_error",  "agent_log",          "network_connect",
+                         "network_closed"};
     for (size_t i = 0; i < ARRAY_SIZE(own); i++)
         assert_true(trail_event_known(own[i]));
     assert_int_equal(n, 72 + ARRAY_SIZE(own));

@@ -770,9 +770,9 @@ static void test_integ_three_decisions_no_backward_transitions(void **state)
         fx_call(f, f->rootid, "wacp/integrate", "{\"workspace\": \"%s\", \"decision\": \"accept\"}", d));
     EXPECT_ERR("invalid_transition");
     assert_null(fx_call(f, f->rootid, "wacp/integrate",
-                        "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"evaluated\"}",
+                        "{\"workspace\": \"%s\", \"decision\": \"accept\", \"strategy\": \"merged\"}",
                         d));
-    EXPECT_ERR("unsupported_strategy");
+    EXPECT_ERR("invalid_params");
 }
 
 static void test_integ_layered_overlap_conflicted_prefer_parent(void **state)

@@ -52,13 +52,16 @@ void broker_command_result_clear(struct broker_command_result *r)
 
 /* The sandbox's minimal environment (sandbox_default_env) with the request's KEY=VALUE entries on top (a request key replaces the
  * base entry of the same name). NULL-terminated; the strings are borrowed. */
-static const char **build_env(const struct broker_command_opts *o)
+static const char **build_env(const struct broker_command_opts *o, const char *const *proxy_env)
 {
     const char *const *base_env = sandbox_default_env;
     size_t nb = 0;
     while (base_env[nb])
         nb++;
-    const char **env = calloc(nb + o->n_env + 1, sizeof(char *));
+    size_t np = 0;
+    while (proxy_env && proxy_env[np])
+        np++;
+    const char **env = calloc(nb + np + o->n_env + 1, sizeof(char *));
     if (!env)
         return NULL;
     size_t n = 0;
@@ -69,6 +72,14 @@ static const char **build_env(const struct broker_command_opts *o)
             overridden = strncmp(o->env[k], base_env[i], kl + 1) == 0;
         if (!overridden)
             env[n++] = base_env[i];
+    }
+    for (size_t i = 0; i < np; i++) { /* the proxy variables, unless the call sets its own */
+        size_t kl = (size_t)(strchr(proxy_env[i], '=') - proxy_env[i]);
+        bool overridden = false;
+        for (size_t k = 0; k < o->n_env && !overridden; k++)
+            overridden = strncmp(o->env[k], proxy_env[i], kl + 1) == 0;
+        if (!overridden)
+            env[n++] = proxy_env[i];
     }
     for (size_t k = 0; k < o->n_env; k++)
         env[n++] = o->env[k];
@@ -168,7 +179,8 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
             return -1;
     }
     _cleanup_free_ char *cwd = util_printf("/workspace%s%s", *rel ? "/" : "", rel);
-    _cleanup_free_ const char **env = build_env(o);
+    bool proxy = ctx->egress_spec && ctx->adopt_egress;
+    _cleanup_free_ const char **env = build_env(o, proxy ? ctx->egress_env : NULL);
     /* No profile from the policy: the sandbox module's safe defaults (docs/sandbox.md, "What is visible inside"). */
     struct sandbox_profile dflt;
     const struct sandbox_profile *base = ctx->command_profile;
@@ -192,8 +204,9 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     p.n_binds = base->n_binds + 1;
     p.cwd = cwd;
     p.envp = (char *const *)env;
-    p.net = SANDBOX_NET_NONE;
-    p.seccomp.network = false;
+    p.net = proxy ? SANDBOX_NET_PROXY : SANDBOX_NET_NONE;
+    p.egress = proxy ? ctx->egress_spec : NULL;
+    p.seccomp.network = proxy;
     p.landlock = true;
     p.cgroup_parent = ctx->cgroup_parent;
     p.seccomp.notify = ctx->adopt_listener != NULL;
@@ -238,6 +251,16 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         int lfd = sandbox_child_take_notify_fd(child);
         if (lfd >= 0)
             ctx->adopt_listener(ctx->adopt_data, ctx->adopt_tag, lfd, &p.seccomp);
+    }
+    if (proxy) {
+        /* Its listeners, and a pidfd to know when it ends, to the loop's proxies. */
+        int fds[SANDBOX_EGRESS_MAX_FDS];
+        size_t n = sandbox_egress_count(p.egress);
+        int pfd = fcntl(sandbox_child_pidfd(child), F_DUPFD_CLOEXEC, 3);
+        if (pfd >= 0 && sandbox_child_take_egress_fds(child, fds, n) == 0)
+            ctx->adopt_egress(ctx->egress_data, fds, n, pfd);
+        else if (pfd >= 0)
+            close(pfd);
     }
     fcntl(outp[0], F_SETFL, O_NONBLOCK);
     fcntl(errp[0], F_SETFL, O_NONBLOCK);

@@ -18,7 +18,7 @@
 #define KWARD_DIFF_BYTES (8u * 1024)
 #define KWARD_KILL_GRACE_SEC 0.2 /* SIGTERM, then SIGKILL this much later */
 
-/* ---- outlines (kward_outline.c) ------------------------------------------------------------- */
+/* ---- outlines (outline.c) ------------------------------------------------------------- */
 
 /* Outlines come from universal-ctags (Debian package universal-ctags), a maintained parser per
  * language, not from patterns of our own. ctags parses untrusted workspace bytes, so it never
@@ -67,7 +67,7 @@ void kward_outline_clear(struct kward_outline *o);
  * malloc'd, "" for an empty outline; NULL on ENOMEM. */
 char *kward_outline_render(const struct kward_outline *o);
 
-/* ---- the tools' runs (kward_outline.c) ----------------------------------------------------- */
+/* ---- the tools' runs (outline.c) ----------------------------------------------------- */
 
 /* Runs the fixed shell COMMAND (ours, never the agent's) in a command sandbox as the policy
  * allows: the role's command profile when the role may run commands, else the sandbox module's
@@ -82,7 +82,7 @@ int kward_tool_run(const struct tool_ctx *ctx, const char *what, const char *pac
                    const char *command, const char *const *env, size_t n_env, const char *input,
                    size_t input_len, struct broker_command_result *r, struct broker_err *e);
 
-/* ---- unified diffs (kward_diff.c) ----------------------------------------------------------- */
+/* ---- unified diffs (diff.c) ----------------------------------------------------------- */
 
 /* Diffs come from GNU diff (Debian package diffutils): `diff -u` in a command sandbox, both
  * texts on its stdin (written to the sandbox's /tmp), so a diff is computed before the write is

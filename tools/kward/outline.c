@@ -103,6 +103,7 @@ int kward_tool_run(const struct tool_ctx *ctx, const char *what, const char *pac
         c.command_profile = NULL;
     c.allow_commands = true;
     c.read_only = true;
+    c.egress_spec = NULL; /* the outliner and differ parse workspace bytes: never any network */
     c.limits.max_output_bytes = KWARD_TOOL_OUTPUT_BYTES;
     struct broker_command_opts o = {.command = command,
                                     .timeout_sec = KWARD_TOOL_TIMEOUT_SEC,

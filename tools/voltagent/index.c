@@ -150,6 +150,7 @@ static int embed_batch_ext(const struct tool_ctx *ctx, const char *const *texts,
     if (!ctx->allow_commands)
         c.command_profile = NULL;
     c.allow_commands = true;
+    c.egress_spec = NULL; /* no network (docs/policy.md), even for a network "proxy" role */
     struct broker_command_opts o = {
         .command = ctx->limits.embedding_command, .input = input, .input_len = strlen(input)};
     struct broker_command_result r = {0};

@@ -1,6 +1,6 @@
 /* tools/voltagent/voltagent.h: the VoltAgent workspace surface (seed 003) is four toolkits, as upstream:
- * filesystem and sandbox (voltagent.c, which also owns the surface's registry and error shape),
- * search (voltagent_search.c) and skills (voltagent_skills.c). Internal to tools/. */
+ * filesystem (filesystem.c) and sandbox (sandbox.c), search (search.c) and skills (skills.c);
+ * voltagent.c owns the surface's registry. Internal to tools/. */
 #ifndef CORRAL_TOOLS_VOLTAGENT_H
 #define CORRAL_TOOLS_VOLTAGENT_H
 
