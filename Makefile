@@ -7,17 +7,30 @@
 #   make bench      the side-by-side benchmarks in bench/
 #   make demo       the README's main job: a WACP session (examples/demo.sh)
 #   make demo-exec  the corral exec demo (examples/demo_exec.sh)
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local, DESTDIR: binary, man page, C and Python SDKs, schema,
+#                   completion, example policies, systemd unit (packaging/install.mk)
+#   make deb        the Debian packages in build/deb/ (debhelper; lintian-clean)
+#   make test-package  build, install, use and purge the packages (tests/package/)
 
 PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
+# Graphviz lays out the report's task graph; it is loaded (dlopen) when a report is made, so only
+# its headers are built against (docs/report.md).
+PKGS_DLOPEN := libgvc
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
-             libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev
+             libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev \
+             libgraphviz-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
-# fetches the npm peers), and the Kward surface's outliner and differ (universal-ctags, diffutils;
-# run in command sandboxes).
+# fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils; run
+# in command sandboxes), Node.js for the MCP clients of tests/mcp (NPM_DIRS below), the report's
+# test browser (chromium, headless) and the packaging's tools (debhelper, lintian, bash-completion
+# and systemd's systemd-analyze for make test-package).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
-             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat
+             bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat nodejs \
+             chromium debhelper dpkg-dev lintian bash-completion systemd
+# npm projects installed by `make deps` from their committed package-lock.json (npm ci), never at
+# run time: tests/mcp holds @modelcontextprotocol/sdk, inspector and server-filesystem.
+NPM_DIRS  := tests/mcp
 # The benchmarks' npm peers, installed under build/bench by `make bench-deps` (part of `make bench`):
 # the MCP filesystem server (bench/roundtrip.sh) and Anthropic's srt (bench/command_start.sh).
 NPM_SRT   := @anthropic-ai/sandbox-runtime@0.0.78
@@ -32,7 +45,7 @@ BUILD   := build/asan
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 endif
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(PKGS_DLOPEN) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -71,11 +84,11 @@ FUZZ_SECONDS ?= 30
 all: check-deps $(CORRAL)
 
 check-deps:
-	@pkg-config --exists $(PKGS) || { echo "corral: missing libraries: $$(for p in $(PKGS); do pkg-config --exists $$p || printf '%s ' $$p; done)- run 'make deps' (as root) to install them with apt-get" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) $(PKGS_DLOPEN) || { echo "corral: missing libraries: $$(for p in $(PKGS) $(PKGS_DLOPEN); do pkg-config --exists $$p || printf '%s ' $$p; done)- run 'make deps' (as root) to install them with apt-get" >&2; exit 1; }
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -110,6 +123,12 @@ deps:
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "all build and test packages are installed"; fi
+	@command -v npm >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm; }
+	@for d in $(NPM_DIRS); do \
+	  if cmp -s $$d/package-lock.json $$d/node_modules/.corral-installed-lock 2>/dev/null; then \
+	    echo "npm packages of $$d are installed"; \
+	  else echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error && \
+	    cp package-lock.json node_modules/.corral-installed-lock) || exit 1; fi; done
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
@@ -141,9 +160,8 @@ demo-gated: all $(AGENT_BIN)
 demo-exec: all $(HOSTILE_BIN) $(AGENT_BIN)
 	@CORRAL=$(abspath $(CORRAL)) sh examples/demo_exec.sh
 
-install: all
-	install -D -m 0755 $(CORRAL) $(DESTDIR)$(PREFIX)/bin/corral
-	install -D -m 0644 docs/corral.1 $(DESTDIR)$(PREFIX)/share/man/man1/corral.1
+# make install (DESTDIR, PREFIX), make deb, make test-package
+include packaging/install.mk
 
 clean:
 	rm -rf build

@@ -3,8 +3,10 @@
  * call from the write of the request to the read of its whole answer line.
  *   rt_driver N TOOL ARGS_JSON                 speak on stdin/stdout (an agent under corral exec)
  *   rt_driver N TOOL ARGS_JSON -- CMD [ARG...] start CMD and speak on its stdin/stdout
+ *   rt_driver fdatasync FILE N                 p50/p99 of a 4 KiB write + fdatasync on FILE's disk
  * Prints one line on stderr:
  *   RESULT tool=T n=N init_us=I p50_us=P p99_us=Q mean_us=M max_us=X calls_per_s=R bytes=B errors=E */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,8 +90,34 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* rt_driver fdatasync FILE N: p50 of one 4 KiB write + fdatasync on FILE's disk, the unit the
+ * trail-full goal is stated in. */
+static int fdatasync_p50(const char *path, long n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    double *lat = calloc((size_t)n, sizeof(double));
+    char page[4096];
+    memset(page, 'x', sizeof(page));
+    if (fd < 0 || !lat)
+        return 2;
+    for (long i = 0; i < n; i++) {
+        double a = now_us();
+        if (pwrite(fd, page, sizeof(page), (off_t)(i % 256) * 4096) < 0 || fdatasync(fd) < 0)
+            return 2;
+        lat[i] = now_us() - a;
+    }
+    close(fd);
+    unlink(path);
+    qsort(lat, (size_t)n, sizeof(double), cmp);
+    fprintf(stderr, "RESULT fdatasync n=%ld p50_us=%.1f p99_us=%.1f\n", n, lat[n / 2],
+            lat[(size_t)((double)n * 0.99)]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "fdatasync"))
+        return fdatasync_p50(argv[2], atol(argv[3]));
     if (argc < 4) {
         fprintf(stderr, "usage: rt_driver N TOOL ARGS_JSON [-- CMD ARG...]\n");
         return 2;

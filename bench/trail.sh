@@ -5,6 +5,7 @@
 #      durability (fsync per commit), against one INSERT per transaction with the same pragmas;
 #   2. the latency one sequential tool call pays for its entry (p50/p99, FULL and NORMAL; the
 #      round trip through an agent comes with the supervisor's event loop);
+#   2b. one readFile call's four entries (request, start, end, a 4 KiB answer) and its one commit;
 #   3. verify speed over a trail of VERIFY_ENTRIES (default 1,000,000) entries, against a bare
 #      SQLite scan of the same rows.
 # Usage: sh bench/trail.sh [DIR]   (DIR: where the trail files go; default a fresh dir in /var/tmp)
@@ -27,6 +28,8 @@ echo "== trail benchmarks: $(nproc) CPUs, files in $dir ($(df -PT "$dir" | awk '
 "$bin" throughput "$dir" "$turns"
 echo
 "$bin" latency "$dir" "${LATENCY_CALLS:-2000}"
+echo
+"$bin" call "$dir" "${LATENCY_CALLS:-2000}"
 echo
 "$bin" fill "$dir/verify.db" "$entries"
 sync

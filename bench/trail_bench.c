@@ -184,6 +184,68 @@ static int latency(const char *dir, unsigned n)
     return 0;
 }
 
+/* One readFile round trip's entries as the supervisor writes them (request, tool call start and
+ * end, a 4 KiB answer), then the one commit: where the time of a trail-on call goes. */
+static int call(const char *dir, unsigned n)
+{
+    double *app = calloc(n, sizeof(*app)), *com = calloc(n, sizeof(*com));
+    char content[4097];
+    for (size_t i = 0; i < 4096; i++)
+        content[i] = (char)('a' + i % 26);
+    content[4096] = '\0';
+    if (!app || !com)
+        return 1;
+    printf("one readFile call's entries (4: request, start, end, 4 KiB answer) + one commit, %u calls:\n", n);
+    for (int mode = 0; mode < 2; mode++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/call-%s.db", dir, mode ? "normal" : "full");
+        struct cerr err = {0};
+        struct trail *t = NULL;
+        if (trail_open(path, mode ? TRAIL_DURABILITY_NORMAL : TRAIL_DURABILITY_FULL, &t, &err) < 0)
+            return die_cerr("open", &err);
+        for (unsigned i = 0; i < n; i++) {
+            cJSON *in = cJSON_CreateObject(), *st = cJSON_CreateObject(), *en = cJSON_CreateObject(),
+                  *out = cJSON_CreateObject();
+            cJSON_AddStringToObject(in, "agent", "ws-00");
+            cJSON_AddStringToObject(in, "direction", "in");
+            cJSON_AddStringToObject(in, "message", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"readFile\",\"arguments\":{\"path\":\"file4k.txt\"}}}");
+            cJSON_AddStringToObject(st, "agent", "ws-00");
+            cJSON_AddStringToObject(st, "phase", "start");
+            cJSON_AddStringToObject(st, "tool", "readFile");
+            cJSON_AddStringToObject(st, "arguments", "{\"path\":\"file4k.txt\"}");
+            cJSON_AddStringToObject(en, "agent", "ws-00");
+            cJSON_AddStringToObject(en, "phase", "end");
+            cJSON_AddStringToObject(en, "outcome", "ok");
+            cJSON_AddStringToObject(out, "agent", "ws-00");
+            cJSON_AddStringToObject(out, "direction", "out");
+            cJSON_AddStringToObject(out, "message", content);
+            double t0 = now();
+            if (trail_append(t, "ws-00", "protocol", "protocol_message", in, NULL, &err) < 0 ||
+                trail_append(t, "ws-00", "protocol", "tool_call", st, NULL, &err) < 0 ||
+                trail_append(t, "ws-00", "protocol", "tool_call", en, NULL, &err) < 0 ||
+                trail_append(t, "ws-00", "protocol", "protocol_message", out, NULL, &err) < 0)
+                return die_cerr("append", &err);
+            double t1 = now();
+            if (trail_commit(t, &err) < 0)
+                return die_cerr("commit", &err);
+            app[i] = (t1 - t0) * 1e6;
+            com[i] = (now() - t1) * 1e6;
+            cJSON_Delete(in);
+            cJSON_Delete(st);
+            cJSON_Delete(en);
+            cJSON_Delete(out);
+        }
+        trail_close(t);
+        qsort(app, n, sizeof(*app), cmp_double);
+        qsort(com, n, sizeof(*com), cmp_double);
+        printf("  %-6s appends p50 %7.1f us p99 %8.1f us   commit p50 %7.1f us p99 %8.1f us\n",
+               mode ? "normal" : "full", app[n / 2], app[n * 99 / 100], com[n / 2], com[n * 99 / 100]);
+    }
+    free(app);
+    free(com);
+    return 0;
+}
+
 static int fill(const char *path, unsigned long n)
 {
     struct cerr err = {0};
@@ -259,11 +321,13 @@ int main(int argc, char **argv)
         return throughput(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "latency"))
         return latency(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+    if (argc == 4 && !strcmp(argv[1], "call"))
+        return call(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "fill"))
         return fill(argv[2], strtoul(argv[3], NULL, 10));
     if (argc == 3 && !strcmp(argv[1], "verify"))
         return verify(argv[2]);
     fprintf(stderr,
-            "usage: trail_bench throughput DIR TURNS | latency DIR N | fill FILE N | verify FILE\n");
+            "usage: trail_bench throughput DIR TURNS | latency DIR N | call DIR N | fill FILE N | verify FILE\n");
     return 2;
 }

@@ -4,7 +4,8 @@
 # (Python) splits one change into a task graph, a C worker and a Python worker each do their part
 # in a workspace and sandbox of their own, and the coordinator integrates their checkpoints into
 # the copy. Ends with a short summary: workspaces, tasks, checkpoints, trail entries, the result
-# (the integrated files, and the project's own tests run with python3).
+# (the integrated files, and the project's own tests run with python3), and writes the run's
+# report (corral trail report) beside the trail.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${CORRAL:=$top/build/corral}"
@@ -52,4 +53,10 @@ trc=0
 (cd "$ws" && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -v test_stats 2>&1) | sed 's/^/     /' || trc=$?
 [ -f "$ws/test_stats.py" ] || trc=1
 echo "== see the whole record: $CORRAL trail --db $db ; the agents' logs: $rundir/logs/"
+# The run as one page to look at: tree, task graph, timeline, denials (docs/report.md).
+if "$CORRAL" trail report --db "$db" --output "$work/report.html"; then
+    echo "== report: $work/report.html (open it in a browser; it loads nothing from anywhere)"
+else
+    rc=1
+fi
 [ "$rc" -eq 0 ] && [ "$trc" -eq 0 ]

@@ -76,11 +76,14 @@ void jsonc_where(const struct jsonc_doc *doc, size_t off, int *line, int *col)
 }
 
 /* Blanks comments and trailing commas (",  }") to spaces so offsets stay those of the file.
- * Returns 0, or the offset+1 of an unterminated block comment / string start as a negative. */
+ * Returns 0, or as a negative the offset+1 of an unterminated block comment / string start, or
+ * of a comma with no value before it (",," or "{,"): blanking one comma of a pair would hide it
+ * and send the admin to the token after it, so it is reported where it is. */
 static long strip(char *t, size_t len)
 {
     size_t i = 0;
     size_t last_comma = SIZE_MAX; /* a comma with only blanks after it so far */
+    char prev = 0;                /* the last character outside strings, comments and blanks */
     while (i < len) {
         char c = t[i];
         if (c == '"') {
@@ -94,6 +97,7 @@ static long strip(char *t, size_t len)
                 return -(long)start - 1;
             i++;
             last_comma = SIZE_MAX;
+            prev = '"';
             continue;
         }
         if (c == '/' && i + 1 < len && t[i + 1] == '/') {
@@ -117,6 +121,8 @@ static long strip(char *t, size_t len)
             continue;
         }
         if (c == ',') {
+            if (prev == ',' || prev == '{' || prev == '[')
+                return -(long)i - 1;
             last_comma = i;
         } else if ((c == '}' || c == ']') && last_comma != SIZE_MAX) {
             t[last_comma] = ' ';
@@ -124,6 +130,8 @@ static long strip(char *t, size_t len)
         } else if ((unsigned char)c > 32) {
             last_comma = SIZE_MAX;
         }
+        if ((unsigned char)c > 32)
+            prev = c;
         i++;
     }
     return 0;
@@ -331,6 +339,9 @@ int jsonc_parse(struct jsonc_doc *doc, const char *name, const char *data, size_
         jsonc_where(doc, off, &line, &col);
         if (data[off] == '"')
             policy_diags_add(d, name, line, col, "unterminated string; close it with '\"'");
+        else if (data[off] == ',')
+            policy_diags_add(d, name, line, col,
+                             "syntax error: a ',' with no value before it; remove it");
         else
             policy_diags_add(d, name, line, col, "unterminated /* comment; close it with */");
         return -EINVAL;

@@ -20,8 +20,7 @@ static const struct command commands[] = {
     {"gate", cli_gate, "list and answer the gates of a running session (approve, reject, modify)", NULL},
     {"inject", cli_inject, "send an envelope as yourself into a running session", NULL},
     {"escalations", cli_escalations, "list and answer the escalations of a running session", NULL},
-    {"mcp", NULL, "serve the tool surfaces as an MCP server on stdio",
-     "not built yet; use 'corral exec --workspace DIR -- AGENT' to serve tools to an agent"},
+    {"mcp", cli_mcp, "serve the tool surfaces as an MCP server on stdio (for MCP hosts)", NULL},
 };
 
 static void usage(FILE *f)

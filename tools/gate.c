@@ -2,6 +2,7 @@
  * table (tool_surface_list, tool_surface_call). */
 #include "tools/gate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,10 +60,21 @@ int tool_gate_check(const struct tool_surface *s, const struct tool_ctx *ctx, co
         return -ENOMEM;
     if (t < 0)
         return 0; /* malformed: the surface answers its own argument error */
-    if (rule && rule->needs_approval) {
+    if (rule && rule->needs_approval && ctx->approval != TOOL_APPROVAL_GRANTED) {
         v->kind = TOOL_VERDICT_NEEDS_APPROVAL;
         v->rule = TOOL_RULE_APPROVAL;
-        v->message = "a human must approve this call, and corral cannot yet hold a call for approval";
+        if (ctx->approval == TOOL_APPROVAL_DECLINED)
+            snprintf(v->words, sizeof(v->words),
+                     "%.64s was declined by the person asked to approve it; nothing was done", tool);
+        else
+            snprintf(
+                v->words, sizeof(v->words),
+                "%.64s needs a person's approval and nobody can be asked here; nothing was done. To "
+                "allow "
+                "it, lift needs_approval for '%.64s' in the policy, or use corral mcp from an MCP host "
+                "that supports elicitation (it asks the person)",
+                tool, tool);
+        v->message = v->words;
         return 0;
     }
     /* A read-only workspace refuses every write anyway, in the surface's words. */

@@ -10,10 +10,11 @@
  *   5. read before write, for a WRITE tool of a writable workspace whose target is an existing
  *      regular file: it must have been read in this session (tools/session.h) and be unchanged
  *      since (TOOL_VERDICT_DENY, TOOL_RULE_READ_FIRST or TOOL_RULE_STALE).
- * The caller decides what a verdict becomes. Today NEEDS_APPROVAL is refused like a DENY (the
- * surface's error shape, a message that a human must approve it, a trail `denial`); a later
- * approval hold (the "highway") plugs in at that one place, tool_surface_call, by parking the
- * call until a human answers instead of refusing it. See docs/tools.md, "The tool gate". */
+ * The caller decides what a verdict becomes. NEEDS_APPROVAL is refused like a DENY (the
+ * surface's error shape, a message that says how to allow it, a trail `denial`) unless a person
+ * approved this one call (ctx->approval, set by the connection after asking through the MCP
+ * host's elicitation: supervisor/conn/dispatch.c); a later approval hold (the "highway") plugs
+ * in at that same place. See docs/tools.md, "The tool gate". */
 #ifndef CORRAL_TOOL_GATE_H
 #define CORRAL_TOOL_GATE_H
 
@@ -41,6 +42,7 @@ struct tool_verdict {
     char *rel;                  /* read-before-write: the file, as broker_path_clean names it */
     struct broker_err err;      /* read-before-write: tools/session.h's words for it */
     const char *message;        /* the rule in a sentence (for surfaces without their own) */
+    char words[400];            /* NEEDS_APPROVAL: what message points to (tool_gate_check) */
 };
 
 /* Decides one call of TOOL with ARGS (rules 1-5 above). 0 with *v set (free it with

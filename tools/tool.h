@@ -36,6 +36,20 @@ struct tool_rule {
 
 struct tool_session;
 
+/* One served call's own controls, shared between the loop thread that serves the connection
+ * and the worker thread that runs the call. */
+struct tool_call_ctl {
+    int cancel_fd;                           /* becomes readable when the call is cancelled; -1: never */
+    _Atomic unsigned long long output_bytes; /* a command's output so far (for progress) */
+};
+
+/* A person's answer for a call the policy holds for approval (needs_approval). */
+enum tool_approval {
+    TOOL_APPROVAL_NONE = 0, /* nobody could be asked: the call is refused */
+    TOOL_APPROVAL_GRANTED,  /* approved for this one call */
+    TOOL_APPROVAL_DECLINED, /* the person said no */
+};
+
 struct tool_ctx {
     int root_fd;                /* O_PATH | O_DIRECTORY fd of the workspace root; caller owns it */
     const char *root_host_path; /* used only to bind the workspace into a command sandbox */
@@ -55,6 +69,9 @@ struct tool_ctx {
                            const struct sandbox_seccomp *rules);
     void *adopt_data;
     const char *adopt_tag; /* the workspace id the entries go to */
+    /* Per call (the connection copies the ctx for each call): NULL / NONE outside one. */
+    struct tool_call_ctl *call;
+    enum tool_approval approval;
 };
 
 /* The rule for TOOL, or NULL when the policy sets none. */

@@ -17,8 +17,10 @@ enum {
 int cli_exec(int argc, char **argv);
 int cli_policy(int argc, char **argv);
 int cli_trail(int argc, char **argv);
+int cli_report(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_ps(int argc, char **argv);
+int cli_mcp(int argc, char **argv);
 int cli_gate(int argc, char **argv);
 int cli_inject(int argc, char **argv);
 int cli_escalations(int argc, char **argv);

@@ -17,6 +17,7 @@ static const char query_usage[] =
     "                    [--until TIME] [--limit N] [--json] [--follow]\n"
     "       corral trail verify --db FILE [--anchor SEQ:HASH]\n"
     "       corral trail export --db FILE [--output FILE]\n"
+    "       corral trail report --db FILE [--output FILE.html]\n"
     "\n"
     "Print the entries of a trail in sequence order, as a table or as JSON lines.\n"
     "\n"
@@ -229,7 +230,7 @@ static int cmd_query(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr,
-                "corral trail: unexpected argument '%s'; the subcommands are 'verify' and 'export'\n",
+                "corral trail: unexpected argument '%s'; the subcommands are 'verify', 'export' and 'report'\n",
                 argv[optind]);
         return CORRAL_EXIT_USAGE;
     }
@@ -493,5 +494,7 @@ int cli_trail(int argc, char **argv)
         return cmd_verify(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "export"))
         return cmd_export(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "report"))
+        return cli_report(argc - 1, argv + 1);
     return cmd_query(argc, argv);
 }

@@ -1,17 +1,25 @@
 /* supervisor/conn/agent.c: one JSON-RPC connection per agent on the shared loop (see agent.h).
  * Write-ahead: a turn's responses and tool-call starts are staged, the trail commits once at the
- * end of the turn, and only then are responses written and tool calls started. */
+ * end of the turn, and only then are responses written and tool calls that act (writes,
+ * commands) started. A read acts on nothing: it runs at once, before its entries commit, and
+ * its answer waits for the commit like every response, so a read costs one group commit. */
 #include "supervisor/conn/agent.h"
+#include "supervisor/conn/mcp.h"
 #include "supervisor/trail/trail.h"
 
 #include <sodium.h>
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/uio.h>
 
 #define READ_CHUNK 65536
+#define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
 #define AGENT_MAX_HELD 16 /* tool calls of one agent waiting for a person at once */
 
@@ -19,6 +27,7 @@ struct outbuf {
     struct outbuf *next;
     char *data;
     size_t len, off;
+    cJSON *answer_id; /* a tool call's answer: withheld if the turn's commit fails */
 };
 
 struct outq {
@@ -34,10 +43,24 @@ struct tool_job {
     cJSON *result;
     bool is_error;
     int rc;
+    bool early; /* a read, running before its entries commit */
     struct tool_job *next_staged;
-    bool approved; /* a person approved it: its own ctx with the rule lifted */
-    struct tool_ctx ctx;
-    struct tool_rule *rules;
+    struct tool_job *next_call; /* the agent's calls in flight (staged or submitted) */
+    struct tool_ctx ctx;        /* the agent's ctx, with this call's controls */
+    struct tool_call_ctl ctl;
+    cJSON *progress; /* the request's progressToken, or NULL */
+    struct loop_watch progress_w;
+    double started;
+    bool cancelled;
+};
+
+/* A request corral sent to the other end, waiting for its answer. */
+struct out_request {
+    struct out_request *next;
+    char id[32];
+    cJSON *about; /* the other end's request this one serves, or NULL */
+    agent_answer_fn done;
+    void *data;
 };
 
 struct agent_host {
@@ -49,6 +72,11 @@ struct agent_host {
     struct tool_job *staged_head, *staged_tail; /* tool calls waiting for the turn's commit */
     size_t inflight;                            /* staged + submitted tool calls */
     unsigned n_agents;
+    unsigned turn; /* counts turn ends: the per-turn budgets of lines and inline calls */
+    struct agent *backlog, *backlog_tail; /* agents that used a budget with input left, FIFO */
+    unsigned turn_lines;                  /* lines handled this turn, over every agent */
+    int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
+    struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
     bool in_turn;            /* host_turn_end is walking its lists */
     struct agent *graveyard; /* freed during that walk: released after it */
@@ -80,7 +108,17 @@ struct agent {
     bool ended;
     bool freeing; /* agent_free called while tool calls were running */
     unsigned inflight;
+    unsigned inline_turn, inline_n; /* inline calls in turn inline_turn */
+    unsigned pump_turn, pump_n;     /* lines handled in turn pump_turn */
+    bool in_backlog;
+    struct agent *backlog_next;
     struct agent_stats st;
+    bool host;                    /* an MCP host at the other end (agent_config.host) */
+    bool can_elicit;              /* it declared the elicitation capability */
+    int log_level;                /* least level sent as notifications/message; > max: none */
+    struct tool_job *calls;       /* in flight, for cancellation */
+    struct out_request *requests; /* sent, not yet answered */
+    unsigned long next_request;
     struct agent *grave_next;
 };
 
@@ -175,9 +213,22 @@ static bool is_denial_code(const char *code)
            !strcmp(code, "permission_denied");
 }
 
+/* A denial told to the other end as a log message (MCP logging), when it listens at warning. */
+static void log_denial(struct agent *a, const char *kind, const char *subject, const char *rule,
+                       const char *reason)
+{
+    if (a->log_level > MCP_LOG_WARNING || a->ended)
+        return;
+    cJSON *p = mcp_log_denial(MCP_LOG_WARNING, kind, subject, rule, reason);
+    if (p)
+        agent_notify(a, "notifications/message", p);
+    cJSON_Delete(p);
+}
+
 static int record_denial(struct agent_host *h, struct agent *a, const char *kind, const char *subject,
                          const char *rule, const char *reason)
 {
+    log_denial(a, kind, subject, rule, reason);
     if (!h->trail)
         return 0;
     cJSON *d = cJSON_CreateObject();
@@ -198,18 +249,35 @@ int agent_record_denial(struct agent *a, const char *kind, const char *subject, 
     return record_denial(a->h, a, kind, subject, rule, NULL) < 0 ? -EIO : 0;
 }
 
+/* The request id as the trail keeps it: an id kept as the client's raw text (rpc.h) is stored
+ * as that text in a string, since the trail's canonical form has no raw numbers. */
+static cJSON *trail_id(const cJSON *id)
+{
+    if (!id)
+        return cJSON_CreateNull();
+    return cJSON_IsRaw(id) ? cJSON_CreateString(id->valuestring) : cJSON_Duplicate(id, false);
+}
+
+static void denial_of(const struct agent *a, const cJSON *result, const char **rule,
+                      const char **reason);
+
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
                            const char *tool, const cJSON *args, const cJSON *result, bool is_error,
                            int rc)
 {
-    if (!h->trail)
+    if (!h->trail) {
+        const char *rule = NULL, *reason = NULL;
+        if (is_error && result)
+            denial_of(a, result, &rule, &reason);
+        if (rule)
+            log_denial(a, "path", tool, rule, reason);
         return 0;
+    }
     cJSON *body = cJSON_CreateObject();
     bool ok = body && cJSON_AddStringToObject(body, "agent", a->name) &&
               cJSON_AddStringToObject(body, "phase", phase) &&
               cJSON_AddStringToObject(body, "tool", tool) &&
-              cJSON_AddItemToObject(body, "request_id",
-                                    id ? cJSON_Duplicate(id, false) : cJSON_CreateNull());
+              cJSON_AddItemToObject(body, "request_id", trail_id(id));
     if (ok && args) {
         char *text = cJSON_PrintUnformatted(args);
         ok = text && trail_put_text(h, body, "arguments", text, strlen(text)) == 0;
@@ -218,9 +286,10 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     if (ok && !strcmp(phase, "end")) {
         const cJSON *code = is_error ? cJSON_GetObjectItemCaseSensitive(result, "code") : NULL;
         ok = cJSON_AddStringToObject(body, "outcome",
-                                     rc < 0     ? "failed"
-                                     : is_error ? "error"
-                                                : "ok") &&
+                                     rc == -ECANCELED ? "cancelled"
+                                     : rc < 0         ? "failed"
+                                     : is_error       ? "error"
+                                                      : "ok") &&
              (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring));
     }
     if (!ok) {
@@ -230,27 +299,43 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
     int r = host_trail_append(h, a->name, "tool_call", body);
     /* A refusal by the rules (not a missing file or a bad argument) is also a denial entry, so
      * every denial can be found by its type. */
-    if (r == 0 && is_error && result) {
+    if (r == 0 && is_error && result && rc != -ECANCELED) {
         const char *rule = NULL, *reason = NULL;
-        if (a->surface->denial) {
-            rule = a->surface->denial(result);
-            const cJSON *c = cJSON_GetObjectItemCaseSensitive(result, "code");
-            if (!cJSON_IsString(c))
-                c = cJSON_GetObjectItemCaseSensitive(result, "error");
-            reason = cJSON_IsString(c) ? c->valuestring : NULL;
-        } else {
-            const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
-            if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
-                rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
-                reason = code->valuestring;
-            }
-        }
+        denial_of(a, result, &rule, &reason);
         if (rule)
             r = record_denial(h, a, "path", tool, rule, reason);
     }
     return r;
+}
+
+/* Whether an error RESULT is a refusal by the rules, and which (see tool_surface.denial). */
+static void denial_of(const struct agent *a, const cJSON *result, const char **rule, const char **reason)
+{
+    *rule = *reason = NULL;
+    if (a->surface->denial) {
+        *rule = a->surface->denial(result);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(result, "code");
+        if (!cJSON_IsString(c))
+            c = cJSON_GetObjectItemCaseSensitive(result, "error");
+        *reason = cJSON_IsString(c) ? c->valuestring : NULL;
+    } else {
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "code");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(result, "details"), "reason");
+        if (cJSON_IsString(code) && is_denial_code(code->valuestring)) {
+            *rule = cJSON_IsString(why) ? why->valuestring : "workspace containment";
+            *reason = code->valuestring;
+        }
+    }
+}
+
+int agent_record(struct agent *a, const char *type, cJSON *body)
+{
+    if (!a->h->trail) {
+        cJSON_Delete(body);
+        return 0;
+    }
+    return host_trail_append(a->h, a->name, type, body) < 0 ? -EIO : 0;
 }
 
 static int host_trail_commit(struct agent_host *h)
@@ -274,6 +359,7 @@ static void outq_clear(struct outq *q)
         struct outbuf *b = q->head;
         q->head = b->next;
         free(b->data);
+        cJSON_Delete(b->answer_id);
         free(b);
     }
     q->tail = NULL;
@@ -300,20 +386,23 @@ static void mark_dirty(struct agent *a)
     a->h->dirty = a;
 }
 
-/* Takes LINE (malloc'd, ending in '\n'). */
-static void stage_line(struct agent *a, char *line, size_t len)
+/* Takes LINE (malloc'd, ending in '\n'); ANSWER_ID (taken, may be NULL) marks a tool call's answer. */
+static void stage_line_answer(struct agent *a, char *line, size_t len, cJSON *answer_id)
 {
     if (!line) {
         /* Out of memory building a response: the connection cannot keep its promises. */
+        cJSON_Delete(answer_id);
         a->failing = true;
         return;
     }
     if (a->ended) {
+        cJSON_Delete(answer_id);
         free(line);
         return;
     }
     struct outbuf *b = malloc(sizeof(*b));
     if (!b) {
+        cJSON_Delete(answer_id);
         free(line);
         a->failing = true;
         return;
@@ -323,12 +412,42 @@ static void stage_line(struct agent *a, char *line, size_t len)
     b->data = line;
     b->len = len;
     b->off = 0;
+    b->answer_id = answer_id;
     struct outq one = {b, b};
     outq_append(&a->staged, &one);
     a->queued += len;
     mark_dirty(a);
 }
 
+static void stage_line(struct agent *a, char *line, size_t len)
+{
+    stage_line_answer(a, line, len, NULL);
+}
+
+/* The turn's commit failed: its entries are not in the trail, so no tool answer staged in it
+ * may leave. Each is replaced by an error saying why (nothing more can be recorded). */
+static void withhold_answers(struct agent *a)
+{
+    for (struct outbuf *b = a->staged.head; b; b = b->next) {
+        if (!b->answer_id)
+            continue;
+        size_t len = 0;
+        char *line = rpc_error_line(b->answer_id, RPC_INTERNAL_ERROR,
+                                    "internal error: the trail cannot be written, so the answer is "
+                                    "withheld",
+                                    NULL, &len);
+        if (!line) {
+            a->failing = true;
+            len = 0;
+        }
+        a->queued = a->queued - b->len + len;
+        free(b->data);
+        b->data = line ? line : strdup("");
+        b->len = line ? len : 0;
+        cJSON_Delete(b->answer_id);
+        b->answer_id = NULL;
+    }
+}
 void agent_reply(struct agent *a, const cJSON *id, const cJSON *result)
 {
     size_t len = 0;
@@ -394,7 +513,94 @@ void agent_call_wacp(struct agent *a, const struct rpc_msg *m)
 static bool agent_can_read(const struct agent *a)
 {
     const struct agent_host_opts *o = &a->h->o;
-    return !a->ended && !a->failing && a->queued < o->max_queued_bytes && a->inflight < o->max_inflight;
+    return !a->ended && !a->failing && !a->in_backlog && a->queued < o->max_queued_bytes &&
+           a->inflight < o->max_inflight;
+}
+
+/* Fairness: an agent handles at most AGENT_LINES_PER_TURN lines per turn, and a turn at most
+ * HOST_LINES_PER_TURN over all agents. An agent past either budget with input left (a flood of
+ * pipelined requests, garbage, a request storm) waits in the backlog, first in first out, not
+ * read from, and the next turns serve it in order: a turn's work, and so the wait of every
+ * answer released at its end, stays bounded whatever the agents send, and a well-behaved
+ * agent's request waits at most for the backlog ahead of it (bench/flood_bench.c). */
+#define AGENT_LINES_PER_TURN 8
+#define HOST_LINES_PER_TURN 16
+
+static void backlog_add(struct agent *a)
+{
+    struct agent_host *h = a->h;
+    if (a->in_backlog)
+        return;
+    if (!h->backlog) {
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* the counter cannot overflow at one write per empty backlog */
+        }
+    }
+    a->in_backlog = true;
+    a->backlog_next = NULL;
+    if (h->backlog_tail)
+        h->backlog_tail->backlog_next = a;
+    else
+        h->backlog = a;
+    h->backlog_tail = a;
+}
+
+static void backlog_remove(struct agent *a)
+{
+    if (!a->in_backlog)
+        return;
+    struct agent_host *h = a->h;
+    h->backlog_tail = NULL;
+    for (struct agent **pp = &h->backlog; *pp;) {
+        if (*pp == a)
+            *pp = a->backlog_next;
+        else {
+            h->backlog_tail = *pp;
+            pp = &(*pp)->backlog_next;
+        }
+    }
+    a->in_backlog = false;
+    a->backlog_next = NULL;
+}
+
+/* The eventfd only makes the next epoll_wait return at once while agents wait in the backlog;
+ * they are served at the end of the turn (backlog_serve), after the agents whose pipes woke the
+ * turn: an agent that sends little is never queued behind the floods. */
+static void on_kick(void *data, uint32_t events)
+{
+    struct agent_host *h = data;
+    uint64_t v;
+    if (read(h->kick_fd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: already drained */
+    }
+}
+
+static void backlog_serve(struct agent_host *h)
+{
+    /* Served in place, from the head (an agent freed meanwhile is unlinked by agent_free), each
+     * agent at most once: one served with lines left goes back to the tail. */
+    size_t n = 0;
+    for (struct agent *a = h->backlog; a; a = a->backlog_next)
+        n++;
+    while (n-- > 0 && h->backlog && h->turn_lines < HOST_LINES_PER_TURN) {
+        struct agent *a = h->backlog;
+        h->backlog = a->backlog_next;
+        if (!h->backlog)
+            h->backlog_tail = NULL;
+        a->in_backlog = false;
+        a->backlog_next = NULL;
+        if (a->ended)
+            continue;
+        agent_pump(a);
+        agent_maybe_end(a);
+    }
+    if (h->backlog) { /* the turn's budget ran out: the next turn comes at once */
+        uint64_t one = 1;
+        if (write(h->kick_fd, &one, sizeof(one)) < 0) {
+            /* cannot overflow */
+        }
+    }
 }
 
 static void on_readable(void *data, uint32_t events);
@@ -412,11 +618,19 @@ static void agent_update_watch(struct agent *a)
         loop_watch_del(a->h->loop, &a->win);
 }
 
+static void cancel_all(struct agent *a);
+static void requests_fail_all(struct agent *a);
+
 static void agent_end(struct agent *a, enum agent_end why)
 {
     if (a->ended)
         return;
     a->ended = true;
+    /* Nobody is left to read an answer: stop what still runs for it (a host's session ends with
+     * its connection; an agent's calls would only be answered into a closed pipe). */
+    if (a->host)
+        cancel_all(a);
+    requests_fail_all(a);
     loop_watch_del(a->h->loop, &a->win);
     loop_watch_del(a->h->loop, &a->wout);
     outq_clear(&a->staged);
@@ -452,6 +666,112 @@ void agent_count_abuse(struct agent *a)
     agent_abuse_limit(a);
 }
 
+/* An answer to a request corral sent: to its waiting callback. An answer to nothing is
+ * refused like a malformed message. */
+static void agent_take_answer(struct agent *a, const struct rpc_msg *m)
+{
+    char idtext[40] = "";
+    if (cJSON_IsString(m->id))
+        snprintf(idtext, sizeof(idtext), "%s", m->id->valuestring);
+    for (struct out_request **pp = &a->requests; *pp; pp = &(*pp)->next) {
+        struct out_request *q = *pp;
+        if (!idtext[0] || strcmp(q->id, idtext))
+            continue;
+        *pp = q->next;
+        q->done(a, m->result, m->error, false, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+        return;
+    }
+    agent_abuse(a, m->id, RPC_INVALID_REQUEST, "invalid request: a response to no request corral sent");
+}
+
+int agent_request(struct agent *a, const char *method, const cJSON *params, const cJSON *about,
+                  agent_answer_fn done, void *data)
+{
+    /* Each waits on the other end, holding a copy of a call: bounded like calls in flight, so a
+     * host that never answers cannot make corral hold an unbounded number of them. */
+    size_t waiting = 0;
+    for (const struct out_request *w = a->requests; w; w = w->next)
+        waiting++;
+    if (waiting >= AGENT_MAX_REQUESTS)
+        return -EBUSY;
+    struct out_request *q = calloc(1, sizeof(*q));
+    cJSON *n = cJSON_CreateObject();
+    if (q && about)
+        q->about = cJSON_Duplicate(about, false);
+    if (!q || !n || !cJSON_AddStringToObject(n, "jsonrpc", "2.0") || (about && !q->about)) {
+        if (q)
+            cJSON_Delete(q->about);
+        free(q);
+        cJSON_Delete(n);
+        return -ENOMEM;
+    }
+    /* Strings of our own: they cannot collide with the numbers hosts use, and a reply to one
+     * is matched by exact text. */
+    snprintf(q->id, sizeof(q->id), "corral-%lu", ++a->next_request);
+    if (!cJSON_AddStringToObject(n, "id", q->id) || !cJSON_AddStringToObject(n, "method", method) ||
+        (params && !cJSON_AddItemToObject(n, "params", cJSON_Duplicate(params, true)))) {
+        cJSON_Delete(q->about);
+        free(q);
+        cJSON_Delete(n);
+        return -ENOMEM;
+    }
+    char *text = cJSON_PrintUnformatted(n);
+    cJSON_Delete(n);
+    size_t len = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, len + 2) : NULL;
+    if (!line) {
+        free(text);
+        cJSON_Delete(q->about);
+        free(q);
+        return -ENOMEM;
+    }
+    line[len] = '\n';
+    line[len + 1] = '\0';
+    q->done = done;
+    q->data = data;
+    q->next = a->requests;
+    a->requests = q;
+    stage_line(a, line, len + 1);
+    return 0;
+}
+
+static void requests_fail_all(struct agent *a)
+{
+    while (a->requests) {
+        struct out_request *q = a->requests;
+        a->requests = q->next;
+        q->done(a, NULL, NULL, true, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+    }
+}
+
+static bool same_id(const cJSON *x, const cJSON *y);
+
+/* The other end cancelled ABOUT: what corral asked on its behalf is withdrawn too (MCP: a
+ * cancellation of our own request is a notifications/cancelled of its id). */
+static void requests_cancel_about(struct agent *a, const cJSON *about)
+{
+    for (struct out_request **pp = &a->requests; *pp;) {
+        struct out_request *q = *pp;
+        if (!q->about || !same_id(q->about, about)) {
+            pp = &q->next;
+            continue;
+        }
+        *pp = q->next;
+        cJSON *p = cJSON_CreateObject();
+        if (p && cJSON_AddStringToObject(p, "requestId", q->id) &&
+            cJSON_AddStringToObject(p, "reason", "the request it was asked for was cancelled"))
+            agent_notify(a, "notifications/cancelled", p);
+        cJSON_Delete(p);
+        q->done(a, NULL, NULL, true, q->data);
+        cJSON_Delete(q->about);
+        free(q);
+    }
+}
+
 static void agent_handle_line(struct agent *a, const char *line, size_t len)
 {
     a->st.lines_in++;
@@ -461,6 +781,12 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
     if (rpc_decode(line, len, a->h->o.max_depth, &m, &e) < 0) {
         agent_abuse(a, e.id, e.code, e.message);
         rpc_error_clear(&e);
+        return;
+    }
+    if (m.response) {
+        a->st.responses_in++;
+        agent_take_answer(a, &m);
+        rpc_msg_clear(&m);
         return;
     }
     if (m.id)
@@ -473,7 +799,18 @@ static void agent_handle_line(struct agent *a, const char *line, size_t len)
 
 static void agent_pump(struct agent *a)
 {
+    struct agent_host *h = a->h;
     while (agent_can_read(a)) {
+        if (a->pump_turn != h->turn) {
+            a->pump_turn = h->turn;
+            a->pump_n = 0;
+        }
+        if (a->pump_n >= AGENT_LINES_PER_TURN || h->turn_lines >= HOST_LINES_PER_TURN) {
+            backlog_add(a);
+            break;
+        }
+        a->pump_n++;
+        h->turn_lines++;
         const char *line;
         size_t len;
         enum rpc_frame f = rpc_reader_next(a->reader, &line, &len);
@@ -508,6 +845,12 @@ static void on_readable(void *data, uint32_t events)
     } else if (n == 0) {
         a->in_eof = true;
         loop_watch_del(a->h->loop, &a->win);
+        /* A host closes its end to end the session (MCP stdio): nothing it asked for is
+         * wanted any more. */
+        if (a->host) {
+            cancel_all(a);
+            requests_fail_all(a);
+        }
     } else if (errno != EAGAIN && errno != EINTR) {
         agent_end(a, AGENT_END_IO);
         return;
@@ -564,6 +907,7 @@ static void agent_flush(struct agent *a)
             if (!a->ready.head)
                 a->ready.tail = NULL;
             free(b->data);
+            cJSON_Delete(b->answer_id);
             free(b);
         }
     }
@@ -590,11 +934,13 @@ static void agent_maybe_end(struct agent *a)
 
 static void tool_job_free(struct tool_job *j)
 {
+    if (j->ctl.cancel_fd >= 0)
+        close(j->ctl.cancel_fd);
+    cJSON_Delete(j->progress);
     cJSON_Delete(j->id);
     cJSON_Delete(j->args);
     cJSON_Delete(j->result);
     free(j->name);
-    free(j->rules);
     free(j);
 }
 
@@ -602,8 +948,8 @@ static void tool_job_run(struct pool_job *pj)
 {
     struct tool_job *j = (struct tool_job *)pj;
     static const cJSON empty = {.type = cJSON_Object};
-    j->rc = tool_surface_call(j->a->surface, j->approved ? &j->ctx : j->a->tools, j->name,
-                              j->args ? j->args : &empty, &j->result, &j->is_error);
+    j->rc = tool_surface_call(j->a->surface, &j->ctx, j->name, j->args ? j->args : &empty, &j->result,
+                              &j->is_error);
 }
 
 static void agent_really_free(struct agent *a);
@@ -633,20 +979,87 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
     return r;
 }
 
-static void tool_job_done(struct pool_job *pj)
+static void calls_unlink(struct agent *a, struct tool_job *j)
 {
-    struct tool_job *j = (struct tool_job *)pj;
+    for (struct tool_job **pp = &a->calls; *pp; pp = &(*pp)->next_call)
+        if (*pp == j) {
+            *pp = j->next_call;
+            return;
+        }
+}
+
+/* Same id: compared as printed, so 7, "7" and a raw 1e400 each match only themselves. */
+static bool same_id(const cJSON *x, const cJSON *y)
+{
+    if (!x || !y || cJSON_IsString(x) != cJSON_IsString(y))
+        return false;
+    char *px = cJSON_PrintUnformatted(x), *py = cJSON_PrintUnformatted(y);
+    bool same = px && py && !strcmp(px, py);
+    free(px);
+    free(py);
+    return same;
+}
+
+static void cancel_job(struct tool_job *j)
+{
+    if (j->cancelled)
+        return;
+    j->cancelled = true;
+    uint64_t one = 1;
+    if (j->ctl.cancel_fd >= 0)
+        (void)!write(j->ctl.cancel_fd, &one, sizeof(one));
+}
+
+static void cancel_all(struct agent *a)
+{
+    for (struct tool_job *j = a->calls; j; j = j->next_call)
+        cancel_job(j);
+}
+
+void agent_cancel_call(struct agent *a, const cJSON *id)
+{
+    for (struct tool_job *j = a->calls; j; j = j->next_call)
+        if (same_id(j->id, id))
+            cancel_job(j);
+    requests_cancel_about(a, id);
+}
+
+/* notifications/progress every second while a call that asked for it runs. */
+#define PROGRESS_EVERY_SEC 1.0
+
+static void on_progress(void *data, uint32_t events)
+{
+    struct tool_job *j = data;
+    struct agent *a = j->a;
+    loop_watch_del(a->h->loop, &j->progress_w);
+    if (a->ended || j->cancelled)
+        return;
+    cJSON *p = mcp_progress(j->progress, util_now() - j->started, j->ctl.output_bytes);
+    if (p)
+        agent_notify(a, "notifications/progress", p);
+    cJSON_Delete(p);
+    (void)loop_timer_add(a->h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
+}
+
+/* Records the call's end and stages its answer; returns false when the agent was freed. */
+static bool tool_job_finish(struct tool_job *j)
+{
     struct agent *a = j->a;
     a->inflight--;
     a->h->inflight--;
+    loop_watch_del(a->h->loop, &j->progress_w);
+    calls_unlink(a, j);
     if (a->freeing) {
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
-        return;
+        return false;
     }
+    if (j->cancelled && j->rc >= 0)
+        j->rc = -ECANCELED;
     host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
-    if (!a->ended) {
+    /* A cancelled request is not answered (MCP: the receiver SHOULD NOT respond). */
+    if (!a->ended && !j->cancelled) {
         if (j->rc == -ENOENT) {
             char msg[200];
             snprintf(msg, sizeof(msg), "invalid params: unknown tool \"%.100s\" (tools/list names them)",
@@ -659,53 +1072,95 @@ static void tool_job_done(struct pool_job *pj)
             agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, msg);
         } else {
             cJSON *r = mcp_tool_result(j->result, j->is_error);
-            if (r)
-                agent_reply(a, j->id, r);
-            else
+            size_t len = 0;
+            char *line = r ? rpc_result_line(j->id, r, &len) : NULL;
+            cJSON *id = line ? cJSON_Duplicate(j->id, false) : NULL;
+            if (line && id) {
+                a->st.responses++;
+                stage_line_answer(a, line, len, id);
+            } else {
+                free(line);
+                cJSON_Delete(id);
                 agent_reply_error(a, j->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+            }
             cJSON_Delete(r);
         }
     }
     tool_job_free(j);
-    if (!a->ended) {
+    return true;
+}
+
+static void tool_job_done(struct pool_job *pj)
+{
+    struct tool_job *j = (struct tool_job *)pj;
+    struct agent *a = j->a;
+    if (tool_job_finish(j) && !a->ended) {
         agent_pump(a);
         agent_maybe_end(a);
     }
 }
 
-static int call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
-                     bool approved)
+/* A call whose cost is bounded and smaller than a hand-off to a worker and back (an eventfd
+ * wake-up each way, measured in bench/roundtrip.sh) runs inline on the loop: a read of a regular
+ * file of at most INLINE_FILE_MAX bytes. The check is only about cost (the read resolves and
+ * checks the path again, opens it O_NONBLOCK and caps what it reads at max_file_size), so a
+ * file swapped meanwhile costs at most one capped read. INLINE_PER_TURN bounds an agent's inline
+ * calls per turn, so one agent's storm of reads cannot hold the loop from the others. */
+#define INLINE_FILE_MAX 65536
+#define INLINE_PER_TURN 8
+
+static bool tool_is_small_read(const struct agent *a, const char *name, const cJSON *args)
+{
+    static const char *const reads[] = {"readFile", "file.read", "read_file"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
+        known |= !strcmp(name, reads[i]);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(args, "path");
+    if (!known || !cJSON_IsString(p) || !*p->valuestring)
+        return false;
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, a->tools->root_fd, p->valuestring, &how, sizeof(how));
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool small = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= INLINE_FILE_MAX;
+    close(fd);
+    return small;
+}
+
+/* Whether a call acts on nothing but may answer: a READ tool of its surface's table. kward's
+ * reads are left out: an outline starts a command sandbox, an effect the trail records first. */
+static bool tool_is_read(const struct agent *a, const char *name)
+{
+    const struct tool_def *d = tool_surface_def(a->surface, name);
+    return d && d->kind == TOOL_KIND_READ && strcmp(a->surface->name, "kward") != 0;
+}
+
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
+                    const cJSON *progress, enum tool_approval approval)
 {
     struct tool_job *j = calloc(1, sizeof(*j));
     if (!j)
         return -ENOMEM;
-    if (approved) {
-        /* The person's approval lifts needs_approval for this one call, nothing else. */
-        j->approved = true;
-        j->ctx = *a->tools;
-        if (a->tools->n_rules) {
-            j->rules = calloc(a->tools->n_rules, sizeof(*j->rules));
-            if (!j->rules) {
-                free(j);
-                return -ENOMEM;
-            }
-            memcpy(j->rules, a->tools->rules, a->tools->n_rules * sizeof(*j->rules));
-            for (size_t i = 0; i < a->tools->n_rules; i++)
-                if (j->rules[i].name && !strcmp(j->rules[i].name, name))
-                    j->rules[i].needs_approval = false;
-            j->ctx.rules = j->rules;
-        }
-    }
+    j->ctl.cancel_fd = -1;
+    j->progress_w.fd = -1;
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
     j->a = a;
     j->id = id ? cJSON_Duplicate(id, false) : cJSON_CreateNull();
     j->name = strdup(name);
     j->args = args ? cJSON_Duplicate(args, true) : NULL;
-    if (!j->id || !j->name || (args && !j->args)) {
+    j->progress = progress ? cJSON_Duplicate(progress, false) : NULL;
+    j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) || j->ctl.cancel_fd < 0) {
         tool_job_free(j);
         return -ENOMEM;
     }
+    /* The connection's ctx with this call's own controls; the session and rules stay shared. */
+    j->ctx = *a->tools;
+    j->ctx.call = &j->ctl;
+    j->ctx.approval = approval;
     struct agent_host *h = a->h;
     if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
         tool_job_free(j);
@@ -714,17 +1169,32 @@ static int call_tool(struct agent *a, const cJSON *id, const char *name, const c
     a->inflight++;
     h->inflight++;
     a->st.tool_calls++;
+    j->next_call = a->calls;
+    a->calls = j;
+    if (tool_is_read(a, name)) {
+        j->early = true;
+        if (a->inline_turn != h->turn) {
+            a->inline_turn = h->turn;
+            a->inline_n = 0;
+        }
+        if (a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args)) {
+            a->inline_n++;
+            tool_job_run(&j->pj);
+            tool_job_finish(j);
+        } else {
+            j->started = util_now();
+            if (j->progress && !a->ended)
+                (void)loop_timer_add(h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
+            pool_submit(h->pool, &j->pj);
+        }
+        return 0;
+    }
     if (h->staged_tail)
         h->staged_tail->next_staged = j;
     else
         h->staged_head = j;
     h->staged_tail = j;
     return 0;
-}
-
-int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args)
-{
-    return call_tool(a, id, name, args, false);
 }
 
 int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, const cJSON *args)
@@ -742,7 +1212,7 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
         a->held++;
     if (r != 1)
         return r;
-    r = call_tool(a, id, tool, args, true);
+    r = agent_call_tool(a, id, tool, args, NULL, TOOL_APPROVAL_GRANTED);
     if (r < 0)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: the call could not be made");
     return 0;
@@ -757,7 +1227,10 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
         agent_maybe_end(a);
         return;
     }
-    int r = call_tool(a, id, tool, args, approved);
+    /* A person's answer either way: approved lifts needs_approval for this one call; a refusal
+     * goes through the gate, which answers it in the surface's words. */
+    int r = agent_call_tool(a, id, tool, args, NULL,
+                            approved ? TOOL_APPROVAL_GRANTED : TOOL_APPROVAL_DECLINED);
     if (r == -EIO)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR,
                           "internal error: the trail cannot be written, so the call was not made");
@@ -771,7 +1244,10 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
-    h->in_turn = true;
+    h->in_turn = true; /* agents freed from here on are released after the walk */
+    backlog_serve(h);
+    h->turn++;
+    h->turn_lines = 0;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -789,9 +1265,13 @@ static void host_turn_end(void *data)
                     "internal error: the trail cannot be written, so the call was not made");
                 j->a->inflight--;
                 h->inflight--;
+                calls_unlink(j->a, j);
                 tool_job_free(j);
                 continue;
             }
+            j->started = util_now();
+            if (j->progress && !j->a->ended)
+                (void)loop_timer_add(h->loop, &j->progress_w, PROGRESS_EVERY_SEC, on_progress, j);
             pool_submit(h->pool, &j->pj);
         }
         struct agent *list = h->dirty;
@@ -800,6 +1280,8 @@ static void host_turn_end(void *data)
             next = a->dirty_next; /* saved: pumping may mark A dirty again, on a new list */
             a->dirty = false;
             a->dirty_next = NULL;
+            if (committed < 0)
+                withhold_answers(a);
             outq_append(&a->ready, &a->staged);
             if (a->ended)
                 continue;
@@ -842,6 +1324,14 @@ int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
         h->o.max_inflight = 4;
     if (!h->o.abuse_limit)
         h->o.abuse_limit = 100;
+    h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int r = h->kick_fd < 0 ? -errno : loop_watch_add(loop, &h->kick, h->kick_fd, EPOLLIN, on_kick, h);
+    if (r < 0) {
+        if (h->kick_fd >= 0)
+            close(h->kick_fd);
+        free(h);
+        return cerr_set(err, -r, "agents: eventfd: %s", strerror(-r));
+    }
     loop_set_turn_end(loop, host_turn_end, h);
     *out = h;
     return 0;
@@ -852,6 +1342,8 @@ void agent_host_free(struct agent_host *h)
     if (!h)
         return;
     loop_set_turn_end(h->loop, NULL, NULL);
+    loop_watch_del(h->loop, &h->kick);
+    close(h->kick_fd);
     free(h);
 }
 
@@ -890,6 +1382,9 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
     a->tools = c->tools;
     a->on_end = c->on_end;
     a->data = c->data;
+    a->host = c->host;
+    /* A host hears of denials unless it asks otherwise; an agent only once it sets a level. */
+    a->log_level = c->host ? MCP_LOG_WARNING : MCP_LOG_EMERGENCY + 1;
     int r = (!a->name || !a->reader) ? -ENOMEM : 0;
     if (!r && c->in_fd == c->out_fd) {
         a->dup_out_fd = fcntl(c->out_fd, F_DUPFD_CLOEXEC, 3);
@@ -930,6 +1425,7 @@ void agent_free(struct agent *a)
     struct agent_host *h = a->h;
     a->on_end = NULL;
     agent_end(a, AGENT_END_EOF);
+    backlog_remove(a);
     /* Out of the turn's lists: nothing may point at it once it is gone. */
     for (struct agent **pp = &h->dirty; *pp; pp = &(*pp)->dirty_next)
         if (*pp == a) {
@@ -944,6 +1440,7 @@ void agent_free(struct agent *a)
             *jp = j->next_staged;
             a->inflight--;
             h->inflight--;
+            calls_unlink(a, j);
             tool_job_free(j);
         } else {
             h->staged_tail = j;
@@ -977,6 +1474,10 @@ bool agent_ended(const struct agent *a)
 {
     return a->ended;
 }
+void agent_close(struct agent *a)
+{
+    agent_end(a, AGENT_END_EOF);
+}
 const char *agent_name(const struct agent *a)
 {
     return a->name;
@@ -995,6 +1496,24 @@ void agent_set_initialized(struct agent *a, const char *protocol_version)
 const struct tool_surface *agent_surface(const struct agent *a)
 {
     return a->surface;
+}
+
+void agent_set_client_capabilities(struct agent *a, const cJSON *caps)
+{
+    a->can_elicit = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
+}
+
+bool agent_client_can_elicit(const struct agent *a)
+{
+    return a->can_elicit;
+}
+bool agent_is_host(const struct agent *a)
+{
+    return a->host;
+}
+void agent_set_log_level(struct agent *a, int level)
+{
+    a->log_level = level;
 }
 const struct tool_ctx *agent_tools(const struct agent *a)
 {

@@ -54,6 +54,10 @@ struct agent_config {
      * supervisor/conn/dispatch.h). Required: the connection frames, counts and answers; what a
      * message means is decided above it, so this file never calls up into dispatch.c. */
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
+    /* The other end is an MCP host (corral mcp) rather than a sandboxed agent: the end of its
+     * input ends the session (running calls are cancelled), denials are sent as log messages
+     * unless it sets another level, and needs_approval may ask the person (elicitation). */
+    bool host;
     /* A tools/call of a tool under needs_approval (corral run: the human highway's tool gate).
      * 0: held; the handler answers it later with agent_tool_release, and the agent's other
      * requests keep flowing meanwhile. 1: approved at once. < 0 (or NULL handler): the surface
@@ -67,11 +71,16 @@ int agent_new(struct agent_host *h, const struct agent_config *c, struct agent *
  * surface and tool ctx must stay valid until then: see agent_host_inflight). NULL is a no-op. */
 void agent_free(struct agent *a);
 
+/* Ends the connection now, as if its input had ended (a host's running calls are cancelled);
+ * on_end is called with AGENT_END_EOF. */
+void agent_close(struct agent *a);
+
 /* Tool calls submitted or running, over every agent of the host. */
 size_t agent_host_inflight(const struct agent_host *h);
 
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
+    uint64_t responses_in; /* answers to requests corral sent (elicitation) */
     uint64_t bytes_in, bytes_out;
     uint64_t trail_bytes; /* message content this agent has put in the trail */
     unsigned abuse;       /* malformed messages (and unknown notifications) so far */
@@ -108,9 +117,35 @@ void agent_set_initialized(struct agent *a, const char *protocol_version);
 const struct tool_surface *agent_surface(const struct agent *a);
 const struct tool_ctx *agent_tools(const struct agent *a);
 /* Starts tool call NAME(ARGS) for request ID on the pool, after this turn's commit; the answer
- * comes back through the loop. ARGS (may be NULL) and ID are copied. 0, -ENOMEM, or -EIO when
- * the trail cannot record the call (it is then not made). */
-int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args);
+ * comes back through the loop. ARGS (may be NULL), ID and PROGRESS (the request's
+ * progressToken, may be NULL: then no progress is sent) are copied; APPROVAL is the person's
+ * answer when the call was held for one. 0, -ENOMEM, or -EIO when the trail cannot record the
+ * call (it is then not made). */
+int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJSON *args,
+                    const cJSON *progress, enum tool_approval approval);
+/* notifications/cancelled: the call of request ID stops (a running command's sandbox is
+ * killed) and is not answered; its end is recorded as cancelled. A held call (waiting for the
+ * person) is dropped. Unknown ids are ignored, as the specification asks. */
+void agent_cancel_call(struct agent *a, const cJSON *id);
+
+/* Sends a request to the other end (elicitation/create, ...) on behalf of the other end's request
+ * ABOUT (may be NULL); DONE runs once on the loop thread with its result or its error, or with
+ * DROPPED set (both NULL) when the connection ended first or ABOUT was cancelled: then nothing
+ * may be answered. PARAMS and ABOUT borrowed. 0, -EBUSY (16 are already waiting), or -ENOMEM. */
+typedef void (*agent_answer_fn)(struct agent *a, const cJSON *result, const cJSON *error, bool dropped,
+                                void *data);
+int agent_request(struct agent *a, const char *method, const cJSON *params, const cJSON *about,
+                  agent_answer_fn done, void *data);
+
+/* What the other end declared at initialize (its capabilities object; borrowed, may be NULL). */
+void agent_set_client_capabilities(struct agent *a, const cJSON *caps);
+bool agent_client_can_elicit(const struct agent *a);
+bool agent_is_host(const struct agent *a);
+/* logging/setLevel: the least severe level sent as notifications/message. */
+void agent_set_log_level(struct agent *a, int level);
+/* Records an entry of TYPE (gate_triggered, gate_resolved, ...) in this connection's workspace;
+ * takes BODY. 0, or -EIO (no-op 0 without a trail). */
+int agent_record(struct agent *a, const char *type, cJSON *body);
 
 /* A held call (see approve) is decided: APPROVED runs it as if the tool needed no approval;
  * else it goes to the surface as it is, which refuses it in its own error shape. */

@@ -2,6 +2,7 @@
  * request or a notification and whether it is permitted before initialize; the table refuses what
  * is not permitted now, so no handler checks it again. */
 #include "supervisor/conn/dispatch.h"
+#include "supervisor/conn/mcp.h"
 #include "tools/gate.h"
 
 #include <stdio.h>
@@ -48,7 +49,8 @@ static cJSON *capabilities(void)
 {
     cJSON *c = cJSON_CreateObject();
     cJSON *t = c ? cJSON_AddObjectToObject(c, "tools") : NULL;
-    if (!t || !cJSON_AddBoolToObject(t, "listChanged", false)) {
+    if (!t || !cJSON_AddBoolToObject(t, "listChanged", false) ||
+        !cJSON_AddObjectToObject(c, "logging")) {
         cJSON_Delete(c);
         return NULL;
     }
@@ -107,6 +109,7 @@ static void m_initialize(struct agent *a, const struct rpc_msg *m)
     cJSON_AddItemToObject(r, "capabilities", caps);
     cJSON_AddItemToObject(r, "serverInfo", info);
     cJSON_AddStringToObject(r, "instructions", instructions(a));
+    agent_set_client_capabilities(a, p ? cJSON_GetObjectItemCaseSensitive(p, "capabilities") : NULL);
     agent_set_initialized(a, chosen);
     reply_taking(a, m, r);
 }
@@ -116,9 +119,33 @@ static void m_initialized(struct agent *a, const struct rpc_msg *m)
     (void)a, (void)m; /* the handshake is complete on our side once initialize was answered */
 }
 
-static void m_ignore(struct agent *a, const struct rpc_msg *m)
+static void m_roots_changed(struct agent *a, const struct rpc_msg *m)
 {
-    (void)a, (void)m; /* notifications/cancelled: calls run to completion; the answer is still sent */
+    (void)a, (void)m; /* hosts that declare roots send it; the workspace is corral's to choose */
+}
+
+static void m_cancelled(struct agent *a, const struct rpc_msg *m)
+{
+    const cJSON *id = cJSON_IsObject(m->params)
+                          ? cJSON_GetObjectItemCaseSensitive(m->params, "requestId")
+                          : NULL;
+    if (cJSON_IsString(id) || cJSON_IsNumber(id) || cJSON_IsRaw(id))
+        agent_cancel_call(a, id);
+}
+
+static void m_set_level(struct agent *a, const struct rpc_msg *m)
+{
+    const cJSON *l = cJSON_IsObject(m->params) ? cJSON_GetObjectItemCaseSensitive(m->params, "level")
+                                               : NULL;
+    int level = cJSON_IsString(l) ? mcp_log_level_parse(l->valuestring) : -EINVAL;
+    if (level < 0) {
+        agent_reply_error(a, m->id, RPC_INVALID_PARAMS,
+                          "invalid params: level must be one of debug, info, notice, warning, error, "
+                          "critical, alert, emergency");
+        return;
+    }
+    agent_set_log_level(a, level);
+    reply_taking(a, m, cJSON_CreateObject());
 }
 
 static void m_ping(struct agent *a, const struct rpc_msg *m)
@@ -147,9 +174,10 @@ static void m_discover(struct agent *a, const struct rpc_msg *m)
 
 static void m_tools_list(struct agent *a, const struct rpc_msg *m)
 {
-    /* Without the tools the policy disables (the gate's list, tools/gate.c). */
+    /* Without the tools the policy disables (the gate's list, tools/gate.c), each with its
+     * MCP annotations and outputSchema. */
     cJSON *tools = tool_surface_list(agent_surface(a), agent_tools(a));
-    cJSON *r = tools ? cJSON_CreateObject() : NULL;
+    cJSON *r = tools && mcp_tools_annotate(tools, agent_surface(a)) == 0 ? cJSON_CreateObject() : NULL;
     if (!r) {
         cJSON_Delete(tools);
         reply_taking(a, m, NULL);
@@ -157,6 +185,112 @@ static void m_tools_list(struct agent *a, const struct rpc_msg *m)
     }
     cJSON_AddItemToObject(r, "tools", tools);
     reply_taking(a, m, r);
+}
+
+/* ---- approval through elicitation: the call waits for the person's answer ---- */
+
+struct held_call {
+    cJSON *id, *args, *progress;
+    char *name;
+};
+
+static void held_call_free(struct held_call *c)
+{
+    if (!c)
+        return;
+    cJSON_Delete(c->id);
+    cJSON_Delete(c->args);
+    cJSON_Delete(c->progress);
+    free(c->name);
+    free(c);
+}
+
+static cJSON *gate_body(const struct held_call *c, const char *what)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON *id = cJSON_IsRaw(c->id) ? cJSON_CreateString(c->id->valuestring)
+                                   : cJSON_Duplicate(c->id, false);
+    if (!b || !id || !cJSON_AddStringToObject(b, "gate", "tool_approval") ||
+        !cJSON_AddStringToObject(b, "tool", c->name) ||
+        !cJSON_AddStringToObject(b, "by", "mcp elicitation") ||
+        (what && !cJSON_AddStringToObject(b, "decision", what))) {
+        cJSON_Delete(b);
+        cJSON_Delete(id);
+        return NULL;
+    }
+    cJSON_AddItemToObject(b, "request_id", id);
+    return b;
+}
+
+static void approval_answered(struct agent *a, const cJSON *result, const cJSON *error, bool dropped,
+                              void *data)
+{
+    struct held_call *c = data;
+    enum mcp_decision d = dropped ? MCP_DECISION_CANCELLED : mcp_elicit_decision(result, error);
+    int rec = agent_record(a, "gate_resolved", gate_body(c, mcp_decision_name(d)));
+    /* Dropped: the host cancelled the call or went away; nobody waits for an answer. */
+    if (!dropped && !agent_ended(a)) {
+        if (rec < 0) {
+            /* The decision is not on record, so nothing is done on it. */
+            agent_reply_error(a, c->id, RPC_INTERNAL_ERROR,
+                              "internal error: the trail cannot be written, so the call was not made");
+        } else {
+            /* Declined or dismissed, the call still goes through the gate, which refuses it in
+             * the surface's own words and records the denial. */
+            enum tool_approval ap = d == MCP_DECISION_APPROVED ? TOOL_APPROVAL_GRANTED
+                                                               : TOOL_APPROVAL_DECLINED;
+            int r = agent_call_tool(a, c->id, c->name, c->args, c->progress, ap);
+            if (r == -EIO)
+                agent_reply_error(
+                    a, c->id, RPC_INTERNAL_ERROR,
+                    "internal error: the trail cannot be written, so the call was not made");
+            else if (r < 0)
+                agent_reply_error(a, c->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+        }
+    }
+    held_call_free(c);
+}
+
+static void ask_approval(struct agent *a, const struct rpc_msg *m, const char *name, const cJSON *args,
+                         const cJSON *progress)
+{
+    struct held_call *c = calloc(1, sizeof(*c));
+    cJSON *params = mcp_elicit_approval(agent_surface(a)->name, name, args);
+    if (c) {
+        c->id = cJSON_Duplicate(m->id, false);
+        c->name = strdup(name);
+        c->args = args ? cJSON_Duplicate(args, true) : cJSON_CreateObject();
+        c->progress = progress ? cJSON_Duplicate(progress, false) : NULL;
+    }
+    if (!c || !params || !c->id || !c->name || !c->args || (progress && !c->progress)) {
+        held_call_free(c);
+        cJSON_Delete(params);
+        agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+        return;
+    }
+    cJSON *b = gate_body(c, NULL);
+    if (b)
+        cJSON_AddItemToObject(
+            b, "asked", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(params, "message"), false));
+    if (agent_record(a, "gate_triggered", b) < 0) {
+        held_call_free(c);
+        cJSON_Delete(params);
+        agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
+                          "internal error: the trail cannot be written, so the call was not made");
+        return;
+    }
+    int r = agent_request(a, "elicitation/create", params, m->id, approval_answered, c);
+    if (r < 0) {
+        (void)agent_record(a, "gate_resolved", gate_body(c, mcp_decision_name(MCP_DECISION_CANCELLED)));
+        if (r == -EBUSY)
+            agent_reply_error(a, m->id, RPC_INVALID_REQUEST,
+                              "invalid request: 16 calls already wait for a person's approval; "
+                              "wait for their answers first");
+        else
+            agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
+        held_call_free(c);
+    }
+    cJSON_Delete(params);
 }
 
 static void m_tools_call(struct agent *a, const struct rpc_msg *m)
@@ -195,10 +329,17 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, msg);
         return;
     }
-    /* Under needs_approval with a highway to ask: held for a person, answered later. */
+    const cJSON *progress = mcp_progress_token(p);
+    const struct tool_rule *rule = tool_rule_find(agent_tools(a), name->valuestring);
+    /* Under needs_approval: an MCP host that can elicit asks its person; else a highway that
+     * can ask holds the call for a person (corral run), answered later; else the gate refuses. */
+    if (rule && rule->needs_approval && agent_client_can_elicit(a)) {
+        ask_approval(a, m, name->valuestring, args, progress);
+        return;
+    }
     if (agent_hold_for_approval(a, m->id, name->valuestring, args) == 0)
         return;
-    int r = agent_call_tool(a, m->id, name->valuestring, args);
+    int r = agent_call_tool(a, m->id, name->valuestring, args, progress, TOOL_APPROVAL_NONE);
     if (r == -EIO)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
                           "internal error: the trail cannot be written, so the call was not made");
@@ -209,8 +350,10 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
 /* Sorted by name (strcmp order) for bsearch. */
 static const struct method methods[] = {
     {"initialize", m_initialize, M_REQUEST | M_BEFORE_INIT | M_ONCE},
-    {"notifications/cancelled", m_ignore, M_NOTIFICATION | M_BEFORE_INIT},
+    {"logging/setLevel", m_set_level, M_REQUEST},
+    {"notifications/cancelled", m_cancelled, M_NOTIFICATION | M_BEFORE_INIT},
     {"notifications/initialized", m_initialized, M_NOTIFICATION},
+    {"notifications/roots/list_changed", m_roots_changed, M_NOTIFICATION},
     {"ping", m_ping, M_REQUEST | M_BEFORE_INIT},
     {"server/discover", m_discover, M_REQUEST | M_BEFORE_INIT},
     {"tools/call", m_tools_call, M_REQUEST},

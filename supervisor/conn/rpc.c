@@ -2,7 +2,9 @@
  * Order of checks is the order of cost and of trust: length, UTF-8, depth, JSON, envelope. */
 #include "supervisor/conn/rpc.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct rpc_reader {
@@ -253,6 +255,125 @@ static size_t escaped_nul(const char *s, size_t len)
     return len;
 }
 
+/* Length of a JSON number (RFC 8259 grammar) at S, or 0. */
+static size_t json_number_len(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && s[i] == '-')
+        i++;
+    if (i < len && s[i] == '0')
+        i++;
+    else if (i < len && s[i] >= '1' && s[i] <= '9')
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+    else
+        return 0;
+    if (i < len && s[i] == '.') {
+        size_t d = ++i;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == d)
+            return 0;
+    }
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t d = i;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == d)
+            return 0;
+    }
+    return i;
+}
+
+static size_t skip_json_string(const char *s, size_t len, size_t i)
+{
+    for (i++; i < len && s[i] != '"'; i++)
+        if (s[i] == '\\')
+            i++;
+    return i + 1;
+}
+
+/* The raw text of the top-level member "id" when it is a number: where and how long. Only a
+ * key written plainly as "id" is found (an escaped spelling falls back to cJSON's value). */
+static bool raw_number_id(const char *s, size_t len, size_t *off, size_t *n)
+{
+    size_t i = 0;
+    unsigned depth = 0;
+    bool want_key = false;
+    while (i < len) {
+        char c = s[i];
+        if (c == '"') {
+            size_t end = skip_json_string(s, len, i);
+            if (depth == 1 && want_key) {
+                bool is_id = end - i == 4 && !memcmp(s + i, "\"id\"", 4);
+                size_t j = end;
+                while (j < len && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n'))
+                    j++;
+                if (j < len && s[j] == ':')
+                    j++;
+                while (j < len && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r' || s[j] == '\n'))
+                    j++;
+                if (is_id) {
+                    *off = j;
+                    *n = json_number_len(s + j, len - j);
+                    return *n > 0;
+                }
+                want_key = false;
+                i = j;
+                continue;
+            }
+            i = end;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            depth++;
+            want_key = depth == 1 && c == '{';
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',' && depth == 1) {
+            want_key = true;
+        }
+        i++;
+    }
+    return false;
+}
+
+/* Whether cJSON prints NUM back as a number with the same value: not for 1e400 (printed as
+ * null) or integers past 2^53 (printed rounded). */
+static bool number_round_trips(const cJSON *num)
+{
+    double d = num->valuedouble;
+    if (!isfinite(d))
+        return false;
+    char *p = cJSON_PrintUnformatted(num);
+    bool same = p && strtod(p, NULL) == d;
+    free(p);
+    return same && fabs(d) < 9007199254740992.0;
+}
+
+/* The member "id" of a message parsed with every \u0000 made \u0001: when the id is a string
+ * that differs from ROOT's, the NUL was inside the id itself, which then cannot be echoed. */
+static bool id_holds_nul(const char *line, size_t len, const cJSON *id)
+{
+    if (!cJSON_IsString(id))
+        return false;
+    char *copy = malloc(len);
+    if (!copy)
+        return true;
+    memcpy(copy, line, len);
+    for (size_t at = escaped_nul(copy, len); at < len; at = escaped_nul(copy, len))
+        copy[at + 5] = '1';
+    cJSON *alt = cJSON_ParseWithLength(copy, len);
+    free(copy);
+    const cJSON *aid = cJSON_GetObjectItemCaseSensitive(alt, "id");
+    bool differs = !cJSON_IsString(aid) || strcmp(aid->valuestring, id->valuestring) != 0;
+    cJSON_Delete(alt);
+    return differs;
+}
+
 int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg *msg,
                struct rpc_error *err)
 {
@@ -264,12 +385,6 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
     if (memchr(line, '\0', len))
         return decode_fail(err, RPC_PARSE_ERROR, NULL, "parse error: NUL byte at byte %zu",
                            (size_t)((const char *)memchr(line, '\0', len) - line));
-    size_t esc = escaped_nul(line, len);
-    if (esc < len)
-        return decode_fail(err, RPC_PARSE_ERROR, NULL,
-                           "parse error: \\u0000 in a string at byte %zu (a NUL would silently cut the "
-                           "string short: send the text without it)",
-                           esc);
     if (rpc_json_depth(line, len, max_depth) > max_depth)
         return decode_fail(err, RPC_INVALID_REQUEST, NULL,
                            "invalid request: nesting deeper than %u levels", max_depth);
@@ -300,8 +415,8 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
     }
     /* Each envelope member once: a duplicate would let two readers of the same line (the
      * dispatcher and the trail) see different requests. */
-    static const char *const members[] = {"jsonrpc", "id", "method", "params"};
-    const cJSON *seen[4] = {0};
+    static const char *const members[] = {"jsonrpc", "id", "method", "params", "result", "error"};
+    const cJSON *seen[6] = {0};
     for (const cJSON *it = root->child; it; it = it->next) {
         for (size_t k = 0; k < ARRAY_SIZE(members); k++) {
             if (it->string && !strcmp(it->string, members[k])) {
@@ -315,9 +430,35 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
         }
     }
     const cJSON *version = seen[0], *id = seen[1], *method = seen[2], *params = seen[3];
+    const cJSON *result = seen[4], *error = seen[5];
     if (id && !valid_id(id)) {
         rc = decode_fail(err, RPC_INVALID_REQUEST, NULL,
                          "invalid request: \"id\" must be a string or a number");
+        goto out;
+    }
+    /* An id cJSON cannot print back as sent is kept as the client's own text, so that the
+     * answer carries exactly the id the client waits for. */
+    size_t id_off, id_len;
+    if (cJSON_IsNumber(id) && !number_round_trips(id) && raw_number_id(line, len, &id_off, &id_len)) {
+        char *text = strndup(line + id_off, id_len);
+        cJSON *raw = text ? cJSON_CreateRaw(text) : NULL;
+        free(text);
+        if (!raw || !cJSON_ReplaceItemViaPointer(root, (cJSON *)id, raw)) {
+            cJSON_Delete(raw);
+            rc = decode_fail(err, RPC_INTERNAL_ERROR, NULL, "internal error: out of memory");
+            goto out;
+        }
+        id = raw;
+    }
+    size_t esc = escaped_nul(line, len);
+    if (esc < len) {
+        /* Valid JSON, but a string would reach its reader cut short at the NUL. The client
+         * waits for its own id: answer with it unless the NUL is inside the id itself. */
+        const cJSON *echo = id && !id_holds_nul(line, len, id) ? id : NULL;
+        rc = decode_fail(err, echo ? RPC_INVALID_PARAMS : RPC_PARSE_ERROR, echo,
+                         "%s: \\u0000 in a string at byte %zu (a NUL would silently cut the string "
+                         "short: send the text without it)",
+                         echo ? "invalid params" : "parse error", esc);
         goto out;
     }
     if (!cJSON_IsString(version) || strcmp(version->valuestring, "2.0")) {
@@ -325,10 +466,18 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
         goto out;
     }
     if (!method) {
-        if (cJSON_GetObjectItemCaseSensitive(root, "result") ||
-            cJSON_GetObjectItemCaseSensitive(root, "error"))
-            rc = decode_fail(err, RPC_INVALID_REQUEST, id,
-                             "invalid request: a response, but corral sent no request");
+        if ((result || error) && id && !(result && error) && !params) {
+            msg->root = root;
+            msg->id = id;
+            msg->response = true;
+            msg->result = result;
+            msg->error = error;
+            return 0;
+        }
+        if (result || error)
+            rc = decode_fail(
+                err, RPC_INVALID_REQUEST, id,
+                "invalid request: a response needs an id and exactly one of result and error");
         else
             rc = decode_fail(err, RPC_INVALID_REQUEST, id, "invalid request: \"method\" is missing");
         goto out;

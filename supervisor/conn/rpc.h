@@ -59,12 +59,17 @@ bool rpc_reader_failed(const struct rpc_reader *r);
 
 /* ---- decoding ---- */
 
-/* One decoded message. All pointers are into root, which the message owns. */
+/* One decoded message. All pointers are into root, which the message owns. A numeric id that
+ * cJSON would not print back as sent (1e400, a 23-digit integer) is a cJSON_Raw holding the
+ * client's own text, so every answer echoes it; the trail stores such an id as a string. */
 struct rpc_msg {
     cJSON *root;
-    const char *method;  /* never NULL once decoded */
+    const char *method;  /* NULL only for a response (response == true) */
     const cJSON *id;     /* NULL: a notification (no response is sent) */
     const cJSON *params; /* NULL when absent; else an object or an array */
+    bool response;       /* an answer to a request corral sent (id set; result or error) */
+    const cJSON *result; /* a response's result, or NULL */
+    const cJSON *error;  /* a response's error, or NULL */
 };
 
 /* A decoding failure: the JSON-RPC error to answer with. id is a copy of the request's id when
@@ -75,8 +80,10 @@ struct rpc_error {
     cJSON *id;
 };
 
-/* Checks the line (UTF-8, depth <= max_depth, one JSON value, a JSON-RPC 2.0 request or
- * notification; batches are refused with -32600) and fills msg. Returns 0, or -EINVAL with err
+/* Checks the line (UTF-8, depth <= max_depth, one JSON value, a JSON-RPC 2.0 request,
+ * notification or response; batches are refused with -32600) and fills msg. A string holding
+ * \u0000 is refused (-32602, invalid params) with the request's id whenever the id itself
+ * is readable; only an unreadable message is answered with id null. Returns 0, or -EINVAL with err
  * filled (then err->id, if not NULL, is owned by the caller: rpc_error_clear). */
 int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg *msg,
                struct rpc_error *err);

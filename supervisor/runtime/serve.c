@@ -1,6 +1,8 @@
 /* supervisor/runtime/serve.c: serve_exec: the supervision loop of `corral exec` (the event loop
  * of supervisor/conn/loop.c): the sandbox's pidfd, forwarded signals, the timeout, budget
- * samples and the seccomp listener, and with --workspace DIR its one agent (pool, agent). */
+ * samples and the seccomp listener, and with --workspace DIR its one agent (pool, agent).
+ * serve_host: the same loop and connection with an MCP host at the other end and no agent
+ * process (`corral mcp`). */
 #include "supervisor/runtime/serve.h"
 
 #include "supervisor/conn/agent.h"
@@ -30,11 +32,13 @@ struct serve_state {
     bool child_ended;
     bool timed_out;
     bool killed;
+    struct agent *agent;
+    const char *why; /* serve_host: what ended the session */
 };
 
 static void kill_sandbox(struct serve_state *s)
 {
-    if (s->killed || s->child_ended)
+    if (!s->child || s->killed || s->child_ended)
         return;
     s->killed = true;
     sandbox_child_signal(s->child, SIGKILL);
@@ -94,9 +98,18 @@ static void on_signal(void *data, uint32_t events)
 {
     struct serve_state *s = data;
     struct signalfd_siginfo si;
-    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-        if (!s->child_ended)
+    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (!s->child) {
+            /* No agent to forward it to: the session ends, its running calls cancelled. */
+            if (!s->why)
+                s->why = si.ssi_signo == SIGTERM  ? "SIGTERM"
+                         : si.ssi_signo == SIGINT ? "SIGINT"
+                                                  : "SIGHUP";
+            if (s->agent && !agent_ended(s->agent))
+                agent_close(s->agent);
+        } else if (!s->child_ended)
             sandbox_child_signal(s->child, (int)si.ssi_signo);
+    }
 }
 
 /* The termination signals the caller has blocked (corral exec blocks them to forward them) are
@@ -132,6 +145,13 @@ static void on_grace_end(void *data, uint32_t events)
 static void on_agent_end(struct agent *a, enum agent_end why, void *data)
 {
     struct serve_state *s = data;
+    if (!s->why)
+        s->why = why == AGENT_END_EOF     ? "the host closed its end"
+                 : why == AGENT_END_IO    ? "the host's pipe failed"
+                 : why == AGENT_END_ABUSE ? "too many malformed messages"
+                                          : "out of memory";
+    if (!s->child)
+        return;
     /* A failed connection fails the agent: it has no other way to ask for anything. An agent that
      * merely closed its pipes may still be finishing its own work: wait for its pidfd. */
     if (why == AGENT_END_ABUSE || why == AGENT_END_NOMEM) {
@@ -158,8 +178,24 @@ static int open_workspace(const char *path, struct cerr *err)
     return fd;
 }
 
+static int serve(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
+                 int from_agent, bool *timed_out, const char **why, struct cerr *err);
+
 int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
                int from_agent, bool *timed_out, struct cerr *err)
+{
+    return serve(o, child, to_agent, from_agent, timed_out, NULL, err);
+}
+
+int serve_host(const struct serve_exec_opts *o, int in_fd, int out_fd, const char **why,
+               struct cerr *err)
+{
+    return serve(o, NULL, out_fd, in_fd, NULL, why, err);
+}
+
+/* CHILD NULL: no agent process (serve_host); the session lasts as long as the connection. */
+static int serve(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
+                 int from_agent, bool *timed_out, const char **why, struct cerr *err)
 {
     if (timed_out)
         *timed_out = false;
@@ -228,12 +264,16 @@ int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int
         .on_end = on_agent_end,
         .data = &s,
         .on_message = dispatch_message,
+        .host = o->host,
     };
     r = agent_new(host, &ac, &agent, err);
     if (r < 0)
         goto out;
+    s.agent = agent;
 supervise:
-    r = loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s);
+    r = child
+            ? loop_watch_add(s.loop, &s.pid_watch, sandbox_child_pidfd(child), EPOLLIN, on_child_end, &s)
+            : 0;
     if (r < 0) {
         r = cerr_set(err, r, "watching the agent's sandbox: %s", strerror(-r));
         goto out;
@@ -271,8 +311,9 @@ supervise:
             goto out;
         }
     }
-    /* Until the sandbox has ended and no tool call still uses the workspace fd. */
-    while (!s.child_ended || (host && agent_host_inflight(host) > 0)) {
+    /* Until the sandbox (or, without one, the connection) has ended and no tool call still
+     * uses the workspace fd. */
+    while ((child ? !s.child_ended : !agent_ended(agent)) || (host && agent_host_inflight(host) > 0)) {
         r = loop_run_once(s.loop, -1, err);
         if (r < 0) {
             kill_sandbox(&s);
@@ -302,5 +343,7 @@ out:
         sigaction(SIGPIPE, &old_pipe, NULL);
     if (timed_out)
         *timed_out = s.timed_out;
+    if (why)
+        *why = s.why ? s.why : "the host closed its end";
     return r < 0 ? r : 0;
 }

@@ -24,6 +24,7 @@ struct serve_exec_opts {
                                    * sandbox runs; what it stages commits at the turn's end */
     void (*sample)(void *data);
     void *sample_data;
+    bool host; /* serve_host: an MCP host at the other end (agent_config.host) */
 };
 
 /* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both
@@ -31,5 +32,12 @@ struct serve_exec_opts {
  * (the caller then calls sandbox_child_wait), or a negative code with err set. */
 int serve_exec(const struct serve_exec_opts *o, struct sandbox_child *child, int to_agent,
                int from_agent, bool *timed_out, struct cerr *err);
+
+/* corral mcp: the same connection with an MCP host at the other end of IN_FD / OUT_FD (corral's
+ * own stdin and stdout) and no agent process; o->workspace is required. Returns 0 once the host
+ * has closed its end (or a blocked SIGTERM / SIGINT / SIGHUP arrived) and no call is left
+ * running, with *why saying which; or a negative code with err set. */
+int serve_host(const struct serve_exec_opts *o, int in_fd, int out_fd, const char **why,
+               struct cerr *err);
 
 #endif

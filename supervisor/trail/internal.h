@@ -100,4 +100,11 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */
 sqlite3 *trail_db_handle(struct trail *t);
 
+/* The background checkpointer (checkpoint.c): a thread with its own connection to PATH that runs
+ * PASSIVE checkpoints, so none lands on the writer's commit. Turns the writer's automatic
+ * checkpoint off. Stop it before closing the writer. */
+struct trail_ckpt;
+int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_ckpt **out);
+void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c);
+
 #endif

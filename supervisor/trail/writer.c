@@ -522,6 +522,7 @@ struct trail {
     struct trail_buf body, scratch;
     bool degraded;
     char why[512];
+    struct trail_ckpt *ckpt; /* NULL: SQLite's automatic checkpoint, on the commit */
 };
 
 static int sql_err(struct cerr *err, sqlite3 *db, int rc, const char *path, const char *what)
@@ -980,6 +981,7 @@ void trail_close(struct trail *t)
         return;
     if (t->in_txn && t->rollback)
         step_done(t->rollback);
+    trail_ckpt_stop(t->db, t->ckpt);
     sqlite3_finalize(t->begin);
     sqlite3_finalize(t->commit);
     sqlite3_finalize(t->rollback);
@@ -1251,6 +1253,9 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     } else if ((r = load_head(t, err)) < 0) {
         goto fail;
     }
+    /* Without its own thread (it could not start) the trail still works: SQLite then checkpoints
+     * on the commit, as before. */
+    trail_ckpt_start(t->db, path, d == TRAIL_DURABILITY_FULL, &t->ckpt);
     *out = t;
     return 0;
 fail:

@@ -156,14 +156,17 @@ expect_match "C: the first worker's own file is there" '^own$' "$(cat "$ws/one.t
 expect_match "C: the second worker's own file is there" '^own$' "$(cat "$ws/two.txt" 2>&1)"
 expect_match "C: the overlap is in the trail" 'content_overlap' "$(trail --type conflict_detected)"
 
-# ---- D: a hostile worker floods forbidden requests; a well-behaved one beside it finishes
-FLOOD='{"steps":["@flood:300:wacp/envelope.send {\"to\":\"{{directive.from}}\",\"type\":\"directive\",\"payload\":{}}","@flood:300:wacp/workspace.create {\"agent\":\"w\",\"directive\":{}}","@flood:200:wacp/envelope.send {\"to\":\"ws-00000000000000000000000000000000\",\"type\":\"query\",\"payload\":{}}","@hold"]}'
+# ---- D: a hostile worker floods forbidden requests; a well-behaved one beside it finishes (the
+# loop's per-turn budgets serve it first: the coordinator waits for the flooder's checkpoint
+# signal, sent once its floods are answered, before aborting it)
+FLOOD='{"steps":["@flood:300:wacp/envelope.send {\"to\":\"{{directive.from}}\",\"type\":\"directive\",\"payload\":{}}","@flood:300:wacp/workspace.create {\"agent\":\"w\",\"directive\":{}}","@flood:200:wacp/envelope.send {\"to\":\"ws-00000000000000000000000000000000\",\"type\":\"query\",\"payload\":{}}","wacp/signal.emit {\"type\":\"checkpoint\"}","@hold"]}'
 GOOD='{"steps":["tools/call {\"name\":\"writeFile\",\"arguments\":{\"path\":\"good.txt\",\"content\":\"good\\n\"}}","wacp/checkpoint.create {\"type\":\"artifact\",\"intent\":\"g\",\"status\":\"final\",\"confidence\":\"high\",\"parent\":null}","wacp/signal.emit {\"type\":\"complete\"}","@hold"]}'
 session d -- @envelope \
     "h=wacp/workspace.create {\"agent\":\"w\",\"directive\":$FLOOD}" \
     "g=wacp/workspace.create {\"agent\":\"w\",\"directive\":$GOOD}" \
     '@until:complete' \
     'wacp/integrate {"workspace":"{{g.workspace_id}}","decision":"accept"}' \
+    '@until:checkpoint' \
     'wacp/workspace.abort {"workspace":"{{h.workspace_id}}","reason":"flooding"}' \
     'wacp/signal.emit {"type":"complete"}' @hold
 expect_status "D: the run ends well" 0 "$rc" "$err" "$logs"

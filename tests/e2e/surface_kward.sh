@@ -107,7 +107,8 @@ expect_match "reading again shows the change" "$ok_res\"ALPHA\\\\ngamma beta\\\\
 expect_match "and the edit then goes through" "$ok_res\"Edited notes.txt: replaced 1 block" "$(line 22)"
 expect_match "run_shell_command: Exit status, STDOUT and STDERR" "$ok_res\"Exit status: 3\\\\n\\\\nSTDOUT:\\\\nout\\\\n\\\\nSTDERR:\\\\nerr\\\\n\",\"exit_status\":3" "$(line 23)"
 expect_match "run_shell_command: a timeout (TERM ignored, so SIGKILL) is the timeout error" "isError=true sc=\\{\"error\":\"Error: command timed out after 1 seconds\",\"code\":\"timeout\",\"field\":\"timeout_seconds\",\"output\":\"Exit status: 137\\\\n\\\\nSTDOUT:\\\\nstarted" "$(line 24)"
-expect_match "run_shell_command: output capped at 128 KB" "$ok_res\"Exit status: 0\\\\n\\\\nSTDOUT:\\\\nxxx.*\"truncated\":true" "$(line 25)"
+# At the cap the command is stopped (SIGKILL: 137), not left to run to its timeout.
+expect_match "run_shell_command: output capped at 128 KB, the command stopped there" "$ok_res\"Exit status: 137\\\\n\\\\nSTDOUT:\\\\nxxx.*\"truncated\":true" "$(line 25)"
 expect_match "binary file refused" "$(err_res not_a_text_file 'not a text file: blob.bin')" "$(line 26)"
 expect_match "file over 256 KB refused" "$(err_res file_too_large 'file too large: huge.txt is 270000 bytes; limit is 262144 bytes')" "$(line 27)"
 expect_match "list_directory of a file: not_a_directory" "$(err_res not_a_directory 'not a directory: src/util.go')" "$(line 28)"
@@ -126,7 +127,7 @@ out=$(talk careful \
   "$(call 1 run_shell_command '{"command":"touch ran.txt"}')" \
   "$(call 2 context_budget_stats '{}')" \
   "$(call 3 list_directory '{"path":"."}')")
-expect_match "needs_approval: refused as approval_required, not run" "$(err_res approval_required 'needs approval')" "$(line 1)"
+expect_match "needs_approval: refused as approval_required, not run, saying how to allow it" "$(err_res approval_required "run_shell_command needs a person's approval and nobody can be asked here; nothing was done. To allow it, lift needs_approval for 'run_shell_command'")" "$(line 1)"
 expect_status "the command that needed approval did not run" 1 "$(test -e "$ws/ran.txt"; echo $?)"
 expect_match "a tool disabled by the policy: -32602" 'error=-32602 tool "context_budget_stats" is disabled' "$(line 2)"
 expect_match "other tools still work for that role" "$ok_res" "$(line 3)"

@@ -123,7 +123,7 @@ expect_match "execute_command: a failing command is a result, not an error" 'isE
 expect_match "delete_file needs a read first" 'isError=true sc=\{"error":"Error: Please read '"'"'/keep.txt'"'"' with read_file before modifying it.","code":"read_before_write"' "$(line 21)"
 expect_match "delete_file after a read" '"output":"Successfully deleted '"'"'/keep.txt'"'"'"' "$(line 23)"
 expect_match "delete_file recursive" '"output":"Successfully deleted '"'"'/made'"'"'"' "$(line 24)"
-expect_match "rmdir needs approval: refused, saying so" 'isError=true sc=\{"error":"Error: Tool '"'"'rmdir'"'"' requires an admin'"'"'s approval.*corral cannot yet hold calls for approval.*","code":"approval_required"' "$(line 25)"
+expect_match "rmdir needs approval: refused, saying so" 'isError=true sc=\{"error":"Error: rmdir needs a person'"'"'s approval and nobody can be asked here; nothing was done. To allow it, lift needs_approval for '"'"'rmdir'"'"'.*","code":"approval_required"' "$(line 25)"
 expect_status "rmdir needing approval removed nothing" 0 "$(test -f "$ws/tree/a/b/c.txt"; echo $?)"
 expect_match "read_file: missing file" '"error":"Error: File '"'"'/nope.txt'"'"' not found","code":"not_found"' "$(line 26)"
 expect_match "read_file: binary file" 'isError=true sc=\{"error":"Error: [^"]*binary[^"]*","code":"binary_file"' "$(line 27)"

@@ -129,7 +129,7 @@ out=$(talk worker \
 )
 expect_match "workspace_list_skills: upstream's lines" 'isError=false sc=\{"output":"\[inactive\] /skills/pdf \(PDF Tools\) - Extract text and tables from PDF files\\n\[inactive\] /skills/web \(Web Scraper\) - Fetch and parse HTML pages"' "$(line 1)"
 expect_match "workspace_read_skill: upstream's detail" 'isError=false sc=\{"output":"Name: PDF Tools\\nId: /skills/pdf\\nDescription: Extract text and tables from PDF files\\nVersion: 1.2\\nTags: pdf, documents\\nPath: /skills/pdf/SKILL.md\\n\\nInstructions:\\n# PDF' "$(line 2)"
-expect_match "needs_approval: activation refused until an admin can approve" 'isError=true sc=\{"error":"Error: Tool .workspace_activate_skill. requires an admin.s approval.*","code":"approval_required"' "$(line 3)"
+expect_match "needs_approval: activation refused until an admin can approve" 'isError=true sc=\{"error":"Error: workspace_activate_skill needs a person.s approval.*","code":"approval_required"' "$(line 3)"
 expect_match "deactivating an inactive skill: upstream's not found" 'isError=true sc=\{"error":"Skill not found: PDF Tools","code":"not_found"' "$(line 4)"
 expect_match "a listed reference, by the tail of its entry" 'isError=false sc=\{"output":"How to fill PDF forms.\\n","path":"/skills/pdf/references/forms.md"' "$(line 5)"
 expect_match "a listed script" "isError=false sc=\\{\"output\":\"print\\('extract'\\)" "$(line 6)"

@@ -1,7 +1,8 @@
 /* tests/fuzz/fuzz_rpc.c: libFuzzer target for the agent protocol's wire layer: the line reader
  * (fed in pieces, with a small cap so over-long lines are common), then for every line the
  * decoder (UTF-8, depth, JSON, JSON-RPC envelope), then the answer encoders. Invariants: no
- * crash or leak, a decoded message has a method, every encoded answer is one line. */
+ * crash or leak, a decoded message has a method (or is a response), every encoded answer is one
+ * line of valid JSON (an id kept as the client's raw text included). */
 #include "supervisor/conn/rpc.h"
 
 #include <string.h>
@@ -12,6 +13,10 @@ static void check_line(const char *s, size_t n)
 {
     if (!s || n == 0 || s[n - 1] != '\n' || memchr(s, '\n', n - 1))
         __builtin_trap();
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    if (!j)
+        __builtin_trap();
+    cJSON_Delete(j);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -45,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t out_len;
             char *out;
             if (rpc_decode(line, len, RPC_DEFAULT_MAX_DEPTH, &m, &e) == 0) {
-                if (!m.method || !m.root)
+                if ((!m.method && !m.response) || !m.root)
                     __builtin_trap();
                 out = rpc_result_line(m.id, m.params ? m.params : m.root, &out_len);
                 if (out)

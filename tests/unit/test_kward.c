@@ -183,17 +183,21 @@ static void read_file_caps(void **state)
     assert_null(strstr(o, "l2001"));
     assert_int_equal((int)fx_num(r, "end_line"), 2000);
     cJSON_Delete(r);
-    /* no mode on a large file without structure: a capped read, not the outline answer */
+    /* no options on a file over 2,000 lines (under 50 KB), even without structure: the seed's
+     * outline answer and the first 120 lines, not 2,000 lines of context */
     r = fx_ok(f, "read_file", "{\"path\":\"many.txt\"}");
-    assert_string_equal(fx_str(r, "mode"), "default");
+    assert_string_equal(fx_str(r, "mode"), "large_file_outline");
     assert_true(fx_bool(r, "truncated"));
+    assert_non_null(strstr(out_of(r), "Outline:\n(no classes, functions or sections recognized)"));
+    assert_non_null(strstr(out_of(r), "\nl120\n"));
+    assert_null(strstr(out_of(r), "l121"));
     cJSON_Delete(r);
     r = fx_ok(f, "read_file", "{\"path\":\"many.txt\",\"offset\":2400}");
     assert_int_equal((int)fx_num(r, "start_line"), 2400);
     assert_int_equal((int)fx_num(r, "end_line"), 2500);
     cJSON_Delete(r);
     /* max_bytes, and 50 KB whatever max_bytes asks */
-    r = fx_ok(f, "read_file", "{\"path\":\"many.txt\",\"max_bytes\":20}");
+    r = fx_ok(f, "read_file", "{\"path\":\"many.txt\",\"max_bytes\":20,\"mode\":\"range\"}");
     assert_string_equal(out_of(r), "l1\nl2\nl3\nl4\nl5\nl6\n\n[Showing lines 1-6 of 2500 (20 byte "
                                    "limit). Use offset=7 to continue.]");
     cJSON_Delete(r);
@@ -553,7 +557,7 @@ static void read_only_rules_and_approval(void **state)
     fx_put(f, "unread.txt", "u\n");
     cJSON_Delete(fx_ok(f, "write_file", "{\"path\":\"unread.txt\",\"content\":\"v\\n\"}"));
     kw_err(f, "edit_file", "{\"path\":\"a.txt\",\"edits\":[{\"old_text\":\"a\",\"new_text\":\"b\"}]}",
-           "approval_required", "needs approval");
+           "approval_required", "needs a person's approval");
     char *got = fx_get(f, "a.txt");
     assert_string_equal(got, "a\n");
     free(got);

@@ -158,6 +158,27 @@ static void decode_valid(void **state)
     decode_ok("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"a\\\\u0000b\"}}", &m);
     assert_string_equal(cJSON_GetObjectItem(m.params, "c")->valuestring, "a\\u0000b");
     rpc_msg_clear(&m);
+    /* Ids cJSON cannot print back are kept as the client's own text, and echoed so. */
+    decode_ok("{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}", &m);
+    assert_true(cJSON_IsRaw(m.id));
+    assert_string_equal(m.id->valuestring, "1e400");
+    size_t len;
+    char *line = rpc_result_line(m.id, m.root, &len);
+    assert_non_null(strstr(line, "\"id\":1e400,"));
+    free(line);
+    rpc_msg_clear(&m);
+    decode_ok("{\"jsonrpc\":\"2.0\",\"method\":\"ping\", \"id\" : -12345678901234567890123.5e-3}", &m);
+    assert_string_equal(m.id->valuestring, "-12345678901234567890123.5e-3");
+    rpc_msg_clear(&m);
+    decode_ok("{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"ping\"}", &m);
+    assert_true(cJSON_IsNumber(m.id)); /* an ordinary id stays a number */
+    rpc_msg_clear(&m);
+    /* A response to a request corral sent (elicitation/create) */
+    decode_ok("{\"jsonrpc\":\"2.0\",\"id\":\"corral-1\",\"result\":{\"action\":\"accept\"}}", &m);
+    assert_true(m.response);
+    assert_null(m.method);
+    assert_true(cJSON_IsObject(m.result));
+    rpc_msg_clear(&m);
 }
 
 /* Each bad line: the error code, whether the id survives into the error, and a word of the message. */
@@ -176,8 +197,14 @@ static void decode_invalid(void **state)
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\0", 38, RPC_PARSE_ERROR, false, "NUL"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} {}", 0, RPC_PARSE_ERROR, false,
          "more than one"},
+        /* \u0000 in a valid request: answered with its own id (the client waits for it) */
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"c\":\"ab\\u0000cd\"}}", 0,
-         RPC_PARSE_ERROR, false, "u0000"},
+         RPC_INVALID_PARAMS, true, "u0000"},
+        /* ... unless the NUL is in the id itself, which then cannot be echoed */
+        {"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"x\"}", 0, RPC_PARSE_ERROR, false,
+         "u0000"},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{}}", 0, RPC_INVALID_REQUEST, true,
+         "exactly one"},
         {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"[]", 0, RPC_INVALID_REQUEST, false, "batches"},
         {"42", 0, RPC_INVALID_REQUEST, false, "object"},
@@ -187,7 +214,7 @@ static void decode_invalid(void **state)
         {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, true, "2.0"},
         {"{\"id\":1,\"method\":\"x\"}", 0, RPC_INVALID_REQUEST, true, "2.0"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1}", 0, RPC_INVALID_REQUEST, true, "missing"},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", 0, RPC_INVALID_REQUEST, true, "response"},
+        {"{\"jsonrpc\":\"2.0\",\"result\":{}}", 0, RPC_INVALID_REQUEST, false, "response"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", 0, RPC_INVALID_REQUEST, true, "method"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", 0, RPC_INVALID_REQUEST, true, "method"},
         {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"s\"}", 0, RPC_INVALID_REQUEST,

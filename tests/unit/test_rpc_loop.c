@@ -22,7 +22,7 @@
 /* ---- a test surface ---- */
 
 struct test_tools {
-    struct tool_ctx ctx; /* first: the surface gets &ctx */
+    struct tool_ctx ctx; /* each call gets a copy; its adopt_data leads back here */
     int release_rd;      /* "block" reads one byte from here */
     int calls;           /* tool calls performed (atomic) */
 };
@@ -36,7 +36,7 @@ static cJSON *t_list(const struct tool_ctx *ctx)
 static int t_call(struct tool_ctx *ctx, const char *tool, const cJSON *args, cJSON **result,
                   bool *is_error)
 {
-    struct test_tools *t = (struct test_tools *)ctx;
+    struct test_tools *t = ctx->adopt_data; /* no listener in these tests: the slot is free */
     __atomic_add_fetch(&t->calls, 1, __ATOMIC_SEQ_CST);
     *is_error = false;
     if (!strcmp(tool, "echo")) {
@@ -124,6 +124,7 @@ static void server_start_trail(struct server *s, const struct agent_host_opts *o
     s->tools.release_rd = p[0];
     s->release_wr = p[1];
     s->tools.ctx.root_fd = -1;
+    s->tools.ctx.adopt_data = &s->tools;
 }
 
 static void server_start(struct server *s, const struct agent_host_opts *o)

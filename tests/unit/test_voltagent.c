@@ -566,8 +566,8 @@ static void needs_approval_refuses_before_acting(void **state)
     assert_true(err);
     assert_string_equal(fx_str(r, "code"), VOLTAGENT_E_APPROVAL);
     const char *m = fx_str(r, "error");
-    assert_non_null(strstr(m, "requires an admin's approval"));
-    assert_non_null(strstr(m, "corral cannot yet hold calls for approval"));
+    assert_non_null(strstr(m, "write_file needs a person's approval"));
+    assert_non_null(strstr(m, "lift needs_approval for 'write_file' in the policy"));
     assert_string_equal(f->s->denial(r), "needs approval");
     cJSON_Delete(r);
     assert_null(fx_get(f, "a.txt"));

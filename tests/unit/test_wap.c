@@ -246,6 +246,24 @@ static void read_empty_file(void **state)
     cJSON_Delete(r);
 }
 
+/* The size first: a 10 GiB sparse file (all zeros) is SIZE_LIMIT_EXCEEDED by its size, not
+ * "binary file" after reading; a huge text file is not read to its end to count its lines. */
+static void read_checks_size_before_content(void **state)
+{
+    struct fx *f = *state;
+    fx_put(f, "sparse.bin", "");
+    char p[512];
+    snprintf(p, sizeof(p), "%s/sparse.bin", f->ws);
+    assert_int_equal(truncate(p, (off_t)10 << 30), 0);
+    fx_err(f, "readFile", "{\"path\":\"sparse.bin\"}", "SIZE_LIMIT_EXCEEDED", NULL);
+    /* within 64 x maxFileSize: read and truncated at the cap as before */
+    f->ctx.limits.max_file_size = 4;
+    fx_put(f, "small.txt", "ab\ncd\nef\n");
+    cJSON *r = fx_ok(f, "readFile", "{\"path\":\"small.txt\"}");
+    assert_true(fx_bool(r, "isTruncated"));
+    cJSON_Delete(r);
+}
+
 static void read_truncates_at_size_limit(void **state)
 {
     struct fx *f = *state;
@@ -685,6 +703,7 @@ int main(void)
         FX_TEST(read_whole_and_ranges),
         FX_TEST(read_empty_file),
         FX_TEST(read_truncates_at_size_limit),
+        FX_TEST(read_checks_size_before_content),
         FX_TEST(read_refuses_binary),
         FX_TEST(read_errors),
         FX_TEST(write_modes),

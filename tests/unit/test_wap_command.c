@@ -161,7 +161,18 @@ static void output_is_capped(void **state)
                      "{\"command\":\"head -c 200000 /dev/zero | tr '\\\\000' a; echo done >&2\"}");
     assert_int_equal(strlen(fx_str(r, "stdout")) + strlen(fx_str(r, "stderr")), 1000);
     assert_true(fx_bool(r, "isOutputTruncated"));
-    assert_int_equal((int)fx_num(r, "exitCode"), 0);
+    /* stopped at the cap (SIGKILL), not left to run on with its output dropped */
+    assert_int_equal((int)fx_num(r, "exitCode"), 137);
+    cJSON_Delete(r);
+    /* output that never ends: answered at the cap, not at the timeout */
+    r = fx_ok(f, "executeCommand", "{\"command\":\"yes\",\"timeout\":600000}");
+    assert_true(fx_bool(r, "isOutputTruncated"));
+    assert_int_equal(strlen(fx_str(r, "stdout")), 1000);
+    cJSON_Delete(r);
+    /* a NUL in the output: what follows it is kept (the NUL shown as U+FFFD) */
+    r = fx_ok(f, "executeCommand", "{\"command\":\"printf 'before\\\\000after'\"}");
+    assert_string_equal(fx_str(r, "stdout"), "before\xEF\xBF\xBD"
+                                             "after");
     cJSON_Delete(r);
 }
 

@@ -137,6 +137,8 @@ struct broker_read_opts {
     uint64_t start_line; /* 1-based; 0: from the start */
     uint64_t end_line;   /* inclusive; 0: to the end */
     uint64_t max_bytes;  /* cap on the returned content; 0: ctx->limits.max_file_size */
+    uint64_t max_scan;   /* a file larger than this is refused (BROKER_E_TOO_LARGE) before a
+                          * byte is read: counting its lines would read all of it; 0: no cap */
 };
 struct broker_read_result {
     char *content; /* valid UTF-8, NUL-terminated; owned */
@@ -275,11 +277,14 @@ struct broker_command_opts {
     size_t input_len;
 };
 struct broker_command_result {
-    char *out, *err; /* valid UTF-8, NUL-terminated; owned */
+    char *out, *err; /* valid UTF-8, NUL-terminated (a NUL byte of the output is
+                                * U+FFFD, so nothing after it is lost); owned */
     size_t out_len, err_len;
     int exit_code;  /* 128+N when killed by signal N */
-    bool truncated; /* stdout + stderr passed limits.max_output_bytes */
+    bool truncated; /* stdout + stderr passed limits.max_output_bytes: the command was
+                                * stopped there (SIGKILL), its output so far kept */
     bool timed_out;
+    bool cancelled; /* the caller cancelled the call (ctx->call): killed at once */
     uint64_t duration_ms;
 };
 void broker_command_result_clear(struct broker_command_result *r);

@@ -2,7 +2,9 @@
  * command sandbox (sandbox/sandbox.h): the role's command profile, plus the workspace bound at
  * /workspace (writable only when the role may write), cwd inside it, no network, landlock,
  * nested in the agent's cgroup.
- * Output comes back through pipes, capped; time is enforced with SIGTERM then SIGKILL. */
+ * Output comes back through pipes, capped: at the cap the command is stopped (output that never
+ * ends, like `yes`, must not run on to its timeout). Time is enforced with SIGTERM then SIGKILL;
+ * a cancelled call (ctx->call) is killed at once. */
 #include "tools/broker/broker.h"
 
 #include <fcntl.h>
@@ -116,6 +118,35 @@ static bool sink_drain(struct sink *s, size_t *budget, bool *truncated)
     }
 }
 
+/* TEXT (valid UTF-8, LEN bytes) with each NUL byte as U+FFFD: the result travels as a C string
+ * (cJSON), which would end at the first NUL and lose everything after it. Takes TEXT. */
+static char *nul_to_replacement(char *text, size_t *len)
+{
+    size_t nuls = 0;
+    for (size_t i = 0; i < *len; i++)
+        nuls += text[i] == '\0';
+    if (!nuls)
+        return text;
+    char *out = malloc(*len + 2 * nuls + 1);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < *len; i++) {
+        if (text[i]) {
+            out[o++] = text[i];
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+    }
+    out[o] = '\0';
+    free(text);
+    *len = o;
+    return out;
+}
+
 int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts *o,
                    struct broker_command_result *r, struct broker_err *e)
 {
@@ -213,9 +244,12 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     size_t budget = ctx->limits.max_output_bytes;
     bool open_out = true, open_err = true, ended = false, termed = false, killed = false;
     double deadline = start + timeout, kill_at = 0;
+    int cancel_fd = ctx->call ? ctx->call->cancel_fd : -1;
     while (open_out || open_err || !ended) {
-        struct pollfd pf[3];
-        int np = 0, i_out = -1, i_err = -1, i_pid = -1;
+        struct pollfd pf[4];
+        int np = 0, i_out = -1, i_err = -1, i_pid = -1, i_cancel = -1;
+        if (cancel_fd >= 0 && !r->cancelled && !ended)
+            pf[i_cancel = np++] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
         if (open_out)
             pf[i_out = np++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
         if (open_err)
@@ -242,8 +276,17 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
                 sink_drain(&sinks[1], &budget, &r->truncated);
             open_out = open_err = false;
         }
+        if (ctx->call)
+            ctx->call->output_bytes = ctx->limits.max_output_bytes - budget;
+        /* Cancelled, or past the output cap: stop it now; what it wrote so far is the answer. */
+        if (i_cancel >= 0 && pf[i_cancel].revents)
+            r->cancelled = true;
+        if (!ended && !killed && (r->cancelled || r->truncated)) {
+            killed = true;
+            sandbox_child_signal(child, SIGKILL);
+        }
         now = util_now();
-        if (!ended && !termed && now >= deadline) {
+        if (!ended && !termed && !killed && now >= deadline) {
             r->timed_out = true;
             termed = true;
             kill_at = now + (o->kill_grace_sec > 0 ? o->kill_grace_sec : KILL_GRACE_SEC);
@@ -261,6 +304,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     r->duration_ms = (uint64_t)((util_now() - start) * 1000.0 + 0.5);
     r->out = broker_utf8_sanitize(sinks[0].buf ? sinks[0].buf : "", sinks[0].len, 0, &r->out_len);
     r->err = broker_utf8_sanitize(sinks[1].buf ? sinks[1].buf : "", sinks[1].len, 0, &r->err_len);
+    if (r->out)
+        r->out = nul_to_replacement(r->out, &r->out_len);
+    if (r->err)
+        r->err = nul_to_replacement(r->err, &r->err_len);
     free(sinks[0].buf);
     free(sinks[1].buf);
     if (!r->out || !r->err) {

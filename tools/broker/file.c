@@ -94,6 +94,13 @@ int broker_read(const struct tool_ctx *ctx, const char *path, const struct broke
         return broker_fail(e, BROKER_E_IO, field, "/%s: %s", rel, strerror(errno));
     if (check_regular(&st, field, rel, e) < 0)
         return -1;
+    /* The size first: it costs nothing, where the binary check reads (a sparse file of zeros
+     * would be called binary, and a huge text file read to its end to count its lines). */
+    if (o && o->max_scan && (uint64_t)st.st_size > o->max_scan)
+        return broker_fail(e, BROKER_E_TOO_LARGE, field,
+                           "/%s is %ju bytes; files over %ju bytes are not read (use searchFiles, or "
+                           "executeCommand with head / sed, for a part of it)",
+                           rel, (uintmax_t)st.st_size, (uintmax_t)o->max_scan);
     uint64_t start = o && o->start_line ? o->start_line : 1;
     uint64_t end = o ? o->end_line : 0;
     uint64_t cap64 = o && o->max_bytes ? o->max_bytes : ctx->limits.max_file_size;

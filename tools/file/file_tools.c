@@ -731,10 +731,7 @@ static cJSON *ft_refuse(struct tool_ctx *ctx, const char *name, const struct too
 {
     struct call c = {.ctx = ctx, .t = tool_find(name), .e = v->err};
     if (v->rule == TOOL_RULE_APPROVAL)
-        fail(&c, "approval_required",
-             "%s needs an administrator's approval under this agent's policy, and no approval channel "
-             "is available; nothing was done",
-             name);
+        fail(&c, "approval_required", "%s", v->message);
     else if (v->rule == TOOL_RULE_READ_FIRST || v->rule == TOOL_RULE_STALE)
         c.code = "read_required";
     else

@@ -606,14 +606,15 @@ static cJSON *k_read(struct call *c)
                      (l.n > KWARD_READ_OUTPUT_LINES || r.len > KWARD_READ_OUTPUT_BYTES);
         if (large) {
             /* The seed's answer for a large file read without a range: an outline and the
-             * first 120 lines, unless the file has no recognizable structure. */
+             * first 120 lines (over 2,000 lines OR over 50 KB), even when the outline is empty:
+             * 2,000 lines of a structureless file are exactly what this answer keeps out of
+             * the model's context. */
             if (kward_outline_build(c->ctx, kward_language(shown), r.content, r.len,
                                     KWARD_OUTLINE_ENTRIES, &ol, &c->e) < 0)
                 goto done;
-            large = ol.n > 0;
-        }
-        if (large) {
-            _cleanup_free_ char *body = kward_outline_render(&ol);
+            _cleanup_free_ char *body = ol.n > 0
+                                            ? kward_outline_render(&ol)
+                                            : strdup("(no classes, functions or sections recognized)");
             size_t pv = KWARD_PREVIEW_LINES < l.n ? KWARD_PREVIEW_LINES : l.n;
             if (!body || take_lines(c, &l, 0, pv, budget, &s) < 0) {
                 if (!body)
@@ -1695,10 +1696,7 @@ static cJSON *kward_refuse(struct tool_ctx *ctx, const char *name, const struct 
     const char *shown = v->rel && *v->rel ? v->rel : ".";
     if (v->rule == TOOL_RULE_APPROVAL)
         /* Until an approval channel exists, a call that needs one is refused, never run. */
-        fail(&c, "approval_required", BROKER_E_DENIED, NULL,
-             "%s needs approval by an administrator, and this session has no approval channel; the call "
-             "was not made",
-             name);
+        fail(&c, "approval_required", BROKER_E_DENIED, NULL, "%s", v->message);
     else if (v->rule == TOOL_RULE_STALE)
         fail(&c, "stale_read", BROKER_E_DENIED, "path",
              "%s has changed since it was last read; read it again before %s", shown, verb);

@@ -1465,14 +1465,10 @@ static cJSON *volt_refuse(struct tool_ctx *ctx, const char *tool, const struct t
     const char *p = shown ? shown : v->rel ? v->rel : "";
     switch (v->rule) {
     case TOOL_RULE_APPROVAL: {
-        /* needsApproval: upstream holds the call until a person approves it. corral has no way
-         * yet to reach an admin mid-call, so the call is refused, and says why. */
+        /* needsApproval: upstream holds the call until a person approves it; corral asks through
+         * an MCP host that can elicit, and otherwise refuses the call, saying how to allow it. */
         char text[512];
-        snprintf(text, sizeof(text),
-                 "Error: Tool '%.64s' requires an admin's approval before it runs, and corral cannot "
-                 "yet hold calls for approval, so this call was refused. Ask an admin to run it for you "
-                 "or to lift needs_approval for '%.64s' in the policy.",
-                 tool, tool);
+        snprintf(text, sizeof(text), "Error: %s.", v->message);
         return voltagent_error_text(VOLTAGENT_E_APPROVAL, text);
     }
     case TOOL_RULE_READ_FIRST:

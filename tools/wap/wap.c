@@ -240,9 +240,17 @@ static const struct tool_param read_params[] = {
     {"endLine", TOOL_PARAM_INT, false, "Optional end line (1-indexed)", NULL, 1, MAX_LINE},
 };
 
+#define WAP_READ_SCAN_FACTOR 64u
+
 static cJSON *wap_read(struct tool_ctx *ctx, const struct args *a, struct broker_err *e)
 {
-    struct broker_read_opts o = {.start_line = arg_u64(a, 1, 0), .end_line = arg_u64(a, 2, 0)};
+    /* Content is capped at maxFileSize (isTruncated), but totalLines reads the whole file: a
+     * file past WAP_READ_SCAN_FACTOR times the cap is refused by its size, before any read. */
+    uint64_t cap = ctx->limits.max_file_size;
+    struct broker_read_opts o = {
+        .start_line = arg_u64(a, 1, 0),
+        .end_line = arg_u64(a, 2, 0),
+        .max_scan = cap > UINT64_MAX / WAP_READ_SCAN_FACTOR ? 0 : cap * WAP_READ_SCAN_FACTOR};
     if (o.end_line && o.end_line < (o.start_line ? o.start_line : 1)) {
         broker_fail(e, BROKER_E_INVALID, "endLine", "endLine (%ju) is before startLine (%ju)",
                     (uintmax_t)o.end_line, (uintmax_t)o.start_line);
@@ -734,10 +742,7 @@ static cJSON *wap_refuse(struct tool_ctx *ctx, const char *name, const struct to
     const char *reason = "denied";
     if (v->rule == TOOL_RULE_APPROVAL) {
         reason = "approval_required";
-        broker_fail(&e, BROKER_E_DENIED, NULL,
-                    "%s needs a human's approval under this agent's policy, and corral cannot yet hold "
-                    "a call for approval; nothing was done",
-                    name);
+        broker_fail(&e, BROKER_E_DENIED, NULL, "%s", v->message);
     } else if (v->rule == TOOL_RULE_READ_FIRST) {
         reason = "read_before_write";
     } else if (v->rule == TOOL_RULE_STALE) {

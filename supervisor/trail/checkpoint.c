@@ -1,0 +1,137 @@
+/* supervisor/trail/checkpoint.c: WAL checkpoints off the writer's path. SQLite's automatic
+ * checkpoint runs inside the COMMIT that crosses 1000 WAL pages, on the caller: with the trail
+ * on the supervisor's loop, that one commit (and every answer waiting on it) pays for copying
+ * the WAL into the database and, in both durability modes, for an fsync of the database file.
+ * The writer turns it off (wal_autocheckpoint=0) and this thread, with its own connection, runs
+ * PASSIVE checkpoints: when the writer's WAL hook says the WAL is large, or every second. A
+ * PASSIVE checkpoint never blocks the writer; the writer restarts the WAL at its next
+ * transaction once a checkpoint has copied all of it. */
+#include "supervisor/trail/internal.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CKPT_PAGES 1000     /* SQLite's default autocheckpoint threshold */
+#define CKPT_PERIOD_MS 1000 /* at most this long between checkpoints while the WAL has frames */
+#define CKPT_GAP_MS 250     /* at least this long between two checkpoints */
+
+struct trail_ckpt {
+    sqlite3 *db;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, poked;
+    int frames; /* WAL frames after the writer's last commit */
+};
+
+static void deadline(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *ckpt_main(void *arg)
+{
+    struct trail_ckpt *c = arg;
+    struct timespec ts;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        if (!c->poked) {
+            deadline(&ts, CKPT_PERIOD_MS);
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        }
+        if (c->stop)
+            break;
+        bool due = c->poked || c->frames > 0;
+        c->poked = false;
+        c->frames = 0;
+        pthread_mutex_unlock(&c->mu);
+        if (due) /* errors are the next checkpoint's to retry; the writer's commits stand */
+            sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        pthread_mutex_lock(&c->mu);
+        /* Paced: the writer restarts the WAL at its next transaction once a checkpoint has
+         * copied it all; checkpointing again meanwhile would only hold it from doing so (and
+         * cost two more flushes). */
+        deadline(&ts, CKPT_GAP_MS);
+        while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* The writer's WAL hook: after each commit, on the writer's thread. Cheap: a lock and a flag. */
+static int ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    struct trail_ckpt *c = arg;
+    pthread_mutex_lock(&c->mu);
+    c->frames = frames;
+    if (frames >= CKPT_PAGES && !c->poked) {
+        c->poked = true;
+        pthread_cond_signal(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return SQLITE_OK;
+}
+
+int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_ckpt **out)
+{
+    *out = NULL;
+    struct trail_ckpt *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        sqlite3_exec(c->db, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL, NULL,
+                     NULL) != SQLITE_OK) {
+        sqlite3_close(c->db);
+        free(c);
+        return -EIO;
+    }
+    sqlite3_busy_timeout(c->db, 0);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the loop's */
+    int r = pthread_create(&c->thread, NULL, ckpt_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) {
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+        sqlite3_close(c->db);
+        free(c);
+        return -r;
+    }
+    sqlite3_exec(writer, "PRAGMA wal_autocheckpoint=0", NULL, NULL, NULL);
+    sqlite3_wal_hook(writer, ckpt_wal_hook, c);
+    *out = c;
+    return 0;
+}
+
+void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c)
+{
+    if (!c)
+        return;
+    sqlite3_wal_hook(writer, NULL, NULL);
+    pthread_mutex_lock(&c->mu);
+    c->stop = true;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    sqlite3_close(c->db);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
