@@ -24,6 +24,7 @@
 #define READ_CHUNK 65536
 #define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
+#define AGENT_MAX_HELD 16 /* tool calls of one agent waiting for a person at once */
 
 struct outbuf {
     struct outbuf *next;
@@ -1263,6 +1264,11 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
     const struct tool_rule *rule = tool_rule_find(a->tools, tool);
     if (!a->approve || !rule || !rule->needs_approval)
         return -ENOENT;
+    /* Held calls keep their arguments (up to a message each) and a gate in the run's one queue:
+     * an agent that floods them must not exhaust the supervisor's memory or the other agents'
+     * room for approvals. Beyond the cap the call is refused by the gate, in the surface's shape. */
+    if (a->held >= AGENT_MAX_HELD)
+        return -EAGAIN;
     int r = a->approve(a, id, tool, args, a->data);
     if (r == 0)
         a->held++;

@@ -889,7 +889,8 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
             (unsigned)peer->uid);
         return answer(NULL, &e);
     }
-    if (!strcmp(op, "ps")) /* a person the policy names sees the live tree */
+    /* A person the policy names sees the live tree; a deactivated one is refused below. */
+    if (!strcmp(op, "ps") && !(u->state && !strcmp(u->state, "deactivated")))
         return ps_json(r);
     cJSON *res = NULL;
     int rc = wacp_human_call(r->w, u, op, req, &res, &e);
