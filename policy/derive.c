@@ -169,6 +169,9 @@ void policy_session_get(const struct policy *p, struct policy_session *out)
         .trail_path = p->trail_path,
         .trail_durability_full = p->trail_full,
         .max_message = p->max_message,
+        .protected_paths = (const char *const *)p->protected_paths,
+        .n_protected_paths = p->n_protected_paths,
+        .rates = p->rates,
         .max_workspaces = p->max_workspaces,
     };
 }

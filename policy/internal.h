@@ -94,6 +94,9 @@ struct policy {
     const char *trail_path;
     bool trail_full;
     uint64_t max_message;
+    const char **protected_paths; /* NULL: the default list (tools/broker/protect.h) */
+    size_t n_protected_paths;
+    struct policy_rates rates;
     uint64_t max_workspaces;
 };
 

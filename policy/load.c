@@ -1938,11 +1938,62 @@ static void load_trail(struct lctx *c, const cJSON *n)
         c->p->trail_full = e == 0;
 }
 
+/* protected_paths: workspace-relative globs ("**" + "/.git/config"), each checked here so a typo
+ * is an error, never a protection silently lost. */
+static void load_protected(struct lctx *c, const cJSON *n)
+{
+    const char **v = NULL;
+    size_t k = 0;
+    if (!want_strings(c, n, "protected_paths", 256, &v, &k))
+        return;
+    size_t i = 0;
+    for (const cJSON *e = n->child; e; e = e->next, i++) {
+        const char *s = v[i];
+        if (!s)
+            continue;
+        size_t len = strlen(s);
+        if (!len || len > 1024 || s[0] == '/' || s[len - 1] == '/' || strstr(s, "//")) {
+            ERR_VAL(c, e,
+                    "protected_paths[%zu]: a workspace-relative glob (\".git/config\", "
+                    "\"**/.git/hooks/**\"), "
+                    "1 to 1024 bytes, no leading or trailing '/'",
+                    i);
+            continue;
+        }
+        for (const char *q = s; *q; q++)
+            if (*q == '[' && !strchr(q, ']')) {
+                ERR_VAL(c, e, "protected_paths[%zu]: '[' opens a class that is never closed", i);
+                break;
+            }
+    }
+    c->p->protected_paths = v;
+    c->p->n_protected_paths = k;
+}
+
+/* rate_limits: requests a second per workspace, each 0 (no limit) to 100000. */
+static void load_rates(struct lctx *c, const cJSON *n)
+{
+    static const char *const keys[] = {"signals", "envelopes", "checkpoints", "tool_calls"};
+    if (!check_object(c, n, "rate_limits", keys, ARRAY_SIZE(keys)))
+        return;
+    uint32_t *dst[] = {&c->p->rates.signals, &c->p->rates.envelopes, &c->p->rates.checkpoints,
+                       &c->p->rates.tool_calls};
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        const cJSON *v = get(n, keys[i]);
+        uint64_t x;
+        char path[64];
+        snprintf(path, sizeof(path), "rate_limits.%s", keys[i]);
+        if (v && want_count(c, v, path, 0, 100000, &x))
+            *dst[i] = (uint32_t)x;
+    }
+}
+
 static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_diags *d)
 {
     static const char *const keys[] = {
-        "version", "description", "roles", "envelope_types", "checkpoint_types", "agents",
-        "highway", "users",       "trail", "max_message",    "max_workspaces",   "$schema"};
+        "version",        "description",     "roles",       "envelope_types", "checkpoint_types",
+        "agents",         "highway",         "users",       "trail",          "max_message",
+        "max_workspaces", "protected_paths", "rate_limits", "$schema"};
     struct policy *p = calloc(1, sizeof(*p));
     if (!p)
         return -ENOMEM;
@@ -1950,6 +2001,7 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
     const cJSON *root = doc->root, *v;
     p->trail_full = true;
     p->max_message = 8u << 20;
+    p->rates = (struct policy_rates){.signals = 20, .envelopes = 20, .checkpoints = 5, .tool_calls = 50};
     p->max_workspaces = POLICY_DEFAULT_MAX_WORKSPACES;
     highway_preset(&p->highway, 1);
     if (check_object(&c, root, "", keys, ARRAY_SIZE(keys))) {
@@ -1977,6 +2029,10 @@ static int load_doc(struct jsonc_doc *doc, struct policy **out, struct policy_di
             load_trail(&c, v);
         if ((v = get(root, "max_message")))
             want_size(&c, v, "max_message", 1024, 1u << 30, &p->max_message);
+        if ((v = get(root, "protected_paths")))
+            load_protected(&c, v);
+        if ((v = get(root, "rate_limits")))
+            load_rates(&c, v);
         if ((v = get(root, "max_workspaces")))
             want_count(&c, v, "max_workspaces", 1, POLICY_MAX_MAX_WORKSPACES, &p->max_workspaces);
     }

@@ -221,7 +221,15 @@ struct policy_session {
     const char *trail_path;     /* NULL: the runtime's default */
     bool trail_durability_full; /* "full" (default): synchronous=FULL; "normal" */
     uint64_t max_message;       /* bytes of one JSON-RPC line (default 8 MiB) */
-    uint64_t max_workspaces;    /* live and ended workspaces of one run (default 256) */
+    /* Workspace-relative globs no agent writes and no integration carries; NULL when the
+     * policy sets none (the runtime then applies its default list), possibly empty when set. */
+    const char *const *protected_paths;
+    size_t n_protected_paths;
+    /* Per workspace, per second (0: no limit); bursts of 5 seconds' worth (at least 10). */
+    struct policy_rates {
+        uint32_t signals, envelopes, checkpoints, tool_calls;
+    } rates;
+    uint64_t max_workspaces; /* live and ended workspaces of one run (default 256) */
 };
 void policy_session_get(const struct policy *p, struct policy_session *out);
 #define POLICY_DEFAULT_MAX_WORKSPACES 256

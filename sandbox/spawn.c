@@ -864,8 +864,9 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     };
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     c->started = util_now();
-    /* A proxy sandbox is cloned here: the zygote's request carries no egress listener spec. */
-    if (spawn_hooks.clone && !n_eg)
+    /* With a zygote every sandbox is cloned by it, a proxy one too (its request carries the
+     * listener spec and egress_wr): a threaded supervisor never clones. */
+    if (spawn_hooks.clone)
         r = spawn_hooks.clone(p, program, &f, &cl, err);
     else
         r = spawn_clone(p, program, &f, false, &cl, err);

@@ -27,7 +27,7 @@
 
 #define ZYGOTE_REQ_MAGIC 0x315a5143u /* "CQZ1" */
 #define ZYGOTE_REP_MAGIC 0x315a5243u /* "CRZ1" */
-enum { ZYGOTE_NFDS = 8 };            /* the fields of struct spawn_fds, in order */
+enum { ZYGOTE_NFDS = 9 };            /* the fields of struct spawn_fds, in order */
 /* A bind named by an fd of the supervisor's (/proc/self/fd/N: the broker binds the workspace
  * through the directory fd it serves, so a renamed path cannot redirect it) travels as that fd,
  * since the same name in the zygote would be another file or none. */
@@ -52,6 +52,7 @@ struct zygote_reply {
 static int zygote_sock = -1; /* -1 once the stream broke: spawns then fail, never fall back */
 static pid_t zygote_pid = -1;
 static bool zygote_started;
+static unsigned long zygote_proxy_clones; /* under zygote_lock */
 static pthread_mutex_t zygote_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- the body ---- */
@@ -101,6 +102,7 @@ enum {
     ZF_ENVP = 1u << 1,
     ZF_CWD = 1u << 2,
     ZF_HOSTNAME = 1u << 3,
+    ZF_EGRESS = 1u << 4, /* the egress listener spec follows the environment */
     ZB_WRITABLE = 1u << 0,
     ZB_OPTIONAL = 1u << 1,
     ZB_INSIDE = 1u << 2,
@@ -141,8 +143,10 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
 {
     struct zbuf z = {0};
     *n_bind_fds = 0;
+    /* The listener spec only with network "proxy" (spawn.c ignores it otherwise). */
+    const struct sandbox_egress *eg = p->net == SANDBOX_NET_PROXY ? p->egress : NULL;
     uint32_t flags = (p->landlock ? ZF_LANDLOCK : 0) | (p->envp ? ZF_ENVP : 0) | (p->cwd ? ZF_CWD : 0) |
-                     (p->hostname ? ZF_HOSTNAME : 0);
+                     (p->hostname ? ZF_HOSTNAME : 0) | (eg ? ZF_EGRESS : 0);
     size_t argc = count_strv(argv), envc = count_strv(p->envp);
     zb_u32(&z, (uint32_t)p->net);
     zb_u32(&z, flags);
@@ -184,6 +188,20 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
         zb_str(&z, argv[i]);
     for (size_t i = 0; i < envc; i++)
         zb_str(&z, p->envp[i]);
+    if (eg) {
+        const struct sandbox_egress *g = eg;
+        if (g->n_capture > SANDBOX_EGRESS_MAX_CAPTURE) {
+            free(z.b);
+            return cerr_set(err, E2BIG, "zygote: more than %d capture ports",
+                            SANDBOX_EGRESS_MAX_CAPTURE);
+        }
+        zb_u32(&z, g->http_port);
+        zb_u32(&z, g->socks_port);
+        zb_u32(&z, g->dns ? 1 : 0);
+        zb_u32(&z, (uint32_t)g->n_capture);
+        for (size_t i = 0; i < g->n_capture; i++)
+            zb_u32(&z, g->capture[i]);
+    }
     if (z.oom) {
         free(z.b);
         return cerr_set(err, ENOMEM, "zygote: out of memory");
@@ -245,6 +263,26 @@ static const char *zr_str(struct zreader *r)
     return s;
 }
 
+/* Ports fit 16 bits, dns is 0 or 1, the capture count fits its array, and at least one
+ * listener is asked for (a proxy sandbox without one would have nothing to reach). */
+static int decode_egress(struct zreader *r, struct sandbox_egress *g)
+{
+    uint32_t http = zr_u32(r), socks = zr_u32(r), dns = zr_u32(r), n = zr_u32(r);
+    if (r->bad || http > 65535 || socks > 65535 || dns > 1 || n > SANDBOX_EGRESS_MAX_CAPTURE)
+        return -1;
+    g->http_port = (uint16_t)http;
+    g->socks_port = (uint16_t)socks;
+    g->dns = dns;
+    g->n_capture = n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t port = zr_u32(r);
+        if (r->bad || port == 0 || port > 65535)
+            return -1;
+        g->capture[i] = (uint16_t)port;
+    }
+    return sandbox_egress_count(g) ? 0 : -1;
+}
+
 void zygote_decoded_free(struct zygote_decoded *d)
 {
     free(d->fd_paths);
@@ -272,8 +310,10 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
     uint32_t nb = zr_u32(&r), argc = zr_u32(&r), envc = zr_u32(&r);
     if (r.bad)
         return cerr_set(err, EPROTO, "zygote: request too short");
-    if (net > SANDBOX_NET_LOOPBACK)
+    if (net > SANDBOX_NET_PROXY)
         return cerr_set(err, EPROTO, "zygote: unknown network mode %u", net);
+    if ((net == SANDBOX_NET_PROXY) != !!(flags & ZF_EGRESS))
+        return cerr_set(err, EPROTO, "zygote: the egress listeners come with network \"proxy\" only");
     p->net = (enum sandbox_net)net;
     p->landlock = flags & ZF_LANDLOCK;
     /* Each string takes at least 5 bytes: a count the body cannot hold is refused before any
@@ -319,6 +359,10 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
         d->argv[i] = (char *)zr_str(&r);
     for (uint32_t i = 0; i < envc && d->envp && !r.bad; i++)
         d->envp[i] = (char *)zr_str(&r);
+    if ((flags & ZF_EGRESS) && !r.bad && decode_egress(&r, &d->egress) < 0) {
+        zygote_decoded_free(d);
+        return cerr_set(err, EPROTO, "zygote: a malformed egress listener spec");
+    }
     if (r.bad || r.off != len || !d->program || used_fds != n_bind_fds) {
         zygote_decoded_free(d);
         return cerr_set(
@@ -328,6 +372,7 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
     p->binds = d->binds;
     p->n_binds = nb;
     p->envp = d->envp;
+    p->egress = (flags & ZF_EGRESS) ? &d->egress : NULL;
     return 0;
 }
 
@@ -438,14 +483,16 @@ static void zygote_serve_one(int sock)
     int slot[ZYGOTE_NFDS], k = 0;
     for (int i = 0; i < ZYGOTE_NFDS; i++)
         slot[i] = (h.fdmask & (1u << i)) ? fds[k++] : -1;
-    /* egress_wr: proxy sandboxes are cloned by the supervisor itself (spawn.c) */
-    struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4], slot[5], slot[6], slot[7], -1};
+    struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4],
+                          slot[5], slot[6], slot[7], slot[8]};
     struct cerr e = {0};
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     struct zygote_decoded d;
     int r = zygote_decode(body, h.len, fds + k, h.nbindfds, &d, &e);
     if (r == 0 && (f.go_rd < 0 || f.err_wr < 0 || f.status_wr < 0))
         r = cerr_set(&e, EPROTO, "zygote: a request without init's pipes");
+    if (r == 0 && (d.p.net == SANDBOX_NET_PROXY) != (f.egress_wr >= 0))
+        r = cerr_set(&e, EPROTO, "zygote: network \"proxy\" needs its egress socket, and only it");
     if (r == 0) {
         r = spawn_clone(&d.p, d.program, &f, true, &cl, &e);
         zygote_decoded_free(&d);
@@ -574,6 +621,14 @@ void zygote_stop(void)
     zygote_pid = -1;
 }
 
+unsigned long zygote_proxy_clone_count(void)
+{
+    pthread_mutex_lock(&zygote_lock);
+    unsigned long n = zygote_proxy_clones;
+    pthread_mutex_unlock(&zygote_lock);
+    return n;
+}
+
 int zygote_clone(const struct sandbox_profile *p, const char *program, const struct spawn_fds *f,
                  struct spawn_cloned *out, struct cerr *err)
 {
@@ -588,8 +643,8 @@ int zygote_clone(const struct sandbox_profile *p, const char *program, const str
     int r = zygote_encode(&q, program, NULL, &body, &len, bind_fds, &n_bind_fds, err);
     if (r < 0)
         return r;
-    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr,
-                             f->in,    f->out,    f->err,       f->cgroup};
+    int slot[ZYGOTE_NFDS] = {f->go_rd, f->err_wr, f->status_wr, f->notify_wr, f->in,
+                             f->out,   f->err,    f->cgroup,    f->egress_wr};
     int fds[ZYGOTE_MAX_FDS];
     size_t nfds = 0;
     struct zygote_hdr h = {
@@ -618,6 +673,8 @@ int zygote_clone(const struct sandbox_profile *p, const char *program, const str
                      strerror(-r));
         zygote_broken();
     }
+    if (r == 0 && rep.magic == ZYGOTE_REP_MAGIC && rep.status == 0 && p->net == SANDBOX_NET_PROXY)
+        zygote_proxy_clones++;
     pthread_mutex_unlock(&zygote_lock);
     free(body);
     if (r < 0)

@@ -31,7 +31,8 @@ struct zygote_decoded {
     char **argv;
     char **envp;
     struct sandbox_bind *binds;
-    char (*fd_paths)[32]; /* "/proc/self/fd/N" of the binds that came as fds */
+    char (*fd_paths)[32];         /* "/proc/self/fd/N" of the binds that came as fds */
+    struct sandbox_egress egress; /* p.egress points here with network "proxy" */
 };
 /* Binds whose host is "/proc/self/fd/N" go as fd N: encode lists them in BIND_FDS (room for 8;
  * NULL: sent as paths), decode names the received ones in their place. */
@@ -40,6 +41,11 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
 int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, size_t n_bind_fds,
                   struct zygote_decoded *d, struct cerr *err);
 void zygote_decoded_free(struct zygote_decoded *d);
+
+/* How many network "proxy" sandboxes the zygote has cloned: a proxy sandbox goes through the
+ * zygote like any other (its listener spec and egress socket travel in the request), and the
+ * tests hold spawn.c to that. */
+unsigned long zygote_proxy_clone_count(void);
 
 #define ZYGOTE_MAX_REQUEST (8u << 20) /* argv + environment of a command stay far below */
 

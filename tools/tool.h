@@ -69,6 +69,11 @@ struct tool_ctx {
                            const struct sandbox_seccomp *rules);
     void *adopt_data;
     const char *adopt_tag; /* the workspace id the entries go to */
+    /* Workspace-relative globs (policy protected_paths) no write may touch, matched on the
+     * path as given and as the kernel resolved it (tools/broker/protect.h). */
+    const char *const *protected_paths;
+    size_t n_protected;
+    uint64_t storage_bytes; /* the workspace's budget for its files' bytes; 0: none */
     /* network "proxy" (docs/egress.md): command sandboxes get egress listeners of their own
      * (egress_spec) and the proxy variables (egress_env, before the command's own env); the
      * listeners go to adopt_egress (from a worker thread; it takes the fds and the pidfd of the

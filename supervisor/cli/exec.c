@@ -6,6 +6,7 @@
 #include "supervisor/runtime/exec_record.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/cli/cli.h"
+#include "supervisor/runtime/rundir.h"
 #include "sandbox/zygote.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/listeners/listener.h"
@@ -505,7 +506,9 @@ int cli_exec(int argc, char **argv)
     o.prof.seccomp.notify = o.trail != NULL;
     if (o.trail) {
         struct cerr terr = {0};
-        if (trail_open(o.trail, o.durability, &trail, &terr) < 0) {
+        /* As for `corral run`: never a trail another user made or could swap (rundir.h). */
+        if (rundir_check_file(o.trail, "the trail", false, &terr) < 0 ||
+            trail_open(o.trail, o.durability, &trail, &terr) < 0) {
             fprintf(stderr, "corral: trail %s: %s\n", o.trail, terr.msg);
             goto out;
         }

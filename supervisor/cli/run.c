@@ -6,6 +6,7 @@
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/recovery.h"
 #include "supervisor/runtime/run.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/trail/trail.h"
 
 #include <errno.h>
@@ -30,10 +31,14 @@ static const char run_usage[] =
     "  --workspace DIR         the root workspace's files; integration writes accepted work here\n"
     "  --trail FILE            the trail (default: the policy's trail.path, else " DEFAULT_TRAIL ")\n"
     "  --trail-durability M    full (fsync per commit; default) or normal\n"
-    "  --run-dir DIR           per-run state: workspace copies, checkpoint objects, agents' logs\n"
-    "                          (default: DIR_OF_TRAIL/runs/STAMP-PID)\n"
-    "  --control PATH          the control socket of corral ps, gate, inject and escalations\n"
-    "                          (default: TRAIL.sock)\n"
+    "  --run-dir DIR           per-run state: workspace copies, checkpoint objects, agents' logs;
+"
+    "                          made fresh by corral (default: DIR_OF_TRAIL/runs/STAMP-PID)
+"
+    "  --control PATH          the control socket of corral ps, gate, inject and escalations
+"
+    "                          (default: TRAIL.sock)
+"
     "  --timeout SECONDS       end the run (every workspace fails) after this long\n"
     "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default "
     "1000)\n"
@@ -41,6 +46,9 @@ static const char run_usage[] =
     "  --resume                the trail holds a run whose supervisor died: check the trail's\n"
     "                          integrity and rebuild that run's state from it (see corral(1):\n"
     "                          restarting its agents is not implemented yet)\n"
+    "\n"
+    "The trail, the run directory and the control socket must be in directories only root can\n"
+    "write (not /tmp itself: a directory of root's, mode 0700, inside it is fine).\n"
     "\n"
     "Exit status: 0 the coordinator's workspace closed, 1 it failed (or the run timed out),\n"
     "2 usage error or a policy with problems, 125 corral itself failed.\n";
@@ -69,23 +77,6 @@ const char *cli_trail_path(const struct policy *p, const char *given)
     struct policy_session s;
     policy_session_get(p, &s);
     return s.trail_path ? s.trail_path : DEFAULT_TRAIL;
-}
-
-static int mkdir_parents(const char *path)
-{
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
-        return -ENAMETOOLONG;
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                return -errno;
-            *s = '/';
-        }
-    if (mkdir(p, 0700) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
 }
 
 /* The trail's last run, when its supervisor died: plain `corral run` must not start a second run
@@ -273,11 +264,15 @@ int cli_run(int argc, char **argv)
         return unfinished;
     }
 
-    char trail_dir[PATH_MAX], run_dir[PATH_MAX], control[PATH_MAX], ws_real[PATH_MAX];
+    /* The trail, the run directory and the control socket are root's alone: every directory on
+     * the way root's and writable by no one else, nothing adopted that another user made. */
+    char trail_dir[PATH_MAX], runs[PATH_MAX], run_dir[PATH_MAX], control[PATH_MAX], ws_real[PATH_MAX];
     snprintf(trail_dir, sizeof(trail_dir), "%s", o.trail_path);
     char *td = dirname(trail_dir);
-    if (mkdir_parents(td) < 0) {
-        fprintf(stderr, "corral run: cannot create the trail's directory %s: %s\n", td, strerror(errno));
+    struct cerr cerr = {0};
+    if (rundir_make_parents(td, "the trail's directory", &cerr) < 0 ||
+        rundir_check_file(o.trail_path, "the trail", false, &cerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", cerr.msg);
         policy_free(pol);
         return CORRAL_EXIT_INTERNAL;
     }
@@ -288,18 +283,25 @@ int cli_run(int argc, char **argv)
         gmtime_r(&ts.tv_sec, &tm);
         char stamp[32];
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(run_dir, sizeof(run_dir), "%s/runs/%s-%ld", td, stamp, (long)getpid());
+        snprintf(runs, sizeof(runs), "%s/runs", td);
+        int n = snprintf(run_dir, sizeof(run_dir), "%s/runs/%s-%ld", td, stamp, (long)getpid());
+        if (n < 0 || n >= (int)sizeof(run_dir))
+            cerr_set(&cerr, ENAMETOOLONG, "the run directory under %s: path too long", td);
+        if (cerr.msg[0] || rundir_make_parents(runs, "the runs directory", &cerr) < 0) {
+            fprintf(stderr, "corral run: %s\n", cerr.msg);
+            policy_free(pol);
+            return CORRAL_EXIT_INTERNAL;
+        }
         o.run_dir = run_dir;
-    }
-    if (mkdir_parents(o.run_dir) < 0) {
-        fprintf(stderr, "corral run: cannot create the run directory %s: %s\n", o.run_dir,
-                strerror(errno));
-        policy_free(pol);
-        return CORRAL_EXIT_INTERNAL;
     }
     if (!o.control_path) {
         snprintf(control, sizeof(control), "%s.sock", o.trail_path);
         o.control_path = control;
+    }
+    if (rundir_check_file(o.control_path, "the control socket", true, &cerr) < 0) {
+        fprintf(stderr, "corral run: %s\n", cerr.msg);
+        policy_free(pol);
+        return CORRAL_EXIT_INTERNAL;
     }
     if (realpath(o.workspace, ws_real))
         o.workspace = ws_real;

@@ -4,6 +4,8 @@
  * commands) started. A read acts on nothing: it runs at once, before its entries commit, and
  * its answer waits for the commit like every response, so a read costs one group commit. */
 #include "supervisor/conn/agent.h"
+#include "common/rate.h"
+#include "policy/policy.h"
 #include "supervisor/conn/mcp.h"
 #include "supervisor/trail/trail.h"
 
@@ -17,10 +19,12 @@
 #include <sys/syscall.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #define READ_CHUNK 65536
 #define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
+#define AGENT_MAX_HELD 16 /* tool calls of one agent waiting for a person at once */
 
 struct outbuf {
     struct outbuf *next;
@@ -90,6 +94,10 @@ struct agent {
     struct rpc_reader *reader;
     const struct tool_surface *surface;
     struct tool_ctx *tools;
+    struct pool_share share; /* its long tool calls (commands) on the pool now */
+    struct rate_bucket tool_rate;
+    uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
+    uint64_t notes_dropped, drop_noted_ms; /* notifications over its byte budget, and when noted */
     void (*on_end)(struct agent *a, enum agent_end why, void *data);
     void *data;
     void (*wacp)(struct agent *a, const struct rpc_msg *m, void *data);
@@ -483,6 +491,27 @@ void agent_notify(struct agent *a, const char *method, const cJSON *params)
     cJSON_Delete(n);
     char *line = NULL;
     size_t len = 0;
+    /* An agent that does not read its notifications gets no more once this many bytes wait for
+     * it: envelopes are redelivered when it acknowledges nothing, and what is dropped is noted
+     * (at most once a second) instead of growing the supervisor's memory without bound. */
+    size_t budget = a->h->o.max_queued_bytes * 16;
+    if (text && a->queued + strlen(text) > budget) {
+        free(text);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        a->notes_dropped++;
+        if (!a->drop_noted_ms || now - a->drop_noted_ms >= 1000) {
+            char rule[128];
+            snprintf(rule, sizeof(rule),
+                     "notification_budget: %zu bytes wait unread (%llu notifications dropped)",
+                     a->queued, (unsigned long long)a->notes_dropped);
+            a->drop_noted_ms = now;
+            a->notes_dropped = 0;
+            agent_record_denial(a, "notification_budget", method, rule);
+        }
+        return;
+    }
     if (text) {
         len = strlen(text);
         line = realloc(text, len + 2);
@@ -657,6 +686,27 @@ static void agent_abuse(struct agent *a, const cJSON *id, int code, const char *
     a->st.abuse++;
     agent_reply_error(a, id, code, message);
     agent_abuse_limit(a);
+}
+
+bool agent_tool_rate_take(struct agent *a)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    unsigned per = a->h->o.tool_rate;
+    if (rate_take(&a->tool_rate, per, per * 5 > 10 ? per * 5 : 10, now))
+        return true;
+    /* Noted in the trail at most once a second, so the refusals cannot grow it either. */
+    a->rate_refused++;
+    if (!a->rate_noted_ms || now - a->rate_noted_ms >= 1000) {
+        char rule[96];
+        snprintf(rule, sizeof(rule), "rate_limit: over %u tool calls a second (%llu refused)", per,
+                 (unsigned long long)a->rate_refused);
+        a->rate_noted_ms = now;
+        a->rate_refused = 0;
+        agent_record_denial(a, "rate_limit", "tools/call", rule);
+    }
+    return false;
 }
 
 void agent_count_abuse(struct agent *a)
@@ -1099,6 +1149,17 @@ static void tool_job_done(struct pool_job *pj)
     }
 }
 
+/* Whether TOOL of SURFACE runs commands (a long call, held to the agent's share of the pool). */
+static bool tool_is_command(const struct tool_surface *surface, const char *tool)
+{
+    size_t n = 0;
+    const struct tool_def *defs = surface ? policy_surface_tools(surface->name, &n) : NULL;
+    for (size_t i = 0; defs && i < n; i++)
+        if (!strcmp(defs[i].name, tool))
+            return defs[i].kind == TOOL_KIND_COMMAND;
+    return false;
+}
+
 /* A call whose cost is bounded and smaller than a hand-off to a worker and back (an eventfd
  * wake-up each way, measured in bench/roundtrip.sh) runs inline on the loop: a read of a regular
  * file of at most INLINE_FILE_MAX bytes. The check is only about cost (the read resolves and
@@ -1146,6 +1207,8 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->progress_w.fd = -1;
     j->pj.run = tool_job_run;
     j->pj.done = tool_job_done;
+    j->pj.share = &a->share;
+    j->pj.is_long = tool_is_command(a->surface, name);
     j->a = a;
     j->id = id ? cJSON_Duplicate(id, false) : cJSON_CreateNull();
     j->name = strdup(name);
@@ -1201,6 +1264,11 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
     const struct tool_rule *rule = tool_rule_find(a->tools, tool);
     if (!a->approve || !rule || !rule->needs_approval)
         return -ENOENT;
+    /* Held calls keep their arguments (up to a message each) and a gate in the run's one queue:
+     * an agent that floods them must not exhaust the supervisor's memory or the other agents'
+     * room for approvals. Beyond the cap the call is refused by the gate, in the surface's shape. */
+    if (a->held >= AGENT_MAX_HELD)
+        return -EAGAIN;
     int r = a->approve(a, id, tool, args, a->data);
     if (r == 0)
         a->held++;

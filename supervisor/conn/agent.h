@@ -22,6 +22,7 @@ struct agent_host_opts {
     size_t max_queued_bytes; /* stop reading an agent while this much output waits (default 1 MiB) */
     unsigned max_inflight;   /* tool calls of one agent running or queued at once (default 4) */
     unsigned abuse_limit;    /* malformed messages before the agent is failed (default 100) */
+    unsigned tool_rate;      /* tool calls a second per agent, bursts of 5 s' worth (0: no limit) */
 };
 
 /* LOOP and POOL are borrowed and must outlive the host; TRAIL may be NULL. */
@@ -112,6 +113,9 @@ int agent_record_denial(struct agent *a, const char *kind, const char *subject, 
 /* A notification nobody asked for (unknown method): never answered, but it counts toward the
  * abuse limit like a malformed line, so a flood of them ends the agent alone. */
 void agent_count_abuse(struct agent *a);
+/* Takes one tool call from the agent's rate bucket (agent_host_opts.tool_rate): false when it
+ * is spent. */
+bool agent_tool_rate_take(struct agent *a);
 bool agent_initialized(const struct agent *a);
 void agent_set_initialized(struct agent *a, const char *protocol_version);
 const struct tool_surface *agent_surface(const struct agent *a);

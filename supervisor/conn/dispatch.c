@@ -329,6 +329,14 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_reply_error(a, m->id, RPC_INVALID_PARAMS, msg);
         return;
     }
+    /* A flood of calls is refused before it is recorded or queued, and counts as abuse. */
+    if (!agent_tool_rate_take(a)) {
+        agent_reply_error(a, m->id, -32004,
+                          "rate limited: more tool calls a second than the policy's "
+                          "rate_limits.tool_calls allows; slow down");
+        agent_count_abuse(a);
+        return;
+    }
     const cJSON *progress = mcp_progress_token(p);
     const struct tool_rule *rule = tool_rule_find(agent_tools(a), name->valuestring);
     /* Under needs_approval: an MCP host that can elicit asks its person; else a highway that

@@ -18,25 +18,63 @@ struct pool {
     size_t inflight;                          /* loop thread only */
     bool stop;
     unsigned n_threads;
+    unsigned running_long, max_long; /* long jobs on a worker now; at most max_long at once */
+    unsigned share_long;             /* at most this many of one owner's at once */
     pthread_t *threads;
 };
+
+static bool eligible(const struct pool *p, const struct pool_job *j)
+{
+    if (!j->is_long)
+        return true;
+    return p->running_long < p->max_long && (!j->share || j->share->running_long < p->share_long);
+}
+
+/* The first queued job that may run now (FIFO among the eligible), unlinked; NULL if none. */
+static struct pool_job *take(struct pool *p)
+{
+    struct pool_job *prev = NULL;
+    for (struct pool_job *j = p->queue_head; j; prev = j, j = j->next) {
+        if (!eligible(p, j))
+            continue;
+        if (prev)
+            prev->next = j->next;
+        else
+            p->queue_head = j->next;
+        if (p->queue_tail == j)
+            p->queue_tail = prev;
+        if (j->is_long) {
+            p->running_long++;
+            if (j->share)
+                j->share->running_long++;
+        }
+        return j;
+    }
+    return NULL;
+}
 
 static void *worker_main(void *arg)
 {
     struct pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->queue_head && !p->stop)
+        struct pool_job *j;
+        while (!(j = take(p)) && (p->queue_head || !p->stop))
             pthread_cond_wait(&p->cv, &p->mu);
-        struct pool_job *j = p->queue_head;
         if (!j)
             break; /* stopping and nothing left */
-        p->queue_head = j->next;
-        if (!p->queue_head)
-            p->queue_tail = NULL;
         pthread_mutex_unlock(&p->mu);
+        bool is_long = j->is_long;
+        struct pool_share *share = j->share;
         j->run(j);
         pthread_mutex_lock(&p->mu);
+        if (is_long) {
+            /* A slot for long jobs is free again: a waiting worker may take one. */
+            p->running_long--;
+            if (share)
+                share->running_long--;
+            pthread_cond_broadcast(&p->cv);
+        }
         j->next = p->done_head;
         p->done_head = j;
         uint64_t one = 1;
@@ -88,6 +126,11 @@ int pool_new(struct loop *l, unsigned workers, struct pool **out, struct cerr *e
     if (!p)
         return cerr_set(err, ENOMEM, "worker pool: out of memory");
     p->loop = l;
+    /* A quarter of the threads (at least 2) only ever run short jobs; an owner's long jobs take
+     * at most a quarter of the rest (at least 1). */
+    unsigned reserve = workers / 4 > 2 ? workers / 4 : 2;
+    p->max_long = workers > reserve ? workers - reserve : 1;
+    p->share_long = p->max_long / 4 ? p->max_long / 4 : 1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -9,10 +9,20 @@
 
 struct pool;
 
-/* Embedded in the caller's job object (intrusive: submitting never allocates, never fails). */
+/* Whose jobs these are, for fairness: embedded in the owner (an agent), zeroed at creation. */
+struct pool_share {
+    unsigned running_long; /* its long jobs on a worker now (pool lock) */
+};
+
+/* Embedded in the caller's job object (intrusive: submitting never allocates, never fails).
+ * A long job (a command: it may hold its thread for minutes) runs only while its owner holds
+ * fewer than its share of the threads for long jobs, and never on the threads kept for short
+ * ones: one agent, or a few, cannot starve the others' file calls. */
 struct pool_job {
     void (*run)(struct pool_job *j);  /* on a worker thread: touch nothing the loop owns */
     void (*done)(struct pool_job *j); /* on the loop thread, after run; may free the job */
+    struct pool_share *share;         /* NULL: no owner (always eligible) */
+    bool is_long;
     struct pool_job *next;
 };
 

@@ -27,6 +27,10 @@ struct control {
 };
 
 #define CONTROL_MAX_CLIENTS 32
+/* When the socket is open to other users, any local uid may connect: each uid other than root
+ * and the run's own holds this many slots at most, and root's and the run's user's are counted
+ * apart, so nobody else can hold every slot and lock the admin out of ps and approvals. */
+#define CONTROL_MAX_PER_UID 4
 
 static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
 {
@@ -201,6 +205,27 @@ static void on_client_timeout(void *data, uint32_t events)
         client_finish(k, k->len == 0);
 }
 
+static bool owner_uid(uid_t uid)
+{
+    return uid == 0 || uid == geteuid();
+}
+
+/* Whether a client of UID may take a slot now (see CONTROL_MAX_PER_UID). */
+static bool slot_free(const struct control *c, uid_t uid)
+{
+    unsigned same = 0, others = 0;
+    for (const struct control_client *k = c->list; k; k = k->next) {
+        bool own = owner_uid(k->peer.uid);
+        if (own == owner_uid(uid))
+            same++;
+        if (!own && k->peer.uid == uid)
+            others++;
+    }
+    if (owner_uid(uid))
+        return same < CONTROL_MAX_CLIENTS;
+    return same < CONTROL_MAX_CLIENTS && others < CONTROL_MAX_PER_UID;
+}
+
 static void on_client(void *data, uint32_t events)
 {
     struct control *c = data;
@@ -211,13 +236,15 @@ static void on_client(void *data, uint32_t events)
             return;
         int sz = 1 << 20;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-        if (c->clients >= CONTROL_MAX_CLIENTS) {
+        struct control_peer peer;
+        if (control_human_peer_get(fd, &peer) < 0 || !slot_free(c, peer.uid)) {
             close(fd); /* busy: the client sees EOF and may ask again */
             continue;
         }
         struct control_client *k = calloc(1, sizeof(*k));
-        if (!k || control_human_peer_get(fd, &k->peer) < 0 ||
-            loop_watch_add(c->loop, &k->w, fd, EPOLLIN, on_client_data, k) < 0) {
+        if (k)
+            k->peer = peer;
+        if (!k || loop_watch_add(c->loop, &k->w, fd, EPOLLIN, on_client_data, k) < 0) {
             free(k);
             close(fd);
             continue;
@@ -329,6 +356,16 @@ int control_fetch(const char *path, char **out, struct cerr *err)
                             "no run is listening at %s: is `corral run` running with this trail?", path);
         return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
     }
+    /* Only a run of root's (or our own user's) is believed: anyone can bind a socket where a
+     * world-writable directory lets them, and answer with a tree of their choosing. */
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+        return cerr_set(err, errno, "%s: cannot tell who serves it: %s", path, strerror(errno));
+    if (cred.uid != 0 && cred.uid != geteuid())
+        return cerr_set(err, EPERM,
+                        "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
+                        path, (unsigned)cred.uid, (int)cred.pid);
     shutdown(fd, SHUT_WR); /* no request: the live state */
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -3,6 +3,7 @@
 
 #include "supervisor/egress/hub.h"
 #include "supervisor/listeners/handoff.h"
+#include "tools/broker/protect.h"
 
 #include <string.h>
 
@@ -21,6 +22,11 @@ void role_tools_init(struct role_tools *t, const struct role_tools_opts *o)
     c->n_rules = policy_tool_rules_fill(o->view, t->rules, ARRAY_SIZE(t->rules));
     c->rules = t->rules;
     c->session = o->session;
+    c->protected_paths = o->protected_paths ? o->protected_paths : broker_protected_default;
+    c->n_protected = o->protected_paths ? o->n_protected : 0;
+    while (!o->protected_paths && broker_protected_default[c->n_protected])
+        c->n_protected++;
+    c->storage_bytes = o->storage_bytes;
     if (o->denials) {
         c->adopt_listener = handoff_adopt;
         c->adopt_data = o->denials;

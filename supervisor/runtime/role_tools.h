@@ -24,6 +24,11 @@ struct role_tools_opts {
     struct handoff *denials; /* commands' seccomp listeners go here, recorded under TAG; NULL:
                               * the command's filter answers EPERM itself */
     const char *tag;
+    /* Globs no write may touch (policy protected_paths); NULL: the default list (.git's
+     * executable internals, tools/broker/protect.h). */
+    const char *const *protected_paths;
+    size_t n_protected;
+    uint64_t storage_bytes;        /* the workspace's storage budget; 0: none */
     struct egress_hub *egress_hub; /* network "proxy": commands' egress listeners go here (hub.h) */
     const struct sandbox_egress *egress_spec;
 };

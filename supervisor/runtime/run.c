@@ -12,8 +12,10 @@
 #include "supervisor/runtime/control_human.h"
 #include "supervisor/runtime/exec_record.h"
 #include "supervisor/runtime/role_tools.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/conn/loop.h"
 #include "supervisor/conn/pool.h"
+#include "supervisor/trail/scrub.h"
 #include "supervisor/egress/hub.h"
 #include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
@@ -81,6 +83,7 @@ struct run {
     struct handoff *cmd_denials; /* command sandboxes' seccomp listeners */
     uint64_t armed;              /* the deadline the timer is set for (UINT64_MAX: none) */
     int sig_fd;
+    int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
     unsigned signals;
     bool shutting_down, timed_out, trail_failed;
     struct cerr trail_err;
@@ -147,6 +150,20 @@ static int hook_record(void *data, const char *ws, const char *actor, const char
                        const cJSON *body)
 {
     return record(data, ws, actor, type, body);
+}
+
+static int hook_commit(void *data)
+{
+    struct run *r = data;
+    struct cerr e = {0};
+    if (r->trail_failed)
+        return -EIO;
+    int rc = trail_commit(r->trail, &e);
+    if (rc < 0) {
+        r->trail_failed = true;
+        r->trail_err = e;
+    }
+    return rc;
 }
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
@@ -300,7 +317,7 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     s->role = strdup(info->role);
     s->parent = info->parent ? strdup(info->parent) : NULL;
     if (!s->id || !s->role || (info->parent && !s->parent) ||
-        asprintf(&s->log_path, "%s/logs/%s.log", r->o->run_dir, info->id) < 0) {
+        asprintf(&s->log_path, "%s.log", info->id) < 0) {
         s->log_path = NULL;
         run_ws_free(s);
         return cerr_set(err, ENOMEM, "out of memory");
@@ -357,8 +374,9 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
 
     int in[2] = {-1, -1}, out[2] = {-1, -1};
-    _cleanup_close_ int logfd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                                     0600);
+    /* Beneath the run directory's own fd, made fresh: nothing another user planted is written through. */
+    _cleanup_close_ int logfd = openat(
+        r->logs_fd, s->log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (logfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         int e = errno;
         if (in[0] >= 0) {
@@ -419,7 +437,14 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
                                  .denials = r->cmd_denials,
                                  .tag = s->id,
                                  .egress_hub = s->egress_hub,
-                                 .egress_spec = &s->egress_setup.spec};
+                                 .egress_spec = &s->egress_setup.spec,
+                                 .storage_bytes = info->budgets.storage_bytes};
+    /* Protected paths (the policy's, else the default .git list) and the storage budget bind
+     * the agent's own tools; checkpoints and integration check them again in the model. */
+    struct policy_session pss;
+    policy_session_get(pol, &pss);
+    to.protected_paths = pss.protected_paths;
+    to.n_protected = pss.n_protected_paths;
     role_tools_init(&s->tools, &to);
 
     const struct tool_surface *surface = tool_surface_find(s->view.surface);
@@ -509,9 +534,10 @@ static void run_ws_maybe_finalize(struct run_ws *s)
 /* The tail of the agent's stderr, into the trail as one agent_log entry (size-capped). */
 static void record_log_tail(struct run_ws *s)
 {
-    _cleanup_close_ int fd = open(s->log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int fd = openat(s->r->logs_fd, s->log_path,
+                                    O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0)
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
         return;
     off_t from = st.st_size > LOG_TAIL_MAX ? st.st_size - LOG_TAIL_MAX : 0;
     char *buf = malloc(LOG_TAIL_MAX);
@@ -524,7 +550,9 @@ static void record_log_tail(struct run_ws *s)
             cJSON_AddStringToObject(b, "blob", hex);
             cJSON_AddNumberToObject(b, "bytes", (double)st.st_size);
             cJSON_AddBoolToObject(b, "truncated", from > 0);
-            cJSON_AddStringToObject(b, "file", s->log_path);
+            char *file = util_printf("%s/logs/%s", s->r->o->run_dir, s->log_path);
+            cJSON_AddStringToObject(b, "file", file ? file : s->log_path);
+            free(file);
             record(s->r, s->id, "protocol", "agent_log", b);
             cJSON_Delete(b);
         }
@@ -640,12 +668,19 @@ static void on_liveness(void *data, uint32_t events)
 
 /* ---- requests ------------------------------------------------------------------------------- */
 
+struct query_out {
+    cJSON *entries;
+    const char *host_paths[4]; /* what an agent is never shown (trail/scrub.h) */
+};
+
 static int add_entry(const struct trail_entry *te, void *data)
 {
+    struct query_out *q = data;
     cJSON *j = trail_entry_to_json(te);
     if (!j)
         return -ENOMEM;
-    cJSON_AddItemToArray(data, j);
+    trail_scrub_for_agent(j, q->host_paths, ARRAY_SIZE(q->host_paths));
+    cJSON_AddItemToArray(q->entries, j);
     return 0;
 }
 
@@ -661,7 +696,10 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
             return rc;
     }
     struct trail_filter f = {.workspace = ws, .type = type, .limit = limit};
-    return trail_query(r->reader, &f, add_entry, entries, err);
+    struct query_out q = {
+        .entries = entries,
+        .host_paths = {r->o->run_dir, r->o->workspace, r->o->trail_path, r->o->policy_path}};
+    return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
@@ -694,6 +732,10 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
         agent_reply_error(a, m->id, RPC_METHOD_NOT_FOUND, msg);
         return;
     }
+    /* A request refused by its rate limit counts toward the agent's abuse limit: a flood ends
+     * the flooding agent alone. */
+    if (!strcmp(e.code, "rate_limited"))
+        agent_count_abuse(a);
     cJSON *d = cJSON_CreateObject();
     if (d && e.code[0])
         cJSON_AddStringToObject(d, "code", e.code);
@@ -847,7 +889,8 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
             (unsigned)peer->uid);
         return answer(NULL, &e);
     }
-    if (!strcmp(op, "ps")) /* a person the policy names sees the live tree */
+    /* A person the policy names sees the live tree; a deactivated one is refused below. */
+    if (!strcmp(op, "ps") && !(u->state && !strcmp(u->state, "deactivated")))
         return ps_json(r);
     cJSON *res = NULL;
     int rc = wacp_human_call(r->w, u, op, req, &res, &e);
@@ -983,30 +1026,24 @@ static bool all_finalized(const struct run *r)
     return true;
 }
 
-static int make_dirs(const char *run_dir, struct cerr *err)
-{
-    static const char *const subs[] = {"", "/logs"};
-    for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-        char p[PATH_MAX];
-        if (snprintf(p, sizeof(p), "%s%s", run_dir, subs[i]) >= (int)sizeof(p))
-            return cerr_set(err, ENAMETOOLONG, "run directory %s: path too long", run_dir);
-        if (mkdir(p, 0700) < 0 && errno != EEXIST)
-            return cerr_set(err, errno, "cannot create %s: %s", p, strerror(errno));
-    }
-    return 0;
-}
-
 int run_session(const struct run_opts *o, struct run_result *res, struct cerr *err)
 {
     memset(res, 0, sizeof(*res));
-    struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1};
-    int rc = make_dirs(o->run_dir, err);
-    if (rc < 0)
+    struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1, .logs_fd = -1};
+    r.run_fd = rundir_create(o->run_dir, err);
+    if (r.run_fd < 0)
+        return r.run_fd;
+    if ((r.logs_fd = rundir_subdir(r.run_fd, "logs", err)) < 0) {
+        close(r.run_fd);
+        return r.logs_fd;
+    }
+    int rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL,
+                        &r.trail, err);
+    if (rc < 0) {
+        close(r.logs_fd);
+        close(r.run_fd);
         return rc;
-    rc = trail_open(o->trail_path, o->trail_full ? TRAIL_DURABILITY_FULL : TRAIL_DURABILITY_NORMAL,
-                    &r.trail, err);
-    if (rc < 0)
-        return rc;
+    }
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
     sigaction(SIGPIPE, &ign, &old_pipe);
     sigset_t sigs, old_mask;
@@ -1022,7 +1059,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         goto out;
     struct policy_session ps;
     policy_session_get(o->policy, &ps);
-    struct agent_host_opts ho = {.max_message = ps.max_message};
+    struct agent_host_opts ho = {.max_message = ps.max_message, .tool_rate = ps.rates.tool_calls};
     if ((rc = agent_host_new(r.loop, r.pool, r.trail, &ho, &r.host, err)) < 0)
         goto out;
     if ((rc = handoff_new(r.loop, r.trail, &r.cmd_denials, err)) < 0)
@@ -1096,7 +1133,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .stop = hook_stop,
                             .notify = hook_notify,
                             .trail_query = hook_trail_query,
-                            .reply = hook_reply};
+                            .reply = hook_reply,
+                            .commit = hook_commit};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -1196,6 +1234,8 @@ out:
         close(r.sig_fd);
     trail_reader_close(r.reader);
     trail_close(r.trail);
+    close(r.logs_fd);
+    close(r.run_fd);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
     return rc;

@@ -8,8 +8,12 @@
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 
+#include "tools/broker/storage.h"
+
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void wacp_checkpoint_free(struct wacp_checkpoint *cp)
 {
@@ -19,7 +23,7 @@ void wacp_checkpoint_free(struct wacp_checkpoint *cp)
     free(cp->intent);
     free(cp->status);
     free(cp->confidence);
-    cJSON_Delete(cp->payload);
+    free(cp->payload);
     wacp_files_manifest_clear(&cp->files);
     free(cp);
 }
@@ -46,8 +50,7 @@ cJSON *wacp_checkpoint_json(const struct wacp_checkpoint *cp, bool with_files)
     cJSON_AddNumberToObject(o, "timestamp", (double)cp->timestamp_ms);
     if (with_files) {
         cJSON_AddItemToObject(o, "files", wacp_files_manifest_json(&cp->files));
-        cJSON_AddItemToObject(o, "payload",
-                              cp->payload ? cJSON_Duplicate(cp->payload, true) : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "payload", cp->payload ? cJSON_Parse(cp->payload) : cJSON_CreateNull());
     }
     return o;
 }
@@ -84,21 +87,24 @@ static int cp_mac(const struct wacp *w, const struct wacp_checkpoint *cp, char o
                   const char *check)
 {
     cJSON *files = wacp_files_manifest_json(&cp->files);
+    cJSON *payload = cp->payload ? cJSON_Parse(cp->payload)
+                                 : NULL; /* kept as text: parsed for the proof */
     char ts[24];
     snprintf(ts, sizeof(ts), "%llu", (unsigned long long)cp->timestamp_ms);
     struct integrity_field f[] = {
-        {.s = cp->id},     {.s = cp->ws},           {.s = cp->type},   {.json = cp->payload},
+        {.s = cp->id},     {.s = cp->ws},           {.s = cp->type},   {.json = payload},
         {.s = cp->intent}, {.s = cp->parent},       {.s = cp->status}, {.s = cp->confidence},
         {.json = files},   {.s = cp->payload_hash}, {.s = ts},
     };
     int r = 0;
-    if (!files)
+    if (!files || (cp->payload && !payload))
         r = -ENOMEM;
     else if (check)
         r = integrity_check(&w->key, "checkpoint", f, ARRAY_SIZE(f), check) ? 0 : -EBADMSG;
     else
         r = integrity_mac(&w->key, "checkpoint", f, ARRAY_SIZE(f), out);
     cJSON_Delete(files);
+    cJSON_Delete(payload);
     return r;
 }
 
@@ -195,6 +201,9 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     free(ptxt);
     if (plen > w->max_payload || (payload && plen == 0))
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "the payload is too large");
+    if (!wacp_core_hold(w, plen))
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
+                      "the run keeps a bounded amount of payloads and has no room for this one");
     size_t n_files = fj ? (size_t)cJSON_GetArraySize(fj) : 0;
     if (n_files > WACP_FILES_MAX_FILES)
         return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "too many files");
@@ -219,6 +228,49 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
         snprintf(msg, sizeof(msg), "cannot snapshot the files: %.300s", ce.msg);
         return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
     }
+    /* What could never be integrated is refused now, not at integration: paths deeper than a
+     * workspace may nest (they broke every later copy), protected paths. */
+    if (wacp_files_check_paths(&cp->files, &w->rules, &ce) < 0) {
+        bool prot = ce.code == -EPERM || ce.code == EPERM;
+        wacp_checkpoint_free(cp);
+        snprintf(msg, sizeof(msg), "%.380s", ce.msg);
+        if (prot) {
+            cJSON *d = wacp_core_obj();
+            wacp_core_add_str(d, "kind", "protected_path");
+            wacp_core_add_str(d, "method", "wacp/checkpoint.create");
+            wacp_core_add_str(d, "reason", msg);
+            int r = wacp_core_rec(w, c->id, c->role, "denial", d);
+            cJSON_Delete(d);
+            if (r < 0)
+                return wacp_core_trail_err(e);
+        }
+        return reject(w, c, type, parent, e, prot ? WACP_E_DENIED : -32602,
+                      prot ? "protected_path" : "too_deep", msg);
+    }
+    /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
+    if (c->budgets.storage_bytes) {
+        uint64_t used = 0;
+        int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = dfd < 0 ? -errno : broker_storage_used(dfd, &used);
+        if (dfd >= 0)
+            close(dfd);
+        if (r < 0 || used > c->budgets.storage_bytes) {
+            wacp_checkpoint_free(cp);
+            cJSON *x = wacp_core_obj();
+            wacp_core_add_str(x, "budget", "storage");
+            cJSON_AddNumberToObject(x, "limit", (double)c->budgets.storage_bytes);
+            cJSON_AddNumberToObject(x, "used", (double)used);
+            r = wacp_core_rec(w, c->id, "protocol", "budget_exceeded", x);
+            cJSON_Delete(x);
+            if (r < 0 && r != -EFBIG)
+                return wacp_core_trail_err(e);
+            snprintf(msg, sizeof(msg),
+                     "the workspace holds %llu bytes, over its storage budget of %llu "
+                     "(storage_bytes): remove files, then checkpoint",
+                     (unsigned long long)used, (unsigned long long)c->budgets.storage_bytes);
+            return reject(w, c, type, parent, e, WACP_E_LIMIT, "budget_exceeded", msg);
+        }
+    }
     for (size_t i = 0; i < cp->files.n; i++)
         if (!cp->files.v[i].hash[0] && !wacp_files_manifest_get(&c->base, cp->files.v[i].path)) {
             snprintf(msg, sizeof(msg), "file '%.200s' does not exist in your workspace",
@@ -233,7 +285,7 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     cp->intent = strdup(intent);
     cp->status = strdup(status);
     cp->confidence = strdup(conf);
-    cp->payload = payload ? cJSON_Duplicate(payload, true) : NULL;
+    cp->payload = payload ? cJSON_PrintUnformatted(payload) : NULL;
     cp->timestamp_ms = wacp_core_wall_ms();
     /* The payload hash covers everything the checkpoint declares, files by their hashes. */
     cJSON *h = wacp_core_obj();

@@ -82,6 +82,14 @@ int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *met
     return -1;
 }
 
+bool wacp_core_hold(struct wacp *w, size_t len)
+{
+    if (len > w->max_payload_total || w->payload_total > w->max_payload_total - len)
+        return false;
+    w->payload_total += len;
+    return true;
+}
+
 bool wacp_core_grow(void **v, size_t *cap, size_t n, size_t elem)
 {
     if (n <= *cap)

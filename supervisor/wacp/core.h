@@ -19,6 +19,8 @@ int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *met
                    int rpc, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 int wacp_core_trail_err(struct wacp_err *e);
+/* Whether the run may keep LEN more payload bytes (the run-wide ceiling); counts them if so. */
+bool wacp_core_hold(struct wacp *w, size_t len);
 bool wacp_core_grow(void **v, size_t *cap, size_t n, size_t elem);
 /* A cJSON object {k: v, ...}; NULL on ENOMEM. */
 cJSON *wacp_core_obj(void);

@@ -29,7 +29,7 @@ void wacp_envelope_free(struct wacp_env *v)
     if (!v)
         return;
     free(v->type);
-    cJSON_Delete(v->payload);
+    free(v->payload);
     cJSON_Delete(v->rights);
     free(v->originator);
     free(v);
@@ -132,8 +132,8 @@ static cJSON *env_json(const struct wacp_env *v)
     wacp_core_add_str(o, "from", v->from);
     wacp_core_add_str(o, "to", v->to);
     wacp_core_add_str(o, "type", v->type);
-    cJSON_AddItemToObject(o, "payload",
-                          v->payload ? cJSON_Duplicate(v->payload, true) : cJSON_CreateNull());
+    cJSON *pl = v->payload ? cJSON_Parse(v->payload) : NULL; /* parsed for this showing only */
+    cJSON_AddItemToObject(o, "payload", pl ? pl : cJSON_CreateNull());
     wacp_core_add_str(o, "in_reply_to", v->in_reply_to);
     wacp_core_add_str(o, "priority", v->priority);
     wacp_core_add_str(o, "origin", v->origin);
@@ -149,16 +149,19 @@ static cJSON *env_json(const struct wacp_env *v)
     return o;
 }
 
-/* The fields the proof covers (security spec 4.1), the sender's identity among them. */
-static size_t mac_fields(const struct wacp_env *v, struct integrity_field f[11], char ts[24])
+/* The fields the proof covers (security spec 4.1), the sender's identity among them. The
+ * payload is kept as text: *PAYLOAD gets it parsed for the proof, the caller frees it. */
+static size_t mac_fields(const struct wacp_env *v, struct integrity_field f[11], char ts[24],
+                         cJSON **payload)
 {
+    *payload = v->payload ? cJSON_Parse(v->payload) : NULL;
     snprintf(ts, 24, "%llu", (unsigned long long)v->timestamp_ms);
     size_t n = 0;
     f[n++] = (struct integrity_field){.s = v->id};
     f[n++] = (struct integrity_field){.s = v->from};
     f[n++] = (struct integrity_field){.s = v->to};
     f[n++] = (struct integrity_field){.s = v->type};
-    f[n++] = (struct integrity_field){.json = v->payload};
+    f[n++] = (struct integrity_field){.json = *payload};
     f[n++] = (struct integrity_field){.s = v->in_reply_to};
     f[n++] = (struct integrity_field){.json = v->rights};
     f[n++] = (struct integrity_field){.s = v->priority};
@@ -172,8 +175,11 @@ static int env_seal(struct wacp *w, struct wacp_env *v)
 {
     struct integrity_field f[11];
     char ts[24];
-    size_t n = mac_fields(v, f, ts);
-    return integrity_mac(&w->key, "envelope", f, n, v->mac);
+    cJSON *payload;
+    size_t n = mac_fields(v, f, ts, &payload);
+    int r = integrity_mac(&w->key, "envelope", f, n, v->mac);
+    cJSON_Delete(payload);
+    return r;
 }
 
 /* Before each delivery attempt: a proof that does not verify refuses the envelope for good. */
@@ -181,8 +187,11 @@ static bool env_verified(struct wacp *w, struct wacp_env *v)
 {
     struct integrity_field f[11];
     char ts[24];
-    size_t n = mac_fields(v, f, ts);
-    if (integrity_check(&w->key, "envelope", f, n, v->mac))
+    cJSON *payload;
+    size_t n = mac_fields(v, f, ts, &payload);
+    bool ok = integrity_check(&w->key, "envelope", f, n, v->mac);
+    cJSON_Delete(payload);
+    if (ok)
         return true;
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "subject_type", "envelope");
@@ -294,7 +303,7 @@ static struct wacp_env *env_alloc(const char *from, const char *to, const char *
     snprintf(v->from, sizeof(v->from), "%s", from);
     snprintf(v->to, sizeof(v->to), "%s", to);
     v->type = strdup(type);
-    v->payload = payload ? cJSON_Duplicate(payload, true) : cJSON_CreateNull();
+    v->payload = payload ? cJSON_PrintUnformatted(payload) : strdup("null");
     v->priority = "normal";
     v->origin = "agent";
     v->state = ENV_CREATED;
@@ -344,9 +353,9 @@ static void on_delivery_gate(void *data, const struct highway_gate *g, enum high
     if (a == HIGHWAY_APPROVE || a == HIGHWAY_MODIFY) {
         const cJSON *np = cJSON_GetObjectItemCaseSensitive(mods, "payload");
         if (a == HIGHWAY_MODIFY && np) {
-            cJSON *c = cJSON_Duplicate(np, true);
+            char *c = cJSON_PrintUnformatted(np);
             if (c) {
-                cJSON_Delete(v->payload);
+                free(v->payload);
                 v->payload = c;
                 env_seal(w, v); /* the supervisor vouches for the person's change */
             }
@@ -499,6 +508,10 @@ int wacp_envelope_method_send(struct wacp *w, struct wacp_ws *c, const cJSON *p,
     if (plen > w->max_payload)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "the payload is larger than the limit of one envelope%s", "");
+    if (!wacp_core_hold(w, plen))
+        return reject(w, c, id, to, type, "memory_limit", e, WACP_E_LIMIT,
+                      "the run keeps at most %llu bytes of payloads and has no room for this one",
+                      (unsigned long long)w->max_payload_total);
     if (strlen(type) == 0 || strlen(type) > 64)
         return reject(w, c, id, to, type, "invalid_structure", e, -32602,
                       "type must be 1-64 characters%s", "");

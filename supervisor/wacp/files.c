@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -271,7 +273,8 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
 
 static int walk_root(const char *src, const char *dst, struct wacp_manifest *out, struct cerr *err)
 {
-    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* Never through a link: a copy swapped for a symlink is refused, not read. */
+    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0)
         return cerr_set(err, errno, "cannot open the workspace directory %s: %s", src, strerror(errno));
     _cleanup_close_ int dfd = -1;
@@ -306,13 +309,17 @@ static int object_put(const char *objects, const char *hex, const char *data, si
                       struct cerr *err)
 {
     _cleanup_free_ char *path = util_printf("%s/%s", objects, hex);
-    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%s-%d", objects, hex, (int)getpid());
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return cerr_set(err, errno, "getrandom: %s", strerror(errno));
+    _cleanup_free_ char *tmp = util_printf("%s/.tmp-%02x%02x%02x%02x%02x%02x%02x%02x", objects, rnd[0],
+                                           rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (!path || !tmp)
         return cerr_set(err, ENOMEM, "out of memory");
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         return 0;
-    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return cerr_set(err, errno, "cannot write object %s: %s", tmp, strerror(errno));
     int r = util_write_all(fd, data, len);
@@ -349,14 +356,19 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     wacp_files_hash_hex(data, len, hex);
     if ((r = object_put(objects, hex, data, len, err)) < 0)
         return r;
-    return wacp_files_manifest_add(out, rel, hex, len) < 0 ? cerr_set(err, ENOMEM, "out of memory") : 0;
+    if (wacp_files_manifest_add(out, rel, hex, len) < 0)
+        return cerr_set(err, ENOMEM, "out of memory");
+    struct stat st;
+    if (fstat(fdc, &st) == 0)
+        out->v[out->n - 1].mode = (unsigned)(st.st_mode & 07777);
+    return 0;
 }
 
 int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
                         const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                         struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     uint64_t bytes = 0;
@@ -425,7 +437,7 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
 int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     for (size_t i = 0; i < m->n; i++) {
@@ -443,39 +455,50 @@ int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const st
     return 0;
 }
 
-/* Opens the directory holding REL under DFD, creating missing parents; *leaf points into REL. */
-static int open_parent_mk(int dfd, const char *rel, const char **leaf)
+/* ---- integration's writes into a parent's directory, the one
+ * place the model changes files an admin may own (DIR). Everything is checked before the first
+ * byte changes: clean paths no deeper than a workspace may nest, no protected path, no link or
+ * non-directory on the way, every object present and matching its hash. Then each file is
+ * written into an unnamed temporary (O_TMPFILE: nothing to plant at its name, nothing left by a
+ * crash), given its owner and mode, and linked into place: a new file by its own name (never
+ * replacing what appeared meanwhile), an existing one through a fresh random name renamed over
+ * it. Owners and modes follow DIR: an existing file keeps its own; a new file or directory
+ * belongs to DIR's owner, a file's mode is its own bits masked with 0755, a directory's 0755.
+ * Nothing is ever opened that could block (O_NONBLOCK) or that is not a regular file. */
+
+static unsigned depth_of(const char *rel)
 {
-    const char *slash = strrchr(rel, '/');
-    *leaf = slash ? slash + 1 : rel;
-    if (!slash)
-        return fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    _cleanup_free_ char *p = strndup(rel, (size_t)(slash - rel));
-    if (!p)
-        return -ENOMEM;
-    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    if (cur < 0)
-        return -errno;
-    char *save = NULL;
-    for (char *part = strtok_r(p, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-        if (mkdirat(cur, part, 0700) < 0 && errno != EEXIST) {
-            int e = errno;
-            close(cur);
-            return -e;
-        }
-        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int e = errno;
-        close(cur);
-        if (fd < 0)
-            return -e;
-        cur = fd;
+    unsigned d = 0;
+    for (const char *s = rel; *s; s++)
+        d += *s == '/';
+    return d;
+}
+
+int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_files_rules *rules,
+                           struct cerr *err)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const char *rel = m->v[i].path;
+        if (!wacp_files_path_ok(rel))
+            return cerr_set(err, EINVAL, "bad path in a manifest");
+        if (depth_of(rel) > WACP_FILES_MAX_DEPTH)
+            return cerr_set(err, ELOOP,
+                            "'%.200s' lies %u directories deep, deeper than a workspace may "
+                            "nest (%d)",
+                            rel, depth_of(rel), WACP_FILES_MAX_DEPTH);
+        const char *pat = rules ? broker_protected_match(rules->protected_paths, rules->n_protected, rel)
+                                : NULL;
+        if (pat)
+            return cerr_set(err, EPERM,
+                            "'%.200s' is a protected path (policy protected_paths: \"%.100s\"): "
+                            "no agent writes it and no integration carries it",
+                            rel, pat);
     }
-    return cur;
+    return 0;
 }
 
 /* Whether REL can be written under DFD without a link or a non-directory on the way, and
- * without replacing a directory: checked for every file before the first is written, so a
- * refused integration leaves the parent's files as they were. */
+ * without replacing a directory or anything but a regular file. */
 static int check_target(int dfd, const char *rel, struct cerr *err)
 {
     _cleanup_free_ char *p = strdup(rel);
@@ -492,8 +515,11 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
         if (fstatat(cur, part, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return 0; /* missing: made fresh */
         if (!next)
-            return S_ISDIR(st.st_mode) ? cerr_set(err, EISDIR, "%s is a directory in the parent", rel)
-                                       : 0;
+            return S_ISREG(st.st_mode)
+                       ? 0
+                       : cerr_set(err, S_ISDIR(st.st_mode) ? EISDIR : EEXIST,
+                                  "%s is %s in the parent, and integration replaces regular files only",
+                                  rel, S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
         if (!S_ISDIR(st.st_mode))
             return cerr_set(err, ENOTDIR,
                             "%s: a part of the path is a link or a file in the parent, "
@@ -509,57 +535,189 @@ static int check_target(int dfd, const char *rel, struct cerr *err)
     return 0;
 }
 
-int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                     const char *objects, struct cerr *err)
+static bool hex_ok(const char *h)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    size_t n = strlen(h);
+    if (n != WACP_HASH_HEX - 1)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Opens the object of F (a regular file, never through a link, never blocking) and, when OUT >= 0,
+ * copies it there; either way its content must hash to F's hash and have F's size: an object
+ * swapped or cut on disk is refused, never integrated. */
+static int object_pass(int objects_fd, const struct wacp_file *f, int out, struct cerr *err)
+{
+    if (!hex_ok(f->hash))
+        return cerr_set(err, EINVAL, "bad object name in a manifest");
+    _cleanup_close_ int fd = openat(objects_fd, f->hash, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return cerr_set(err, errno, "the object of %s is missing: %s", f->path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return cerr_set(err, EINVAL, "the object of %s is not a regular file", f->path);
+    crypto_generichash_state hs;
+    crypto_generichash_init(&hs, NULL, 0, 32);
+    static __thread char buf[1 << 16];
+    uint64_t total = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return cerr_set(err, errno, "cannot read the object of %s: %s", f->path, strerror(errno));
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (total > WACP_FILES_MAX_FILE)
+            return cerr_set(err, EFBIG, "the object of %s is larger than a file may be", f->path);
+        crypto_generichash_update(&hs, (const unsigned char *)buf, (unsigned long long)n);
+        if (out >= 0) {
+            int r = util_write_all(out, buf, (size_t)n);
+            if (r < 0)
+                return cerr_set(err, -r, "cannot write %s: %s", f->path, strerror(-r));
+        }
+    }
+    unsigned char h[32];
+    char hex[WACP_HASH_HEX];
+    crypto_generichash_final(&hs, h, sizeof(h));
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    if (strcmp(hex, f->hash) || total != f->size)
+        return cerr_set(err, EBADMSG,
+                        "the object of %s does not match its hash (the run directory was changed "
+                        "behind corral): refused",
+                        f->path);
+    return 0;
+}
+
+/* Opens the directory holding REL under DFD, making missing parents (DIR's owner's, 0755). */
+static int open_parent_mk(int dfd, const char *rel, const struct stat *root, const char **leaf)
+{
+    const char *slash = strrchr(rel, '/');
+    *leaf = slash ? slash + 1 : rel;
+    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0 || !slash)
+        return cur < 0 ? -errno : cur;
+    _cleanup_free_ char *p = strndup(rel, (size_t)(slash - rel));
+    if (!p) {
+        close(cur);
+        return -ENOMEM;
+    }
+    char *save = NULL;
+    for (char *part = strtok_r(p, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+        bool made = mkdirat(cur, part, 0755) == 0;
+        if (!made && errno != EEXIST) {
+            int e = errno;
+            close(cur);
+            return -e;
+        }
+        int fd = openat(cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(cur);
+        if (fd < 0)
+            return -e;
+        /* Made by us: DIR's owner's, 0755 whatever the umask. */
+        if (made && (fchown(fd, root->st_uid, root->st_gid) < 0 || fchmod(fd, 0755) < 0)) {
+            e = errno;
+            close(fd);
+            return -e;
+        }
+        cur = fd;
+    }
+    return cur;
+}
+
+static int write_one(int pfd, const char *leaf, const struct wacp_file *f, int objects_fd,
+                     const struct stat *root, struct cerr *err)
+{
+    struct stat old;
+    bool exists = fstatat(pfd, leaf, &old, AT_SYMLINK_NOFOLLOW) == 0;
+    if (exists && !S_ISREG(old.st_mode))
+        return cerr_set(err, EEXIST, "%s is not a regular file in the parent", f->path);
+    mode_t mode = exists ? (old.st_mode & 07777) : ((f->mode ? f->mode : 0644) & 0755);
+    uid_t uid = exists ? old.st_uid : root->st_uid;
+    gid_t gid = exists ? old.st_gid : root->st_gid;
+    _cleanup_close_ int t = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (t < 0)
+        return cerr_set(err, errno, "cannot make a temporary for %s: %s", f->path, strerror(errno));
+    int r = object_pass(objects_fd, f, t, err);
+    if (r < 0)
+        return r;
+    if (fchown(t, uid, gid) < 0 || fchmod(t, mode) < 0)
+        return cerr_set(err, errno, "cannot set the owner and mode of %s: %s", f->path, strerror(errno));
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t);
+    if (!exists) {
+        if (linkat(AT_FDCWD, proc, pfd, leaf, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
+        /* Appeared meanwhile: replaced below like an existing file, if it is a regular one. */
+        if (fstatat(pfd, leaf, &old, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(old.st_mode))
+            return cerr_set(err, EEXIST, "%s appeared in the parent meanwhile, not as a regular file",
+                            f->path);
+    }
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return cerr_set(err, errno, "getrandom: %s", strerror(errno));
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".corral-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    if (linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+        return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
+    if (renameat(pfd, tmp, pfd, leaf) < 0) {
+        int e = errno;
+        unlinkat(pfd, tmp, 0);
+        return cerr_set(err, e, "cannot write %s: %s", f->path, strerror(e));
+    }
+    return 0;
+}
+
+int wacp_files_integrate(const char *dir, const struct wacp_manifest *m,
+                         const struct wacp_manifest *skip, const char *objects,
+                         const struct wacp_files_rules *rules, struct cerr *err)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
-    for (size_t i = 0; i < m->n; i++) {
-        if (!wacp_files_path_ok(m->v[i].path))
-            return cerr_set(err, EINVAL, "bad path in a manifest");
-        int r = wacp_files_manifest_get(skip, m->v[i].path) ? 0 : check_target(dfd, m->v[i].path, err);
-        if (r < 0)
-            return r;
-    }
-    for (size_t i = 0; i < m->n; i++) {
+    _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ofd < 0)
+        return cerr_set(err, errno, "cannot open the objects: %s", strerror(errno));
+    struct stat root;
+    if (fstat(dfd, &root) < 0)
+        return cerr_set(err, errno, "cannot stat %s: %s", dir, strerror(errno));
+    /* Before the first byte changes: paths, targets and objects, all of them. */
+    int r = wacp_files_check_paths(m, rules, err);
+    for (size_t i = 0; i < m->n && r == 0; i++) {
         const struct wacp_file *f = &m->v[i];
-        if (!wacp_files_path_ok(f->path))
-            return cerr_set(err, EINVAL, "bad path in a manifest");
+        if (wacp_files_manifest_get(skip, f->path))
+            continue;
+        r = check_target(dfd, f->path, err);
+        if (r == 0 && f->hash[0])
+            r = object_pass(ofd, f, -1, err);
+    }
+    for (size_t i = 0; i < m->n && r == 0; i++) {
+        const struct wacp_file *f = &m->v[i];
         if (wacp_files_manifest_get(skip, f->path))
             continue;
         const char *leaf;
-        _cleanup_close_ int pfd = open_parent_mk(dfd, f->path, &leaf);
-        if (pfd < 0)
-            return cerr_set(err, -pfd, "cannot open the directory of %s: %s", f->path, strerror(-pfd));
+        int pfd = open_parent_mk(dfd, f->path, &root, &leaf);
+        if (pfd < 0) {
+            r = cerr_set(err, -pfd, "cannot open the directory of %s: %s", f->path, strerror(-pfd));
+            break;
+        }
         if (!f->hash[0]) {
-            if (unlinkat(pfd, leaf, 0) < 0 && errno != ENOENT)
-                return cerr_set(err, errno, "cannot remove %s: %s", f->path, strerror(errno));
-            continue;
+            struct stat st;
+            if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                unlinkat(pfd, leaf, 0) < 0 && errno != ENOENT)
+                r = cerr_set(err, errno, "cannot remove %s: %s", f->path, strerror(errno));
+        } else {
+            r = write_one(pfd, leaf, f, ofd, &root, err);
         }
-        _cleanup_free_ char *obj = util_printf("%s/%s", objects, f->hash);
-        if (!obj)
-            return cerr_set(err, ENOMEM, "out of memory");
-        _cleanup_close_ int ofd = open(obj, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (ofd < 0)
-            return cerr_set(err, errno, "object %s of %s is missing: %s", f->hash, f->path,
-                            strerror(errno));
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = read_fd(ofd, &data, &len, err, f->path);
-        if (r < 0)
-            return r;
-        char tmp[300];
-        snprintf(tmp, sizeof(tmp), ".corral-tmp-%.200s", leaf);
-        _cleanup_close_ int o = openat(pfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                                       0644);
-        if (o < 0)
-            return cerr_set(err, errno, "cannot write %s: %s", f->path, strerror(errno));
-        if ((r = util_write_all(o, data, len)) < 0 || renameat(pfd, tmp, pfd, leaf) < 0) {
-            int e = r < 0 ? -r : errno;
-            unlinkat(pfd, tmp, 0);
-            return cerr_set(err, e, "cannot write %s: %s", f->path, strerror(e));
-        }
+        close(pfd);
     }
-    return 0;
+    return r;
 }

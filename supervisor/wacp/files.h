@@ -25,9 +25,16 @@ int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_path
 /* The paths of M whose copy in DIR differs from their hash in BASE (changed behind the child). */
 int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err);
-/* Applies M (from OBJECTS) to DIR, skipping the paths in SKIP (may be NULL). */
-int wacp_files_apply(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *skip,
-                     const char *objects, struct cerr *err);
+/* The rules integration and checkpoints apply to paths (files.c). */
+#define WACP_FILES_MAX_DEPTH 64 /* directories a workspace may nest (the copy's walk stops there) */
+/* Every path of M clean, no deeper than WACP_FILES_MAX_DEPTH, not protected. */
+int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_files_rules *rules,
+                           struct cerr *err);
+/* Integrates M (objects from OBJECTS, each verified by its hash) into DIR, minus SKIP; checks
+ * everything before the first byte changes (see files.c). */
+int wacp_files_integrate(const char *dir, const struct wacp_manifest *m,
+                         const struct wacp_manifest *skip, const char *objects,
+                         const struct wacp_files_rules *rules, struct cerr *err);
 /* Whether REL is a clean relative path (no "..", no "/" at either end, no empty parts). */
 bool wacp_files_path_ok(const char *rel);
 void wacp_files_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX]);

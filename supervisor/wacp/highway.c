@@ -398,10 +398,13 @@ int highway_esc_open(struct highway *h, const struct highway_esc_req *r, struct 
         int rc = rec(h, r->workspace, "protocol", "capability_denied", d);
         return rc < 0 ? rc : 0;
     }
-    size_t pending = 0;
-    for (size_t i = 0; i < h->n_escs; i++)
+    /* An agent emitting escalations in a loop fills its own share, not the run's one queue. */
+    size_t pending = 0, mine = 0;
+    for (size_t i = 0; i < h->n_escs; i++) {
         pending += h->escs[i]->pending;
-    if (pending >= HIGHWAY_MAX_PENDING)
+        mine += h->escs[i]->pending && !strcmp(h->escs[i]->workspace, r->workspace ? r->workspace : "");
+    }
+    if (pending >= HIGHWAY_MAX_PENDING || mine >= HIGHWAY_MAX_PENDING_PER_WS)
         return -EAGAIN;
     if (!grow((void **)&h->escs, &h->cap_escs, h->n_escs, sizeof(*h->escs)))
         return -ENOMEM;

@@ -16,8 +16,9 @@
 #include <stdint.h>
 
 #define HIGHWAY_ID_LEN 48
-#define HIGHWAY_MAX_PENDING 4096  /* gates or escalations waiting at once: more are refused */
-#define HIGHWAY_KEEP_RESOLVED 256 /* resolved ones kept for `corral gate show` */
+#define HIGHWAY_MAX_PENDING 4096      /* gates or escalations waiting at once: more are refused */
+#define HIGHWAY_MAX_PENDING_PER_WS 16 /* escalations of one workspace waiting at once */
+#define HIGHWAY_KEEP_RESOLVED 256     /* resolved ones kept for `corral gate show` */
 
 /* The six WACP gate types (enum policy_gate order), and corral's own: a tool call under
  * needs_approval (tools are outside WACP; docs/highway.md). */

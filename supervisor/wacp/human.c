@@ -437,6 +437,10 @@ int wacp_human_call(struct wacp *w, const struct policy_user *u, const char *op,
         wacp_core_add_str(*res, "state", u->state ? u->state : "active");
         return 0;
     }
+    /* A deactivated identity is retired (user spec 3.1): it is refused everything, reads too. */
+    if (u->state && !strcmp(u->state, "deactivated"))
+        return refuse(w, u, op, "user_not_active", NULL, e,
+                      "your user is deactivated in this run's policy");
     if (!strcmp(op, "gate.list")) {
         *res = wacp_core_obj();
         cJSON_AddItemToObject(

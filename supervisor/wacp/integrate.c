@@ -61,7 +61,13 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
             wacp_files_manifest_clear(&applied);
             return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
-    if (wacp_files_apply(t->parent->dir, &cp->files, skip, w->objects_dir, &ce) < 0) {
+    /* Write-ahead for real: what says integration started is durable before the first byte of
+     * the parent's files changes, so a crash midway leaves a trail that tells. */
+    if (w->h.commit && w->h.commit(w->h.data) < 0) {
+        wacp_files_manifest_clear(&applied);
+        return wacp_core_trail_err(e);
+    }
+    if (wacp_files_integrate(t->parent->dir, &cp->files, skip, w->objects_dir, &w->rules, &ce) < 0) {
         wacp_files_manifest_clear(&applied);
         if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
             return wacp_core_trail_err(e);

@@ -4,9 +4,11 @@
 #ifndef CORRAL_WACP_INTERNAL_H
 #define CORRAL_WACP_INTERNAL_H
 
+#include "common/rate.h"
 #include "supervisor/wacp/highway.h"
 #include "supervisor/wacp/integrity.h"
 #include "supervisor/wacp/wacp.h"
+#include "tools/broker/protect.h"
 
 #include <stdio.h>
 
@@ -17,6 +19,19 @@
 #define WACP_MAX_RIGHTS 65536          /* per run */
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3            /* protocol constant: 4 attempts in all */
+
+enum wacp_rate {
+    WACP_RATE_NONE = 0,
+    WACP_RATE_SIGNALS,
+    WACP_RATE_ENVELOPES,
+    WACP_RATE_CHECKPOINTS,
+    WACP_RATE_N
+};
+
+struct wacp_files_rules {
+    const char *const *protected_paths; /* globs (tools/broker/protect.h) */
+    size_t n_protected;
+};
 
 enum ws_state {
     WS_IDLE = 0,
@@ -41,6 +56,7 @@ struct wacp_file {
     char *path;
     char hash[WACP_HASH_HEX];
     uint64_t size;
+    unsigned mode; /* permission bits in the workspace's copy (0: unknown) */
 };
 struct wacp_manifest {
     struct wacp_file *v;
@@ -52,7 +68,7 @@ struct wacp_checkpoint {
     char ws[WACP_ID_LEN];
     char *type, *intent, *status, *confidence;
     char parent[WACP_ID_LEN]; /* "" for the first */
-    cJSON *payload;           /* may be NULL */
+    char *payload;            /* as JSON text (parsed only when shown); NULL: none */
     struct wacp_manifest files;
     char payload_hash[WACP_HASH_HEX];
     uint64_t timestamp_ms;
@@ -83,6 +99,8 @@ struct wacp_ws {
     size_t queued;                  /* of those, not yet notified (it was frozen) */
     char (*grants)[WACP_ID_LEN];    /* workspaces it was granted to read (add-only: PROTOCOL 6.8) */
     size_t n_grants;
+    struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
+    uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
 };
 
@@ -95,8 +113,8 @@ struct wacp_env {
     char in_reply_to[WACP_ID_LEN];
     const char *priority; /* static string */
     const char *origin;   /* "agent" or "human" */
-    cJSON *payload;
-    cJSON *rights; /* the transferred rights, as the receiver sees them */
+    char *payload;        /* as JSON text: a parsed tree costs ~40x its bytes for a run */
+    cJSON *rights;        /* the transferred rights, as the receiver sees them */
     enum env_state state;
     bool sent; /* notified at least once */
     bool undeliverable;
@@ -152,7 +170,9 @@ struct wacp {
     struct wacp_tree_hooks tree_hooks;
     char *run_dir, *root_dir, *root_owner, *objects_dir;
     uint64_t redelivery_base_ms, max_workspaces, max_envelopes, max_payload;
+    uint64_t max_payload_total, payload_total; /* the run's memory ceiling on kept payloads */
     struct policy_session session;
+    struct wacp_files_rules rules; /* protected paths (the policy's, else the default list) */
 
     struct wacp_ws **ws;
     size_t n_ws, cap_ws;

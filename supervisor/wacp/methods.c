@@ -26,10 +26,22 @@
 /* Parameter shapes are tools/params tables (the one checker of tool arguments and WACP
  * parameters), read strictly: null is a value, a key given twice is refused, strings are capped. */
 #define WACP_STR_MAX 4096
-#define STR(n, req) {n, TOOL_PARAM_STRING, req, NULL, NULL, 0, WACP_STR_MAX}
-#define STR_NULL(n, req) {n, TOOL_PARAM_STRING_NULL, req, NULL, NULL, 0, WACP_STR_MAX}
-#define PARAM(n, type, req) {n, type, req, NULL, NULL, 0, 0}
-#define END {NULL, 0, false, NULL, NULL, 0, 0}
+#define STR(n, req)                                            \
+    {                                                          \
+        n, TOOL_PARAM_STRING, req, NULL, NULL, 0, WACP_STR_MAX \
+    }
+#define STR_NULL(n, req)                                            \
+    {                                                               \
+        n, TOOL_PARAM_STRING_NULL, req, NULL, NULL, 0, WACP_STR_MAX \
+    }
+#define PARAM(n, type, req)            \
+    {                                  \
+        n, type, req, NULL, NULL, 0, 0 \
+    }
+#define END                              \
+    {                                    \
+        NULL, 0, false, NULL, NULL, 0, 0 \
+    }
 typedef int (*wacp_handler)(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                             struct wacp_err *e);
 struct method {
@@ -37,49 +49,59 @@ struct method {
     wacp_handler fn;
     unsigned states;                 /* caller states it is allowed in */
     const struct tool_param *params; /* NULL-name terminated */
-    int gate;                        /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
+    int gate;            /* 1 + the highway gate that may hold it (enum policy_gate); 0 none */
+    enum wacp_rate rate; /* the workspace's bucket it draws on (WACP_RATE_NONE: none) */
 };
 
 static const struct tool_param p_none[] = {END};
-static const struct tool_param p_emit[] = {
-    STR("type", true), STR("reason", false), STR("ref", false), END};
+static const struct tool_param p_emit[] = {STR("type", true), STR("reason", false), STR("ref", false),
+                                           END};
 static const struct tool_param p_send[] = {STR("to", true),
-                                      STR("type", true),
-                                      PARAM("payload", TOOL_PARAM_ANY, true),
-                                      STR_NULL("in_reply_to", false),
-                                      STR("priority", false),
-                                      PARAM("rights", TOOL_PARAM_ARRAY, false),
-                                      END};
+                                           STR("type", true),
+                                           PARAM("payload", TOOL_PARAM_ANY, true),
+                                           STR_NULL("in_reply_to", false),
+                                           STR("priority", false),
+                                           PARAM("rights", TOOL_PARAM_ARRAY, false),
+                                           END};
 static const struct tool_param p_ack[] = {STR("envelope_id", true), END};
-static const struct tool_param p_create[] = {
-    STR("agent", true),      PARAM("directive", TOOL_PARAM_ANY, true), PARAM("context", TOOL_PARAM_ANY, false),
-    STR("task", false),      STR("owner", false),    PARAM("budgets", TOOL_PARAM_OBJECT, false),
-    PARAM("delegate", TOOL_PARAM_BOOL, false), PARAM("timeout", TOOL_PARAM_NUMBER, false),
-    PARAM("visibility", TOOL_PARAM_ARRAY, false), END};
+static const struct tool_param p_create[] = {STR("agent", true),
+                                             PARAM("directive", TOOL_PARAM_ANY, true),
+                                             PARAM("context", TOOL_PARAM_ANY, false),
+                                             STR("task", false),
+                                             STR("owner", false),
+                                             PARAM("budgets", TOOL_PARAM_OBJECT, false),
+                                             PARAM("delegate", TOOL_PARAM_BOOL, false),
+                                             PARAM("timeout", TOOL_PARAM_NUMBER, false),
+                                             PARAM("visibility", TOOL_PARAM_ARRAY, false),
+                                             END};
 static const struct tool_param p_vis[] = {STR("workspace", true), STR("target", true), END};
 static const struct tool_param p_ws_reason[] = {STR("workspace", true), STR("reason", false), END};
 static const struct tool_param p_ws[] = {STR("workspace", true), END};
 static const struct tool_param p_transfer[] = {STR("workspace", true), STR("owner", true), END};
-static const struct tool_param p_grant[] = {
-    STR("holder", true), STR("target", true), STR("kind", true), END};
+static const struct tool_param p_grant[] = {STR("holder", true), STR("target", true), STR("kind", true),
+                                            END};
 static const struct tool_param p_revoke[] = {STR("right_id", true), STR("reason", false), END};
-static const struct tool_param p_cp[] = {STR("type", true),         STR("intent", true),
-                                    STR("status", true),       STR("confidence", true),
-                                    STR_NULL("parent", false), PARAM("files", TOOL_PARAM_ARRAY, false),
-                                    PARAM("payload", TOOL_PARAM_ANY, false),     END};
+static const struct tool_param p_cp[] = {STR("type", true),
+                                         STR("intent", true),
+                                         STR("status", true),
+                                         STR("confidence", true),
+                                         STR_NULL("parent", false),
+                                         PARAM("files", TOOL_PARAM_ARRAY, false),
+                                         PARAM("payload", TOOL_PARAM_ANY, false),
+                                         END};
 static const struct tool_param p_cp_list[] = {STR("workspace", false), END};
-static const struct tool_param p_task[] = {STR("name", false),       STR("description", false),
-                                      PARAM("depends_on", TOOL_PARAM_ARRAY, false), STR("parent_task", false),
-                                      PARAM("tasks", TOOL_PARAM_ARRAY, false),      END};
+static const struct tool_param p_task[] = {STR("name", false),
+                                           STR("description", false),
+                                           PARAM("depends_on", TOOL_PARAM_ARRAY, false),
+                                           STR("parent_task", false),
+                                           PARAM("tasks", TOOL_PARAM_ARRAY, false),
+                                           END};
 static const struct tool_param p_assign[] = {STR("task", true), STR("workspace", true), END};
 static const struct tool_param p_task_id[] = {STR("task", true), END};
-static const struct tool_param p_integrate[] = {STR("workspace", true),
-                                           STR("decision", true),
-                                           STR("strategy", false),
-                                           STR("checkpoint", false),
-                                           END};
-static const struct tool_param p_resolve[] = {
-    STR("workspace", true), STR("resolution", true), STR("prefer", false), END};
+static const struct tool_param p_integrate[] = {STR("workspace", true), STR("decision", true),
+                                                STR("strategy", false), STR("checkpoint", false), END};
+static const struct tool_param p_resolve[] = {STR("workspace", true), STR("resolution", true),
+                                              STR("prefer", false), END};
 
 #define ANY_LIVE WS_LIVE_MASK
 #define WORKING WS_WORKING_MASK
@@ -90,37 +112,37 @@ static const struct tool_param p_resolve[] = {
  * only. */
 static const struct method methods[] = {
     {"wacp/checkpoint.create", wacp_checkpoint_method_create, WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED),
-     p_cp, 0},
-    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, 0},
+     p_cp, 0, WACP_RATE_CHECKPOINTS},
+    {"wacp/checkpoint.list", wacp_checkpoint_method_list, ANY_LIVE, p_cp_list, 0, WACP_RATE_NONE},
     {"wacp/conflict.resolve", wacp_integrate_method_resolve, WORKING, p_resolve,
-     1 + POLICY_GATE_CONFLICT_RESOLUTION},
+     1 + POLICY_GATE_CONFLICT_RESOLUTION, WACP_RATE_NONE},
     {"wacp/envelope.ack", wacp_envelope_method_ack,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, 0},
-    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, 0},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_ack, 0, WACP_RATE_NONE},
+    {"wacp/envelope.send", wacp_envelope_method_send, WORKING, p_send, 0, WACP_RATE_ENVELOPES},
     {"wacp/integrate", wacp_integrate_method_integrate, WORKING, p_integrate,
-     1 + POLICY_GATE_INTEGRATION},
-    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, 0},
-    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, 0},
-    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, 0},
+     1 + POLICY_GATE_INTEGRATION, WACP_RATE_NONE},
+    {"wacp/rights.grant", wacp_envelope_method_rights_grant, WORKING, p_grant, 0, WACP_RATE_NONE},
+    {"wacp/rights.list", wacp_envelope_method_rights_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/rights.revoke", wacp_envelope_method_rights_revoke, WORKING, p_revoke, 0, WACP_RATE_NONE},
     {"wacp/signal.emit", wacp_signal_method_emit,
-     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, 0},
-    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, 0},
-    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, 0},
-    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, 0},
-    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, 0},
+     WORKING | WS_BIT(WS_INTEGRATING) | WS_BIT(WS_CONFLICTED), p_emit, 0, WACP_RATE_SIGNALS},
+    {"wacp/task.assign", wacp_task_method_assign, WORKING, p_assign, 0, WACP_RATE_NONE},
+    {"wacp/task.cancel", wacp_task_method_cancel, WORKING, p_task_id, 0, WACP_RATE_NONE},
+    {"wacp/task.create", wacp_task_method_create, WORKING, p_task, 0, WACP_RATE_NONE},
+    {"wacp/task.list", wacp_task_method_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
     /* Reading the committed trail changes nothing: any state. Its parameters predate the
      * table and keep their own checks and messages (params NULL: the handler checks). */
-    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, 0},
-    {"wacp/visibility.grant", wacp_visibility_method_grant, WORKING, p_vis, 0},
+    {"wacp/trail.query", wacp_trail_query_method, ANY_STATE, NULL, 0, WACP_RATE_NONE},
+    {"wacp/visibility.grant", wacp_visibility_method_grant, WORKING, p_vis, 0, WACP_RATE_NONE},
     {"wacp/workspace.abort", wacp_workspace_method_abort, WORKING, p_ws_reason,
-     1 + POLICY_GATE_WORKSPACE_ABORT},
+     1 + POLICY_GATE_WORKSPACE_ABORT, WACP_RATE_NONE},
     {"wacp/workspace.create", wacp_workspace_method_create, WORKING, p_create,
-     1 + POLICY_GATE_WORKSPACE_CREATE},
-    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, 0},
-    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, 0},
-    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, 0},
-    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, 0},
-    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, 0},
+     1 + POLICY_GATE_WORKSPACE_CREATE, WACP_RATE_NONE},
+    {"wacp/workspace.list", wacp_workspace_method_list, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/workspace.resume", wacp_workspace_method_resume, WORKING, p_ws, 0, WACP_RATE_NONE},
+    {"wacp/workspace.self", wacp_workspace_method_self, ANY_LIVE, p_none, 0, WACP_RATE_NONE},
+    {"wacp/workspace.suspend", wacp_workspace_method_suspend, WORKING, p_ws, 0, WACP_RATE_NONE},
+    {"wacp/workspace.transfer", wacp_workspace_method_transfer, WORKING, p_transfer, 0, WACP_RATE_NONE},
 };
 
 static int method_cmp(const void *k, const void *m)
@@ -165,12 +187,48 @@ static int check_params(const struct method *m, const cJSON *p, struct wacp_err 
         return wacp_core_fail(e, -32602, "invalid_params", "%s: parameter '%s' given twice", m->name,
                               bad.key);
     case TOOL_PARAM_REQUIRED:
-        return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name, bad.param->name,
-                              ptype_name(bad.param->type));
+        return wacp_core_fail(e, -32602, "invalid_params", "%s needs '%s' (%s)", m->name,
+                              bad.param->name, ptype_name(bad.param->type));
     default:
-        return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name, bad.param->name,
-                              ptype_name(bad.param->type));
+        return wacp_core_fail(e, -32602, "invalid_params", "%s: '%s' must be %s", m->name,
+                              bad.param->name, ptype_name(bad.param->type));
     }
+}
+
+static uint32_t rate_of(const struct wacp *w, enum wacp_rate r)
+{
+    switch (r) {
+    case WACP_RATE_SIGNALS: return w->session.rates.signals;
+    case WACP_RATE_ENVELOPES: return w->session.rates.envelopes;
+    case WACP_RATE_CHECKPOINTS: return w->session.rates.checkpoints;
+    default: return 0;
+    }
+}
+
+/* A request past its bucket is refused before it costs anything: no entry of its own, only one
+ * `denial` a second per workspace (with the count refused since the last), so a flood cannot
+ * grow the trail. */
+static int rate_limited(struct wacp *w, struct wacp_ws *c, const struct method *m)
+{
+    uint32_t per = rate_of(w, m->rate);
+    uint32_t burst = per * 5 > 10 ? per * 5 : 10;
+    uint64_t now = wacp_core_now_ms();
+    if (rate_take(&c->rates[m->rate], per, burst, now))
+        return 0;
+    c->rate_refused++;
+    if (!c->rate_noted_ms || now - c->rate_noted_ms >= 1000) {
+        c->rate_noted_ms = now;
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "kind", "rate_limit");
+        wacp_core_add_str(b, "method", m->name);
+        cJSON_AddNumberToObject(b, "limit_per_second", per);
+        cJSON_AddNumberToObject(b, "refused", (double)c->rate_refused);
+        wacp_core_rec(w, c->id, "protocol", "denial", b);
+        cJSON_Delete(b);
+        c->rate_refused = 0;
+        w->sum.denials++;
+    }
+    return -1;
 }
 
 int wacp_call(struct wacp *w, const char *caller, const char *method, const cJSON *params,
@@ -200,6 +258,11 @@ int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const 
         return wacp_core_deny(w, c, m->name, e, WACP_E_STATE, "invalid_state",
                               "%s is not allowed while your workspace is %s", m->name,
                               wacp_tree_state_name(c->state));
+    if (m->rate != WACP_RATE_NONE && rate_limited(w, c, m) < 0)
+        return wacp_core_fail(
+            e, WACP_E_LIMIT, "rate_limited",
+            "%s: more than %u a second from this workspace (policy rate_limits); slow down", m->name,
+            rate_of(w, m->rate));
     if (!m->params) /* the handler checks its own parameters, as given */
         return m->fn(w, c, params, result, e);
     static const cJSON empty = {.type = cJSON_Object};
@@ -248,7 +311,15 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     w->max_workspaces = o->max_workspaces ? o->max_workspaces : 256;
     w->max_envelopes = o->max_envelopes ? o->max_envelopes : 1024;
     w->max_payload = o->max_payload ? o->max_payload : (1u << 20);
+    w->max_payload_total = o->max_payload_total ? o->max_payload_total : (256u << 20);
     policy_session_get(o->policy, &w->session);
+    w->rules.protected_paths = w->session.protected_paths ? w->session.protected_paths
+                                                          : broker_protected_default;
+    if (w->session.protected_paths)
+        w->rules.n_protected = w->session.n_protected_paths;
+    else
+        while (broker_protected_default[w->rules.n_protected])
+            w->rules.n_protected++;
     w->run_dir = strdup(o->run_dir);
     w->root_dir = strdup(o->root_dir);
     w->root_owner = strdup(o->root_owner && o->root_owner[0] ? o->root_owner : "root");

@@ -64,6 +64,9 @@ struct wacp_hooks {
      * RESULT (taken) on success, else E. May be NULL: gated requests are then refused. */
     void (*reply)(void *data, const char *ws, uint64_t call_ref, cJSON *result,
                   const struct wacp_err *e);
+    /* Commits what is staged now (before an effect the trail must already hold, as the first
+     * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
+    int (*commit)(void *data);
 };
 
 struct wacp_opts {
@@ -75,6 +78,7 @@ struct wacp_opts {
     uint64_t max_workspaces;     /* per run (default 256): a flood of creations is refused */
     uint64_t max_envelopes;      /* undelivered per inbox (default 1024) */
     uint64_t max_payload;        /* bytes of one envelope or checkpoint payload (default 1 MiB) */
+    uint64_t max_payload_total;  /* payload bytes the run keeps in all (default 256 MiB) */
 };
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err);

@@ -117,6 +117,13 @@ run_capture o e r setpriv --reuid=4321 --regid=4321 --clear-groups "$CORRAL" ps 
 expect_status "A: an unmapped uid does not see the tree either (corral ps)" 1 "$r" "$o" "$e"
 run_capture o e r setpriv --reuid=65534 --regid=65534 --clear-groups "$CORRAL" ps --control "$sock"
 expect_match "A: a mapped user does" 'coordinator' "$o"
+# A deactivated user's identity is retired (user spec 3.1): it reads nothing of the run either.
+run_capture o e r setpriv --reuid=65533 --regid=65533 --clear-groups "$CORRAL" gate show "$tg" --control "$sock"
+expect_status "A: a deactivated user cannot read a gate's subject" 1 "$r" "$o" "$e"
+expect_nomatch "A: ... nor its arguments" 'approved.txt' "$o"
+run_capture o e r setpriv --reuid=65533 --regid=65533 --clear-groups "$CORRAL" ps --control "$sock"
+expect_status "A: ... nor the tree (corral ps)" 1 "$r" "$o" "$e"
+expect_match "A: ... as a deactivated user" 'deactivated' "$e"
 run_capture o e r setpriv --reuid=65534 --regid=65534 --clear-groups "$CORRAL" gate approve "$tg" --control "$sock"
 expect_status "A: a user approving a gate type it may not is refused" 1 "$r" "$o" "$e"
 expect_match "A: ... by the users map" 'not_permitted' "$e"

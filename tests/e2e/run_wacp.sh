@@ -33,7 +33,10 @@ import json, sys
 out, script, steps = sys.argv[1], sys.argv[2], sys.argv[3:]
 worker = {"authority": {"write": True, "commands": False},
           "budgets": {"memory": "256M", "pids": 32, "wall_time": "2m"}}
+# No rate limits here: these floods test the permission checks behind them, one by one
+# (tests/e2e/security_flood.sh tests the limits).
 json.dump({"version": 1, "highway": {"preset": "autonomous", "gates": {"task_approval": False}},
+           "rate_limits": {"signals": 0, "envelopes": 0, "checkpoints": 0, "tool_calls": 0},
            "roles": {"coordinator": {"budgets": {"wall_time": "2m"}}, "worker": worker},
            "agents": {"coord": {"binary": script, "args": steps, "role": "coordinator"},
                       "w": {"binary": script, "args": ["@directive"], "role": "worker"},

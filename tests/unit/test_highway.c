@@ -313,6 +313,31 @@ static void test_escalations(void **state)
     assert_int_equal(f->esc_calls, 3);
 }
 
+/* One workspace that emits escalations in a loop holds at most HIGHWAY_MAX_PENDING_PER_WS of
+ * them waiting: the run's one queue keeps room for the other workspaces' escalations. */
+static void test_escalation_flood(void **state)
+{
+    struct fx *f = *state;
+    char id[32];
+    size_t opened = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(id, sizeof(id), "sig-%d", i);
+        struct highway_esc_req r = {.signal_id = id,
+                                    .workspace = "ws-flood",
+                                    .reason = "again",
+                                    .owner = "alice",
+                                    .owner_state = "active",
+                                    .fn = on_esc,
+                                    .fn_data = f};
+        struct highway_escalation *x = NULL;
+        int rc = highway_esc_open(f->h, &r, &x);
+        assert_true(rc == 1 || rc == -EAGAIN);
+        opened += rc == 1;
+    }
+    assert_int_equal(opened, HIGHWAY_MAX_PENDING_PER_WS);
+    assert_non_null(open_esc(f, "sig-other", "active", 0, POLICY_FALLBACK_REJECT));
+}
+
 /* The MAC: any field changed, the sender changed, or another key: it fails. */
 static void test_mac(void **state)
 {
@@ -352,6 +377,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalidation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escalations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_escalation_flood, setup, teardown),
         cmocka_unit_test(test_mac),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

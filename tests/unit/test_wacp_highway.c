@@ -77,7 +77,8 @@ static void test_envelope_altered_refused(void **state)
         fail_msg("the envelope is not in the model");
     assert_true(v->mac[63] != 0 && v->mac[64] == 0);
     /* Delivered once and sealed; now the stored payload is altered and redelivery is due. */
-    cJSON_ReplaceItemInObject(v->payload, "text", cJSON_CreateString("forged"));
+    free(v->payload); /* kept as JSON text */
+    v->payload = strdup("{\"text\":\"forged\"}");
     size_t before = fx_notes_count(f, a, "wacp/envelope");
     wacp_tick(f->w, wacp_core_now_ms() + 60000);
     assert_int_equal(fx_notes_count(f, a, "wacp/envelope"), before);

@@ -2,7 +2,9 @@
  * short, padded, with a count it cannot hold, a string without its NUL or with one inside, or
  * a bind fd it did not bring is refused with a message; and sandboxes started through a real
  * zygote from several threads at once run, are this process's own children (waitable, as with
- * a direct clone), hold none of this process's fds, and see a workspace passed by fd. */
+ * a direct clone), hold none of this process's fds, and see a workspace passed by fd. The
+ * egress listener spec of a "proxy" sandbox round-trips, a malformed one is refused, and a
+ * proxy sandbox is cloned by the zygote too, its listeners handed up. */
 #include "sandbox/zygote.h"
 
 #include <fcntl.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +123,151 @@ static void malformed_bodies_refused(void **state)
     assert_true(zygote_decode(bad, len, got, 1, &d, &e) < 0);
     free(bad);
     free(buf);
+}
+
+static const struct sandbox_egress sample_egress = {
+    .http_port = 3128, .socks_port = 1080, .dns = true, .capture = {80, 443}, .n_capture = 2};
+
+static unsigned char *encode_proxy(size_t *len, const struct sandbox_egress *g)
+{
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    p.net = SANDBOX_NET_PROXY;
+    p.egress = g;
+    char *const argv[] = {"true", NULL};
+    unsigned char *buf = NULL;
+    size_t nb;
+    struct cerr e;
+    assert_int_equal(zygote_encode(&p, "/bin/true", argv, &buf, len, NULL, &nb, &e), 0);
+    return buf;
+}
+
+static void egress_spec_round_trips(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *buf = encode_proxy(&len, &sample_egress);
+    struct zygote_decoded d;
+    struct cerr e;
+    assert_int_equal(zygote_decode(buf, len, NULL, 0, &d, &e), 0);
+    assert_int_equal(d.p.net, SANDBOX_NET_PROXY);
+    assert_ptr_equal(d.p.egress, &d.egress);
+    assert_int_equal(d.egress.http_port, 3128);
+    assert_int_equal(d.egress.socks_port, 1080);
+    assert_true(d.egress.dns);
+    assert_int_equal(d.egress.n_capture, 2);
+    assert_int_equal(d.egress.capture[0], 80);
+    assert_int_equal(d.egress.capture[1], 443);
+    zygote_decoded_free(&d);
+    free(buf);
+    /* A spec on a profile that is not "proxy" is not sent (spawn.c ignores it there). */
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    p.net = SANDBOX_NET_LOOPBACK;
+    p.egress = &sample_egress;
+    size_t nb;
+    assert_int_equal(zygote_encode(&p, "/bin/true", NULL, &buf, &len, NULL, &nb, &e), 0);
+    assert_int_equal(zygote_decode(buf, len, NULL, 0, &d, &e), 0);
+    assert_null(d.p.egress);
+    zygote_decoded_free(&d);
+    free(buf);
+}
+
+/* The spec is the body's last 16 + 4 * n_capture bytes: http, socks, dns, n, the ports. */
+static void set_u32(unsigned char *b, size_t off, uint32_t v)
+{
+    memcpy(b + off, &v, 4);
+}
+
+static void malformed_egress_refused(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *buf = encode_proxy(&len, &sample_egress);
+    struct zygote_decoded d;
+    struct cerr e;
+    for (size_t cut = 0; cut < len; cut++)
+        assert_true(zygote_decode(buf, cut, NULL, 0, &d, &e) < 0);
+    unsigned char *bad = malloc(len + 4);
+    size_t g = len - 24;
+    struct {
+        size_t off;
+        uint32_t v;
+        const char *why;
+    } cases[] = {
+        {0, SANDBOX_NET_LOOPBACK, "egress listeners come with"}, /* a spec without "proxy" */
+        {4, 1u << 0, "egress listeners come with"},              /* "proxy" without a spec */
+        {0, SANDBOX_NET_PROXY + 1, "unknown network mode"},
+        {g, 70000, "egress"}, /* a port past 16 bits */
+        {g + 4, 0x10000, "egress"},
+        {g + 8, 2, "egress"},  /* dns neither 0 nor 1 */
+        {g + 12, 3, "egress"}, /* a capture count the body cannot hold */
+        {g + 12, 0xffffffffu, "egress"},
+        {g + 12, SANDBOX_EGRESS_MAX_CAPTURE + 1, "egress"},
+        {g + 16, 0, "egress"}, /* capture port 0 */
+        {g + 20, 65536, "egress"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        memcpy(bad, buf, len);
+        set_u32(bad, cases[i].off, cases[i].v);
+        e.msg[0] = '\0';
+        assert_true(zygote_decode(bad, len, NULL, 0, &d, &e) < 0);
+        if (!strstr(e.msg, cases[i].why))
+            fail_msg("case %zu: %s", i, e.msg);
+    }
+    /* A spec that asks for no listener at all. */
+    memcpy(bad, buf, len);
+    set_u32(bad, g, 0);
+    set_u32(bad, g + 4, 0);
+    set_u32(bad, g + 8, 0);
+    set_u32(bad, g + 12, 0);
+    assert_true(zygote_decode(bad, len - 8, NULL, 0, &d, &e) < 0);
+    /* Bytes after the spec. */
+    memcpy(bad, buf, len);
+    set_u32(bad, len, 0);
+    assert_true(zygote_decode(bad, len + 4, NULL, 0, &d, &e) < 0);
+    free(bad);
+    free(buf);
+}
+
+/* A "proxy" sandbox is cloned by the zygote like any other (no second spawn path in the
+ * threaded supervisor), and its init's listeners still reach us. */
+static void proxy_sandbox_cloned_by_the_zygote(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    static const struct sandbox_egress g = {
+        .http_port = 3128, .socks_port = 1080, .capture = {8080}, .n_capture = 1};
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    p.net = SANDBOX_NET_PROXY;
+    p.egress = &g;
+    char *const argv[] = {"true", NULL};
+    unsigned long before = zygote_proxy_clone_count();
+    struct sandbox_child *c = NULL;
+    struct cerr e = {0};
+    if (sandbox_spawn(&p, "/bin/true", argv, NULL, &c, &e) < 0)
+        fail_msg("spawn: %s", e.msg);
+    assert_int_equal(zygote_proxy_clone_count(), before + 1);
+    int fds[3];
+    assert_int_equal(sandbox_child_take_egress_fds(c, fds, 3), 0);
+    static const uint16_t want[] = {3128, 1080, 8080};
+    for (int i = 0; i < 3; i++) {
+        int on = 0;
+        socklen_t ol = sizeof(on);
+        struct sockaddr_in a;
+        socklen_t al = sizeof(a);
+        assert_int_equal(getsockopt(fds[i], SOL_SOCKET, SO_ACCEPTCONN, &on, &ol), 0);
+        assert_int_equal(on, 1);
+        assert_int_equal(getsockname(fds[i], (struct sockaddr *)&a, &al), 0);
+        assert_int_equal(ntohs(a.sin_port), want[i]);
+        close(fds[i]);
+    }
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(c, &r, &e), 0);
+    assert_true(r.exited && r.exit_code == 0);
+    sandbox_child_free(c);
 }
 
 struct run {
@@ -339,6 +488,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(body_round_trips),
         cmocka_unit_test(malformed_bodies_refused),
+        cmocka_unit_test(egress_spec_round_trips),
+        cmocka_unit_test(malformed_egress_refused),
+        cmocka_unit_test(proxy_sandbox_cloned_by_the_zygote),
         cmocka_unit_test(spawns_from_threads_through_the_zygote),
         cmocka_unit_test(prepared_sandboxes_match_their_profile),
     };

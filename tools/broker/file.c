@@ -2,6 +2,8 @@
  * workspace root fd. Reads refuse binary files and files with other hard links; writes go to a
  * temp file beside the target and are renamed over it, so readers see all or nothing. */
 #include "tools/broker/broker.h"
+#include "tools/broker/protect.h"
+#include "tools/broker/storage.h"
 #include "tools/broker/glob.h"
 
 #include <dirent.h>
@@ -237,13 +239,71 @@ struct target {
     struct stat st;
 };
 
+/* A write to REL is refused when REL, or where it really lands (DIRFD >= 0: its parent as the
+ * kernel resolved it, so a symlink to `.git` inside the workspace is no way around), is a
+ * protected path. */
+static int check_protected(const struct tool_ctx *ctx, const char *rel, int dirfd, const char *leaf,
+                           const char *field, struct broker_err *e)
+{
+    if (!ctx->n_protected)
+        return 0;
+    const char *pat = broker_protected_match(ctx->protected_paths, ctx->n_protected, rel);
+    _cleanup_free_ char *real = NULL;
+    if (!pat && dirfd >= 0) {
+        _cleanup_free_ char *dir = broker_resolved_rel(ctx->root_fd, dirfd);
+        real = dir && *dir ? util_printf("%s/%s", dir, leaf) : dir ? strdup(leaf) : NULL;
+        if (!real)
+            return broker_fail(e, BROKER_E_DENIED, field,
+                               "/%s: where it lands cannot be told, so it is not written", rel);
+        pat = broker_protected_match(ctx->protected_paths, ctx->n_protected, real);
+    }
+    if (pat)
+        return broker_fail(
+            e, BROKER_E_DENIED, field,
+            "/%s is a protected path (policy protected_paths: \"%s\"): git or another tool "
+            "would run what is written there, so agents never write it",
+            real ? real : rel, pat);
+    return 0;
+}
+
+/* The workspace's storage budget: what it holds now, less the file replaced, plus NEW_LEN. */
+static int check_storage(const struct tool_ctx *ctx, const struct target *t, const char *rel,
+                         uint64_t new_len, struct broker_err *e)
+{
+    if (!ctx->storage_bytes)
+        return 0;
+    uint64_t used = 0;
+    int r = broker_storage_used(ctx->root_fd, &used);
+    if (r < 0 && r != -EFBIG)
+        return broker_fail(e, BROKER_E_IO, "content", "cannot measure the workspace: %s", strerror(-r));
+    uint64_t old = t->exists ? (uint64_t)t->st.st_size : 0;
+    uint64_t after = (used > old ? used - old : 0) + new_len;
+    if (r == -EFBIG)
+        return broker_fail(
+            e, BROKER_E_TOO_LARGE, "content",
+            "the workspace holds more entries or deeper directories than its storage budget "
+            "can measure; remove some before writing /%s",
+            rel);
+    if (after > ctx->storage_bytes)
+        return broker_fail(
+            e, BROKER_E_TOO_LARGE, "content",
+            "writing /%s would make the workspace hold %ju bytes, over its storage budget of "
+            "%ju bytes (storage_bytes)",
+            rel, (uintmax_t)after, (uintmax_t)ctx->storage_bytes);
+    return 0;
+}
+
 /* Opens the parent of rel and looks at the leaf without following it: a write never goes
  * through a symlink (the rename would replace the link, or the link could lead out). */
 static int target_open(const struct tool_ctx *ctx, const char *rel, bool mkdirs, const char *field,
                        struct target *t, struct broker_err *e)
 {
+    if (check_protected(ctx, rel, -1, NULL, field, e) < 0)
+        return -1;
     t->dirfd = broker_open_parent(ctx, rel, mkdirs, field, &t->leaf, e);
     if (t->dirfd < 0)
+        return -1;
+    if (check_protected(ctx, rel, t->dirfd, t->leaf, field, e) < 0)
         return -1;
     if (fstatat(t->dirfd, t->leaf, &t->st, AT_SYMLINK_NOFOLLOW) == 0) {
         t->exists = true;
@@ -375,6 +435,8 @@ int broker_write(const struct tool_ctx *ctx, const char *path, const char *data,
                             "appending %zu bytes would make /%s %zu bytes, over the limit of %ju", len,
                             rel, old_len + len, (uintmax_t)max);
     }
+    if (r == 0)
+        r = check_storage(ctx, &t, rel, (uint64_t)old_len + len, e);
     if (r == 0) {
         const char *parts[2] = {old ? old : "", data};
         size_t lens[2] = {old_len, len};
@@ -565,6 +627,8 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
     /* All in memory first: a failing operation leaves the file untouched. */
     for (size_t i = 0; r == 0 && i < n_ops; i++)
         r = apply_edit(&txt, &ops[i], i, max, e);
+    if (r == 0)
+        r = check_storage(ctx, &t, rel, txt.len, e);
     if (r == 0) {
         const char *parts[1] = {txt.s};
         size_t lens[1] = {txt.len};
@@ -593,8 +657,10 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory, 
     if (!*rel)
         return broker_fail(e, BROKER_E_DENIED, field, "the workspace root cannot be removed");
     const char *leaf;
+    if (check_protected(ctx, rel, -1, NULL, field, e) < 0)
+        return -1;
     _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, false, field, &leaf, e);
-    if (dirfd < 0)
+    if (dirfd < 0 || check_protected(ctx, rel, dirfd, leaf, field, e) < 0)
         return -1;
     struct stat st;
     if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -628,8 +694,10 @@ int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, str
     if (!*rel)
         return broker_fail(e, BROKER_E_EXISTS, field, "the workspace root already exists");
     const char *leaf;
+    if (check_protected(ctx, rel, -1, NULL, field, e) < 0)
+        return -1;
     _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, parents, field, &leaf, e);
-    if (dirfd < 0)
+    if (dirfd < 0 || check_protected(ctx, rel, dirfd, leaf, field, e) < 0)
         return -1;
     if (mkdirat(dirfd, leaf, 0755) < 0) {
         int err = errno;
