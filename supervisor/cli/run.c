@@ -31,14 +31,10 @@ static const char run_usage[] =
     "  --workspace DIR         the root workspace's files; integration writes accepted work here\n"
     "  --trail FILE            the trail (default: the policy's trail.path, else " DEFAULT_TRAIL ")\n"
     "  --trail-durability M    full (fsync per commit; default) or normal\n"
-    "  --run-dir DIR           per-run state: workspace copies, checkpoint objects, agents' logs;
-"
-    "                          made fresh by corral (default: DIR_OF_TRAIL/runs/STAMP-PID)
-"
-    "  --control PATH          the control socket of corral ps, gate, inject and escalations
-"
-    "                          (default: TRAIL.sock)
-"
+    "  --run-dir DIR           per-run state: workspace copies, checkpoint objects, agents' logs;\n"
+    "                          made fresh by corral (default: DIR_OF_TRAIL/runs/STAMP-PID)\n"
+    "  --control PATH          the control socket of corral ps, gate, inject and escalations\n"
+    "                          (default: TRAIL.sock)\n"
     "  --timeout SECONDS       end the run (every workspace fails) after this long\n"
     "  --redelivery-ms N       acknowledgement timeout before an envelope is redelivered (default "
     "1000)\n"
