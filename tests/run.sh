@@ -45,6 +45,8 @@ for t in "$BUILD"/tests/unit/test_*; do
 done
 # The layout rules (docs/architecture.md): include circles, layers, symbol prefixes.
 run_one "layout/check" python3 "$top/tests/layout/check.py" "$top" "$BUILD/libcorral.a"
+# Relative links of README.md and docs/*.md reach a file (and a heading) that exists.
+run_one "layout/doc_links" python3 "$top/tests/layout/doc_links.py" "$top"
 for t in "$top"/tests/e2e/*.sh; do
     [ -f "$t" ] || continue
     run_one "e2e/$(basename "$t" .sh)" sh "$t"

@@ -122,8 +122,9 @@ int tool_surface_call(const struct tool_surface *s, struct tool_ctx *ctx, const 
         tool_verdict_clear(&v);
         return -EPERM;
     }
-    /* The one place a verdict becomes an answer. NEEDS_APPROVAL: until the highway can hold
-     * the call for a human, it is refused like a DENY and never runs. */
+    /* The one place a verdict becomes an answer. NEEDS_APPROVAL reaches here only when nobody
+     * approved this call (corral run's tool_call gate and corral mcp's elicitation ask first):
+     * it is refused like a DENY and never runs. */
     if (v.kind != TOOL_VERDICT_ALLOW) {
         *result = s->refuse(ctx, tool, &v);
         *is_error = true;

@@ -13,8 +13,8 @@
  * The caller decides what a verdict becomes. NEEDS_APPROVAL is refused like a DENY (the
  * surface's error shape, a message that says how to allow it, a trail `denial`) unless a person
  * approved this one call (ctx->approval, set by the connection after asking through the MCP
- * host's elicitation: supervisor/conn/dispatch.c); a later approval hold (the "highway") plugs
- * in at that same place. See docs/tools.md, "The tool gate". */
+ * host's elicitation: supervisor/conn/dispatch.c, or through corral run's tool_call gate:
+ * supervisor/runtime/run.c). See docs/tools.md, "The tool gate". */
 #ifndef CORRAL_TOOL_GATE_H
 #define CORRAL_TOOL_GATE_H
 

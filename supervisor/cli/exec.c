@@ -57,7 +57,7 @@ static void exec_usage(FILE *f)
           "\n"
           "exit status: the program's own; 128+N if it died of signal N; 124 on timeout;\n"
           "125 if corral failed (one line on stderr says why); 126 if PROGRAM cannot be\n"
-          "executed; 127 if it is not found.\n",
+          "executed; 127 if it is not found; 2 on a usage error.\n",
           f);
 }
 

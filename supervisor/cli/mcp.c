@@ -41,7 +41,7 @@ static void mcp_usage(FILE *f)
           "  -h, --help            this text\n"
           "\n"
           "The server ends when the host closes stdin (calls still running are cancelled and\n"
-          "their sandboxes killed) or on SIGTERM / SIGINT.\n"
+          "their sandboxes killed) or on SIGTERM / SIGINT / SIGHUP.\n"
           "exit status: 0 the host closed the connection; 2 usage error (or a policy with\n"
           "problems); 125 corral itself failed (one line on stderr says why).\n",
           f);

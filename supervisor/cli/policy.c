@@ -11,6 +11,7 @@ static void policy_usage(FILE *f)
 {
     fputs("usage: corral policy check FILE...\n"
           "       corral policy show (FILE | --default) [--role ROLE]\n"
+          "       corral policy show --print-default\n"
           "\n"
           "check   validate each policy file; print every problem as FILE:LINE:COL: message\n"
           "        (exit 0: all valid; 1: problems found; 2: usage)\n"

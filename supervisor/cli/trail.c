@@ -21,8 +21,8 @@ static const char query_usage[] =
     "\n"
     "Print the entries of a trail in sequence order, as a table or as JSON lines.\n"
     "\n"
-    "  --db FILE        the trail database (required for now: there is no default trail path\n"
-    "                   until 'corral run' lands; pass the file given to 'corral exec --trail')\n"
+    "  --db FILE        the trail database (required): the file given to 'corral exec --trail'\n"
+    "                   or 'corral run --trail' (or its policy's trail.path)\n"
     "  --workspace ID   only entries of this workspace (its local trail)\n"
     "  --actor A        only entries by this actor (a role, 'protocol', 'system' or a user id)\n"
     "  --type T         only entries of this event type (docs/trail.md lists them)\n"
@@ -58,7 +58,7 @@ static const char export_usage[] =
     "then every blob as {\"blob\":HASH,\"size\":N,\"data\":BASE64}.\n"
     "\n"
     "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be "
-    "read.or the output written.\n";
+    "read or the output written.\n";
 
 /* A missing or foreign file is the caller's mistake (2); anything else is ours or the disk's. */
 static int open_status(const struct cerr *e)
@@ -230,12 +230,13 @@ static int cmd_query(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr,
-                "corral trail: unexpected argument '%s'; the subcommands are 'verify', 'export' and 'report'\n",
+                "corral trail: unexpected argument '%s'; the subcommands are 'verify', 'export' and "
+                "'report'\n",
                 argv[optind]);
         return CORRAL_EXIT_USAGE;
     }
     if (!db) {
-        fprintf(stderr, "corral trail: --db FILE is required (no default trail yet): pass the trail "
+        fprintf(stderr, "corral trail: --db FILE is required: pass the trail "
                         "file, e.g. the one given to 'corral exec --trail'\n");
         return CORRAL_EXIT_USAGE;
     }

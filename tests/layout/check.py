@@ -30,7 +30,8 @@ LAYERS = [
     ['tools/'],    # tools never read a policy: policy/ fills their limits and rules
     ['policy/'],
     ['supervisor/trail/'],
-    ['supervisor/conn/loop.', 'supervisor/conn/pool.', 'supervisor/conn/rpc.'],
+    ['supervisor/conn/loop.', 'supervisor/conn/pool.', 'supervisor/conn/rpc.', 'supervisor/conn/mcp.'],
+    ['supervisor/egress/'],  # the proxies: on the loop, recording to the trail
     ['supervisor/listeners/'],
     ['supervisor/conn/agent.'],
     ['supervisor/conn/dispatch.'],
