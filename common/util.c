@@ -197,3 +197,41 @@ double util_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+int util_read_to_eof(int fd, size_t max, char **out)
+{
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap);
+    *out = NULL;
+    for (;;) {
+        if (!buf)
+            return -ENOMEM;
+        if (len + 1 == cap) {
+            if (cap >= max) {
+                free(buf);
+                return -E2BIG;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return -ENOMEM;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            return -e;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return 0;
+}

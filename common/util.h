@@ -71,6 +71,9 @@ int util_parse_u64(const char *s, uint64_t *out);
 
 /* Whole-buffer I/O that retries on EINTR and short counts. Return 0 or -errno. */
 int util_write_all(int fd, const void *buf, size_t len);
+/* Reads FD to EOF into a new NUL-terminated buffer (*out, caller frees); at most MAX bytes.
+ * 0, or -E2BIG past MAX, -ENOMEM, or the read's -errno (EINTR retried). */
+int util_read_to_eof(int fd, size_t max, char **out);
 ssize_t util_read_all(int fd, void *buf, size_t len); /* stops at EOF; returns bytes read or -errno */
 
 /* Small control files (cgroupfs, procfs): write a string / read up to cap-1 bytes, NUL-terminated. */

@@ -340,6 +340,21 @@ void control_free(struct control *c)
     free(c);
 }
 
+/* A run's whole answer on FD, read to EOF and bounded at 64 MiB (util_read_to_eof); the
+ * socket's receive timeout, set by the caller, bounds the wait. */
+static int control_read_answer(int fd, const char *path, char **out, struct cerr *err)
+{
+    int r = util_read_to_eof(fd, (size_t)64 << 20, out);
+    if (r == -E2BIG)
+        return cerr_set(err, E2BIG, "the run's answer is larger than 64 MiB");
+    if (r == -ENOMEM)
+        return cerr_set(err, ENOMEM, "out of memory");
+    if (r < 0)
+        return cerr_set(err, -r, "reading from %s: %s", path,
+                        r == -EAGAIN ? "no answer in time" : strerror(-r));
+    return 0;
+}
+
 int control_fetch(const char *path, char **out, struct cerr *err)
 {
     struct sockaddr_un a;
@@ -369,37 +384,5 @@ int control_fetch(const char *path, char **out, struct cerr *err)
     shutdown(fd, SHUT_WR); /* no request: the live state */
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    size_t len = 0, cap = 65536;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            return cerr_set(err, ENOMEM, "out of memory");
-        if (len + 1 == cap) {
-            if (cap >= ((size_t)64 << 20)) {
-                free(buf);
-                return cerr_set(err, E2BIG, "the run's answer is larger than 64 MiB");
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                return cerr_set(err, ENOMEM, "out of memory");
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            return cerr_set(err, e, "reading from %s: %s", path, strerror(e));
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    buf[len] = '\0';
-    *out = buf;
-    return 0;
+    return control_read_answer(fd, path, out, err);
 }

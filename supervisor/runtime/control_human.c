@@ -49,37 +49,11 @@ int control_human_request(const char *path, const char *line, char **out, struct
     if (util_write_all(fd, line, n) < 0 || util_write_all(fd, "\n", 1) < 0)
         return cerr_set(err, errno, "cannot send to %s: %s", path, strerror(errno));
     shutdown(fd, SHUT_WR);
-    size_t len = 0, cap = 65536;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            return cerr_set(err, ENOMEM, "out of memory");
-        if (len + 1 == cap) {
-            if (cap >= ((size_t)64 << 20)) {
-                free(buf);
-                return cerr_set(err, E2BIG, "the run's answer is larger than 64 MiB");
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-            cap *= 2;
-            continue;
-        }
-        ssize_t r = read(fd, buf + len, cap - 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            return cerr_set(err, e, "reading from %s: %s", path,
-                            e == EAGAIN ? "no answer within 30 s" : strerror(e));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    *out = buf;
+    int r = util_read_to_eof(fd, (size_t)64 << 20, out);
+    if (r == -E2BIG)
+        return cerr_set(err, E2BIG, "the run's answer is larger than 64 MiB");
+    if (r < 0)
+        return cerr_set(err, -r, "reading from %s: %s", path,
+                        r == -EAGAIN ? "no answer within 30 s" : strerror(-r));
     return 0;
 }
