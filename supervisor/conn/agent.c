@@ -1286,6 +1286,10 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
     if (a->held)
         a->held--;
     if (a->ended || a->freeing) {
+        /* Nobody is left to answer, but a refusal is still a denial, findable by its type like
+         * every other (the gate's own words need the live connection). */
+        if (!approved)
+            (void)record_denial(a->h, a, "path", tool, "approval_required", "agent_gone");
         agent_maybe_end(a);
         return;
     }

@@ -801,8 +801,20 @@ static void on_tool_decided(void *data, bool approved, const char *gate_id, cons
     (void)gate_id;
     (void)action;
     (void)actor;
-    if (s && s->agent)
+    if (s && s->agent) {
         agent_tool_release(s->agent, h->id, h->tool, h->args, approved);
+    } else if (!approved) {
+        /* The agent is gone (it exited while the call waited), so no gate of the surface can
+         * answer it; the refusal is still a denial, findable by its type like every other. */
+        cJSON *d = cJSON_CreateObject();
+        if (d && cJSON_AddStringToObject(d, "kind", "path") &&
+            cJSON_AddStringToObject(d, "agent", h->ws) &&
+            cJSON_AddStringToObject(d, "subject", h->tool) &&
+            cJSON_AddStringToObject(d, "rule", "approval_required") &&
+            cJSON_AddStringToObject(d, "reason", "agent_gone"))
+            (void)record(h->r, h->ws, "protocol", "denial", d);
+        cJSON_Delete(d);
+    }
     held_free(h);
 }
 

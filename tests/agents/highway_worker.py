@@ -1,10 +1,13 @@
 # tests/agents/highway_worker.py: a worker for tests/e2e/highway.sh speaking raw JSON-RPC lines:
 # each argument is "ID TOOL ARGS_JSON" (a tools/call written at once, answer not awaited) or
-# "wait ID" (reads until the answer to ID has come, printing every answer as it arrives).
+# "wait ID" (reads until the answer to ID has come, printing every answer as it arrives), or
+# "deaf" (closes its input: the supervisor's next answer finds no reader), or "sleep SECONDS".
 # Prints "< id=N isError=B TEXT" on stderr per answer, so the test reads the order answers came
 # in. Envelopes are acknowledged, so the run does not redeliver them.
 import json
+import os
 import sys
+import time
 
 answered = {}
 
@@ -44,6 +47,12 @@ wait(0)
 for step in sys.argv[1:]:
     if step.startswith("wait "):
         wait(int(step.split()[1]))
+        continue
+    if step == "deaf":
+        os.close(0)
+        continue
+    if step.startswith("sleep "):
+        time.sleep(float(step.split()[1]))
         continue
     i, tool, args = step.split(" ", 2)
     send({"jsonrpc": "2.0", "id": int(i), "method": "tools/call", "params": {"name": tool, "arguments": json.loads(args)}})

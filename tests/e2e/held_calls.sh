@@ -3,6 +3,9 @@
 # call keeps its arguments and a gate in the run's one queue (4,096 for every agent): one agent
 # must hold a few at most (16), the rest refused at once in the surface's shape and recorded,
 # so it can neither exhaust the supervisor's memory nor the other agents' room for approvals.
+# The flooder then stops reading while its 16 calls are still held, so its connection ends and
+# its sandbox is stopped: a call refused after its agent is gone is still a refusal, and must be
+# in the trail like the others.
 # Agents: tests/agents/wacp_script (coordinator), tests/agents/highway_worker.py (the flooder).
 . "$TOP/tests/lib.sh"
 S=$AGENTS/wacp_script
@@ -15,7 +18,8 @@ chown -R 65534:65534 "$ws"
 steps=$(python3 -c '
 import json
 s = ["%d writeFile {\"path\":\"f%d.txt\",\"content\":\"%s\"}" % (i, i, "x" * 1024) for i in range(1, 41)]
-s += ["41 readFile {\"path\":\"base.txt\"}", "wait 41", "wait 40", "wait 1"]
+s += ["41 readFile {\"path\":\"base.txt\"}", "wait 41", "wait 40",
+      "deaf", "42 readFile {\"path\":\"base.txt\"}", "sleep 30"]
 print(json.dumps(s))')
 python3 - "$d/policy.json" "$S" "$HW" "$steps" <<'PY'
 import json, sys
