@@ -1099,6 +1099,8 @@ static bool tool_job_finish(struct tool_job *j)
     loop_watch_del(a->h->loop, &j->progress_w);
     calls_unlink(a, j);
     if (a->freeing) {
+        /* Its start is on the trail, so its end is too, though nobody is left to answer. */
+        host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
@@ -1504,6 +1506,8 @@ void agent_free(struct agent *a)
         struct tool_job *j = *jp;
         if (j->a == a) {
             *jp = j->next_staged;
+            /* Recorded as started, never run: its end says so (outcome "cancelled"). */
+            host_trail_tool(h, a, "end", j->id, j->name, NULL, NULL, false, -ECANCELED);
             a->inflight--;
             h->inflight--;
             calls_unlink(a, j);
