@@ -74,6 +74,7 @@ class Agent:
         self.ack_errors = []  # (envelope_id, WacpError) of acks the runtime refused
         self.drop_envelopes = 0  # tests: this many next envelopes are dropped, not acked
         self.chain_head = None  # the last checkpoint this agent created (the next one's parent)
+        self.recovered = None  # the wacp/recovered notification, when `corral run --resume` restarted us
 
     # ---- framing
     def _send(self, msg):
@@ -152,6 +153,14 @@ class Agent:
             sig = params.get("signal")
             if isinstance(sig, dict):
                 self._events.append(("signal", sig))
+            return True
+        if rid is None and method == "wacp/recovered":
+            # `corral run --resume` started this agent again after its supervisor died: what it
+            # remembered is gone; the workspace's state, files and checkpoint chain are as the
+            # trail recorded them. The chain goes on from the recorded head.
+            self.recovered = params
+            self.chain_head = params.get("checkpoint_head") or None
+            self._events.append(("recovered", params))
             return True
         if rid is None and method == "wacp/liveness":
             # A child silent and idle for its liveness interval (advisory): the caller decides.

@@ -40,8 +40,8 @@ static const char run_usage[] =
     "1000)\n"
     "  --quiet                 no summary at the end\n"
     "  --resume                the trail holds a run whose supervisor died: check the trail's\n"
-    "                          integrity and rebuild that run's state from it (see corral(1):\n"
-    "                          restarting its agents is not implemented yet)\n"
+    "                          integrity, rebuild the run from it, start its live agents again\n"
+    "                          (told by wacp/recovered) and finish it (see corral(1))\n"
     "\n"
     "The trail, the run directory and the control socket must be in directories only root can\n"
     "write (not /tmp itself: a directory of root's, mode 0700, inside it is fine).\n"
@@ -79,7 +79,9 @@ const char *cli_trail_path(const struct policy *p, const char *given)
  * on top of it (its workspaces would stay live forever in the trail); --resume checks the trail's
  * integrity first (recovery spec 3.1) and reconstructs the workspaces' states (3.2). -1: go on
  * with a new run; else the exit status. */
-static int check_unfinished(const struct run_opts *o, bool resume)
+static char resume_run_dir[PATH_MAX], resume_workspace[PATH_MAX];
+
+static int check_unfinished(struct run_opts *o, bool resume)
 {
     struct recovery_scan sc;
     struct cerr err = {0};
@@ -122,12 +124,25 @@ static int check_unfinished(const struct run_opts *o, bool resume)
                 sc.run_dir, o->run_dir);
         return CORRAL_EXIT_USAGE;
     }
-    fprintf(stderr,
-            "corral run: --resume: the trail verifies (%llu entries); the dead run's root %s, %zu "
-            "of %zu workspaces live, run directory %s. Restarting their agents is not implemented "
-            "yet: nothing was changed\n",
-            (unsigned long long)count, sc.root[0] ? sc.root : "(none)", sc.n_live, sc.n_ws, sc.run_dir);
-    return CORRAL_EXIT_INTERNAL;
+    if (!sc.root[0]) {
+        fprintf(stderr, "corral run: --resume: the dead run created no workspace; start it again "
+                        "without --resume on another --trail FILE\n");
+        return CORRAL_EXIT_USAGE;
+    }
+    if (!o->quiet)
+        fprintf(stderr,
+                "corral run: --resume: the trail verifies (%llu entries); the dead run's root %s, "
+                "%zu of %zu workspaces live, run directory %s\n",
+                (unsigned long long)count, sc.root, sc.n_live, sc.n_ws, sc.run_dir);
+    /* The run goes on where it was: its run directory and root workspace are the trail's. */
+    snprintf(resume_run_dir, sizeof(resume_run_dir), "%s", sc.run_dir);
+    snprintf(resume_workspace, sizeof(resume_workspace), "%s", sc.workspace);
+    o->run_dir = resume_run_dir;
+    if (resume_workspace[0])
+        o->workspace = resume_workspace;
+    o->resume = true;
+    o->resume_seq = sc.started_seq;
+    return -1;
 }
 
 int cli_run(int argc, char **argv)

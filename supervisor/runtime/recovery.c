@@ -2,6 +2,7 @@
 #include "supervisor/runtime/recovery.h"
 
 #include "supervisor/trail/trail.h"
+#include "supervisor/wacp/wacp.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -52,7 +53,13 @@ static int on_entry(const struct trail_entry *e, void *data)
     if (!b)
         return 0; /* not ours to judge here: `corral trail verify` checks the chain */
     const char *cmd = body_str(b, "command");
-    if (started && cmd && !strcmp(cmd, "run")) {
+    bool resumed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "resumed"));
+    if (started && cmd && !strcmp(cmd, "run") && resumed && o->found) {
+        /* `corral run --resume` took the run over: same run, same directory, its own pid. */
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
+        o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
+        o->resumes++;
+    } else if (started && cmd && !strcmp(cmd, "run")) {
         /* A new run: what came before belongs to an earlier one. */
         const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace");
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
@@ -62,6 +69,7 @@ static int on_entry(const struct trail_entry *e, void *data)
         snprintf(o->workspace, sizeof(o->workspace), "%s", wsd ? wsd : "");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
         o->root[0] = '\0';
+        o->resumes = 0;
         s->n = 0;
         s->root_terminal = false;
     } else if (created && o->found && e->workspace && !scan_find(s, e->workspace)) {
@@ -139,4 +147,41 @@ bool recovery_supervisor_alive(const struct recovery_scan *s)
         return false;
     const char *base = strrchr(buf, '/');
     return !strcmp(base ? base + 1 : buf, "corral");
+}
+
+struct replay {
+    struct wacp *w;
+    uint64_t n;
+    int64_t last_us;
+};
+
+static int on_replay(const struct trail_entry *e, void *data)
+{
+    struct replay *rp = data;
+    rp->n++;
+    rp->last_us = e->ts_us;
+    cJSON *b = cJSON_ParseWithLength(e->body, e->body_len);
+    int rc = b ? wacp_restore_entry(rp->w, e->type, e->workspace, e->ts_us, b) : 0;
+    cJSON_Delete(b);
+    return rc;
+}
+
+int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64_t *examined,
+                    int64_t *last_us, struct cerr *err)
+{
+    struct trail_reader *r;
+    int rc = trail_reader_open(path, &r, err);
+    if (rc < 0)
+        return rc;
+    struct replay rp = {.w = w};
+    struct trail_filter f = {.after_seq = after_seq};
+    rc = trail_query(r, &f, on_replay, &rp, err);
+    trail_reader_close(r);
+    if (rc == -ENOMEM && !err->msg[0])
+        cerr_set(err, ENOMEM, "out of memory rebuilding the run from its trail");
+    else if (rc < 0 && !err->msg[0])
+        cerr_set(err, -rc, "cannot read the trail %s", path);
+    *examined = rp.n;
+    *last_us = rp.last_us;
+    return rc < 0 ? rc : 0;
 }

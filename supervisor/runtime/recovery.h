@@ -22,6 +22,7 @@ struct recovery_scan {
     char root[64]; /* the root workspace's id ("" if the run died before creating it) */
     size_t n_ws;   /* workspaces the run created */
     size_t n_live; /* ... not terminal (closed or failed) in the trail */
+    unsigned resumes; /* times `corral run --resume` took it over already */
 };
 
 /* Scans the trail at PATH. A missing file is no run (0, found false). < 0 with err set when the
@@ -30,5 +31,12 @@ int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr 
 
 /* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one). */
 bool recovery_supervisor_alive(const struct recovery_scan *s);
+
+struct wacp;
+/* Feeds every entry of the trail at PATH after AFTER_SEQ (the run's supervisor_started) into W
+ * (wacp_restore_entry): the dead run's model, rebuilt. EXAMINED: entries read; LAST_US: the time
+ * of the last one. < 0 with ERR set. */
+int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64_t *examined,
+                    int64_t *last_us, struct cerr *err);
 
 #endif

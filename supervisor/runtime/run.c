@@ -11,6 +11,7 @@
 #include "supervisor/runtime/control.h"
 #include "supervisor/runtime/control_human.h"
 #include "supervisor/runtime/exec_record.h"
+#include "supervisor/runtime/recovery.h"
 #include "supervisor/runtime/role_tools.h"
 #include "supervisor/runtime/rundir.h"
 #include "supervisor/conn/loop.h"
@@ -375,8 +376,11 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
 
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     /* Beneath the run directory's own fd, made fresh: nothing another user planted is written through. */
-    _cleanup_close_ int logfd = openat(
-        r->logs_fd, s->log_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* A recovered agent appends to the log its dead predecessor left. */
+    _cleanup_close_ int logfd =
+        openat(r->logs_fd, s->log_path,
+               O_WRONLY | O_CREAT | (info->recovered ? 0 : O_EXCL) | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+               0600);
     if (logfd < 0 || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         int e = errno;
         if (in[0] >= 0) {
@@ -468,8 +472,12 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
         run_ws_free(s);
         return rc < 0 ? rc : cerr_set(err, EIO, "cannot watch the agent's sandbox");
     }
-    if (info->budgets.wall_time > 0)
-        loop_timer_add(r->loop, &s->wall_watch, info->budgets.wall_time, on_wall_time, s);
+    if (info->budgets.wall_time > 0) /* after a recovery: what is left of it (the trail's times) */
+        loop_timer_add(r->loop, &s->wall_watch,
+                       info->budgets.wall_time > info->wall_elapsed
+                           ? info->budgets.wall_time - info->wall_elapsed
+                           : 0.001,
+                       on_wall_time, s);
     if (s->view.budgets.liveness_interval > 0) {
         s->live_since_us = wall_now_us();
         loop_timer_add(r->loop, &s->live_watch, s->view.budgets.liveness_interval, on_liveness, s);
@@ -1038,14 +1046,54 @@ static bool all_finalized(const struct run *r)
     return true;
 }
 
+/* `corral run --resume` (WACP recovery spec 3, after the integrity check cli/run.c did): the dead
+ * run's model rebuilt from its trail, its live agents started again, `recovery_completed` last. */
+static int resume_run(struct run *r, struct cerr *err)
+{
+    uint64_t examined = 0;
+    int64_t last_us = 0;
+    int rc = recovery_replay(r->o->trail_path, r->o->resume_seq, r->w, &examined, &last_us, err);
+    if (rc < 0)
+        return rc;
+    struct wacp_resume_stats st;
+    int64_t now = wall_now_us();
+    if ((rc = wacp_resume(r->w, now, &st, err)) < 0)
+        return rc;
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddNumberToObject(b, "downtime", last_us && now > last_us ? (double)(now - last_us) / 1e6 : 0);
+    cJSON_AddNumberToObject(b, "workspaces_recovered", (double)st.workspaces_recovered);
+    cJSON_AddNumberToObject(b, "workspaces_failed", (double)st.workspaces_failed);
+    cJSON_AddNumberToObject(b, "envelopes_redelivered", (double)st.envelopes_redelivered);
+    cJSON_AddNumberToObject(b, "signals_requeued", (double)st.signals_requeued);
+    cJSON_AddNumberToObject(b, "timers_reconstructed", (double)st.timers_reconstructed);
+    cJSON_AddNumberToObject(b, "trail_entries_examined", (double)examined);
+    cJSON_AddNumberToObject(b, "quarantined_entries", 0);
+    cJSON_AddNumberToObject(b, "run_started_seq", (double)r->o->resume_seq);
+    /* The dead supervisor's MAC key died with it: checkpoints and envelopes rebuilt from the
+     * verified trail are sealed with this run's new key (docs/protocol-wacp.md). */
+    cJSON_AddStringToObject(b, "integrity_key", "reissued");
+    rc = record(r, NULL, "system", "recovery_completed", b);
+    cJSON_Delete(b);
+    if (rc < 0)
+        return cerr_set(err, EIO, "the trail cannot record recovery_completed: %s", r->trail_err.msg);
+    if (!r->o->quiet)
+        fprintf(stderr,
+                "corral run: --resume: %llu entries examined; %llu workspaces recovered, %llu failed, "
+                "%llu envelopes redelivered\n",
+                (unsigned long long)examined, (unsigned long long)st.workspaces_recovered,
+                (unsigned long long)st.workspaces_failed, (unsigned long long)st.envelopes_redelivered);
+    return 0;
+}
+
 int run_session(const struct run_opts *o, struct run_result *res, struct cerr *err)
 {
     memset(res, 0, sizeof(*res));
     struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1, .logs_fd = -1};
-    r.run_fd = rundir_create(o->run_dir, err);
+    r.run_fd = o->resume ? rundir_reopen(o->run_dir, err) : rundir_create(o->run_dir, err);
     if (r.run_fd < 0)
         return r.run_fd;
-    if ((r.logs_fd = rundir_subdir(r.run_fd, "logs", err)) < 0) {
+    if ((r.logs_fd = o->resume ? rundir_subdir_reopen(r.run_fd, "logs", err)
+                               : rundir_subdir(r.run_fd, "logs", err)) < 0) {
         close(r.run_fd);
         return r.logs_fd;
     }
@@ -1096,6 +1144,10 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     cJSON_AddStringToObject(sb, "run_dir", o->run_dir);
     cJSON_AddNumberToObject(sb, "pid", getpid());
     cJSON_AddStringToObject(sb, "started_by", o->owner ? o->owner : "system");
+    if (o->resume) { /* the same run, taken over (recovery.c reads it so) */
+        cJSON_AddBoolToObject(sb, "resumed", true);
+        cJSON_AddNumberToObject(sb, "run_started_seq", (double)o->resume_seq);
+    }
     rc = record(&r, NULL, "system", "supervisor_started", sb);
     cJSON_Delete(sb);
     if (rc < 0 || (rc = trail_commit(r.trail, err)) < 0) {
@@ -1156,7 +1208,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                       o->policy_path ? o->policy_path : "");
         goto out;
     }
-    rc = wacp_start(r.w, coord->name, err);
+    rc = o->resume ? resume_run(&r, err) : wacp_start(r.w, coord->name, err);
     if (rc < 0 || (rc = trail_commit(r.trail, err)) < 0)
         goto out;
 

@@ -20,6 +20,10 @@ struct run_opts {
     double stop_grace;           /* seconds an ending agent gets before SIGKILL (default 1) */
     uint64_t redelivery_base_ms; /* 0: the model's default */
     bool quiet;                  /* no summary on stdout */
+    /* --resume: take over the run whose supervisor_started is entry RESUME_SEQ of the trail and
+     * whose supervisor died (its run directory is RUN_DIR, reopened, not made). */
+    bool resume;
+    uint64_t resume_seq;
 };
 
 /* The counts printed at the end of a run. */

@@ -177,3 +177,40 @@ int rundir_subdir(int dirfd, const char *name, struct cerr *err)
         return cerr_set(err, errno, "cannot open %s in the run directory: %s", name, strerror(errno));
     return fd;
 }
+
+/* The directory at DIRFD/NAME (DIRFD -1: NAME itself) when it is root's, mode 0700, not a link. */
+static int open_kept(int dirfd, const char *name, struct cerr *err)
+{
+    int fd = dirfd >= 0 ? openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                        : open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return cerr_set(err, errno, "the run directory's %s: %s (corral never follows a link there)",
+                        name, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !ours(st.st_uid) || (st.st_mode & 077)) {
+        close(fd);
+        return cerr_set(err, EPERM,
+                        "%s is not a directory of root's with mode 0700: corral resumes only a run "
+                        "directory it made",
+                        name);
+    }
+    return fd;
+}
+
+int rundir_reopen(const char *dir, struct cerr *err)
+{
+    _cleanup_free_ char *copy = strdup(dir);
+    if (!copy)
+        return cerr_set(err, ENOMEM, "out of memory");
+    char *slash = strrchr(copy, '/');
+    if (slash && slash != copy)
+        *slash = '\0';
+    int r = rundir_check_dir(slash ? (slash == copy ? "/" : copy) : ".", "the run directory's parent",
+                             err);
+    return r < 0 ? r : open_kept(-1, dir, err);
+}
+
+int rundir_subdir_reopen(int dirfd, const char *name, struct cerr *err)
+{
+    return open_kept(dirfd, name, err);
+}

@@ -31,4 +31,9 @@ int rundir_create(const char *dir, struct cerr *err);
 /* A subdirectory NAME of the run directory DIRFD, made fresh (0700), as an O_DIRECTORY fd. */
 int rundir_subdir(int dirfd, const char *name, struct cerr *err);
 
+/* `corral run --resume`: the dead run's directory DIR (and its subdirectory NAME) opened again,
+ * accepted only as corral made it: root's, mode 0700, its parents checked, never through a link. */
+int rundir_reopen(const char *dir, struct cerr *err);
+int rundir_subdir_reopen(int dirfd, const char *name, struct cerr *err);
+
 #endif

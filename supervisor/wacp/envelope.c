@@ -171,7 +171,7 @@ static size_t mac_fields(const struct wacp_env *v, struct integrity_field f[11],
     return n;
 }
 
-static int env_seal(struct wacp *w, struct wacp_env *v)
+int wacp_envelope_seal(struct wacp *w, struct wacp_env *v)
 {
     struct integrity_field f[11];
     char ts[24];
@@ -327,6 +327,10 @@ static cJSON *created_body(const struct wacp_env *v, const char *originator)
     wacp_core_add_str(b, "origin", v->origin);
     wacp_core_add_str(b, "originator", originator);
     cJSON_AddNumberToObject(b, "timestamp", (double)v->timestamp_ms);
+    /* The payload is in the trail so that an envelope in flight when the supervisor died can be
+     * delivered again by `corral run --resume` (recovery spec 3.3): the trail is its only copy. */
+    cJSON *pl = v->payload ? cJSON_Parse(v->payload) : NULL;
+    cJSON_AddItemToObject(b, "payload", pl ? pl : cJSON_CreateNull());
     return b;
 }
 
@@ -357,7 +361,7 @@ static void on_delivery_gate(void *data, const struct highway_gate *g, enum high
             if (c) {
                 free(v->payload);
                 v->payload = c;
-                env_seal(w, v); /* the supervisor vouches for the person's change */
+                wacp_envelope_seal(w, v); /* the supervisor vouches for the person's change */
             }
         }
         deliver_or_queue(w, v, to);
@@ -415,7 +419,7 @@ static int delivery_gate(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 static int env_push(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 {
     if (!wacp_core_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)) ||
-        env_seal(w, v) < 0)
+        wacp_envelope_seal(w, v) < 0)
         return -ENOMEM;
     v->state = ENV_VALIDATED;
     w->env[w->n_env++] = v;

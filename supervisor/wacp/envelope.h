@@ -30,6 +30,9 @@ int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const 
 void wacp_envelope_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_envelope_next_deadline(const struct wacp *w);
 void wacp_envelope_free(struct wacp_env *e);
+/* The supervisor's proof over V with the run's key (at creation, and for an envelope rebuilt
+ * from the trail by `corral run --resume`, whose key is new). */
+int wacp_envelope_seal(struct wacp *w, struct wacp_env *v);
 
 /* A person's envelope {to, type, payload, in_reply_to?, priority?} (highway spec 2.3): the role
  * send rules are the one thing skipped; origin human, originator USER_ID; recorded either way

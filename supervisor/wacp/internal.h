@@ -102,6 +102,8 @@ struct wacp_ws {
     struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
+    int64_t created_us;     /* its workspace_created entry's time (recovery: timers from the trail) */
+    bool written_since_cp;  /* recovery: a tool call of its agent was recorded after its last checkpoint */
 };
 
 enum env_state { ENV_CREATED = 0, ENV_VALIDATED, ENV_DELIVERED, ENV_ACKNOWLEDGED, ENV_REJECTED };

@@ -34,6 +34,8 @@ struct wacp_ws_info {
     const char *dir;    /* host directory of its files */
     const char *owner, *originator;
     struct policy_budgets budgets; /* never above the parent's */
+    double wall_elapsed;           /* seconds of its wall_time spent before a recovery (else 0) */
+    bool recovered;                /* started again by `corral run --resume` */
 };
 
 /* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
@@ -156,6 +158,26 @@ const char *wacp_state_of(const struct wacp *w, const char *ws);
  * work due at NOW (redeliveries, workspace timeouts). */
 uint64_t wacp_next_deadline(const struct wacp *w);
 void wacp_tick(struct wacp *w, uint64_t now_ms);
+
+/* ---- recovery (`corral run --resume`, WACP recovery spec 3; supervisor/wacp/restore.c) */
+
+/* Feeds one committed trail entry of the dead run, in trail order, into a model made by wacp_new
+ * and not started: workspaces (state, owner, parent, budgets, context, directive), checkpoints,
+ * port rights and envelopes are rebuilt from what it records. Nothing is recorded, nothing
+ * started. TS_US: the entry's timestamp. < 0 only when out of memory. */
+int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us,
+                       const cJSON *body);
+
+struct wacp_resume_stats {
+    uint64_t workspaces_recovered, workspaces_failed, envelopes_redelivered, signals_requeued,
+        timers_reconstructed;
+};
+
+/* After the last wacp_restore_entry: the timers as absolute deadlines from the recorded times
+ * (NOW_US: the wall clock now), every live workspace's files checked against its last checkpoint
+ * (a mismatch fails it), the agents of the live ones started again in fresh sandboxes and told
+ * (wacp/recovered), envelopes not acknowledged delivered again. Records what changes. */
+int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, struct cerr *err);
 
 /* The run is over: the root workspace is terminal. */
 bool wacp_done(const struct wacp *w);

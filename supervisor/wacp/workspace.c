@@ -129,6 +129,10 @@ static cJSON *created_body(const struct wacp_ws *ws)
     if (b) {
         cJSON_ReplaceItemInObject(b, "state", cJSON_CreateString("idle"));
         cJSON_AddNumberToObject(b, "timeout", (double)ws->timeout_ms / 1000.0);
+        /* Immutable component 3, in the trail for `corral run --resume` (the directive is its
+         * envelope's payload). */
+        if (ws->context)
+            cJSON_AddItemToObject(b, "context", cJSON_Duplicate(ws->context, true));
     }
     return b;
 }

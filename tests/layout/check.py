@@ -53,7 +53,7 @@ WACP_LAYERS = [
     ['signal'],
     ['envelope', 'checkpoint'],
     ['workspace'],
-    ['integrate', 'trail_query'],
+    ['integrate', 'trail_query', 'restore'],
     ['human'],
     ['methods'],
 ]

@@ -1,0 +1,446 @@
+/* supervisor/wacp/restore.c: `corral run --resume` (WACP recovery spec 3): the model of a run
+ * whose supervisor died, rebuilt from its trail one committed entry at a time (a model loader,
+ * not a replay of the agents' requests: ids, times and MACs come from the entries, nothing is
+ * recorded twice), then set going again: timers as absolute deadlines from the recorded times,
+ * files checked against the last checkpoint, agents restarted and told, envelopes redelivered.
+ *
+ * What the trail says is trusted here only because `corral run --resume` verified its hash chain
+ * first (recovery spec 3.1). The run's MAC key lived in the dead supervisor's memory only: this
+ * model has a fresh one (wacp_new), and every checkpoint and envelope rebuilt from the verified
+ * trail is sealed again with it. */
+#include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/core.h"
+#include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/files.h"
+#include "supervisor/wacp/tree.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *jstr(const cJSON *b, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double jnum(const cJSON *b, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Copies S into a fixed id field; false when it does not fit (not an id this model made). */
+static bool id_ok(const char *s)
+{
+    return s && s[0] && strlen(s) < WACP_ID_LEN;
+}
+
+static enum ws_state state_of(const char *name)
+{
+    for (int s = 0; s < WS_NSTATES; s++)
+        if (name && !strcmp(wacp_tree_state_name((enum ws_state)s), name))
+            return (enum ws_state)s;
+    return WS_NSTATES;
+}
+
+static struct wacp_env *env_find(const struct wacp *w, const char *id)
+{
+    for (size_t i = w->n_env; id && i-- > 0;)
+        if (!strcmp(w->env[i]->id, id))
+            return w->env[i];
+    return NULL;
+}
+
+static struct wacp_right *right_find(const struct wacp *w, const char *id)
+{
+    for (size_t i = 0; id && i < w->n_rights; i++)
+        if (!strcmp(w->rights[i].id, id))
+            return &w->rights[i];
+    return NULL;
+}
+
+static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON *b)
+{
+    const char *role = jstr(b, "role"), *agent = jstr(b, "agent"), *parent = jstr(b, "parent");
+    if (!id_ok(id) || !role || !agent || wacp_tree_find(w, id))
+        return 0;
+    struct wacp_ws *p = parent ? wacp_tree_find(w, parent) : NULL;
+    if (parent && !p)
+        return 0;
+    struct policy_role_view v;
+    struct cerr ce = {0};
+    if (policy_role_resolve(w->policy, role, &v, &ce) < 0)
+        return 0; /* the policy changed under the run: the workspace cannot be rebuilt */
+    if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws)))
+        return -ENOMEM;
+    struct wacp_ws *ws = calloc(1, sizeof(*ws));
+    if (!ws)
+        return -ENOMEM;
+    snprintf(ws->id, sizeof(ws->id), "%s", id);
+    ws->parent = p;
+    ws->view = v;
+    ws->agent = strdup(agent);
+    ws->role = strdup(role);
+    const char *owner = jstr(b, "owner"), *orig = jstr(b, "originator"), *task = jstr(b, "task");
+    ws->owner = strdup(owner ? owner : w->root_owner);
+    ws->originator = strdup(orig ? orig : "system");
+    ws->dir = p ? util_printf("%s/ws/%s", w->run_dir, id) : strdup(w->root_dir);
+    ws->delegate = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "delegate"));
+    if (id_ok(task))
+        snprintf(ws->task, sizeof(ws->task), "%s", task);
+    const cJSON *cx = cJSON_GetObjectItemCaseSensitive(b, "context");
+    ws->context = cx ? cJSON_Duplicate(cx, true) : NULL;
+    ws->budgets = v.budgets;
+    const cJSON *bu = cJSON_GetObjectItemCaseSensitive(b, "budgets");
+    if (bu) {
+        ws->budgets.memory = (uint64_t)jnum(bu, "memory");
+        ws->budgets.pids = (uint64_t)jnum(bu, "pids");
+        ws->budgets.cpus = jnum(bu, "cpus");
+        ws->budgets.wall_time = jnum(bu, "wall_time");
+    }
+    double t = jnum(b, "timeout");
+    ws->timeout_ms = t > 0 ? (uint64_t)(t * 1000.0 + 0.5) : 0;
+    ws->created_us = ts_us;
+    ws->created_ms = wacp_core_now_ms();
+    ws->state = WS_IDLE;
+    if (!ws->agent || !ws->role || !ws->owner || !ws->originator || !ws->dir) {
+        wacp_tree_free(ws);
+        return -ENOMEM;
+    }
+    w->ws[w->n_ws++] = ws;
+    w->sum.workspaces++;
+    return 0;
+}
+
+static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
+{
+    struct wacp_ws *ws = wacp_tree_find(w, id);
+    enum ws_state to = state_of(jstr(b, "to")), from = state_of(jstr(b, "from"));
+    if (!ws || to == WS_NSTATES)
+        return;
+    if ((to == WS_SUSPENDED || to == WS_MIGRATING) && from != WS_NSTATES)
+        ws->saved = from;
+    ws->state = to;
+    if (to == WS_CLOSED || to == WS_FAILED) {
+        snprintf(ws->end_reason, sizeof(ws->end_reason), "%s", jstr(b, "reason") ? jstr(b, "reason") : "");
+        ws->stopped = true; /* its agent died with the old supervisor: nothing to stop */
+        ws->inbox = ws->queued = 0;
+        to == WS_CLOSED ? w->sum.closed++ : w->sum.failed++;
+    }
+}
+
+static int cp_created(struct wacp *w, const char *id, const cJSON *b)
+{
+    struct wacp_ws *ws = wacp_tree_find(w, id);
+    const char *cid = jstr(b, "checkpoint_id");
+    if (!ws || !id_ok(cid) || wacp_checkpoint_find(w, cid))
+        return 0;
+    if (!wacp_core_grow((void **)&w->cp, &w->cap_cp, w->n_cp + 1, sizeof(*w->cp)))
+        return -ENOMEM;
+    struct wacp_checkpoint *cp = calloc(1, sizeof(*cp));
+    if (!cp)
+        return -ENOMEM;
+    snprintf(cp->id, sizeof(cp->id), "%s", cid);
+    snprintf(cp->ws, sizeof(cp->ws), "%s", ws->id);
+    const char *par = jstr(b, "parent"), *ph = jstr(b, "payload_hash"), *st = jstr(b, "status");
+    snprintf(cp->parent, sizeof(cp->parent), "%s", id_ok(par) ? par : "");
+    snprintf(cp->payload_hash, sizeof(cp->payload_hash), "%s", ph ? ph : "");
+    cp->type = strdup(jstr(b, "type") ? jstr(b, "type") : "artifact");
+    cp->intent = strdup(jstr(b, "intent") ? jstr(b, "intent") : "");
+    cp->status = strdup(st ? st : "final");
+    cp->confidence = strdup(jstr(b, "confidence") ? jstr(b, "confidence") : "medium");
+    cp->timestamp_ms = (uint64_t)jnum(b, "timestamp");
+    /* The payload is not in the trail (only its hash): a rebuilt checkpoint shows none. */
+    const cJSON *f;
+    int r = 0;
+    cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(b, "files")) {
+        const char *path = jstr(f, "path"), *h = jstr(f, "blake2b");
+        if (path && wacp_files_path_ok(path) &&
+            (r = wacp_files_manifest_add(&cp->files, path, h && strlen(h) < WACP_HASH_HEX ? h : "",
+                                         (uint64_t)jnum(f, "size"))) < 0)
+            break;
+    }
+    if (r < 0 || !cp->type || !cp->intent || !cp->status || !cp->confidence ||
+        wacp_checkpoint_seal(w, cp) < 0) {
+        wacp_checkpoint_free(cp);
+        return -ENOMEM;
+    }
+    w->cp[w->n_cp++] = cp;
+    ws->n_checkpoints++;
+    snprintf(ws->head, sizeof(ws->head), "%s", cp->id);
+    if (!strcmp(cp->status, "final"))
+        snprintf(ws->final_cp, sizeof(ws->final_cp), "%s", cp->id);
+    ws->written_since_cp = false;
+    w->sum.checkpoints++;
+    return 0;
+}
+
+static int right_created(struct wacp *w, const cJSON *b)
+{
+    const char *id = jstr(b, "right_id"), *kind = jstr(b, "right_type"), *holder = jstr(b, "holder"),
+               *target = jstr(b, "target");
+    if (!id_ok(id) || !kind || !id_ok(holder) || !id_ok(target) || right_find(w, id))
+        return 0;
+    if (w->n_rights >= WACP_MAX_RIGHTS ||
+        !wacp_core_grow((void **)&w->rights, &w->cap_rights, w->n_rights + 1, sizeof(*w->rights)))
+        return -ENOMEM;
+    struct wacp_right r = {.live = true};
+    r.kind = !strcmp(kind, "send") ? RIGHT_SEND : !strcmp(kind, "send_once") ? RIGHT_SEND_ONCE : RIGHT_RECEIVE;
+    snprintf(r.id, sizeof(r.id), "%s", id);
+    snprintf(r.holder, sizeof(r.holder), "%s", holder);
+    snprintf(r.target, sizeof(r.target), "%s", target);
+    w->rights[w->n_rights++] = r;
+    return 0;
+}
+
+static const char *static_priority(const char *p)
+{
+    static const char *const prios[] = {"normal", "urgent", "blocking"};
+    for (size_t i = 0; p && i < ARRAY_SIZE(prios); i++)
+        if (!strcmp(p, prios[i]))
+            return prios[i];
+    return "normal";
+}
+
+static int env_created(struct wacp *w, const cJSON *b)
+{
+    const char *id = jstr(b, "envelope_id"), *from = jstr(b, "from"), *to = jstr(b, "to"),
+               *type = jstr(b, "type");
+    if (!id_ok(id) || !from || strlen(from) >= WACP_ID_LEN || !id_ok(to) || !type || env_find(w, id))
+        return 0;
+    if (w->n_env >= WACP_MAX_ENVELOPES_TOTAL ||
+        !wacp_core_grow((void **)&w->env, &w->cap_env, w->n_env + 1, sizeof(*w->env)))
+        return -ENOMEM;
+    struct wacp_env *v = calloc(1, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    snprintf(v->id, sizeof(v->id), "%s", id);
+    snprintf(v->from, sizeof(v->from), "%s", from);
+    snprintf(v->to, sizeof(v->to), "%s", to);
+    const char *irt = jstr(b, "in_reply_to"), *origin = jstr(b, "origin"), *orig = jstr(b, "originator");
+    if (id_ok(irt))
+        snprintf(v->in_reply_to, sizeof(v->in_reply_to), "%s", irt);
+    v->type = strdup(type);
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(b, "payload");
+    v->payload = pl ? cJSON_PrintUnformatted(pl) : strdup("null");
+    v->priority = static_priority(jstr(b, "priority"));
+    v->origin = origin && !strcmp(origin, "human") ? "human" : "agent";
+    if (!strcmp(v->origin, "human") && orig)
+        v->originator = strdup(orig);
+    v->timestamp_ms = (uint64_t)jnum(b, "timestamp");
+    v->rights = cJSON_CreateArray();
+    v->state = ENV_VALIDATED;
+    if (!v->type || !v->payload || !v->rights || (!strcmp(v->origin, "human") && orig && !v->originator)) {
+        wacp_envelope_free(v);
+        return -ENOMEM;
+    }
+    w->env[w->n_env++] = v;
+    w->sum.envelopes++;
+    /* A workspace's directive is its first directive envelope (recovery: workspace.self). */
+    struct wacp_ws *t = wacp_tree_find(w, to);
+    if (t && !t->directive_env[0] && !strcmp(type, "directive")) {
+        snprintf(t->directive_env, sizeof(t->directive_env), "%s", id);
+        t->directive = pl ? cJSON_Duplicate(pl, true) : NULL;
+    }
+    return 0;
+}
+
+int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us,
+                       const cJSON *b)
+{
+    if (!type || !cJSON_IsObject(b))
+        return 0;
+    if (!strcmp(type, "workspace_created"))
+        return ws_created(w, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : ws, ts_us, b);
+    if (!strcmp(type, "workspace_state_changed")) {
+        ws_state_changed(w, ws, b);
+        return 0;
+    }
+    if (!strcmp(type, "workspace_ownership_transferred")) {
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        char *o = jstr(b, "to_owner") ? strdup(jstr(b, "to_owner")) : NULL;
+        if (t && o) {
+            free(t->owner);
+            t->owner = o;
+        } else
+            free(o);
+        return 0;
+    }
+    if (!strcmp(type, "workspace_reparented")) {
+        struct wacp_ws *t = wacp_tree_find(w, jstr(b, "workspace_id")),
+                       *p = wacp_tree_find(w, jstr(b, "to_parent"));
+        if (t && p)
+            t->parent = p;
+        return 0;
+    }
+    if (!strcmp(type, "checkpoint_created"))
+        return cp_created(w, ws, b);
+    if (!strcmp(type, "tool_call")) {
+        /* Any call may have written (commands too): the files are checked against a checkpoint
+         * only when nothing ran after it. */
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        if (t)
+            t->written_since_cp = true;
+        return 0;
+    }
+    if (!strcmp(type, "port_right_created"))
+        return right_created(w, b);
+    if (!strcmp(type, "port_right_consumed") || !strcmp(type, "port_right_revoked") ||
+        !strcmp(type, "port_right_transferred")) {
+        struct wacp_right *r = right_find(w, jstr(b, "right_id"));
+        const char *to = jstr(b, "to_holder");
+        if (r && type[11] == 't' && id_ok(to)) {
+            snprintf(r->holder, sizeof(r->holder), "%s", to);
+            struct wacp_env *v = env_find(w, jstr(b, "via_envelope"));
+            if (v) {
+                cJSON *o = wacp_core_obj();
+                wacp_core_add_str(o, "right_id", r->id);
+                wacp_core_add_str(o, "kind", jstr(b, "right_type"));
+                wacp_core_add_str(o, "holder", r->holder);
+                wacp_core_add_str(o, "target", r->target);
+                cJSON_AddItemToArray(v->rights, o);
+            }
+        } else if (r && type[11] == 'c')
+            r->live = false;
+        else if (r && type[11] == 'r')
+            r->live = false;
+        return 0;
+    }
+    if (!strcmp(type, "envelope_created"))
+        return env_created(w, b);
+    struct wacp_env *v = NULL;
+    if (!strncmp(type, "envelope_", 9) && !(v = env_find(w, jstr(b, "envelope_id"))))
+        return 0;
+    if (!strcmp(type, "envelope_delivered")) /* delivery and acknowledgment are one step here */
+        v->state = ENV_ACKNOWLEDGED;
+    else if (!strcmp(type, "envelope_undeliverable"))
+        v->undeliverable = true;
+    else if (!strcmp(type, "envelope_rejected"))
+        v->state = ENV_REJECTED;
+    else if (!strcmp(type, "envelope_redelivered"))
+        v->attempt = (unsigned)jnum(b, "attempt");
+    else if (!strcmp(type, "signal_emitted"))
+        w->sum.signals++;
+    else if (!strcmp(type, "integration_completed"))
+        w->sum.integrations++;
+    return 0;
+}
+
+/* Whether the files of WS on disk are those its last checkpoint recorded: a file of the
+ * checkpoint changed or missing (or back after the checkpoint deleted it) is a mismatch, told in
+ * WHY. Only meaningful when nothing of the agent's ran after the checkpoint. */
+static bool files_match(struct wacp *w, const struct wacp_ws *ws, char *why, size_t len)
+{
+    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, ws->head);
+    if (!cp)
+        return true;
+    struct wacp_manifest now = {0};
+    struct cerr ce = {0};
+    if (wacp_files_scan(ws->dir, &now, &ce) < 0) {
+        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
+        wacp_files_manifest_clear(&now);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < cp->files.n; i++) {
+        const struct wacp_file *f = &cp->files.v[i];
+        const struct wacp_file *g = wacp_files_manifest_get(&now, f->path);
+        if (f->hash[0] ? !g || strcmp(g->hash, f->hash) : g != NULL) {
+            snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
+            ok = false;
+        }
+    }
+    wacp_files_manifest_clear(&now);
+    return ok;
+}
+
+static bool times_out(enum ws_state s)
+{
+    return s == WS_IDLE || s == WS_ACTIVE || s == WS_BLOCKED || s == WS_CONFLICTED;
+}
+
+int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, struct cerr *err)
+{
+    memset(st, 0, sizeof(*st));
+    uint64_t mono = wacp_core_now_ms();
+    /* Envelopes not acknowledged nor given up: queued again, in creation order (their channel
+     * order), delivered when their workspace's agent is back. */
+    for (size_t i = 0; i < w->n_env; i++) {
+        struct wacp_env *v = w->env[i];
+        struct wacp_ws *t = wacp_tree_find(w, v->to);
+        if (v->state != ENV_VALIDATED || v->undeliverable || !t || !(WS_BIT(t->state) & WS_LIVE_MASK))
+            continue;
+        v->sent = false;
+        v->attempt = 0;
+        if (wacp_envelope_seal(w, v) < 0)
+            return cerr_set(err, ENOMEM, "out of memory");
+        t->inbox++;
+        t->queued++;
+    }
+    /* Children last: a parent failed below takes its subtree with it before that is started. */
+    for (size_t i = 0; i < w->n_ws; i++) {
+        struct wacp_ws *ws = w->ws[i];
+        if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
+            continue;
+        char why[64] = "";
+        int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
+        if (elapsed_ms < 0)
+            elapsed_ms = 0;
+        if (ws->timeout_ms) {
+            st->timers_reconstructed++;
+            if ((uint64_t)elapsed_ms >= ws->timeout_ms && times_out(ws->state))
+                snprintf(why, sizeof(why), "timeout");
+            else
+                ws->deadline_ms = mono + (ws->timeout_ms > (uint64_t)elapsed_ms
+                                              ? ws->timeout_ms - (uint64_t)elapsed_ms
+                                              : 0);
+        }
+        if (!why[0] && ws->parent && !ws->written_since_cp)
+            files_match(w, ws, why, sizeof(why));
+        if (why[0]) {
+            if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why) < 0)
+                return cerr_set(err, EIO, "the trail cannot be written");
+            st->workspaces_failed++;
+        }
+    }
+    for (size_t i = 0; i < w->n_ws; i++) {
+        struct wacp_ws *ws = w->ws[i];
+        if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
+            continue;
+        int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
+        struct wacp_ws_info info = {
+            .id = ws->id,
+            .parent = ws->parent ? ws->parent->id : NULL,
+            .agent = ws->agent,
+            .role = ws->role,
+            .dir = ws->dir,
+            .owner = ws->owner,
+            .originator = ws->originator,
+            .budgets = ws->budgets,
+            .wall_elapsed = elapsed_ms > 0 ? (double)elapsed_ms / 1000.0 : 0,
+            .recovered = true,
+        };
+        struct cerr ce = {0};
+        if (w->h.start(w->h.data, &info, &ce) < 0) {
+            if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "recovery_start_failed") < 0)
+                return cerr_set(err, EIO, "the trail cannot be written");
+            st->workspaces_failed++;
+            continue;
+        }
+        if (info.budgets.wall_time > 0)
+            st->timers_reconstructed++;
+        st->workspaces_recovered++;
+        /* Told first, so that what follows (its envelopes again) reads as after a recovery. */
+        cJSON *p = wacp_core_obj();
+        wacp_core_add_str(p, "workspace_id", ws->id);
+        wacp_core_add_str(p, "state", wacp_tree_state_name(ws->state));
+        wacp_core_add_str(p, "checkpoint_head", ws->head);
+        cJSON_AddNumberToObject(p, "checkpoints", (double)ws->n_checkpoints);
+        cJSON_AddNumberToObject(p, "inbox", (double)ws->inbox);
+        w->h.notify(w->h.data, ws->id, "wacp/recovered", p);
+        size_t q = ws->queued;
+        wacp_envelope_flush(w, ws);
+        st->envelopes_redelivered += q - ws->queued;
+    }
+    return 0;
+}
