@@ -341,6 +341,14 @@ static void take(struct corral_agent *a, cJSON *msg)
                 cJSON_Delete(sig);
         } else if (!strcmp(method->valuestring, "wacp/liveness") && cJSON_IsObject(params)) {
             queue_event(a, CORRAL_EV_LIVENESS, cJSON_Duplicate(params, true));
+        } else if (!strcmp(method->valuestring, "wacp/recovered") && cJSON_IsObject(params)) {
+            /* `corral run --resume` restarted us: the checkpoint chain goes on from the
+             * recorded head, whatever this process never knew. */
+            const cJSON *h = cJSON_GetObjectItemCaseSensitive(params, "checkpoint_head");
+            char *head = cJSON_IsString(h) && h->valuestring[0] ? strdup(h->valuestring) : NULL;
+            free(a->chain_head);
+            a->chain_head = head;
+            queue_event(a, CORRAL_EV_RECOVERED, cJSON_Duplicate(params, true));
         }
     }
     cJSON_Delete(msg);

@@ -97,10 +97,18 @@ cJSON *corral_agent_integrate(struct corral_agent *a, const char *workspace, con
 /* Waiting. The next event, queued or arriving within TIMEOUT_MS (-1: no limit):
  * CORRAL_EV_ENVELOPE (the envelope object, acked already, each envelope_id once),
  * CORRAL_EV_SIGNAL (the signal object) or CORRAL_EV_LIVENESS (a child has been silent and idle
- * for its liveness interval: {workspace_id, interval, last_activity_timestamp}; advisory). Returns the object (the caller's) with *kind set, or
+ * for its liveness interval: {workspace_id, interval, last_activity_timestamp}; advisory) or
+ * CORRAL_EV_RECOVERED (`corral run --resume` started this agent again after its supervisor died:
+ * {workspace_id, state, checkpoint_head, checkpoints, inbox}; the chain head is set from it). Returns the object (the caller's) with *kind set, or
  * NULL: on timeout (*kind = CORRAL_EV_NONE, corral_agent_error "") or when the channel ended
  * (corral_agent_error says so). KINDS is a mask of the kinds wanted: others stay queued. */
-enum { CORRAL_EV_NONE = 0, CORRAL_EV_ENVELOPE = 1, CORRAL_EV_SIGNAL = 2, CORRAL_EV_LIVENESS = 4 };
+enum {
+    CORRAL_EV_NONE = 0,
+    CORRAL_EV_ENVELOPE = 1,
+    CORRAL_EV_SIGNAL = 2,
+    CORRAL_EV_LIVENESS = 4,
+    CORRAL_EV_RECOVERED = 8
+};
 cJSON *corral_agent_next_event(struct corral_agent *a, int kinds, int timeout_ms, int *kind);
 cJSON *corral_agent_next_envelope(struct corral_agent *a, int timeout_ms);
 cJSON *corral_agent_next_signal(struct corral_agent *a, int timeout_ms);

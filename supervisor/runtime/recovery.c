@@ -5,6 +5,8 @@
 #include "supervisor/wacp/wacp.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <time.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -153,7 +155,74 @@ struct replay {
     struct wacp *w;
     uint64_t n;
     int64_t last_us;
+    char **cgroups; /* the dead run's agent cgroups, as process_started recorded them */
+    size_t n_cg, cap_cg;
 };
+
+/* SIGKILL what DIR/cgroup.procs lists; whether it listed nothing. */
+static bool procs_gone(const char *dir)
+{
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return true;
+    long pid;
+    bool none = true;
+    while (fscanf(f, "%ld", &pid) == 1)
+        if (pid > 1) {
+            kill((pid_t)pid, SIGKILL);
+            none = false;
+        }
+    fclose(f);
+    return none;
+}
+
+/* The dead run's sandboxes die with it (their init has PDEATHSIG), but not at once: before its
+ * agents start again on the same files, whatever is left in the cgroups the dead supervisor
+ * recorded (REL under each mounted hierarchy, and their nested command cgroups) is killed and
+ * waited for, for 5 s at most. Only those cgroups: nothing the dead run did not create. The empty
+ * cgroups are then removed by the sweep of the first sandbox the resumer makes (sandbox/cgroup.c). */
+static void reap_dead(char *const *rels, size_t n)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        bool all_gone = true;
+        DIR *top = opendir("/sys/fs/cgroup");
+        struct dirent *m;
+        while (top && (m = readdir(top))) {
+            if (m->d_name[0] == '.' && m->d_name[1] && m->d_name[1] != '.')
+                continue;
+            if (!strcmp(m->d_name, ".."))
+                continue;
+            for (size_t i = 0; i < n; i++) {
+                char d[PATH_MAX];
+                int len = !strcmp(m->d_name, ".") ? snprintf(d, sizeof(d), "/sys/fs/cgroup%s", rels[i])
+                                                  : snprintf(d, sizeof(d), "/sys/fs/cgroup/%s%s",
+                                                             m->d_name, rels[i]);
+                if (len <= 0 || len >= (int)sizeof(d))
+                    continue;
+                DIR *sub = opendir(d);
+                if (!sub)
+                    continue;
+                struct dirent *c;
+                while ((c = readdir(sub)))
+                    if (c->d_type == DT_DIR && c->d_name[0] != '.') {
+                        char cd[PATH_MAX + 256];
+                        snprintf(cd, sizeof(cd), "%s/%s", d, c->d_name);
+                        all_gone &= procs_gone(cd);
+                    }
+                closedir(sub);
+                all_gone &= procs_gone(d);
+            }
+        }
+        if (top)
+            closedir(top);
+        if (all_gone)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static int on_replay(const struct trail_entry *e, void *data)
 {
@@ -161,6 +230,24 @@ static int on_replay(const struct trail_entry *e, void *data)
     rp->n++;
     rp->last_us = e->ts_us;
     cJSON *b = cJSON_ParseWithLength(e->body, e->body_len);
+    const char *cg = b && !strcmp(e->type, "process_started") ? body_str(b, "cgroup") : NULL;
+    if (cg && cg[0] == '/' && !strstr(cg, "/..") && strlen(cg) < PATH_MAX / 2) {
+        if (rp->n_cg == rp->cap_cg) {
+            size_t cap = rp->cap_cg ? rp->cap_cg * 2 : 16;
+            char **p = realloc(rp->cgroups, cap * sizeof(*p));
+            if (!p) {
+                cJSON_Delete(b);
+                return -ENOMEM;
+            }
+            rp->cgroups = p;
+            rp->cap_cg = cap;
+        }
+        if (!(rp->cgroups[rp->n_cg] = strdup(cg))) {
+            cJSON_Delete(b);
+            return -ENOMEM;
+        }
+        rp->n_cg++;
+    }
     int rc = b ? wacp_restore_entry(rp->w, e->type, e->workspace, e->ts_us, b) : 0;
     cJSON_Delete(b);
     return rc;
@@ -177,6 +264,11 @@ int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64
     struct trail_filter f = {.after_seq = after_seq};
     rc = trail_query(r, &f, on_replay, &rp, err);
     trail_reader_close(r);
+    if (rc >= 0)
+        reap_dead(rp.cgroups, rp.n_cg);
+    for (size_t i = 0; i < rp.n_cg; i++)
+        free(rp.cgroups[i]);
+    free(rp.cgroups);
     if (rc == -ENOMEM && !err->msg[0])
         cerr_set(err, ENOMEM, "out of memory rebuilding the run from its trail");
     else if (rc < 0 && !err->msg[0])

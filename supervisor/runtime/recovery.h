@@ -34,7 +34,8 @@ bool recovery_supervisor_alive(const struct recovery_scan *s);
 
 struct wacp;
 /* Feeds every entry of the trail at PATH after AFTER_SEQ (the run's supervisor_started) into W
- * (wacp_restore_entry): the dead run's model, rebuilt. EXAMINED: entries read; LAST_US: the time
+ * (wacp_restore_entry): the dead run's model, rebuilt; then whatever still runs in the agent
+ * cgroups the dead run recorded is killed and waited for (5 s at most). EXAMINED: entries read; LAST_US: the time
  * of the last one. < 0 with ERR set. */
 int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64_t *examined,
                     int64_t *last_us, struct cerr *err);

@@ -25,15 +25,17 @@ def log(*a):
 
 
 def pump(a, timeout):
-    """Handles what arrives for TIMEOUT seconds at most: logs envelopes, returns on the first."""
-    ev = a.next_event(timeout, ("envelope", "signal"))
+    """Handles what arrives for TIMEOUT seconds at most: logs envelopes and the recovery notice,
+    returns on the first event."""
+    ev = a.next_event(timeout, ("envelope", "signal", "recovered"))
     if ev and ev[0] == "envelope":
         log("got", ev[1]["envelope_id"], ev[1]["type"])
+    if ev and ev[0] == "recovered":
+        log("recovered", ev[1].get("workspace_id"), ev[1].get("state"))
     return ev
 
 
 def coordinator(a, n):
-    retries = {}
     while True:
         kids = {}
         for w in a.workspaces():
@@ -48,12 +50,11 @@ def coordinator(a, n):
                 closed += 1
                 continue
             if last is None or last["state"] == "failed":
-                if retries.get(name, 0) >= 3:
+                if len(mine) >= 3:  # attempts counted from the run's state, not from memory
                     log("giving up on", name)
                     a.emit("failed", reason="worker %s failed 3 times" % name)
                     return
-                retries[name] = retries.get(name, 0) + 1
-                hold = k == 1 and retries[name] == 1 and os.environ.get("CRASH_HOLD") == "1"
+                hold = k == 1 and not mine and os.environ.get("CRASH_HOLD") == "1"
                 r = a.create_workspace(name, {"k": k, "text": "line %d of the work\n" % k, "hold": hold})
                 log("created", name, r["workspace_id"])
             elif last["state"] == "integrating":
@@ -114,8 +115,6 @@ def worker(a):
 def main():
     a = Agent()
     a.initialize("crash-" + sys.argv[1])
-    if a.recovered is not None:
-        log("recovered", a.recovered.get("workspace_id"), a.recovered.get("state"))
     try:
         if sys.argv[1] == "coord":
             coordinator(a, int(sys.argv[2]))
