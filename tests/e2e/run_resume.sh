@@ -2,8 +2,8 @@
 # tests/e2e/run_resume.sh: a `corral run` whose supervisor is SIGKILLed leaves an unfinished run
 # in its trail. Plain `corral run` on that trail refuses and points at --resume; --resume checks the
 # trail's integrity first (a tampered trail is refused, nothing resumed), finds the run directory
-# recorded in the trail, reports the reconstructed workspaces; a trail whose run ended or that
-# holds none has nothing to resume. The dead run leaves no process or cgroup behind.
+# recorded in the trail, rebuilds the workspaces and starts their agents again; a trail whose run
+# ended or that holds none has nothing to resume. (tests/e2e/run_crash.sh: resumes to the end.) The dead run leaves no process or cgroup behind.
 . "$TOP/tests/lib.sh"
 if "$CORRAL" run --help 2>&1 | grep -q 'not available: the WACP runtime is not built'; then
     echo "ok - SKIP run_resume: corral run is not built yet"
@@ -62,14 +62,7 @@ expect_status "... and started nothing" 1 "$n"
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --resume --run-dir "$d/elsewhere"
 expect_status "--resume with another --run-dir is refused" 2 "$rc" "$err"
 expect_match "... naming the recorded one" "run's directory is $run_dir" "$err"
-run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --resume
-expect_match "--resume: the trail verifies first" 'the trail verifies' "$err"
-expect_match "... the dead run's workspaces are reconstructed (2 live)" 'root ws-[0-9a-f]+, 2 of 2 workspaces live' "$err"
-expect_match "... from the run directory recorded in the trail" "run directory $run_dir" "$err"
-expect_status "... (restarting agents is not implemented: 125, nothing changed)" 125 "$rc" "$err"
-expect_match "the trail still verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 2>&1)"
-
-# ---- a tampered trail is not resumed
+# a copy of the dead run's trail, tampered with (resumed below: refused)
 cp "$db" "$d/x.db"
 for f in "$db"-wal "$db"-shm; do [ -e "$f" ] && cp "$f" "$d/x.db${f#"$db"}"; done
 python3 -c 'import sqlite3, sys
@@ -77,6 +70,17 @@ c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.executescript("DROP TRIGGER entries_no_update; UPDATE entries SET body = replace(body, \"w.txt\", \"v.txt\") WHERE type = \"tool_call\"")
 if c.total_changes == 0: sys.exit("no tool_call entry names w.txt: nothing was tampered")
 c.close()' "$d/x.db" 2>"$d/sq.err" || cat "$d/sq.err" >&2
+# Its agents hold forever: the resumed run ends by its --timeout (1).
+run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --resume --timeout 3
+expect_match "--resume: the trail verifies first" 'the trail verifies' "$err"
+expect_match "... the dead run's workspaces are reconstructed (2 live)" 'root ws-[0-9a-f]+, 2 of 2 workspaces live' "$err"
+expect_match "... from the run directory recorded in the trail" "run directory $run_dir" "$err"
+expect_match "... both agents are started again" '2 workspaces recovered, 0 failed' "$err"
+expect_status "... and the run goes on to its end (here its --timeout: 1)" 1 "$rc" "$err"
+expect_match "... recovery_completed is recorded" '"workspaces_recovered":2' "$("$CORRAL" trail --db "$db" --json --type recovery_completed)"
+expect_match "the trail still verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 2>&1)"
+
+# ---- a tampered trail is not resumed
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/x.db" --resume
 expect_status "--resume on a tampered trail fails its integrity check (1)" 1 "$rc" "$err"
 expect_match "... saying where" 'fails its integrity check at entry [0-9]+' "$err"
