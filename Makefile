@@ -81,7 +81,7 @@ FUZZ_SRC    := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN    := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all test test-asan test-build deps fuzz bench bench-deps demo demo-gated demo-exec install clean check-deps
+.PHONY: all test test-asan crash-test test-build deps fuzz bench bench-deps demo demo-gated demo-exec install clean check-deps
 all: check-deps $(CORRAL)
 
 check-deps:
@@ -115,6 +115,10 @@ test-build: all $(UNIT_BIN) $(HOSTILE_BIN) $(AGENT_BIN)
 
 test: test-build
 	@CORRAL=$(abspath $(CORRAL)) BUILD=$(abspath $(BUILD)) sh tests/run.sh
+
+# corral run SIGKILLed at 50 points of a session, each resumed to the end (make test runs 4).
+crash-test: test-build
+	@CORRAL=$(abspath $(CORRAL)) BUILD=$(abspath $(BUILD)) CRASH_POINTS=50 sh tests/run.sh run_crash
 
 test-asan:
 	$(MAKE) SAN=1 test

@@ -377,35 +377,36 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         t->inbox++;
         t->queued++;
     }
-    /* Children last: a parent failed below takes its subtree with it before that is started. */
+    /* Which live workspaces fail (timeout, files): decided first, recorded last, so that the
+     * `failed` signal reaches a parent whose agent runs again. Their subtrees are not started:
+     * the failure takes them with it (tree.c's cascade). */
+    char (*why)[64] = calloc(w->n_ws ? w->n_ws : 1, sizeof(*why));
+    if (!why)
+        return cerr_set(err, ENOMEM, "out of memory");
     for (size_t i = 0; i < w->n_ws; i++) {
         struct wacp_ws *ws = w->ws[i];
         if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
             continue;
-        char why[64] = "";
         int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
         if (elapsed_ms < 0)
             elapsed_ms = 0;
         if (ws->timeout_ms) {
             st->timers_reconstructed++;
             if ((uint64_t)elapsed_ms >= ws->timeout_ms && times_out(ws->state))
-                snprintf(why, sizeof(why), "timeout");
+                snprintf(why[i], sizeof(why[i]), "timeout");
             else
-                ws->deadline_ms = mono + (ws->timeout_ms > (uint64_t)elapsed_ms
-                                              ? ws->timeout_ms - (uint64_t)elapsed_ms
-                                              : 0);
+                ws->deadline_ms = mono + (ws->timeout_ms - (uint64_t)elapsed_ms);
         }
-        if (!why[0] && ws->parent && !ws->written_since_cp)
-            files_match(w, ws, why, sizeof(why));
-        if (why[0]) {
-            if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why) < 0)
-                return cerr_set(err, EIO, "the trail cannot be written");
-            st->workspaces_failed++;
-        }
+        if (!why[i][0] && ws->parent && !ws->written_since_cp)
+            files_match(w, ws, why[i], sizeof(why[i]));
     }
-    for (size_t i = 0; i < w->n_ws; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < w->n_ws && rc == 0; i++) {
         struct wacp_ws *ws = w->ws[i];
-        if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
+        bool doomed = false;
+        for (size_t j = 0; j < w->n_ws && !doomed; j++)
+            doomed = why[j][0] && (w->ws[j] == ws || wacp_tree_is_ancestor(w->ws[j], ws));
+        if (!(WS_BIT(ws->state) & WS_LIVE_MASK) || doomed)
             continue;
         int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
         struct wacp_ws_info info = {
@@ -422,9 +423,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         };
         struct cerr ce = {0};
         if (w->h.start(w->h.data, &info, &ce) < 0) {
-            if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "recovery_start_failed") < 0)
-                return cerr_set(err, EIO, "the trail cannot be written");
-            st->workspaces_failed++;
+            snprintf(why[i], sizeof(why[i]), "recovery_start_failed");
             continue;
         }
         if (info.budgets.wall_time > 0)
@@ -442,5 +441,15 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         wacp_envelope_flush(w, ws);
         st->envelopes_redelivered += q - ws->queued;
     }
-    return 0;
+    for (size_t i = 0; i < w->n_ws && rc == 0; i++) {
+        struct wacp_ws *ws = w->ws[i];
+        if (!why[i][0] || !(WS_BIT(ws->state) & WS_LIVE_MASK))
+            continue;
+        if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why[i]) < 0)
+            rc = cerr_set(err, EIO, "the trail cannot be written");
+        else
+            st->workspaces_failed++;
+    }
+    free(why);
+    return rc;
 }

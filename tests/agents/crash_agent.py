@@ -30,6 +30,8 @@ def pump(a, timeout):
     ev = a.next_event(timeout, ("envelope", "signal", "recovered"))
     if ev and ev[0] == "envelope":
         log("got", ev[1]["envelope_id"], ev[1]["type"])
+    if ev and ev[0] == "signal":
+        log("signal", ev[1].get("type"), ev[1].get("from"), ev[1].get("reason"))
     if ev and ev[0] == "recovered":
         log("recovered", ev[1].get("workspace_id"), ev[1].get("state"))
     return ev

@@ -191,6 +191,7 @@ run_capture out err rc "$CORRAL" run "$T_TMP/policy_hold.json" --workspace "$d/w
 expect_status "a workspace's file changed while corral was down: the resume still ends well" 0 "$rc" "$err"
 expect_match "... that workspace failed with a clear reason" "\"workspace_id\":\"$w1\".*\"reason\":\"recovery_files_mismatch: f1.txt\"|\"reason\":\"recovery_files_mismatch: f1.txt\".*\"workspace_id\":\"$w1\"" \
     "$("$CORRAL" trail --db "$d/t.db" --json --type workspace_state_changed)"
+expect_match "... its parent, restarted, was told by a failed signal" "signal failed $w1 recovery_files_mismatch: f1.txt" "$(cat "$d"/runs/*/logs/*.log)"
 expect_match "... counted in recovery_completed" '"workspaces_failed":1' "$("$CORRAL" trail --db "$d/t.db" --json --type recovery_completed)"
 expect_status "... the coordinator redid it: the files equal the uncrashed run's" 0 "$(diff -r "$ref/ws" "$d/ws" >/dev/null 2>&1; echo $?)"
 expect_match "... the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$d/t.db" 2>&1)"
