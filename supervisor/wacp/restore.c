@@ -12,6 +12,7 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
@@ -445,10 +446,16 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws *ws = w->ws[i];
         if (!why[i][0] || !(WS_BIT(ws->state) & WS_LIVE_MASK))
             continue;
-        if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why[i]) < 0)
+        ws->stopped = true; /* never started again: nothing to stop */
+        if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", why[i]) < 0) {
             rc = cerr_set(err, EIO, "the trail cannot be written");
-        else
-            st->workspaces_failed++;
+            break;
+        }
+        st->workspaces_failed++;
+        /* Its agent cannot say `failed`: the runtime says it for it (as wacp_agent_ended). */
+        char sid[WACP_ID_LEN];
+        if (ws->parent && wacp_signal_emit(w, ws, "protocol", "failed", why[i], NULL, NULL, false, sid) < 0)
+            rc = cerr_set(err, EIO, "the trail cannot be written");
     }
     free(why);
     return rc;
