@@ -13,6 +13,7 @@
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/files.h"
 #include "supervisor/wacp/signal.h"
+#include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
 
 #include <stdio.h>
@@ -246,6 +247,79 @@ static int env_created(struct wacp *w, const cJSON *b)
     return 0;
 }
 
+static enum task_status task_status_of(const char *name)
+{
+    for (int s = TASK_DRAFT; s <= TASK_CANCELLED; s++)
+        if (name && !strcmp(wacp_task_status_name((enum task_status)s), name))
+            return (enum task_status)s;
+    return (enum task_status)-1;
+}
+
+static int task_created(struct wacp *w, const cJSON *b)
+{
+    const char *id = jstr(b, "task_id"), *name = jstr(b, "name"), *desc = jstr(b, "description"),
+               *pt = jstr(b, "parent_task");
+    if (!id_ok(id) || !name || wacp_task_find(w, id) || w->n_tasks >= WACP_MAX_TASKS)
+        return 0;
+    if (!wacp_core_grow((void **)&w->tasks, &w->cap_tasks, w->n_tasks + 1, sizeof(*w->tasks)))
+        return -ENOMEM;
+    struct wacp_task *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    snprintf(t->id, sizeof(t->id), "%s", id);
+    t->name = strdup(name);
+    t->description = desc ? strdup(desc) : NULL;
+    if (id_ok(pt))
+        snprintf(t->parent_task, sizeof(t->parent_task), "%s", pt);
+    const cJSON *deps = cJSON_GetObjectItemCaseSensitive(b, "depends_on");
+    size_t nd = cJSON_IsArray(deps) ? (size_t)cJSON_GetArraySize(deps) : 0;
+    t->depends_on = nd ? calloc(nd, sizeof(*t->depends_on)) : NULL;
+    if (!t->name || (desc && !t->description) || (nd && !t->depends_on)) {
+        wacp_task_free(t);
+        return -ENOMEM;
+    }
+    const cJSON *x;
+    cJSON_ArrayForEach (x, deps)
+        if (cJSON_IsString(x) && id_ok(x->valuestring) && t->n_depends < nd)
+            snprintf(t->depends_on[t->n_depends++], WACP_ID_LEN, "%s", x->valuestring);
+    enum task_status st = task_status_of(jstr(b, "status"));
+    t->status = (int)st >= 0 ? st : TASK_DRAFT;
+    t->created_ms = wacp_core_now_ms();
+    w->tasks[w->n_tasks++] = t;
+    w->sum.tasks++;
+    return 0;
+}
+
+/* task_assigned, task_approved, task_status_changed, task_completed, task_failed. */
+static int task_changed(struct wacp *w, const char *type, const cJSON *b)
+{
+    struct wacp_task *t = wacp_task_find(w, jstr(b, "task_id"));
+    if (!t)
+        return 0;
+    if (!strcmp(type, "task_assigned")) {
+        const char *ws = jstr(b, "workspace_id");
+        if (!id_ok(ws))
+            return 0;
+        char(*h)[WACP_ID_LEN] = realloc(t->history, (t->n_history + 1) * sizeof(*t->history));
+        if (!h)
+            return -ENOMEM;
+        t->history = h;
+        snprintf(t->history[t->n_history++], WACP_ID_LEN, "%s", ws);
+        snprintf(t->workspace_ref, sizeof(t->workspace_ref), "%s", ws);
+        t->checkpoint_ref[0] = 0;
+        t->status = TASK_ASSIGNED;
+        return 0;
+    }
+    enum task_status to = task_status_of(jstr(b, "to"));
+    if ((int)to < 0)
+        return 0;
+    t->status = to;
+    const char *cp = jstr(b, "checkpoint_ref");
+    if (id_ok(cp))
+        snprintf(t->checkpoint_ref, sizeof(t->checkpoint_ref), "%s", cp);
+    return 0;
+}
+
 int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us,
                        const cJSON *b)
 {
@@ -309,6 +383,30 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     }
     if (!strcmp(type, "envelope_created"))
         return env_created(w, b);
+    if (!strcmp(type, "visibility_granted")) {
+        struct wacp_ws *to = wacp_tree_find(w, jstr(b, "workspace_id"));
+        const char *target = jstr(b, "target");
+        if (!to || !id_ok(target))
+            return 0;
+        char(*g)[WACP_ID_LEN] = realloc(to->grants, (to->n_grants + 1) * sizeof(*to->grants));
+        if (!g)
+            return -ENOMEM;
+        to->grants = g;
+        snprintf(to->grants[to->n_grants++], WACP_ID_LEN, "%s", target);
+        return 0;
+    }
+    if (!strcmp(type, "graph_created")) {
+        const char *g = jstr(b, "graph_id");
+        if (id_ok(g))
+            snprintf(w->graph, sizeof(w->graph), "%s", g);
+        return 0;
+    }
+    if (!strcmp(type, "task_created"))
+        return task_created(w, b);
+    if (!strcmp(type, "task_assigned") || !strcmp(type, "task_approved") ||
+        !strcmp(type, "task_status_changed") || !strcmp(type, "task_completed") ||
+        !strcmp(type, "task_failed"))
+        return task_changed(w, type, b);
     struct wacp_env *v = NULL;
     if (!strncmp(type, "envelope_", 9) && !(v = env_find(w, jstr(b, "envelope_id"))))
         return 0;

@@ -39,6 +39,10 @@ def pump(a, timeout):
 
 def coordinator(a, n):
     while True:
+        tasks = {t["name"]: t for t in a.task_list()}
+        for k in range(1, n + 1):
+            if "t%d" % k not in tasks:
+                tasks["t%d" % k] = a.task_create("t%d" % k, description="file f%d.txt" % k)
         kids = {}
         for w in a.workspaces():
             if w.get("parent"):
@@ -57,7 +61,8 @@ def coordinator(a, n):
                     a.emit("failed", reason="worker %s failed 3 times" % name)
                     return
                 hold = k == 1 and not mine and os.environ.get("CRASH_HOLD") == "1"
-                r = a.create_workspace(name, {"k": k, "text": "line %d of the work\n" % k, "hold": hold})
+                r = a.create_workspace(name, {"k": k, "text": "line %d of the work\n" % k, "hold": hold},
+                                       task=tasks["t%d" % k]["task_id"])
                 log("created", name, r["workspace_id"])
             elif last["state"] == "integrating":
                 try:
@@ -70,7 +75,7 @@ def coordinator(a, n):
         pump(a, 0.2)
     while pump(a, 0) is not None:  # what is queued, logged (the test reads the signals)
         pass
-    log("all integrated")
+    log("all integrated; tasks", " ".join(sorted(t["name"] + "=" + t["status"] for t in a.task_list())))
     a.emit("complete")
     while pump(a, 60) is not None or True:
         pass

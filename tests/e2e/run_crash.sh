@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/e2e/run_crash.sh: `corral run` SIGKILLed at many points of a session (a coordinator and
-# three workers writing files, checkpointing, sending envelopes, signalling, integrating), then
+# three workers: a task graph, files written, checkpoints, envelopes, signals, integrations), then
 # `corral run --resume` finishes it. Kill points are chosen by trail entry count (the trail is
 # polled), spread over an uncrashed run's length, not by sleeps. After each: the resume ends
 # well (0), `corral trail verify` is ok, the project's files equal the uncrashed run's, the
@@ -114,6 +114,7 @@ fresh "$ref"
 run_capture out err rc "$CORRAL" run "$T_TMP/policy.json" --workspace "$ref/ws" --trail "$ref/t.db" --timeout 120
 expect_status "the uncrashed run ends well" 0 "$rc" "$err" "$(cat "$ref"/runs/*/logs/*.log 2>/dev/null | tail -30)"
 total=$("$CORRAL" trail --db "$ref/t.db" --json | wc -l)
+expect_match "... its three tasks integrated" 'tasks t1=integrated t2=integrated t3=integrated' "$(cat "$ref"/runs/*/logs/*.log)"
 expect_match "... and writes the three workers' files" 'line 3 of the work' "$(cat "$ref/ws/f3.txt" 2>/dev/null)"
 
 # crash_once DIR K [K2]: a run killed at K entries (its resumer too at K2), resumed to the end.
@@ -137,6 +138,8 @@ crash_once() {
     "$CORRAL" trail verify --db "$d/t.db" 2>&1 | grep -q '^ok' || echo "the trail does not verify"
     diff -r "$ref/ws" "$d/ws" >"$d/diff" 2>&1 || echo "the files differ from the uncrashed run's: $(head -5 "$d/diff")"
     python3 "$T_TMP/check.py" "$d/t.db" "$(ls -d "$d"/runs/*/logs)"
+    grep -qs 'tasks t1=integrated t2=integrated t3=integrated' "$d"/runs/*/logs/*.log ||
+        echo "the task graph did not end with its three tasks integrated"
     # The coordinator lives to the run's end: it must have been told of each recovery it lived
     # through (a worker may be stopped before it reads its notice: not counted).
     root=$("$CORRAL" trail --db "$d/t.db" --json --type workspace_created | head -1 |
