@@ -91,3 +91,41 @@ run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail 
 expect_status "--resume after a run that ended is a usage error" 2 "$rc" "$err"
 expect_match "... saying its last run ended" 'no unfinished run' "$err"
 expect_match "the dead run's empty cgroups were swept by the next run's first sandbox" '^$' "$(cgroups_of $pid)"
+
+# ---- timers from the trail: a workspace whose timeout passed while corral was down fails at once
+d2=$T_TMP/tm
+mkdir -p "$d2/ws"
+chown -R 65534:65534 "$d2/ws"
+python3 - "$d/policy.json" "$d2/policy.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["roles"]["worker"]["budgets"]["wall_time"] = "2s"  # the worker's workspace times out after 2 s
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PY
+"$CORRAL" run "$d2/policy.json" --workspace "$d2/ws" --trail "$d2/t.db" --timeout 60 >"$d2/out" 2>"$d2/err" &
+pid2=$!
+i=0
+while ! grep -qs 'worker-wrote' "$d2"/runs/*/logs/*.log && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+kill -KILL $pid2
+wait $pid2 2>/dev/null
+# Down until the worker's workspace is past its 2 s, by the trail's own clock.
+python3 - "$d2/t.db" <<'PY'
+import json, sqlite3, sys, time
+c = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+ts = [r[0] for r in c.execute("select ts from entries where type = 'workspace_created'")]
+while time.time() * 1e6 < max(ts) + 2.2e6:
+    time.sleep(0.05)
+PY
+run_capture out err rc "$CORRAL" run "$d2/policy.json" --workspace "$d2/ws" --trail "$d2/t.db" --resume --timeout 2
+tm=$("$CORRAL" trail --db "$d2/t.db" --json | python3 -c '
+import json, sys
+es = [json.loads(l) for l in sys.stdin]
+rec = [e["seq"] for e in es if e["type"] == "recovery_completed"]
+to = [e["seq"] for e in es if e["type"] == "workspace_state_changed" and e["body"].get("reason") == "timeout"]
+print("timeout-before-recovery" if rec and to and to[0] < rec[0] else "no", rec, to)')
+expect_match "a workspace past its timeout while corral was down fails during the recovery (reason timeout)" '^timeout-before-recovery' "$tm"
+expect_match "... counted in recovery_completed" '"workspaces_failed":1' "$("$CORRAL" trail --db "$d2/t.db" --json --type recovery_completed)"
+expect_match "... the root, within its timeout, was recovered" '"workspaces_recovered":1' "$("$CORRAL" trail --db "$d2/t.db" --json --type recovery_completed)"
