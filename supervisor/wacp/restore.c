@@ -31,6 +31,14 @@ static double jnum(const cJSON *b, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* A count, size or time of a body as an unsigned integer: 0 when it is not a number in range
+ * (negative, NaN, past 2^53: no cast of such a double to an integer). */
+static uint64_t ju64(const cJSON *b, const char *k)
+{
+    double v = jnum(b, k);
+    return v >= 0 && v < 9.0e15 ? (uint64_t)v : 0;
+}
+
 /* Copies S into a fixed id field; false when it does not fit (not an id this model made). */
 static bool id_ok(const char *s)
 {
@@ -95,13 +103,14 @@ static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON
     ws->budgets = v.budgets;
     const cJSON *bu = cJSON_GetObjectItemCaseSensitive(b, "budgets");
     if (bu) {
-        ws->budgets.memory = (uint64_t)jnum(bu, "memory");
-        ws->budgets.pids = (uint64_t)jnum(bu, "pids");
-        ws->budgets.cpus = jnum(bu, "cpus");
-        ws->budgets.wall_time = jnum(bu, "wall_time");
+        ws->budgets.memory = ju64(bu, "memory");
+        ws->budgets.pids = ju64(bu, "pids");
+        double c = jnum(bu, "cpus"), wt = jnum(bu, "wall_time");
+        ws->budgets.cpus = c > 0 && c < 1e6 ? c : 0;
+        ws->budgets.wall_time = wt > 0 && wt < 1e9 ? wt : 0;
     }
     double t = jnum(b, "timeout");
-    ws->timeout_ms = t > 0 ? (uint64_t)(t * 1000.0 + 0.5) : 0;
+    ws->timeout_ms = t > 0 && t < 1e9 ? (uint64_t)(t * 1000.0 + 0.5) : 0;
     ws->created_us = ts_us;
     ws->created_ms = wacp_core_now_ms();
     ws->state = WS_IDLE;
@@ -151,7 +160,7 @@ static int cp_created(struct wacp *w, const char *id, const cJSON *b)
     cp->intent = strdup(jstr(b, "intent") ? jstr(b, "intent") : "");
     cp->status = strdup(st ? st : "final");
     cp->confidence = strdup(jstr(b, "confidence") ? jstr(b, "confidence") : "medium");
-    cp->timestamp_ms = (uint64_t)jnum(b, "timestamp");
+    cp->timestamp_ms = ju64(b, "timestamp");
     /* The payload is not in the trail (only its hash): a rebuilt checkpoint shows none. */
     const cJSON *f;
     int r = 0;
@@ -159,7 +168,7 @@ static int cp_created(struct wacp *w, const char *id, const cJSON *b)
         const char *path = jstr(f, "path"), *h = jstr(f, "blake2b");
         if (path && wacp_files_path_ok(path) &&
             (r = wacp_files_manifest_add(&cp->files, path, h && strlen(h) < WACP_HASH_HEX ? h : "",
-                                         (uint64_t)jnum(f, "size"))) < 0)
+                                         ju64(f, "size"))) < 0)
             break;
     }
     if (r < 0 || !cp->type || !cp->intent || !cp->status || !cp->confidence ||
@@ -229,7 +238,7 @@ static int env_created(struct wacp *w, const cJSON *b)
     v->origin = origin && !strcmp(origin, "human") ? "human" : "agent";
     if (!strcmp(v->origin, "human") && orig)
         v->originator = strdup(orig);
-    v->timestamp_ms = (uint64_t)jnum(b, "timestamp");
+    v->timestamp_ms = ju64(b, "timestamp");
     v->rights = cJSON_CreateArray();
     v->state = ENV_VALIDATED;
     if (!v->type || !v->payload || !v->rights || (!strcmp(v->origin, "human") && orig && !v->originator)) {
@@ -417,7 +426,7 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     else if (!strcmp(type, "envelope_rejected"))
         v->state = ENV_REJECTED;
     else if (!strcmp(type, "envelope_redelivered"))
-        v->attempt = (unsigned)jnum(b, "attempt");
+        v->attempt = (unsigned)(ju64(b, "attempt") & 0xff);
     else if (!strcmp(type, "signal_emitted"))
         w->sum.signals++;
     else if (!strcmp(type, "integration_completed"))
