@@ -4,6 +4,7 @@
 #include "supervisor/wacp/envelope.h"
 
 #include "supervisor/wacp/core.h"
+#include "supervisor/wacp/files.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 
@@ -328,9 +329,18 @@ static cJSON *created_body(const struct wacp_env *v, const char *originator)
     wacp_core_add_str(b, "originator", originator);
     cJSON_AddNumberToObject(b, "timestamp", (double)v->timestamp_ms);
     /* The payload is in the trail so that an envelope in flight when the supervisor died can be
-     * delivered again by `corral run --resume` (recovery spec 3.3): the trail is its only copy. */
-    cJSON *pl = v->payload ? cJSON_Parse(v->payload) : NULL;
-    cJSON_AddItemToObject(b, "payload", pl ? pl : cJSON_CreateNull());
+     * delivered again by `corral run --resume` (recovery spec 3.3): the trail is its only copy.
+     * One too large for a trail entry's body is named by its hash only, and a resume records
+     * it undeliverable (the sender is told) rather than deliver what it cannot rebuild. */
+    size_t len = v->payload ? strlen(v->payload) : 0;
+    cJSON *pl = len <= WACP_TRAIL_PAYLOAD_MAX && v->payload ? cJSON_Parse(v->payload) : NULL;
+    if (len > WACP_TRAIL_PAYLOAD_MAX) {
+        char hex[WACP_HASH_HEX];
+        wacp_files_hash_hex(v->payload, len, hex);
+        wacp_core_add_str(b, "payload_blake2b", hex);
+        cJSON_AddNumberToObject(b, "payload_bytes", (double)len);
+    } else
+        cJSON_AddItemToObject(b, "payload", pl ? pl : cJSON_CreateNull());
     return b;
 }
 

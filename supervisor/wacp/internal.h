@@ -19,6 +19,7 @@
 #define WACP_MAX_RIGHTS 65536          /* per run */
 #define WACP_MAX_ENVELOPES_TOTAL 65536 /* per run: lookups are linear */
 #define WACP_REDELIVERIES 3            /* protocol constant: 4 attempts in all */
+#define WACP_TRAIL_PAYLOAD_MAX (512u << 10) /* an envelope payload kept in its envelope_created entry */
 
 enum wacp_rate {
     WACP_RATE_NONE = 0,

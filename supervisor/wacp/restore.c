@@ -233,7 +233,9 @@ static int env_created(struct wacp *w, const cJSON *b)
         snprintf(v->in_reply_to, sizeof(v->in_reply_to), "%s", irt);
     v->type = strdup(type);
     const cJSON *pl = cJSON_GetObjectItemCaseSensitive(b, "payload");
+    bool lost = !pl && jstr(b, "payload_blake2b"); /* too large for the trail: see wacp_resume */
     v->payload = pl ? cJSON_PrintUnformatted(pl) : strdup("null");
+    v->gated = lost; /* marks it for wacp_resume; no gate is restored */
     v->priority = static_priority(jstr(b, "priority"));
     v->origin = origin && !strcmp(origin, "human") ? "human" : "agent";
     if (!strcmp(v->origin, "human") && orig)
@@ -470,6 +472,8 @@ static bool times_out(enum ws_state s)
 int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, struct cerr *err)
 {
     memset(st, 0, sizeof(*st));
+    struct wacp_env *lost_env[64]; /* the senders of the first 64 are told once they run again */
+    size_t n_lost = 0;
     uint64_t mono = wacp_core_now_ms();
     /* Envelopes not acknowledged nor given up: queued again, in creation order (their channel
      * order), delivered when their workspace's agent is back. */
@@ -478,6 +482,23 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws *t = wacp_tree_find(w, v->to);
         if (v->state != ENV_VALIDATED || v->undeliverable || !t || !(WS_BIT(t->state) & WS_LIVE_MASK))
             continue;
+        if (v->gated) {
+            /* Its payload was too large for the trail: it cannot be delivered again. Recorded,
+             * and its sender told, as an envelope whose delivery ran out (envelope spec 9). */
+            cJSON *b = wacp_core_obj();
+            wacp_core_add_str(b, "envelope_id", v->id);
+            wacp_core_add_str(b, "from", v->from);
+            wacp_core_add_str(b, "to", v->to);
+            wacp_core_add_str(b, "reason", "payload_lost_in_crash");
+            cJSON_AddNumberToObject(b, "attempts", v->attempt);
+            int r = wacp_core_rec(w, v->to, "protocol", "envelope_undeliverable", b);
+            cJSON_Delete(b);
+            if (r < 0)
+                return cerr_set(err, EIO, "the trail cannot be written");
+            v->undeliverable = true;
+            lost_env[n_lost++ % 64] = v;
+            continue;
+        }
         v->sent = false;
         v->attempt = 0;
         if (wacp_envelope_seal(w, v) < 0)
@@ -548,6 +569,15 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         size_t q = ws->queued;
         wacp_envelope_flush(w, ws);
         st->envelopes_redelivered += q - ws->queued;
+    }
+    for (size_t i = 0; i < n_lost && i < 64 && rc == 0; i++) {
+        struct wacp_ws *from = wacp_tree_find(w, lost_env[i]->from),
+                       *to = wacp_tree_find(w, lost_env[i]->to);
+        char sid[WACP_ID_LEN];
+        if (from && to && (WS_BIT(from->state) & WS_LIVE_MASK) &&
+            wacp_signal_emit(w, to, "protocol", "failed", "payload_lost_in_crash", lost_env[i]->id,
+                             from, false, sid) < 0)
+            rc = cerr_set(err, EIO, "the trail cannot be written");
     }
     for (size_t i = 0; i < w->n_ws && rc == 0; i++) {
         struct wacp_ws *ws = w->ws[i];

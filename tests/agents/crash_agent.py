@@ -6,6 +6,8 @@ restart (told by wacp/recovered) picks the work up wherever the supervisor died.
     crash_agent.py coord N SDK     creates workers w1..wN (one policy agent each), integrates each
                                    one's final checkpoint when it is integrating, recreates a
                                    worker that failed, and closes the run when all are closed
+    crash_agent.py big SDK         creates w1 and sends it one 600 KiB envelope
+    crash_agent.py deaf SDK        acknowledges nothing (w1 of `big`)
     crash_agent.py worker SDK      writes f<k>.txt (k from its directive) in two steps with a
                                    provisional checkpoint between, reports to the coordinator
                                    with a query envelope, checkpoints final and signals complete
@@ -15,6 +17,7 @@ is handed to the same agent twice within one life; every restart logs "recovered
 """
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[-1])))
 from corral_agent import Agent, WacpError  # noqa: E402
@@ -121,12 +124,31 @@ def worker(a):
             return
 
 
+def big_sender(a):
+    """A 600 KiB envelope to a worker that never reads (too large for the trail's entry)."""
+    if a.recovered is None:
+        pump(a, 60)  # the run's start
+        r = a.create_workspace("w1", {"k": 1})
+        a.send(r["workspace_id"], "directive", {"blob": "x" * (600 << 10)})
+        log("sent-big")
+    while True:
+        pump(a, 60)
+
+
 def main():
     a = Agent()
+    if sys.argv[1] == "deaf":
+        a.drop_envelopes = 1 << 30  # nothing it is sent is ever acknowledged
+        a.initialize("crash-deaf")
+        log("deaf")
+        while True:
+            time.sleep(60)
     a.initialize("crash-" + sys.argv[1])
     try:
         if sys.argv[1] == "coord":
             coordinator(a, int(sys.argv[2]))
+        elif sys.argv[1] == "big":
+            big_sender(a)
         else:
             worker(a)
     except EOFError:

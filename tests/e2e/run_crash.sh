@@ -198,3 +198,33 @@ expect_match "... its parent, restarted, was told by a failed signal" "signal fa
 expect_match "... counted in recovery_completed" '"workspaces_failed":1' "$("$CORRAL" trail --db "$d/t.db" --json --type recovery_completed)"
 expect_status "... the coordinator redid it: the files equal the uncrashed run's" 0 "$(diff -r "$ref/ws" "$d/ws" >/dev/null 2>&1; echo $?)"
 expect_match "... the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$d/t.db" 2>&1)"
+
+# An envelope too large for a trail entry (its payload named by hash only), unacknowledged when
+# the supervisor died: the resume cannot rebuild it, so it records it undeliverable and tells the
+# sender, rather than drop it in silence or deliver something else.
+d=$T_TMP/big
+fresh "$d"
+python3 - "$T_TMP/policy.json" "$d/policy.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+args = p["agents"]["coord"]["args"]
+p["agents"]["coord"]["args"] = [args[0], args[1], "big", args[-1]]
+p["agents"]["w1"]["args"] = [args[0], args[1], "deaf", args[-1]]
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PY
+"$CORRAL" run "$d/policy.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 120 >"$d/o" 2>"$d/e" &
+pid=$!
+i=0
+while ! grep -qs 'sent-big' "$d"/runs/*/logs/*.log && [ $i -lt 600 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+kill -KILL $pid
+wait $pid 2>/dev/null
+expect_match "a 600 KiB envelope's entry names its payload by hash" '"payload_blake2b":"[0-9a-f]{64}","payload_bytes":6[0-9]{5}' \
+    "$("$CORRAL" trail --db "$d/t.db" --json --type envelope_created)"
+run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 3
+expect_match "... unacknowledged at the crash, the resume records it undeliverable" '"reason":"payload_lost_in_crash"' \
+    "$("$CORRAL" trail --db "$d/t.db" --json --type envelope_undeliverable)"
+expect_match "... and its sender, restarted, is told (a failed signal)" 'signal failed ws-[0-9a-f]+ payload_lost_in_crash' \
+    "$(cat "$d"/runs/*/logs/*.log)"
