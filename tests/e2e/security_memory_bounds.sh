@@ -17,7 +17,7 @@ import json, sys
 out, hog, script, mode, gate = sys.argv[1:6]
 json.dump({"version": 1,
            "highway": {"preset": "supervised", "gates": {"task_approval": False, "workspace_create": bool(gate)},
-                       "gate_overrides": {"workspace_create": {"timeout": "2s", "fallback": "reject"}}},
+                       "gate_overrides": {"workspace_create": {"timeout": "15s", "fallback": "reject"}}},
            "roles": {"coordinator": {"budgets": {"wall_time": "2m", "memory": "1G"}},
                      "worker": {"budgets": {"memory": "256M", "pids": 32, "wall_time": "2m"}}},
            "agents": {"coord": {"binary": "/usr/bin/python3", "args": ["-u", hog, mode], "role": "coordinator"},
@@ -60,7 +60,7 @@ steps = ["%d writeFile {\"path\":\"f%d.txt\",\"content\":\"@X:600000\"}" % (i, i
 steps += ["%d readFile {\"path\":\"base.txt\"}" % 9, "wait 9", "wait 8", "wait 7"]
 json.dump({"version": 1, "max_message": "1M",
            "highway": {"preset": "supervised", "gates": {"task_approval": False},
-                       "gate_overrides": {"tool_call": {"timeout": "3s", "fallback": "reject"}}},
+                       "gate_overrides": {"tool_call": {"timeout": "15s", "fallback": "reject"}}},
            "roles": {"coordinator": {"budgets": {"wall_time": "2m"}},
                      "worker": {"authority": {"write": True, "commands": False},
                                 "tools": {"needs_approval": ["writeFile"]},
