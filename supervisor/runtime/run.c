@@ -62,6 +62,7 @@ struct run_ws {
     char *parent;                  /* the parent workspace, told of this one's silence */
     uint64_t live_lines, live_cpu; /* pipe lines and CPU at the last liveness check */
     int64_t live_since_us;         /* when they last changed (unix microseconds) */
+    bool live_blocked;             /* liveness moved its workspace to blocked (not the agent) */
     bool exited, conn_ended, stopping, finalized;
     /* What happened to it while the trail could not be written (degraded mode): applied to the
      * model, in this order, once the trail is writable again. */
@@ -667,10 +668,15 @@ static void on_wall_time(void *data, uint32_t events)
     sandbox_child_signal(s->child, SIGKILL);
 }
 
-/* Liveness (WACP Workspace spec 6, advisory): an agent that sent nothing on its pipe and used no
- * CPU for a whole interval while its workspace expects work of it gets a liveness_warning in the
- * trail and its parent a wacp/liveness notification; the parent decides (feedback, abort, wait).
- * Pipe traffic or CPU time restarts the interval, so an agent busy computing is never warned. */
+/* Liveness (WACP Workspace spec 6 and recovery spec 2.1; docs/protocol-wacp.md): an agent that
+ * sent nothing on its pipe and used no CPU (its cgroup's usage unchanged) for a whole interval
+ * while its workspace expects work of it gets a liveness_warning in the trail and its parent a
+ * wacp/liveness notification. An active workspace is then marked blocked by the runtime (the
+ * agent stalled without saying so: the reversible signal, as the recovery spec asks of agents
+ * themselves); if the next interval is silent too, it fails ("liveness_timeout") and its agent is
+ * stopped. Pipe traffic or CPU time restarts the count and returns a workspace liveness blocked to
+ * active, so an agent busy computing is never blocked. A workspace its agent blocked itself is
+ * only warned about: it waits for its parent, silently by right. */
 static void on_liveness(void *data, uint32_t events)
 {
     struct run_ws *s = data;
@@ -696,18 +702,37 @@ static void on_liveness(void *data, uint32_t events)
         s->live_lines = st.lines_in;
         s->live_cpu = u.cpu_usec;
         s->live_since_us = wall_now_us();
+        if (s->live_blocked && state && !strcmp(state, "blocked"))
+            (void)wacp_agent_stirred(r->w, s->id, "liveness: the agent is busy again");
+        s->live_blocked = false;
     } else {
+        const char *action = "warned";
+        if (s->live_blocked && !strcmp(state, "blocked"))
+            action = "failed";
+        else if (!strcmp(state, "active"))
+            action = "blocked";
         char when[40];
         trail_format_time(s->live_since_us, when, sizeof(when));
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "workspace_id", s->id);
         cJSON_AddNumberToObject(b, "interval", interval);
         cJSON_AddStringToObject(b, "last_activity_timestamp", when);
-        record(r, s->id, "system", "liveness_warning", b);
+        cJSON_AddStringToObject(b, "action", action);
+        cJSON_AddNumberToObject(b, "cpu_usec", (double)u.cpu_usec);
+        int rc = record(r, s->id, "system", "liveness_warning", b);
         struct run_ws *p = s->parent ? run_ws_find(r, s->parent) : NULL;
-        if (p && p->agent && !p->conn_ended)
+        if (rc == 0 && p && p->agent && !p->conn_ended)
             agent_notify(p->agent, "wacp/liveness", b);
         cJSON_Delete(b);
+        char why[96];
+        snprintf(why, sizeof(why), "liveness: no pipe traffic and no CPU for %g s", interval);
+        if (rc == 0 && !strcmp(action, "blocked"))
+            s->live_blocked = wacp_agent_stalled(r->w, s->id, why) == 0;
+        else if (rc == 0 && !strcmp(action, "failed")) {
+            wacp_agent_ended(r->w, s->id, "liveness_timeout");
+            run_ws_stop(s);
+            return;
+        }
     }
     loop_timer_add(r->loop, &s->live_watch, interval, on_liveness, s);
 }

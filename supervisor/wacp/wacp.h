@@ -149,6 +149,13 @@ void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);
  * is wacp_agent_ended with REASON. */
 void wacp_agent_exited(struct wacp *w, const char *ws, bool clean, const char *reason);
 
+/* Liveness: the agent of WS has been silent and idle for an interval. An active workspace goes
+ * to blocked with REASON (recorded, and its parent gets a `blocked` signal); -EINVAL in any other
+ * state, -EIO when it cannot be recorded. */
+int wacp_agent_stalled(struct wacp *w, const char *ws, const char *reason);
+/* ... and is busy again: a blocked workspace goes back to active (its parent gets `started`). */
+int wacp_agent_stirred(struct wacp *w, const char *ws, const char *reason);
+
 /* The state name of WS ("active", ...), NULL when there is no such workspace. */
 const char *wacp_state_of(const struct wacp *w, const char *ws);
 
