@@ -302,6 +302,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         fprintf(f, "%s\n", l->n_exclude ? "" : "none");
     if (l->embedding_command)
         fprintf(f, "  embedding_command          %s\n", l->embedding_command);
+    if (l->evaluator_command)
+        fprintf(f, "  evaluator_command          %s\n", l->evaluator_command);
 
     fprintf(f, "\nbudgets\n");
     fprintf(f, "  memory         %s\n", size_str(v.budgets.memory, a, sizeof(a)));

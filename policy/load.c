@@ -736,7 +736,8 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r, st
                        const char *path)
 {
     static const char *const keys[] = {"enabled", "disabled", "needs_approval",   "read_before_write",
-                                       "limits",  "exclude",  "embedding_command"};
+                                       "limits",  "exclude",  "embedding_command",
+                                       "evaluator_command"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     char p[256];
@@ -779,6 +780,12 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r, st
                     path, r->surface);
         else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd) &&
                  !(r->limits.embedding_command = policy_strdup(c->p, cmd)))
+            c->oom = true;
+    }
+    if ((v = get(n, "evaluator_command"))) {
+        const char *cmd;
+        if (want_string(c, v, join(p, sizeof(p), path, "evaluator_command"), &cmd) &&
+            !(r->limits.evaluator_command = policy_strdup(c->p, cmd)))
             c->oom = true;
     }
     if ((v = get(n, "exclude"))) {

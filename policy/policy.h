@@ -99,6 +99,9 @@ struct policy_tool_limits {
     const char *const *exclude; /* NULL: the seed's default exclusions */
     size_t n_exclude;
     const char *embedding_command; /* voltagent: external embedding for search; NULL: local */
+    /* The judge of semantic_contradiction when this role integrates with the `evaluated`
+     * strategy (docs/protocol-wacp.md); NULL: that type is not detected. */
+    const char *evaluator_command;
 };
 
 /* The fully resolved profile of a role. Every pointer points into the policy and stays valid

@@ -20,6 +20,7 @@
 #include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
+#include "tools/broker/broker.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -773,6 +774,46 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
     return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
+/* hooks.evaluate (semantic_contradiction): the integrating agent's role's evaluator_command, the
+ * policy's command and not the agent's, in a command sandbox as the embedding command runs
+ * (tools/voltagent/index.c): the role's command profile when it may run commands, else the
+ * default one; no network; the role's command_timeout and output cap. It runs to its end before
+ * the loop goes on (bounded by that timeout). */
+static int hook_evaluate(void *data, const char *ws, const char *input, char **out, size_t *out_len,
+                         struct cerr *err)
+{
+    struct run_ws *s = run_ws_find(data, ws);
+    const char *cmd = s ? s->view.limits.evaluator_command : NULL;
+    if (!cmd || !*cmd)
+        return 1;
+    struct tool_ctx c = s->tools.ctx;
+    if (!c.allow_commands)
+        c.command_profile = NULL;
+    c.allow_commands = true;
+    c.egress_spec = NULL;
+    c.call = NULL;
+    struct broker_command_opts o = {.command = cmd, .input = input, .input_len = strlen(input)};
+    struct broker_command_result res = {0};
+    struct broker_err be = {0};
+    int rc = 0;
+    if (broker_command(&c, &o, &res, &be) < 0)
+        rc = cerr_set(err, EIO, "it could not run: %s", be.msg);
+    else if (res.timed_out)
+        rc = cerr_set(err, ETIMEDOUT, "it ran out of time (the role's limits.command_timeout)");
+    else if (res.exit_code != 0)
+        rc = cerr_set(err, EIO, "it exited with status %d: %.200s", res.exit_code,
+                      res.err ? res.err : "");
+    else if (res.truncated)
+        rc = cerr_set(err, E2BIG, "it printed more than the role's limits.max_output_bytes");
+    else {
+        *out = res.out;
+        *out_len = res.out_len;
+        res.out = NULL;
+    }
+    broker_command_result_clear(&res);
+    return rc;
+}
+
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
 {
     struct run_ws *s = data;
@@ -1365,7 +1406,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .notify = hook_notify,
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
-                            .commit = hook_commit};
+                            .commit = hook_commit,
+                            .evaluate = hook_evaluate};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);

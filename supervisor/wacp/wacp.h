@@ -67,6 +67,12 @@ struct wacp_hooks {
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
+    /* semantic_contradiction (an `evaluated` integration by WS's agent): runs the evaluator
+     * command of WS's role with INPUT on its stdin, in a command sandbox; *OUT (malloc'd) gets
+     * its stdout. 1: the role names no evaluator (nothing to detect); 0: it ran and exited 0;
+     * < 0 with ERR: it could not run, failed, timed out or printed too much. May be NULL. */
+    int (*evaluate)(void *data, const char *ws, const char *input, char **out, size_t *out_len,
+                    struct cerr *err);
 };
 
 struct wacp_opts {
