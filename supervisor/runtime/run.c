@@ -791,7 +791,12 @@ static int hook_evaluate(void *data, const char *ws, const char *input, char **o
         c.command_profile = NULL;
     c.allow_commands = true;
     c.egress_spec = NULL;
+    c.egress_env = NULL;
+    c.adopt_egress = NULL;
     c.call = NULL;
+    /* Its seccomp listener would be served by this loop, which waits for the command: the
+     * filter answers EPERM itself instead (denials are not recorded for the evaluator). */
+    c.adopt_listener = NULL;
     struct broker_command_opts o = {.command = cmd, .input = input, .input_len = strlen(input)};
     struct broker_command_result res = {0};
     struct broker_err be = {0};
