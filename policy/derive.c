@@ -317,6 +317,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "  storage_bytes  %s\n", size_str(v.budgets.storage_bytes, a, sizeof(a)));
     if (v.budgets.liveness_interval > 0)
         fprintf(f, "  liveness       %s\n", secs_str(v.budgets.liveness_interval, a, sizeof(a)));
+    if (v.budgets.compute_time > 0)
+        fprintf(f, "  compute_time   %s\n", secs_str(v.budgets.compute_time, a, sizeof(a)));
 
     const struct sandbox_profile *s = &v.sandbox;
     fprintf(f, "\nsandbox\n");

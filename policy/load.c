@@ -1134,7 +1134,8 @@ static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r, 
 static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
 {
     static const char *const keys[] = {
-        "memory", "pids", "cpus", "wall_time", "output_bytes", "storage_bytes", "liveness_interval"};
+        "memory",        "pids",          "cpus",        "wall_time",
+        "output_bytes",  "storage_bytes", "liveness_interval", "compute_time"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     struct policy_budgets *b = &r->budgets;
@@ -1161,6 +1162,8 @@ static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, 
         want_size(c, v, join(p, sizeof(p), path, "storage_bytes"), 0, 1ull << 50, &b->storage_bytes);
     if ((v = get(n, "liveness_interval")))
         want_seconds(c, v, join(p, sizeof(p), path, "liveness_interval"), true, &b->liveness_interval);
+    if ((v = get(n, "compute_time")))
+        want_seconds(c, v, join(p, sizeof(p), path, "compute_time"), true, &b->compute_time);
 }
 
 static void load_authority(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
