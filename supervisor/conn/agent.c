@@ -86,6 +86,8 @@ struct agent_host {
     int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
+    uint64_t trail_refusals; /* calls and answers refused for want of the trail */
+    char refusal[512];       /* the words of the last such refusal (agent_trail_refusal) */
     size_t kept;             /* arguments of calls running or held, over every agent */
     bool in_turn;            /* host_turn_end is walking its lists */
     struct agent *graveyard; /* freed during that walk: released after it */
@@ -352,6 +354,26 @@ int agent_record(struct agent *a, const char *type, cJSON *body)
     return host_trail_append(a->h, a->name, type, body) < 0 ? -EIO : 0;
 }
 
+const char *agent_trail_refusal(struct agent *a, const char *what)
+{
+    struct agent_host *h = a->h;
+    const char *why = trail_degraded_why(h->trail);
+    h->trail_refusals++;
+    snprintf(h->refusal, sizeof(h->refusal), "internal error: the trail cannot be written%s%.400s%s, so %s",
+             *why ? " (" : "", why, *why ? ")" : "", what);
+    return h->refusal;
+}
+
+uint64_t agent_host_trail_refusals(const struct agent_host *h)
+{
+    return h->trail_refusals;
+}
+
+void agent_host_trail_recovered(struct agent_host *h)
+{
+    h->trail_warned = false;
+}
+
 static int host_trail_commit(struct agent_host *h)
 {
     if (!h->trail)
@@ -447,9 +469,7 @@ static void withhold_answers(struct agent *a)
             continue;
         size_t len = 0;
         char *line = rpc_error_line(b->answer_id, RPC_INTERNAL_ERROR,
-                                    "internal error: the trail cannot be written, so the answer is "
-                                    "withheld",
-                                    NULL, &len);
+                                    agent_trail_refusal(a, "the answer is withheld"), NULL, &len);
         if (!line) {
             a->failing = true;
             len = 0;
@@ -1345,7 +1365,7 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
                             approved ? TOOL_APPROVAL_GRANTED : TOOL_APPROVAL_DECLINED);
     if (r == -EIO)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR,
-                          "internal error: the trail cannot be written, so the call was not made");
+                          agent_trail_refusal(a, "the call was not made"));
     else if (r < 0)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: out of memory");
     mark_dirty(a);
@@ -1374,7 +1394,7 @@ static void host_turn_end(void *data)
                 j->rc = -EIO;
                 agent_reply_error(
                     j->a, j->id, RPC_INTERNAL_ERROR,
-                    "internal error: the trail cannot be written, so the call was not made");
+                    agent_trail_refusal(j->a, "the call was not made"));
                 j->a->inflight--;
                 h->inflight--;
                 calls_unlink(j->a, j);

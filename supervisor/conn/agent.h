@@ -79,6 +79,15 @@ void agent_close(struct agent *a);
 /* Tool calls submitted or running, over every agent of the host. */
 size_t agent_host_inflight(const struct agent_host *h);
 
+/* Degraded mode (docs/trail.md): the words refusing something for want of the trail, naming
+ * what is wrong with it ("internal error: the trail cannot be written (WHY), so WHAT"); valid
+ * until the next call. Each call counts one refusal. */
+const char *agent_trail_refusal(struct agent *a, const char *what);
+/* Refusals so far, for the system_degraded entry's count of what was blocked. */
+uint64_t agent_host_trail_refusals(const struct agent_host *h);
+/* The trail is writable again: its next failure is said on stderr again. */
+void agent_host_trail_recovered(struct agent_host *h);
+
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t responses_in; /* answers to requests corral sent (elicitation) */

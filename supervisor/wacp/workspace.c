@@ -556,13 +556,33 @@ static bool times_out(enum ws_state s)
     return s == WS_IDLE || s == WS_ACTIVE || s == WS_BLOCKED || s == WS_CONFLICTED;
 }
 
+/* When an active workspace's compute time (time in active, Workspace spec 6's compute_timeout)
+ * runs out; 0: no budget or not active. */
+static uint64_t compute_deadline(const struct wacp_ws *ws)
+{
+    if (ws->state != WS_ACTIVE || ws->budgets.compute_time <= 0)
+        return 0;
+    uint64_t limit = (uint64_t)(ws->budgets.compute_time * 1000.0);
+    return ws->active_since_ms + (limit > ws->active_ms ? limit - ws->active_ms : 0);
+}
+
 void wacp_workspace_tick(struct wacp *w, uint64_t now)
 {
     for (size_t i = 0; i < w->n_ws; i++) {
         struct wacp_ws *ws = w->ws[i];
+        uint64_t cd = compute_deadline(ws);
         if (ws->deadline_ms && now >= ws->deadline_ms && times_out(ws->state))
             wacp_tree_set_state(w, ws, WS_FAILED, "protocol",
                                 ws->state == WS_CONFLICTED ? "conflict_timeout" : "timeout");
+        else if (cd && now >= cd &&
+                 wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "budget_exceeded:compute_time") == 0 &&
+                 ws->parent) {
+            /* its agent is stopped (the state change's stop hook); the parent is told, as of
+             * any agent's end */
+            char sid[WACP_ID_LEN];
+            wacp_signal_emit(w, ws, "protocol", "failed", "budget_exceeded:compute_time", NULL, NULL,
+                             false, sid);
+        }
     }
 }
 
@@ -573,6 +593,9 @@ uint64_t wacp_workspace_next_deadline(const struct wacp *w)
         const struct wacp_ws *ws = w->ws[i];
         if (ws->deadline_ms && times_out(ws->state) && ws->deadline_ms < m)
             m = ws->deadline_ms;
+        uint64_t cd = compute_deadline(ws);
+        if (cd && cd < m)
+            m = cd;
     }
     return m;
 }
