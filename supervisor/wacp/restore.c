@@ -131,6 +131,9 @@ static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
         return;
     if ((to == WS_SUSPENDED || to == WS_MIGRATING) && from != WS_NSTATES)
         ws->saved = from;
+    /* Compute time (recovery spec 3.4): what the entry says was accumulated in active so far. */
+    if (cJSON_GetObjectItemCaseSensitive(b, "active_ms"))
+        ws->active_ms = ju64(b, "active_ms");
     ws->state = to;
     if (to == WS_CLOSED || to == WS_FAILED) {
         snprintf(ws->end_reason, sizeof(ws->end_reason), "%s", jstr(b, "reason") ? jstr(b, "reason") : "");
@@ -506,6 +509,9 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         t->inbox++;
         t->queued++;
     }
+    /* Active time counts again from now: the downtime is not compute (recovery spec 6). */
+    for (size_t i = 0; i < w->n_ws; i++)
+        w->ws[i]->active_since_ms = mono;
     /* Which live workspaces fail (timeout, files): decided first, recorded last, so that the
      * `failed` signal reaches a parent whose agent runs again. Their subtrees are not started:
      * the failure takes them with it (tree.c's cascade). */
