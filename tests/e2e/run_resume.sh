@@ -38,15 +38,17 @@ expect_match "... saying there is no run" 'holds no run' "$err"
 # ---- a run whose supervisor dies
 "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --timeout 60 >"$d/out" 2>"$d/err" &
 pid=$!
+# The worker's own "# worker-wrote" line, once its writeFile was answered (so its tool_call
+# entries are committed): the directive it received, logged before, names it too.
 i=0
-while ! grep -qs 'worker-wrote' "$d"/../r/*/logs/*.log "$T_TMP"/r/runs/*/logs/*.log 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -qs '^# worker-wrote' "$d"/runs/*/logs/*.log && [ $i -lt 300 ]; do
     sleep 0.1
     i=$((i + 1))
 done
 kill -KILL $pid
 wait $pid 2>/dev/null
 run_dir=$(ls -d "$d"/runs/* 2>/dev/null | head -1)
-expect_match "the run wrote in its default run directory before it died" 'worker-wrote' "$(cat "$run_dir"/logs/*.log 2>/dev/null)"
+expect_match "the run wrote in its default run directory before it died" '^# worker-wrote' "$(cat "$run_dir"/logs/*.log 2>/dev/null)"
 i=0
 while pgrep -f "$S" >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 expect_status "no process of the dead run is left (its sandboxes die with it)" 1 "$(pgrep -f "$S" >/dev/null; echo $?)"

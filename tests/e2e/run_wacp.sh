@@ -186,17 +186,18 @@ expect_status "D: no workspace was created by the flood" 3 "$n" "$(trail --type 
 # fails its subtree; an agent that exits fails its workspace and its parent is told
 DELEGATE=$(python3 - <<'PY'
 import json
-grand = {"steps": ["wacp/workspace.self {}", "@hold"]}
+# The grandchild is active (its directive delivered) once it signals; only then does the delegate
+# name it to the coordinator, which suspends it (an idle one cannot be: no sleep decides this).
+grand = {"steps": ['wacp/signal.emit {"type":"started"}', "wacp/workspace.self {}", "@hold"]}
 create = "k=wacp/workspace.create " + json.dumps({"agent": "w", "directive": grand})
 send = 'wacp/envelope.send {"to":"{{directive.from}}","type":"query","payload":{"child":"{{k.workspace_id}}"}}'
-print(json.dumps({"steps": [create, send, "@hold"]}))
+print(json.dumps({"steps": [create, "@until:started", send, "@hold"]}))
 PY
 )
 session e -- @envelope \
     'wacp/workspace.create {"agent":"w","directive":{},"budgets":{"memory":1099511627776}}' \
     "d=wacp/workspace.create {\"agent\":\"w\",\"delegate\":true,\"directive\":$DELEGATE}" \
     'q=@envelope' \
-    '@sleep:300' \
     'wacp/workspace.suspend {"workspace":"{{q.payload.child}}"}' \
     'wacp/workspace.resume {"workspace":"{{q.payload.child}}"}' \
     'wacp/workspace.abort {"workspace":"{{d.workspace_id}}","reason":"the subtree goes"}' \
