@@ -120,13 +120,14 @@ expect_match "A: the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 
 
 # ---- B: redelivery: a worker that drops its directive gets it again (attempt 2), once; one that
 # drops four has it recorded undeliverable after three redeliveries (base 400 ms: 4 s in all, so
-# a machine under load still acks the others in time)
+# a machine under load still acks the others in time); the coordinator aborts it once the trail
+# says so
 session b --redelivery-ms 400 -- @envelope \
     'd=wacp/workspace.create {"agent":"dropper","directive":{"steps":["wacp/checkpoint.create {\"type\":\"artifact\",\"intent\":\"d\",\"status\":\"final\",\"confidence\":\"high\",\"parent\":null}","wacp/signal.emit {\"type\":\"complete\"}","@hold"]}}' \
     'l=wacp/workspace.create {"agent":"lost","directive":{"steps":["@log:never"]}}' \
     '@until:complete' \
     'wacp/integrate {"workspace":"{{d.workspace_id}}","decision":"accept"}' \
-    '@sleep:6000' \
+    '@poll:envelope_undeliverable:wacp/trail.query {"type":"envelope_undeliverable"}' \
     'wacp/workspace.abort {"workspace":"{{l.workspace_id}}","reason":"its directive was undeliverable"}' \
     'wacp/signal.emit {"type":"complete"}' @hold
 expect_status "B: the run ends well" 0 "$rc" "$err" "$logs"
