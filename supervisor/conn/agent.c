@@ -1216,8 +1216,21 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->name = strdup(name);
     j->args = args ? cJSON_Duplicate(args, true) : NULL;
     j->progress = progress ? cJSON_Duplicate(progress, false) : NULL;
-    j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) || j->ctl.cancel_fd < 0) {
+    struct agent_host *h = a->h;
+    bool is_read = tool_is_read(a, name), run_inline = false;
+    if (is_read) {
+        if (a->inline_turn != h->turn) {
+            a->inline_turn = h->turn;
+            a->inline_n = 0;
+        }
+        run_inline = a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args);
+    }
+    /* A call run inline ends before this function returns, so nothing can cancel it: it needs
+     * no eventfd (two system calls fewer on the path of a small read). */
+    if (!run_inline)
+        j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) ||
+        (!run_inline && j->ctl.cancel_fd < 0)) {
         tool_job_free(j);
         return -ENOMEM;
     }
@@ -1225,7 +1238,6 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->ctx = *a->tools;
     j->ctx.call = &j->ctl;
     j->ctx.approval = approval;
-    struct agent_host *h = a->h;
     if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
         tool_job_free(j);
         return -EIO; /* not recorded, so not run */
@@ -1235,13 +1247,9 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     a->st.tool_calls++;
     j->next_call = a->calls;
     a->calls = j;
-    if (tool_is_read(a, name)) {
+    if (is_read) {
         j->early = true;
-        if (a->inline_turn != h->turn) {
-            a->inline_turn = h->turn;
-            a->inline_n = 0;
-        }
-        if (a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args)) {
+        if (run_inline) {
             a->inline_n++;
             tool_job_run(&j->pj);
             tool_job_finish(j);

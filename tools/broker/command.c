@@ -322,7 +322,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     close(outp[0]);
     close(errp[0]);
     struct sandbox_result res;
-    rc = sandbox_child_wait(child, &res, &cerr);
+    rc = sandbox_child_wait_status(child, &res, &cerr); /* the answer reports no usage */
     sandbox_child_free(child);
     r->duration_ms = (uint64_t)((util_now() - start) * 1000.0 + 0.5);
     r->out = broker_utf8_sanitize(sinks[0].buf ? sinks[0].buf : "", sinks[0].len, 0, &r->out_len);
