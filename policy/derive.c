@@ -302,6 +302,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
         fprintf(f, "%s\n", l->n_exclude ? "" : "none");
     if (l->embedding_command)
         fprintf(f, "  embedding_command          %s\n", l->embedding_command);
+    if (l->evaluator_command)
+        fprintf(f, "  evaluator_command          %s\n", l->evaluator_command);
 
     fprintf(f, "\nbudgets\n");
     fprintf(f, "  memory         %s\n", size_str(v.budgets.memory, a, sizeof(a)));
@@ -315,6 +317,8 @@ int policy_role_print(const struct policy *p, const char *role, FILE *f, struct 
     fprintf(f, "  storage_bytes  %s\n", size_str(v.budgets.storage_bytes, a, sizeof(a)));
     if (v.budgets.liveness_interval > 0)
         fprintf(f, "  liveness       %s\n", secs_str(v.budgets.liveness_interval, a, sizeof(a)));
+    if (v.budgets.compute_time > 0)
+        fprintf(f, "  compute_time   %s\n", secs_str(v.budgets.compute_time, a, sizeof(a)));
 
     const struct sandbox_profile *s = &v.sandbox;
     fprintf(f, "\nsandbox\n");

@@ -736,7 +736,8 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r, st
                        const char *path)
 {
     static const char *const keys[] = {"enabled", "disabled", "needs_approval",   "read_before_write",
-                                       "limits",  "exclude",  "embedding_command"};
+                                       "limits",  "exclude",  "embedding_command",
+                                       "evaluator_command"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     char p[256];
@@ -779,6 +780,12 @@ static void load_tools(struct lctx *c, const cJSON *n, struct policy_role *r, st
                     path, r->surface);
         else if (want_string(c, v, join(p, sizeof(p), path, "embedding_command"), &cmd) &&
                  !(r->limits.embedding_command = policy_strdup(c->p, cmd)))
+            c->oom = true;
+    }
+    if ((v = get(n, "evaluator_command"))) {
+        const char *cmd;
+        if (want_string(c, v, join(p, sizeof(p), path, "evaluator_command"), &cmd) &&
+            !(r->limits.evaluator_command = policy_strdup(c->p, cmd)))
             c->oom = true;
     }
     if ((v = get(n, "exclude"))) {
@@ -1127,7 +1134,8 @@ static void load_sandbox(struct lctx *c, const cJSON *n, struct policy_role *r, 
 static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)
 {
     static const char *const keys[] = {
-        "memory", "pids", "cpus", "wall_time", "output_bytes", "storage_bytes", "liveness_interval"};
+        "memory",        "pids",          "cpus",        "wall_time",
+        "output_bytes",  "storage_bytes", "liveness_interval", "compute_time"};
     if (!check_object(c, n, path, keys, ARRAY_SIZE(keys)))
         return;
     struct policy_budgets *b = &r->budgets;
@@ -1154,6 +1162,8 @@ static void load_budgets(struct lctx *c, const cJSON *n, struct policy_role *r, 
         want_size(c, v, join(p, sizeof(p), path, "storage_bytes"), 0, 1ull << 50, &b->storage_bytes);
     if ((v = get(n, "liveness_interval")))
         want_seconds(c, v, join(p, sizeof(p), path, "liveness_interval"), true, &b->liveness_interval);
+    if ((v = get(n, "compute_time")))
+        want_seconds(c, v, join(p, sizeof(p), path, "compute_time"), true, &b->compute_time);
 }
 
 static void load_authority(struct lctx *c, const cJSON *n, struct policy_role *r, const char *path)

@@ -72,6 +72,10 @@ struct policy_budgets {
     /* seconds an agent may be silent on its pipe and use no CPU before the run records a
      * liveness_warning and tells the parent (advisory, WACP Workspace spec 6); 0: none */
     double liveness_interval;
+    /* seconds the workspace may spend in `active` (WACP Workspace spec 6's compute_timeout:
+     * time in blocked does not accrue); past it the workspace fails (budget_exceeded:compute_time)
+     * and its agent is stopped; 0: none */
+    double compute_time;
 };
 
 enum policy_tool_kind {
@@ -99,6 +103,9 @@ struct policy_tool_limits {
     const char *const *exclude; /* NULL: the seed's default exclusions */
     size_t n_exclude;
     const char *embedding_command; /* voltagent: external embedding for search; NULL: local */
+    /* The judge of semantic_contradiction when this role integrates with the `evaluated`
+     * strategy (docs/protocol-wacp.md); NULL: that type is not detected. */
+    const char *evaluator_command;
 };
 
 /* The fully resolved profile of a role. Every pointer points into the policy and stays valid

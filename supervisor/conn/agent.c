@@ -25,6 +25,10 @@
 #define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
 #define AGENT_MAX_HELD 16 /* tool calls of one agent waiting for a person at once */
+/* Arguments kept while calls run or wait for a person (rpc_json_cost), in messages' worth: an
+ * agent's own, and the run's over every agent. */
+#define AGENT_KEPT_MESSAGES 4
+#define HOST_KEPT_MESSAGES 32
 
 struct outbuf {
     struct outbuf *next;
@@ -52,6 +56,7 @@ struct tool_job {
     struct tool_ctx ctx;        /* the agent's ctx, with this call's controls */
     struct tool_call_ctl ctl;
     cJSON *progress; /* the request's progressToken, or NULL */
+    size_t cost;     /* what its arguments hold (rpc_json_cost), in the agent's kept bytes */
     struct loop_watch progress_w;
     double started;
     bool cancelled;
@@ -81,6 +86,9 @@ struct agent_host {
     int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
+    uint64_t trail_refusals; /* calls and answers refused for want of the trail */
+    char refusal[512];       /* the words of the last such refusal (agent_trail_refusal) */
+    size_t kept;             /* arguments of calls running or held, over every agent */
     bool in_turn;            /* host_turn_end is walking its lists */
     struct agent *graveyard; /* freed during that walk: released after it */
 };
@@ -104,6 +112,7 @@ struct agent {
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
     int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
     unsigned held; /* tool calls waiting for a person */
+    size_t kept;   /* bytes of the arguments its calls in flight and held keep (rpc_json_cost) */
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -345,6 +354,26 @@ int agent_record(struct agent *a, const char *type, cJSON *body)
     return host_trail_append(a->h, a->name, type, body) < 0 ? -EIO : 0;
 }
 
+const char *agent_trail_refusal(struct agent *a, const char *what)
+{
+    struct agent_host *h = a->h;
+    const char *why = trail_degraded_why(h->trail);
+    h->trail_refusals++;
+    snprintf(h->refusal, sizeof(h->refusal), "internal error: the trail cannot be written%s%.400s%s, so %s",
+             *why ? " (" : "", why, *why ? ")" : "", what);
+    return h->refusal;
+}
+
+uint64_t agent_host_trail_refusals(const struct agent_host *h)
+{
+    return h->trail_refusals;
+}
+
+void agent_host_trail_recovered(struct agent_host *h)
+{
+    h->trail_warned = false;
+}
+
 static int host_trail_commit(struct agent_host *h)
 {
     if (!h->trail)
@@ -440,9 +469,7 @@ static void withhold_answers(struct agent *a)
             continue;
         size_t len = 0;
         char *line = rpc_error_line(b->answer_id, RPC_INTERNAL_ERROR,
-                                    "internal error: the trail cannot be written, so the answer is "
-                                    "withheld",
-                                    NULL, &len);
+                                    agent_trail_refusal(a, "the answer is withheld"), NULL, &len);
         if (!line) {
             a->failing = true;
             len = 0;
@@ -706,6 +733,21 @@ bool agent_tool_rate_take(struct agent *a)
         a->rate_refused = 0;
         agent_record_denial(a, "rate_limit", "tools/call", rule);
     }
+    return false;
+}
+
+bool agent_tool_keep_ok(struct agent *a, const cJSON *args)
+{
+    size_t cost = rpc_json_cost(args), m = a->h->o.max_message;
+    size_t mine = AGENT_KEPT_MESSAGES * m, all = HOST_KEPT_MESSAGES * m;
+    if (cost <= mine && a->kept <= mine - cost && cost <= all && a->h->kept <= all - cost)
+        return true;
+    char rule[200];
+    snprintf(rule, sizeof(rule),
+             "memory_limit: %zu bytes of arguments on top of %zu kept by this agent's calls (limit "
+             "%zu) and %zu by the run's (limit %zu)",
+             cost, a->kept, mine, a->h->kept, all);
+    agent_record_denial(a, "memory_limit", "tools/call", rule);
     return false;
 }
 
@@ -1030,6 +1072,9 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 
 static void calls_unlink(struct agent *a, struct tool_job *j)
 {
+    a->kept -= j->cost;
+    a->h->kept -= j->cost;
+    j->cost = 0;
     for (struct tool_job **pp = &a->calls; *pp; pp = &(*pp)->next_call)
         if (*pp == j) {
             *pp = j->next_call;
@@ -1242,6 +1287,9 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
         tool_job_free(j);
         return -EIO; /* not recorded, so not run */
     }
+    j->cost = rpc_json_cost(j->args);
+    a->kept += j->cost;
+    h->kept += j->cost;
     a->inflight++;
     h->inflight++;
     a->st.tool_calls++;
@@ -1280,8 +1328,12 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
     if (a->held >= AGENT_MAX_HELD)
         return -EAGAIN;
     int r = a->approve(a, id, tool, args, a->data);
-    if (r == 0)
+    if (r == 0) {
+        size_t cost = rpc_json_cost(args);
         a->held++;
+        a->kept += cost;
+        a->h->kept += cost;
+    }
     if (r != 1)
         return r;
     r = agent_call_tool(a, id, tool, args, NULL, TOOL_APPROVAL_GRANTED);
@@ -1293,8 +1345,12 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
 void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
                         bool approved)
 {
-    if (a->held)
+    if (a->held) {
+        size_t cost = rpc_json_cost(args);
         a->held--;
+        a->kept -= cost < a->kept ? cost : a->kept;
+        a->h->kept -= cost < a->h->kept ? cost : a->h->kept;
+    }
     if (a->ended || a->freeing) {
         /* Nobody is left to answer, but a refusal is still a denial, findable by its type like
          * every other (the gate's own words need the live connection). */
@@ -1309,7 +1365,7 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
                             approved ? TOOL_APPROVAL_GRANTED : TOOL_APPROVAL_DECLINED);
     if (r == -EIO)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR,
-                          "internal error: the trail cannot be written, so the call was not made");
+                          agent_trail_refusal(a, "the call was not made"));
     else if (r < 0)
         agent_reply_error(a, id, RPC_INTERNAL_ERROR, "internal error: out of memory");
     mark_dirty(a);
@@ -1338,7 +1394,7 @@ static void host_turn_end(void *data)
                 j->rc = -EIO;
                 agent_reply_error(
                     j->a, j->id, RPC_INTERNAL_ERROR,
-                    "internal error: the trail cannot be written, so the call was not made");
+                    agent_trail_refusal(j->a, "the call was not made"));
                 j->a->inflight--;
                 h->inflight--;
                 calls_unlink(j->a, j);

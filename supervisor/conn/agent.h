@@ -79,6 +79,15 @@ void agent_close(struct agent *a);
 /* Tool calls submitted or running, over every agent of the host. */
 size_t agent_host_inflight(const struct agent_host *h);
 
+/* Degraded mode (docs/trail.md): the words refusing something for want of the trail, naming
+ * what is wrong with it ("internal error: the trail cannot be written (WHY), so WHAT"); valid
+ * until the next call. Each call counts one refusal. */
+const char *agent_trail_refusal(struct agent *a, const char *what);
+/* Refusals so far, for the system_degraded entry's count of what was blocked. */
+uint64_t agent_host_trail_refusals(const struct agent_host *h);
+/* The trail is writable again: its next failure is said on stderr again. */
+void agent_host_trail_recovered(struct agent_host *h);
+
 struct agent_stats {
     uint64_t lines_in, requests, notifications, responses, errors_sent, tool_calls;
     uint64_t responses_in; /* answers to requests corral sent (elicitation) */
@@ -109,6 +118,11 @@ bool agent_serves_wacp(const struct agent *a);
 void agent_call_wacp(struct agent *a, const struct rpc_msg *m);
 /* Records a `denial` entry for this agent (no-op without a trail): KIND ("path", "tool",
  * "protocol", ...), SUBJECT (what was asked), RULE (what refused it). 0 or -EIO. */
+/* Whether a tool call with ARGS may be kept now: the arguments of an agent's calls in flight and
+ * held for a person stay under 4 messages' worth (agent_host_opts.max_message) of heap, and
+ * every agent's under 32. false: recorded as a denial (kind "memory_limit"); answer and count
+ * it as abuse. */
+bool agent_tool_keep_ok(struct agent *a, const cJSON *args);
 int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule);
 /* A notification nobody asked for (unknown method): never answered, but it counts toward the
  * abuse limit like a malformed line, so a flood of them ends the agent alone. */

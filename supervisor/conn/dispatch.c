@@ -233,7 +233,7 @@ static void approval_answered(struct agent *a, const cJSON *result, const cJSON 
         if (rec < 0) {
             /* The decision is not on record, so nothing is done on it. */
             agent_reply_error(a, c->id, RPC_INTERNAL_ERROR,
-                              "internal error: the trail cannot be written, so the call was not made");
+                              agent_trail_refusal(a, "the call was not made"));
         } else {
             /* Declined or dismissed, the call still goes through the gate, which refuses it in
              * the surface's own words and records the denial. */
@@ -243,7 +243,7 @@ static void approval_answered(struct agent *a, const cJSON *result, const cJSON 
             if (r == -EIO)
                 agent_reply_error(
                     a, c->id, RPC_INTERNAL_ERROR,
-                    "internal error: the trail cannot be written, so the call was not made");
+                    agent_trail_refusal(a, "the call was not made"));
             else if (r < 0)
                 agent_reply_error(a, c->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
         }
@@ -276,7 +276,7 @@ static void ask_approval(struct agent *a, const struct rpc_msg *m, const char *n
         held_call_free(c);
         cJSON_Delete(params);
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
-                          "internal error: the trail cannot be written, so the call was not made");
+                          agent_trail_refusal(a, "the call was not made"));
         return;
     }
     int r = agent_request(a, "elicitation/create", params, m->id, approval_answered, c);
@@ -318,7 +318,7 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
     if (!tool_enabled(agent_tools(a), name->valuestring)) {
         if (agent_record_denial(a, "tool", name->valuestring, tool_rule_words(TOOL_RULE_DISABLED)) < 0) {
             agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
-                              "internal error: the trail cannot be written, so the call was not made");
+                              agent_trail_refusal(a, "the call was not made"));
             return;
         }
         char msg[256];
@@ -337,6 +337,15 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_count_abuse(a);
         return;
     }
+    /* Arguments stay in memory while the call runs or waits for a person: a flood of big ones
+     * is refused before it is kept, and counts as abuse. */
+    if (!agent_tool_keep_ok(a, args)) {
+        agent_reply_error(a, m->id, -32004,
+                          "memory limit: the arguments of this agent's tool calls in flight "
+                          "would pass what corral keeps for it; wait for answers first");
+        agent_count_abuse(a);
+        return;
+    }
     const cJSON *progress = mcp_progress_token(p);
     const struct tool_rule *rule = tool_rule_find(agent_tools(a), name->valuestring);
     /* Under needs_approval: an MCP host that can elicit asks its person; else a highway that
@@ -350,7 +359,7 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
     int r = agent_call_tool(a, m->id, name->valuestring, args, progress, TOOL_APPROVAL_NONE);
     if (r == -EIO)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR,
-                          "internal error: the trail cannot be written, so the call was not made");
+                          agent_trail_refusal(a, "the call was not made"));
     else if (r < 0)
         agent_reply_error(a, m->id, RPC_INTERNAL_ERROR, "internal error: out of memory");
 }

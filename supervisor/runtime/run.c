@@ -20,6 +20,7 @@
 #include "supervisor/egress/setup.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
+#include "tools/broker/broker.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -62,7 +63,12 @@ struct run_ws {
     char *parent;                  /* the parent workspace, told of this one's silence */
     uint64_t live_lines, live_cpu; /* pipe lines and CPU at the last liveness check */
     int64_t live_since_us;         /* when they last changed (unix microseconds) */
+    bool live_blocked;             /* liveness moved its workspace to blocked (not the agent) */
     bool exited, conn_ended, stopping, finalized;
+    /* What happened to it while the trail could not be written (degraded mode): applied to the
+     * model, in this order, once the trail is writable again. */
+    bool wall_pending, abuse_pending, exit_pending;
+    struct sandbox_result exit_res;
     struct egress_setup egress_setup; /* network "proxy": its rules and listeners */
     struct egress *egress;            /* its proxies, on the run's loop */
     struct egress_hub *egress_hub;    /* its command sandboxes' proxies */
@@ -85,8 +91,19 @@ struct run {
     int sig_fd;
     int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
     unsigned signals;
-    bool shutting_down, timed_out, trail_failed;
+    bool shutting_down, timed_out;
+    bool trail_failed; /* fatal: the model changed in a batch the trail lost, so the run stops */
     struct cerr trail_err;
+    uint64_t model_seq; /* the last entry this run staged: lost if past the trail's head */
+    struct degraded {   /* degraded mode (docs/trail.md): the trail cannot be written */
+        bool on;
+        int64_t since_us;
+        uint64_t since_ms;
+        unsigned attempts;
+        uint64_t refused_requests, tool_refusals_before;
+        char why[400];
+        struct loop_watch retry_watch;
+    } dg;
     struct deferred *deferred; /* wacp requests waiting on a gate */
     uint64_t next_ref;
     uint64_t auth_failures; /* refused callers of the control socket, for the flood bound */
@@ -132,17 +149,26 @@ static struct run_ws *run_ws_find(struct run *r, const char *id)
 
 /* ---- the trail ------------------------------------------------------------------------------ */
 
+/* Whether nothing can be recorded now: degraded mode, or a failure this turn noticed first. */
+static bool trail_down(const struct run *r)
+{
+    return r->trail_failed || r->dg.on || trail_degraded(r->trail);
+}
+
+/* A failed append of the model's is no harm by itself: the model records before it acts, so the
+ * request is refused. What matters is whether a later commit loses entries it staged. */
 static int record(struct run *r, const char *ws, const char *actor, const char *type, const cJSON *body)
 {
-    if (r->trail_failed)
+    if (trail_down(r))
         return -EIO;
     struct cerr e = {0};
     static const cJSON empty = {.type = cJSON_Object};
-    int rc = trail_append(r->trail, ws, actor, type, body ? body : &empty, NULL, &e);
-    if (rc < 0 && (rc == -EIO || trail_degraded(r->trail))) {
-        r->trail_failed = true;
+    uint64_t seq = 0;
+    int rc = trail_append(r->trail, ws, actor, type, body ? body : &empty, &seq, &e);
+    if (rc == 0 && seq > r->model_seq)
+        r->model_seq = seq;
+    else if (rc < 0 && (rc == -EIO || trail_degraded(r->trail)))
         r->trail_err = e;
-    }
     return rc;
 }
 
@@ -156,13 +182,12 @@ static int hook_commit(void *data)
 {
     struct run *r = data;
     struct cerr e = {0};
-    if (r->trail_failed)
+    if (trail_down(r))
         return -EIO;
+    /* A failure loses entries the model staged: the loop's check stops the run (model_seq). */
     int rc = trail_commit(r->trail, &e);
-    if (rc < 0) {
-        r->trail_failed = true;
+    if (rc < 0)
         r->trail_err = e;
-    }
     return rc;
 }
 
@@ -415,7 +440,11 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
 
     /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
-    s->root_fd = open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* The root's directory is the admin's project: no link on its path (see cli/run.c). */
+    s->root_fd = info->parent ? open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                              : util_open_nolinks(info->dir, O_PATH | O_DIRECTORY);
+    if (s->root_fd < 0 && !info->parent)
+        errno = -s->root_fd;
     if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
         int e = errno;
         sandbox_child_signal(s->child, SIGKILL);
@@ -560,16 +589,11 @@ static void record_log_tail(struct run_ws *s)
     free(buf);
 }
 
-static void on_pid_end(void *data, uint32_t events)
+/* The agent's end, into the trail and the model. */
+static void exit_apply(struct run_ws *s, const struct sandbox_result *rp)
 {
-    struct run_ws *s = data;
     struct run *r = s->r;
-    (void)events;
-    loop_watch_del(r->loop, &s->pid_watch);
-    struct sandbox_result res = {0};
-    struct cerr e = {0};
-    sandbox_child_wait(s->child, &res, &e);
-    s->exited = true;
+    struct sandbox_result res = *rp;
     record_log_tail(s);
     cJSON *b = cJSON_CreateObject();
     if (res.exited)
@@ -594,6 +618,23 @@ static void on_pid_end(void *data, uint32_t events)
     }
     bool clean = res.exited && res.exit_code == 0 && !res.oom && !res.pids_limited;
     wacp_agent_exited(r->w, s->id, clean, reason);
+}
+
+static void on_pid_end(void *data, uint32_t events)
+{
+    struct run_ws *s = data;
+    struct run *r = s->r;
+    (void)events;
+    loop_watch_del(r->loop, &s->pid_watch);
+    struct sandbox_result res = {0};
+    struct cerr e = {0};
+    sandbox_child_wait(s->child, &res, &e);
+    s->exited = true;
+    if (trail_down(r)) { /* no state transition without its entry: it waits for the trail */
+        s->exit_res = res;
+        s->exit_pending = true;
+    } else
+        exit_apply(s, &res);
     /* Its pipe may still hold its last words: the connection ends at EOF, which the exit gave. */
     run_ws_maybe_finalize(s);
 }
@@ -603,7 +644,9 @@ static void on_conn_end(struct agent *a, enum agent_end why, void *data)
     struct run_ws *s = data;
     (void)a;
     s->conn_ended = true;
-    if (why == AGENT_END_ABUSE)
+    if (why == AGENT_END_ABUSE && trail_down(s->r))
+        s->abuse_pending = true;
+    else if (why == AGENT_END_ABUSE)
         wacp_agent_ended(s->r->w, s->id, "protocol_abuse");
     /* An agent that closed its side of the channel is done talking: it gets its grace. */
     run_ws_stop(s);
@@ -617,6 +660,11 @@ static void on_wall_time(void *data, uint32_t events)
     loop_watch_del(s->r->loop, &s->wall_watch);
     if (s->exited)
         return;
+    if (trail_down(s->r)) { /* the budget holds; its record and transition wait for the trail */
+        s->wall_pending = true;
+        sandbox_child_signal(s->child, SIGKILL);
+        return;
+    }
     cJSON *x = cJSON_CreateObject();
     cJSON_AddStringToObject(x, "budget", "wall_time");
     record(s->r, s->id, "protocol", "budget_exceeded", x);
@@ -625,10 +673,15 @@ static void on_wall_time(void *data, uint32_t events)
     sandbox_child_signal(s->child, SIGKILL);
 }
 
-/* Liveness (WACP Workspace spec 6, advisory): an agent that sent nothing on its pipe and used no
- * CPU for a whole interval while its workspace expects work of it gets a liveness_warning in the
- * trail and its parent a wacp/liveness notification; the parent decides (feedback, abort, wait).
- * Pipe traffic or CPU time restarts the interval, so an agent busy computing is never warned. */
+/* Liveness (WACP Workspace spec 6 and recovery spec 2.1; docs/protocol-wacp.md): an agent that
+ * sent nothing on its pipe and used no CPU (its cgroup's usage unchanged) for a whole interval
+ * while its workspace expects work of it gets a liveness_warning in the trail and its parent a
+ * wacp/liveness notification. An active workspace is then marked blocked by the runtime (the
+ * agent stalled without saying so: the reversible signal, as the recovery spec asks of agents
+ * themselves); if the next interval is silent too, it fails ("liveness_timeout") and its agent is
+ * stopped. Pipe traffic or CPU time restarts the count and returns a workspace liveness blocked to
+ * active, so an agent busy computing is never blocked. A workspace its agent blocked itself is
+ * only warned about: it waits for its parent, silently by right. */
 static void on_liveness(void *data, uint32_t events)
 {
     struct run_ws *s = data;
@@ -638,6 +691,10 @@ static void on_liveness(void *data, uint32_t events)
     if (s->exited || s->stopping || !s->agent)
         return;
     double interval = s->view.budgets.liveness_interval;
+    if (trail_down(r)) { /* nothing can be recorded: looked at again an interval later */
+        loop_timer_add(r->loop, &s->live_watch, interval, on_liveness, s);
+        return;
+    }
     struct agent_stats st;
     agent_get_stats(s->agent, &st);
     struct sandbox_result u = {0};
@@ -650,18 +707,37 @@ static void on_liveness(void *data, uint32_t events)
         s->live_lines = st.lines_in;
         s->live_cpu = u.cpu_usec;
         s->live_since_us = wall_now_us();
+        if (s->live_blocked && state && !strcmp(state, "blocked"))
+            (void)wacp_agent_stirred(r->w, s->id, "liveness: the agent is busy again");
+        s->live_blocked = false;
     } else {
+        const char *action = "warned";
+        if (s->live_blocked && !strcmp(state, "blocked"))
+            action = "failed";
+        else if (!strcmp(state, "active"))
+            action = "blocked";
         char when[40];
         trail_format_time(s->live_since_us, when, sizeof(when));
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "workspace_id", s->id);
         cJSON_AddNumberToObject(b, "interval", interval);
         cJSON_AddStringToObject(b, "last_activity_timestamp", when);
-        record(r, s->id, "system", "liveness_warning", b);
+        cJSON_AddStringToObject(b, "action", action);
+        cJSON_AddNumberToObject(b, "cpu_usec", (double)u.cpu_usec);
+        int rc = record(r, s->id, "system", "liveness_warning", b);
         struct run_ws *p = s->parent ? run_ws_find(r, s->parent) : NULL;
-        if (p && p->agent && !p->conn_ended)
+        if (rc == 0 && p && p->agent && !p->conn_ended)
             agent_notify(p->agent, "wacp/liveness", b);
         cJSON_Delete(b);
+        char why[96];
+        snprintf(why, sizeof(why), "liveness: no pipe traffic and no CPU for %g s", interval);
+        if (rc == 0 && !strcmp(action, "blocked"))
+            s->live_blocked = wacp_agent_stalled(r->w, s->id, why) == 0;
+        else if (rc == 0 && !strcmp(action, "failed")) {
+            wacp_agent_ended(r->w, s->id, "liveness_timeout");
+            run_ws_stop(s);
+            return;
+        }
     }
     loop_timer_add(r->loop, &s->live_watch, interval, on_liveness, s);
 }
@@ -702,11 +778,71 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
     return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
+/* hooks.evaluate (semantic_contradiction): the integrating agent's role's evaluator_command, the
+ * policy's command and not the agent's, in a command sandbox as the embedding command runs
+ * (tools/voltagent/index.c): the role's command profile when it may run commands, else the
+ * default one; no network; the role's command_timeout and output cap. It runs to its end before
+ * the loop goes on (bounded by that timeout). */
+static int hook_evaluate(void *data, const char *ws, const char *input, char **out, size_t *out_len,
+                         struct cerr *err)
+{
+    struct run_ws *s = run_ws_find(data, ws);
+    const char *cmd = s ? s->view.limits.evaluator_command : NULL;
+    if (!cmd || !*cmd)
+        return 1;
+    struct tool_ctx c = s->tools.ctx;
+    if (!c.allow_commands)
+        c.command_profile = NULL;
+    c.allow_commands = true;
+    c.egress_spec = NULL;
+    c.egress_env = NULL;
+    c.adopt_egress = NULL;
+    c.call = NULL;
+    /* Its seccomp listener would be served by this loop, which waits for the command: the
+     * filter answers EPERM itself instead (denials are not recorded for the evaluator). */
+    c.adopt_listener = NULL;
+    struct broker_command_opts o = {.command = cmd, .input = input, .input_len = strlen(input)};
+    struct broker_command_result res = {0};
+    struct broker_err be = {0};
+    int rc = 0;
+    if (broker_command(&c, &o, &res, &be) < 0)
+        rc = cerr_set(err, EIO, "it could not run: %s", be.msg);
+    else if (res.timed_out)
+        rc = cerr_set(err, ETIMEDOUT, "it ran out of time (the role's limits.command_timeout)");
+    else if (res.exit_code != 0)
+        rc = cerr_set(err, EIO, "it exited with status %d: %.200s", res.exit_code,
+                      res.err ? res.err : "");
+    else if (res.truncated)
+        rc = cerr_set(err, E2BIG, "it printed more than the role's limits.max_output_bytes");
+    else {
+        *out = res.out;
+        *out_len = res.out_len;
+        res.out = NULL;
+    }
+    broker_command_result_clear(&res);
+    return rc;
+}
+
 static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
 {
     struct run_ws *s = data;
     cJSON *result = NULL;
     struct wacp_err e = {0};
+    if (trail_down(s->r)) {
+        /* Degraded mode: a request is a new operation, and none may happen unrecorded. */
+        char msg[600];
+        snprintf(msg, sizeof(msg),
+                 "the trail cannot be written (%.400s), so the request was not processed; requests "
+                 "are accepted again once it can",
+                 trail_degraded_why(s->r->trail)[0] ? trail_degraded_why(s->r->trail) : s->r->dg.why);
+        cJSON *d = cJSON_CreateObject();
+        if (d)
+            cJSON_AddStringToObject(d, "code", "trail_unavailable");
+        agent_reply_error_data(a, m->id, RPC_INTERNAL_ERROR, msg, d);
+        cJSON_Delete(d);
+        s->r->dg.refused_requests++;
+        return;
+    }
     uint64_t ref = ++s->r->next_ref;
     int rc = wacp_call_ref(s->r->w, s->id, m->method, m->params, ref, &result, &e);
     if (rc == WACP_DEFERRED) {
@@ -904,6 +1040,14 @@ static cJSON *human_request(void *data, const struct control_peer *peer, const c
     /* A person the policy names sees the live tree; a deactivated one is refused below. */
     if (!strcmp(op, "ps") && !(u->state && !strcmp(u->state, "deactivated")))
         return ps_json(r);
+    if (trail_down(r)) {
+        snprintf(e.code, sizeof(e.code), "trail_unavailable");
+        snprintf(e.msg, sizeof(e.msg),
+                 "the trail cannot be written (%.300s), so the request was not processed",
+                 trail_degraded_why(r->trail)[0] ? trail_degraded_why(r->trail) : r->dg.why);
+        r->dg.refused_requests++;
+        return answer(NULL, &e);
+    }
     cJSON *res = NULL;
     int rc = wacp_human_call(r->w, u, op, req, &res, &e);
     if (rc < 0 || !res) {
@@ -973,11 +1117,134 @@ static cJSON *ps_json(void *data)
 
 /* ---- the session ---------------------------------------------------------------------------- */
 
+/* ---- degraded mode (WACP recovery spec 2.4; docs/trail.md) ------------------------------------
+ * A commit failed (disk full, I/O error) and its batch held only the agents' tool calls and
+ * messages, which were refused or withheld, so the model still matches the trail. Then the run
+ * goes on: running agents and their calls in flight continue, every new operation (tool call,
+ * WACP request, person's request, timer, agent exit) is refused or held, and the writer is tried
+ * again with a bounded back-off. The first commit that succeeds is system_degraded, saying when,
+ * for how long and what was refused; the held exits and budget kills are then applied. */
+#define RUN_DEGRADED_FIRST_SEC 0.05
+#define RUN_DEGRADED_MAX_SEC 2.0 /* the back-off's bound: the recovery is seen within it */
+
+static void on_degraded_retry(void *data, uint32_t events);
+
+static void degraded_arm(struct run *r)
+{
+    double sec = RUN_DEGRADED_FIRST_SEC;
+    for (unsigned i = 0; i < r->dg.attempts && sec < RUN_DEGRADED_MAX_SEC; i++)
+        sec *= 2;
+    if (sec > RUN_DEGRADED_MAX_SEC)
+        sec = RUN_DEGRADED_MAX_SEC;
+    if (loop_timer_add(r->loop, &r->dg.retry_watch, sec, on_degraded_retry, r) < 0) {
+        cerr_set(&r->trail_err, EIO, "%s; no timer to retry it", r->dg.why);
+        r->trail_failed = true;
+    }
+}
+
+static void degraded_enter(struct run *r)
+{
+    r->dg.on = true;
+    r->dg.since_us = wall_now_us();
+    r->dg.since_ms = now_ms();
+    r->dg.attempts = 0;
+    r->dg.refused_requests = 0;
+    r->dg.tool_refusals_before = agent_host_trail_refusals(r->host);
+    snprintf(r->dg.why, sizeof(r->dg.why), "%s", trail_degraded_why(r->trail));
+    loop_watch_del(r->loop, &r->deadline_watch);
+    r->armed = UINT64_MAX;
+    fprintf(stderr,
+            "corral run: the trail cannot be written (%s): degraded mode: new tool calls and requests "
+            "are refused, running agents go on; retrying\n",
+            r->dg.why);
+    degraded_arm(r);
+}
+
+static void degraded_leave(struct run *r)
+{
+    r->dg.on = false;
+    agent_host_trail_recovered(r->host);
+    if (!r->o->quiet)
+        fprintf(stderr,
+                "corral run: the trail is writable again after %.1f s (%u attempts): system_degraded "
+                "recorded, new operations go on\n",
+                (double)(now_ms() - r->dg.since_ms) / 1000.0, r->dg.attempts);
+    /* What waited, in the order it happened to each agent. */
+    for (struct run_ws *s = r->list; s && !trail_down(r); s = s->next) {
+        if (s->wall_pending) {
+            s->wall_pending = false;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "budget", "wall_time");
+            record(r, s->id, "protocol", "budget_exceeded", x);
+            cJSON_Delete(x);
+            wacp_agent_ended(r->w, s->id, "budget_exceeded:wall_time");
+        }
+        if (s->abuse_pending) {
+            s->abuse_pending = false;
+            wacp_agent_ended(r->w, s->id, "protocol_abuse");
+        }
+        if (s->exit_pending) {
+            s->exit_pending = false;
+            exit_apply(s, &s->exit_res);
+        }
+    }
+}
+
+static void on_degraded_retry(void *data, uint32_t events)
+{
+    struct run *r = data;
+    (void)events;
+    loop_watch_del(r->loop, &r->dg.retry_watch);
+    if (!r->dg.on || r->trail_failed)
+        return;
+    r->dg.attempts++;
+    struct cerr e = {0};
+    if (trail_retry(r->trail, &e) == 0) {
+        char when[40];
+        trail_format_time(r->dg.since_us, when, sizeof(when));
+        unsigned held = 0;
+        cJSON *b = cJSON_CreateObject(), *aff = cJSON_AddArrayToObject(b, "affected_workspaces");
+        for (struct run_ws *s = r->list; s; s = s->next) {
+            held += s->wall_pending + s->abuse_pending + s->exit_pending;
+            if (!s->finalized || s->exit_pending)
+                cJSON_AddItemToArray(aff, cJSON_CreateString(s->id));
+        }
+        cJSON_AddStringToObject(b, "reason", r->dg.why);
+        cJSON_AddStringToObject(b, "scope", "trail_storage");
+        cJSON_AddStringToObject(b, "coordinator_action", "wait");
+        cJSON_AddStringToObject(b, "since", when);
+        cJSON_AddNumberToObject(b, "duration_ms", (double)(now_ms() - r->dg.since_ms));
+        cJSON_AddNumberToObject(b, "retry_attempts", r->dg.attempts);
+        cJSON *blk = cJSON_AddObjectToObject(b, "blocked");
+        cJSON_AddNumberToObject(blk, "tool_calls",
+                                (double)(agent_host_trail_refusals(r->host) - r->dg.tool_refusals_before));
+        cJSON_AddNumberToObject(blk, "requests", (double)r->dg.refused_requests);
+        cJSON_AddNumberToObject(blk, "held_events", held);
+        uint64_t seq = 0;
+        int rc = trail_append(r->trail, NULL, "system", "system_degraded", b, &seq, &e);
+        cJSON_Delete(b);
+        if (rc == 0 && trail_commit(r->trail, &e) == 0) {
+            r->model_seq = seq;
+            degraded_leave(r);
+            return;
+        }
+    }
+    degraded_arm(r);
+}
+
 static void shutdown_run(struct run *r, const char *why)
 {
     if (r->shutting_down)
         return;
     r->shutting_down = true;
+    if (r->dg.on && !r->trail_failed) {
+        /* The model's stop transitions cannot be recorded: a forced shutdown (workspace spec
+         * 10), the trail ends at its last committed entry. */
+        fprintf(stderr, "corral run: stopping (%s) while the trail cannot be written (%s): the last "
+                        "transitions are not recorded\n", why, r->dg.why);
+        r->trail_failed = true;
+        loop_watch_del(r->loop, &r->dg.retry_watch);
+    }
     wacp_shutdown(r->w, why);
     for (struct run_ws *s = r->list; s; s = s->next)
         run_ws_stop(s);
@@ -1012,12 +1279,14 @@ static void on_deadline(void *data, uint32_t events)
     (void)events;
     loop_watch_del(r->loop, &r->deadline_watch);
     r->armed = UINT64_MAX;
-    wacp_tick(r->w, now_ms());
+    if (!trail_down(r))
+        wacp_tick(r->w, now_ms());
 }
 
 static void arm_deadline(struct run *r)
 {
-    uint64_t next = wacp_next_deadline(r->w);
+    /* Timers are absolute deadlines: the ones that pass in degraded mode fire after it. */
+    uint64_t next = trail_down(r) ? UINT64_MAX : wacp_next_deadline(r->w);
     if (next == r->armed)
         return;
     loop_watch_del(r->loop, &r->deadline_watch);
@@ -1146,7 +1415,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .notify = hook_notify,
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
-                            .commit = hook_commit};
+                            .commit = hook_commit,
+                            .evaluate = hook_evaluate};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -1162,6 +1432,16 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
 
     /* Until the root workspace is terminal and every agent's sandbox is gone. */
     for (;;) {
+        if (!r.trail_failed && !r.dg.on && trail_degraded(r.trail)) {
+            if (r.model_seq > trail_head_seq(r.trail)) {
+                /* The lost batch held the model's own entries, and the model has moved on: it
+                 * cannot be trusted to match the trail any more. */
+                cerr_set(&r.trail_err, EIO, "%s; the lost entries recorded WACP state changes",
+                         trail_degraded_why(r.trail));
+                r.trail_failed = true;
+            } else
+                degraded_enter(&r);
+        }
         if (r.trail_failed && !r.shutting_down) {
             fprintf(stderr,
                     "corral run: the trail cannot be written (%s); stopping every agent rather than act "
@@ -1226,6 +1506,7 @@ out:
     control_free(r.ctl);
     if (r.loop) {
         loop_watch_del(r.loop, &r.deadline_watch);
+        loop_watch_del(r.loop, &r.dg.retry_watch);
         loop_watch_del(r.loop, &r.timeout_watch);
         loop_watch_del(r.loop, &r.sig_watch);
     }

@@ -3,10 +3,17 @@
 #include "supervisor/wacp/conflict.h"
 
 #include "supervisor/wacp/files.h"
+#include "tools/broker/broker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 const char *wacp_conflict_type_name(uint64_t type)
 {
@@ -86,4 +93,117 @@ int wacp_conflict_constraints(const cJSON *directive, const struct wacp_manifest
             return -1;
     }
     return 0;
+}
+
+/* ---- semantic_contradiction: the evaluator's input and verdict ---- */
+
+/* At most CAP bytes of the regular file REL under DIR (never through a link: an agent made the
+ * tree), as a JSON string (invalid UTF-8 replaced); NULL JSON when absent or not a file. */
+static cJSON *side(const char *dir, const char *rel, bool *truncated)
+{
+    *truncated = false;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return cJSON_CreateNull();
+    struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+    close(dfd);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return cJSON_CreateNull();
+    }
+    char *buf = malloc(WACP_EVAL_MAX_TEXT + 1);
+    size_t got = 0;
+    while (buf && got < WACP_EVAL_MAX_TEXT) {
+        ssize_t n = read(fd, buf + got, WACP_EVAL_MAX_TEXT - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    char probe;
+    *truncated = buf && got == WACP_EVAL_MAX_TEXT && read(fd, &probe, 1) == 1;
+    close(fd);
+    if (!buf)
+        return NULL;
+    /* bytes that are not UTF-8 become U+FFFD for the evaluator (cJSON escapes the rest) */
+    char *clean = buf ? broker_utf8_sanitize(buf, got, WACP_EVAL_MAX_TEXT, NULL) : NULL;
+    free(buf);
+    cJSON *s = clean ? cJSON_CreateString(clean) : NULL;
+    free(clean);
+    return s;
+}
+
+char *wacp_conflict_evaluator_input(const struct wacp *w, const struct wacp_ws *t,
+                                    const struct wacp_checkpoint *cp)
+{
+    cJSON *in = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(in, "files");
+    bool ok = files && cJSON_AddStringToObject(in, "workspace_id", t->id) &&
+              cJSON_AddStringToObject(in, "checkpoint_id", cp->id) &&
+              cJSON_AddStringToObject(in, "intent", cp->intent ? cp->intent : "");
+    for (size_t i = 0; ok && i < cp->files.n && i < WACP_EVAL_MAX_FILES; i++) {
+        const struct wacp_file *f = &cp->files.v[i];
+        bool ct = false, pt = false;
+        cJSON *o = cJSON_CreateObject();
+        /* the child's side: its object by hash (a deletion has none) */
+        cJSON *child = f->hash[0] ? side(w->objects_dir, f->hash, &ct) : cJSON_CreateNull();
+        cJSON *parent = side(t->parent->dir, f->path, &pt);
+        if (!o || !child || !parent) {
+            cJSON_Delete(o);
+            cJSON_Delete(child);
+            cJSON_Delete(parent);
+            ok = false;
+            break;
+        }
+        cJSON_AddItemToArray(files, o);
+        cJSON_AddItemToObject(o, "child", child);
+        cJSON_AddItemToObject(o, "parent", parent);
+        ok = cJSON_AddStringToObject(o, "path", f->path) &&
+             cJSON_AddBoolToObject(o, "child_truncated", ct) &&
+             cJSON_AddBoolToObject(o, "parent_truncated", pt);
+    }
+    char *text = ok ? cJSON_PrintUnformatted(in) : NULL;
+    cJSON_Delete(in);
+    return text;
+}
+
+int wacp_conflict_evaluator_verdict(const char *out, size_t len, const struct wacp_manifest *changes,
+                                    struct wacp_manifest *conflicts, cJSON *reasons, struct cerr *err)
+{
+    cJSON *v = cJSON_ParseWithLength(out, len);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(v, "contradictions");
+    int r = 0;
+    if (!cJSON_IsObject(v) || !cJSON_IsArray(list))
+        r = cerr_set(err, EINVAL,
+                     "the evaluator must print {\"contradictions\": [{\"path\": ..., \"reason\": "
+                     "...}]} (an empty list: none)");
+    else if (cJSON_GetArraySize(list) > WACP_EVAL_MAX_REASONS)
+        r = cerr_set(err, EINVAL, "the evaluator named more than %d contradictions",
+                     WACP_EVAL_MAX_REASONS);
+    const cJSON *c, *walk = r == 0 ? list : NULL;
+    size_t k = 0;
+    cJSON_ArrayForEach (c, walk) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "path");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(c, "reason");
+        if (!cJSON_IsString(p) || !wacp_files_manifest_get(changes, p->valuestring)) {
+            r = cerr_set(err, EINVAL,
+                         "the evaluator's contradiction %zu names no file the checkpoint changed", k);
+            break;
+        }
+        if (add(conflicts, p->valuestring, WACP_CONFLICT_SEMANTIC_CONTRADICTION, err) < 0) {
+            r = -ENOMEM;
+            break;
+        }
+        cJSON *o = reasons ? cJSON_CreateObject() : NULL;
+        if (o && (!cJSON_AddStringToObject(o, "path", p->valuestring) ||
+                  !cJSON_AddStringToObject(o, "reason",
+                                           cJSON_IsString(why) ? why->valuestring : "") ||
+                  !cJSON_AddItemToArray(reasons, o)))
+            cJSON_Delete(o);
+        k++;
+    }
+    cJSON_Delete(v);
+    return r;
 }

@@ -31,4 +31,22 @@ int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base
 int wacp_conflict_constraints(const cJSON *directive, const struct wacp_manifest *changes,
                               struct wacp_manifest *out, struct cerr *err);
 
+/* semantic_contradiction (integration spec 5: "two workspaces reached incompatible
+ * conclusions", a judgment): the policy's evaluator command judges the two sides of each file the
+ * child changed, its version (from the checkpoint's objects) and the parent's current one, and
+ * its verdict decides. The input: {workspace_id, checkpoint_id, intent, files: [{path, child,
+ * parent, child_truncated, parent_truncated}]} (a side is null when absent or not a regular
+ * file; at most WACP_EVAL_MAX_FILES files of at most WACP_EVAL_MAX_TEXT bytes each, as UTF-8).
+ * Returns the JSON text (malloc'd) or NULL (out of memory). */
+#define WACP_EVAL_MAX_FILES 64
+#define WACP_EVAL_MAX_TEXT (32 * 1024)
+#define WACP_EVAL_MAX_REASONS 64
+char *wacp_conflict_evaluator_input(const struct wacp *w, const struct wacp_ws *t,
+                                    const struct wacp_checkpoint *cp);
+/* The verdict: {"contradictions": [{"path": P, "reason": R}, ...]} (an empty list: none). Each P
+ * must be one of CHANGES' paths; each becomes a semantic_contradiction in OUT, and REASONS (a
+ * JSON array, may be NULL) gets {path, reason}. Anything else is -EINVAL with ERR saying what. */
+int wacp_conflict_evaluator_verdict(const char *out, size_t len, const struct wacp_manifest *changes,
+                                    struct wacp_manifest *conflicts, cJSON *reasons, struct cerr *err);
+
 #endif

@@ -54,7 +54,7 @@ int wacp_core_fail(struct wacp_err *e, int rpc, const char *code, const char *fm
 int wacp_core_trail_err(struct wacp_err *e)
 {
     return wacp_core_fail(e, -32603, "trail_unavailable",
-                          "the trail cannot be written, so nothing was done; the run is stopping");
+                          "the trail cannot be written, so nothing was done");
 }
 
 int wacp_core_deny(struct wacp *w, const struct wacp_ws *caller, const char *method, struct wacp_err *e,

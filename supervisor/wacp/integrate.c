@@ -94,8 +94,89 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
     return 0;
 }
 
+/* semantic_contradiction: the integrating role's evaluator judges, before anything is recorded
+ * (a failed evaluator leaves the workspace integrating, the call refused and the refusal
+ * recorded). *SEM gets its contradictions, *REASONS ({path, reason}) when it ran. */
+static int evaluate(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
+                    const struct wacp_checkpoint *cp, struct wacp_manifest *sem, cJSON **reasons,
+                    struct wacp_err *e)
+{
+    if (!w->h.evaluate)
+        return 0;
+    char *input = wacp_conflict_evaluator_input(w, t, cp);
+    if (!input)
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    char *out = NULL;
+    size_t out_len = 0;
+    struct cerr ce = {0};
+    int r = w->h.evaluate(w->h.data, c->id, input, &out, &out_len, &ce);
+    free(input);
+    if (r == 0) {
+        *reasons = cJSON_CreateArray();
+        r = !*reasons ? cerr_set(&ce, ENOMEM, "out of memory")
+                      : wacp_conflict_evaluator_verdict(out, out_len, &cp->files, sem, *reasons, &ce);
+    }
+    free(out);
+    if (r >= 0)
+        return 0;
+    return wacp_core_deny(w, c, "wacp/integrate", e, -32603, "evaluator_failed",
+                          "the semantic evaluator (tools.evaluator_command of role %s) failed, so "
+                          "nothing was integrated and %s stays integrating: %s",
+                          c->role, t->id, ce.msg);
+}
+
+static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+                               struct wacp_err *e, const struct wacp_manifest *sem,
+                               const cJSON *reasons);
+
+/* The evaluator's contradictions join the list: one conflict per path, the first type found
+ * (the mechanical ones) names it. */
+static int add_semantic(const struct wacp_manifest *sem, struct wacp_manifest *over, struct cerr *err)
+{
+    for (size_t i = 0; i < sem->n; i++)
+        if (!wacp_files_manifest_get(over, sem->v[i].path) &&
+            wacp_files_manifest_add(over, sem->v[i].path, "", WACP_CONFLICT_SEMANTIC_CONTRADICTION) < 0)
+            return cerr_set(err, ENOMEM, "out of memory");
+    return 0;
+}
+
 int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                     struct wacp_err *e)
+{
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(p, "strategy");
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(p, "decision");
+    struct wacp_ws *t = NULL;
+    /* Only an accepted, evaluated integration of a workspace that can be integrated asks the
+     * evaluator; everything else is refused or done by the checks that follow, as before. */
+    if (cJSON_IsString(sj) && !strcmp(sj->valuestring, "evaluated") && cJSON_IsString(dj) &&
+        !strcmp(dj->valuestring, "accept") && w->h.evaluate) {
+        /* the checks of wacp_workspace_target_of, without its recorded refusal: the refusal
+         * is recorded once, by the integration below */
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(p, "workspace");
+        t = cJSON_IsString(id) ? wacp_tree_find(w, id->valuestring) : NULL;
+        if (t && !(wacp_tree_visible(c, t) && wacp_tree_governs(c, t) &&
+                   (policy_role_can(&c->view, "integrate") || c->delegate)))
+            t = NULL;
+    }
+    const struct wacp_checkpoint *cp = t && t->state == WS_INTEGRATING && t->final_cp[0]
+                                           ? wacp_checkpoint_find(w, t->final_cp)
+                                           : NULL;
+    const cJSON *cj = cJSON_GetObjectItemCaseSensitive(p, "checkpoint");
+    if (cp && cj && cJSON_IsString(cj) && strcmp(cj->valuestring, t->final_cp))
+        cp = NULL;
+    struct wacp_manifest sem = {0};
+    cJSON *reasons = NULL;
+    int r = cp ? evaluate(w, c, t, cp, &sem, &reasons, e) : 0;
+    if (r == 0)
+        r = integrate_evaluated(w, c, p, res, e, &sem, reasons);
+    wacp_files_manifest_clear(&sem);
+    cJSON_Delete(reasons);
+    return r;
+}
+
+static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+                               struct wacp_err *e, const struct wacp_manifest *sem,
+                               const cJSON *reasons)
 {
     static const char M[] = "wacp/integrate";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "integrate", e);
@@ -158,7 +239,8 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
         if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0 ||
             (evaluated &&
              (wacp_conflict_dependencies(t->parent->dir, &t->base, &cp->files, &over, &ce) < 0 ||
-              wacp_conflict_constraints(t->directive, &cp->files, &over, &ce) < 0))) {
+              wacp_conflict_constraints(t->directive, &cp->files, &over, &ce) < 0 ||
+              add_semantic(sem, &over, &ce) < 0))) {
             wacp_files_manifest_clear(&over);
             if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
                 return wacp_core_trail_err(e);
@@ -171,6 +253,8 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
             wacp_core_add_str(b, "workspace_id", t->id);
             wacp_core_add_str(b, "checkpoint_id", cp->id);
             cJSON_AddItemToObject(b, "conflicts", paths_json(&over, true));
+            if (cJSON_GetArraySize(reasons) > 0)
+                cJSON_AddItemToObject(b, "semantic", cJSON_Duplicate(reasons, true));
             r = wacp_core_rec(w, t->id, c->role, "conflict_detected", b);
             cJSON_Delete(b);
             if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role,

@@ -84,11 +84,15 @@ struct wacp_ws {
     bool delegate;
     bool stopped;               /* hooks->stop was called */
     cJSON *directive, *context; /* immutable components 1 and 3 */
+    size_t held;                /* what their trees hold of the run's payload ceiling */
     char directive_env[WACP_ID_LEN];
     char task[WACP_ID_LEN]; /* "" when none */
     struct policy_budgets budgets;
     uint64_t created_ms, timeout_ms, deadline_ms; /* deadline 0: none */
     uint64_t suspended_at_ms;
+    /* Compute time (workspace spec 6: wall time in active only), carried in every
+     * workspace_state_changed entry so that it survives recovery (docs/protocol-wacp.md). */
+    uint64_t active_ms, active_since_ms;
     struct wacp_manifest base; /* its files at creation (layered integration's base) */
     size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];

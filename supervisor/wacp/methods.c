@@ -403,6 +403,34 @@ void wacp_agent_exited(struct wacp *w, const char *id, bool clean, const char *r
     wacp_agent_ended(w, id, reason);
 }
 
+/* Liveness (docs/protocol-wacp.md): the runtime says for a silent agent what it would not say
+ * itself, as runtime-emitted signals its parent receives like the agent's own. */
+int wacp_agent_stalled(struct wacp *w, const char *id, const char *reason)
+{
+    struct wacp_ws *ws = wacp_tree_find(w, id);
+    if (!ws || ws->state != WS_ACTIVE)
+        return -EINVAL;
+    if (wacp_tree_set_state(w, ws, WS_BLOCKED, "protocol", reason) < 0)
+        return -EIO;
+    char sid[WACP_ID_LEN];
+    if (ws->parent)
+        wacp_signal_emit(w, ws, "protocol", "blocked", reason, NULL, NULL, false, sid);
+    return 0;
+}
+
+int wacp_agent_stirred(struct wacp *w, const char *id, const char *reason)
+{
+    struct wacp_ws *ws = wacp_tree_find(w, id);
+    if (!ws || ws->state != WS_BLOCKED)
+        return -EINVAL;
+    if (wacp_tree_set_state(w, ws, WS_ACTIVE, "protocol", reason) < 0)
+        return -EIO;
+    char sid[WACP_ID_LEN];
+    if (ws->parent)
+        wacp_signal_emit(w, ws, "protocol", "started", reason, NULL, NULL, false, sid);
+    return 0;
+}
+
 const char *wacp_state_of(const struct wacp *w, const char *id)
 {
     const struct wacp_ws *ws = wacp_tree_find(w, id);

@@ -140,17 +140,26 @@ int wacp_tree_set_state(struct wacp *w, struct wacp_ws *ws, enum ws_state to, co
 {
     if (!wacp_tree_transition_ok(ws->state, to))
         return -EINVAL;
+    uint64_t now = wacp_core_now_ms();
+    uint64_t active_ms = ws->active_ms;
+    if (ws->state == WS_ACTIVE && now > ws->active_since_ms)
+        active_ms += now - ws->active_since_ms;
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", ws->id);
     wacp_core_add_str(b, "from", wacp_tree_state_name(ws->state));
     wacp_core_add_str(b, "to", wacp_tree_state_name(to));
     wacp_core_add_str(b, "reason", reason);
+    /* the compute time so far: a resumer sums no further than the last of these */
+    if (b)
+        cJSON_AddNumberToObject(b, "active_ms", (double)active_ms);
     int r = wacp_core_rec(w, ws->id, actor, "workspace_state_changed", b);
     cJSON_Delete(b);
     if (r < 0)
         return r;
     enum ws_state from = ws->state;
-    uint64_t now = wacp_core_now_ms();
+    ws->active_ms = active_ms;
+    if (to == WS_ACTIVE)
+        ws->active_since_ms = now;
     if (to == WS_SUSPENDED || to == WS_MIGRATING) {
         ws->saved = from;
         ws->suspended_at_ms = now;

@@ -67,6 +67,12 @@ struct wacp_hooks {
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
+    /* semantic_contradiction (an `evaluated` integration by WS's agent): runs the evaluator
+     * command of WS's role with INPUT on its stdin, in a command sandbox; *OUT (malloc'd) gets
+     * its stdout. 1: the role names no evaluator (nothing to detect); 0: it ran and exited 0;
+     * < 0 with ERR: it could not run, failed, timed out or printed too much. May be NULL. */
+    int (*evaluate)(void *data, const char *ws, const char *input, char **out, size_t *out_len,
+                    struct cerr *err);
 };
 
 struct wacp_opts {
@@ -148,6 +154,13 @@ void wacp_agent_ended(struct wacp *w, const char *ws, const char *reason);
  * waits for its parent's integration (integrating or conflicted stay as they are); any other exit
  * is wacp_agent_ended with REASON. */
 void wacp_agent_exited(struct wacp *w, const char *ws, bool clean, const char *reason);
+
+/* Liveness: the agent of WS has been silent and idle for an interval. An active workspace goes
+ * to blocked with REASON (recorded, and its parent gets a `blocked` signal); -EINVAL in any other
+ * state, -EIO when it cannot be recorded. */
+int wacp_agent_stalled(struct wacp *w, const char *ws, const char *reason);
+/* ... and is busy again: a blocked workspace goes back to active (its parent gets `started`). */
+int wacp_agent_stirred(struct wacp *w, const char *ws, const char *reason);
 
 /* The state name of WS ("active", ...), NULL when there is no such workspace. */
 const char *wacp_state_of(const struct wacp *w, const char *ws);

@@ -2,6 +2,7 @@
  * originator rules), listing, abort, suspension and resumption, transfer, timeouts. The tree and
  * its states are supervisor/wacp/tree.c; integration is supervisor/wacp/integrate.c. */
 #include "supervisor/wacp/workspace.h"
+#include "supervisor/conn/rpc.h"
 
 #include "supervisor/wacp/checkpoint.h"
 #include "supervisor/wacp/core.h"
@@ -204,6 +205,22 @@ int wacp_workspace_create_root(struct wacp *w, const char *agent, struct cerr *e
     return 0;
 }
 
+/* Bytes of V printed compactly (SIZE_MAX when it cannot be printed: refused as too large). */
+static size_t printed_len(const cJSON *v)
+{
+    char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+    size_t n = t ? strlen(t) : SIZE_MAX;
+    free(t);
+    return n;
+}
+
+/* A workspace never added to the run: what it held of the run's payload ceiling goes back. */
+static void ws_drop(struct wacp *w, struct wacp_ws *ws)
+{
+    w->payload_total -= ws->held;
+    wacp_tree_free(ws);
+}
+
 int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                  struct wacp_err *e)
 {
@@ -268,28 +285,39 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     double tsec = to ? to->valuedouble : bud.wall_time;
     if (c->budgets.wall_time > 0 && (tsec <= 0 || tsec > c->budgets.wall_time))
         tsec = c->budgets.wall_time;
-    cJSON *payload = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p, "directive"), true);
-    char *ptxt = payload ? cJSON_PrintUnformatted(payload) : NULL;
-    size_t plen = ptxt ? strlen(ptxt) : 0;
-    free(ptxt);
-    if (!payload || plen > w->max_payload) {
-        cJSON_Delete(payload);
-        return wacp_core_fail(e, -32602, "invalid_params", "the directive is larger than %llu bytes",
+    /* The directive and the context stay parsed for the workspace's life (conflict detection
+     * reads the directive's constraints): each is bounded like a payload, and what their trees
+     * hold counts toward the run's ceiling on kept payloads. */
+    const cJSON *dj0 = cJSON_GetObjectItemCaseSensitive(p, "directive");
+    const cJSON *cx = cJSON_GetObjectItemCaseSensitive(p, "context");
+    size_t dlen = printed_len(dj0), clen = cx ? printed_len(cx) : 0;
+    if (dlen > w->max_payload || clen > w->max_payload)
+        return wacp_core_deny(w, c, M, e, -32602, "invalid_params",
+                              "the %s is larger than %llu bytes (one payload's limit)",
+                              dlen > w->max_payload ? "directive" : "context",
                               (unsigned long long)w->max_payload);
-    }
-    if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws))) {
-        cJSON_Delete(payload);
+    size_t held = rpc_json_cost(dj0) + rpc_json_cost(cx);
+    if (!wacp_core_hold(w, held))
+        return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "memory_limit",
+                              "the run keeps %llu bytes of payloads at most, and this directive and "
+                              "context would pass it",
+                              (unsigned long long)w->max_payload_total);
+    cJSON *payload = cJSON_Duplicate(dj0, true);
+    if (!payload) {
+        w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
-    struct wacp_ws *ws = ws_alloc(w, ag, &v);
-    if (!ws) {
+    struct wacp_ws *ws = NULL;
+    if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws)) ||
+        !(ws = ws_alloc(w, ag, &v))) {
         cJSON_Delete(payload);
+        w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     ws->parent = c;
     ws->directive = payload;
-    const cJSON *cx = cJSON_GetObjectItemCaseSensitive(p, "context");
     ws->context = cx ? cJSON_Duplicate(cx, true) : NULL;
+    ws->held = held;
     ws->delegate = delegate;
     ws->budgets = bud;
     ws->timeout_ms = tsec > 0 ? (uint64_t)(tsec * 1000.0) : 0;
@@ -299,7 +327,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     ws->originator = strdup(c->originator);
     ws->dir = util_printf("%s/ws/%s", w->run_dir, ws->id);
     if (!ws->owner || !ws->originator || !ws->dir) {
-        wacp_tree_free(ws);
+        ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     if (task)
@@ -311,7 +339,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
         wacp_core_add_str(b, "reason", ce.msg);
         int r = wacp_core_rec(w, c->id, c->role, "workspace_rejected", b);
         cJSON_Delete(b);
-        wacp_tree_free(ws);
+        ws_drop(w, ws);
         if (r < 0)
             return wacp_core_trail_err(e);
         return wacp_core_fail(e, -32603, "creation_error", "cannot copy the parent's files: %s", ce.msg);
@@ -320,7 +348,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     int r = wacp_core_rec(w, ws->id, c->role, "workspace_created", b);
     cJSON_Delete(b);
     if (r < 0) {
-        wacp_tree_free(ws);
+        ws_drop(w, ws);
         return wacp_core_trail_err(e);
     }
     w->ws[w->n_ws++] = ws;
@@ -524,13 +552,33 @@ static bool times_out(enum ws_state s)
     return s == WS_IDLE || s == WS_ACTIVE || s == WS_BLOCKED || s == WS_CONFLICTED;
 }
 
+/* When an active workspace's compute time (time in active, Workspace spec 6's compute_timeout)
+ * runs out; 0: no budget or not active. */
+static uint64_t compute_deadline(const struct wacp_ws *ws)
+{
+    if (ws->state != WS_ACTIVE || ws->budgets.compute_time <= 0)
+        return 0;
+    uint64_t limit = (uint64_t)(ws->budgets.compute_time * 1000.0);
+    return ws->active_since_ms + (limit > ws->active_ms ? limit - ws->active_ms : 0);
+}
+
 void wacp_workspace_tick(struct wacp *w, uint64_t now)
 {
     for (size_t i = 0; i < w->n_ws; i++) {
         struct wacp_ws *ws = w->ws[i];
+        uint64_t cd = compute_deadline(ws);
         if (ws->deadline_ms && now >= ws->deadline_ms && times_out(ws->state))
             wacp_tree_set_state(w, ws, WS_FAILED, "protocol",
                                 ws->state == WS_CONFLICTED ? "conflict_timeout" : "timeout");
+        else if (cd && now >= cd &&
+                 wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "budget_exceeded:compute_time") == 0 &&
+                 ws->parent) {
+            /* its agent is stopped (the state change's stop hook); the parent is told, as of
+             * any agent's end */
+            char sid[WACP_ID_LEN];
+            wacp_signal_emit(w, ws, "protocol", "failed", "budget_exceeded:compute_time", NULL, NULL,
+                             false, sid);
+        }
     }
 }
 
@@ -541,6 +589,9 @@ uint64_t wacp_workspace_next_deadline(const struct wacp *w)
         const struct wacp_ws *ws = w->ws[i];
         if (ws->deadline_ms && times_out(ws->state) && ws->deadline_ms < m)
             m = ws->deadline_ms;
+        uint64_t cd = compute_deadline(ws);
+        if (cd && cd < m)
+            m = cd;
     }
     return m;
 }

@@ -9,7 +9,8 @@
  *   [VAR=]@signal         waits for the next signal, prints "< signal JSON"
  *   [VAR=]@liveness       waits for the next wacp/liveness notification, prints "< liveness JSON"
  *   @wait:N               waits for N events, envelopes or signals, printing each
- *   [VAR=]@until:TYPE     waits (printing every event) for a signal of TYPE, kept as VAR
+ *   [VAR=]@until:TYPE     waits (printing every event) for a signal of TYPE, kept as VAR;
+ *                         TYPE,TYPE...: until one of each was seen, in any order (VAR: the last)
  *   @drop:N               the next N envelopes are dropped without an ack (redelivery tests);
  *                         first in the script, it applies before initialize
  *   @directive            waits for the first envelope (kept as VAR directive) and, when its
@@ -26,6 +27,9 @@
  *   @spin:MS              burns CPU for MS without a word on the pipe (liveness tests)
  *   @hold                 prints every event until the channel ends (the run stopped it)
  *   @exit:CODE            exits at once with CODE
+ *   [VAR=]@retry:N:MS:ok|error:METHOD PARAMS  the request again, MS apart, until its outcome
+ *                         is the one named (at most N times); only the last is printed, then
+ *                         "# retry METHOD ok|error after K" (degraded-mode tests)
  * In PARAMS and LINE, {{VAR.a.b}} is replaced by that field of a kept value (a string as it is,
  * anything else as JSON; {{VAR}} alone: the whole value as JSON); in an array, a number picks
  * by index and K=V the first object whose field K is V ({{r.rights.kind=send.right_id}}). A
@@ -151,9 +155,10 @@ static cJSON *wait_event(int kinds, const char *var)
     return v;
 }
 
-static void request(const char *var, const char *step)
+/* 1: ok, 0: an error answer. QUIET: nothing printed. */
+static int request_q(const char *var, const char *line, bool quiet)
 {
-    char *s = expand(step);
+    char *s = expand(line);
     char *sp = strchr(s, ' ');
     if (sp)
         *sp = '\0';
@@ -166,18 +171,55 @@ static void request(const char *var, const char *step)
         }
     }
     cJSON *r = corral_agent_request(A, s, params ? params : cJSON_CreateObject());
+    int ok = r != NULL;
     if (r) {
-        fprintf(stderr, "< %s ok ", s);
-        print_json("", r);
+        if (!quiet) {
+            fprintf(stderr, "< %s ok ", s);
+            print_json("", r);
+        }
         keep(var, r);
         cJSON_Delete(r);
     } else if (!corral_agent_error_code(A)) {
         ended();
-    } else {
+    } else if (!quiet) {
         fprintf(stderr, "< %s error=%d %s %s\n", s, corral_agent_error_code(A),
                 *corral_agent_error_word(A) ? corral_agent_error_word(A) : "-", corral_agent_error(A));
     }
     free(s);
+    return ok;
+}
+
+static void request(const char *var, const char *step)
+{
+    request_q(var, step, false);
+}
+
+/* @retry:N:MS:ok|error:METHOD PARAMS */
+static void retry(const char *var, const char *spec)
+{
+    char *end;
+    long n = strtol(spec, &end, 10), ms = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+    bool want_ok = *end == ':' && !strncmp(end + 1, "ok:", 3);
+    if (n <= 0 || ms < 0 || *end != ':' || (!want_ok && strncmp(end + 1, "error:", 6))) {
+        fprintf(stderr, "wacp_script: @retry:N:MS:ok|error:METHOD PARAMS\n");
+        exit(2);
+    }
+    const char *what = end + 1 + (want_ok ? 3 : 6);
+    long k = 1;
+    int got;
+    for (; (got = request_q(var, what, true)) != want_ok && k < n; k++) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    char method[128];
+    snprintf(method, sizeof(method), "%s", what);
+    method[strcspn(method, " ")] = '\0';
+    if (got)
+        fprintf(stderr, "< %s ok\n", method);
+    else
+        fprintf(stderr, "< %s error=%d %s %s\n", method, corral_agent_error_code(A),
+                *corral_agent_error_word(A) ? corral_agent_error_word(A) : "-", corral_agent_error(A));
+    fprintf(stderr, "# retry %s %s after %ld\n", method, got ? "ok" : "error", k);
 }
 
 /* N requests written at once, then N answers read: counts by outcome. */
@@ -310,7 +352,16 @@ static void step(const char *arg)
         for (long i = strtol(arg + 6, NULL, 10); i > 0; i--)
             cJSON_Delete(wait_event(CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, NULL));
     } else if (!strncmp(arg, "@until:", 7)) {
-        for (;;) {
+        /* TYPE or TYPE,TYPE...: until every type named was seen, in any order */
+        char types[256];
+        snprintf(types, sizeof(types), "%s", arg + 7);
+        const char *want[8];
+        bool seen[8] = {false};
+        int n_want = 0;
+        for (char *save = NULL, *tok = strtok_r(types, ",", &save); tok && n_want < 8;
+             tok = strtok_r(NULL, ",", &save))
+            want[n_want++] = tok;
+        for (int left = n_want; left > 0;) {
             int kind;
             cJSON *v = corral_agent_next_event(A, CORRAL_EV_ENVELOPE | CORRAL_EV_SIGNAL, Timeout, &kind);
             if (!v) {
@@ -321,12 +372,15 @@ static void step(const char *arg)
             }
             print_json(kind == CORRAL_EV_ENVELOPE ? "< envelope " : "< signal ", v);
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
-            bool hit = kind == CORRAL_EV_SIGNAL && cJSON_IsString(t) && !strcmp(t->valuestring, arg + 7);
-            if (hit)
-                keep(var, v);
+            for (int i = 0; i < n_want; i++)
+                if (!seen[i] && kind == CORRAL_EV_SIGNAL && cJSON_IsString(t) &&
+                    !strcmp(t->valuestring, want[i])) {
+                    seen[i] = true;
+                    left--;
+                    keep(var, v);
+                    break;
+                }
             cJSON_Delete(v);
-            if (hit)
-                break;
         }
     } else if (!strncmp(arg, "@drop:", 6)) {
         corral_agent_drop_envelopes(A, (unsigned)strtoul(arg + 6, NULL, 10));
@@ -389,6 +443,8 @@ static void step(const char *arg)
                        v);
             cJSON_Delete(v);
         }
+    } else if (!strncmp(arg, "@retry:", 7)) {
+        retry(var, arg + 7);
     } else if (!strncmp(arg, "@exit:", 6)) {
         fprintf(stderr, "# exit %s\n", arg + 6);
         exit(atoi(arg + 6));

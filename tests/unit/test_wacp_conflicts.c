@@ -3,6 +3,8 @@
  * evaluated only) and the resolution strategies (spec 6: coordinator_resolve, escalate through
  * the highway's conflict_resolution gate, agent_rework), each in its own test. */
 #include "tests/unit/wacp_fixture.h"
+#include "supervisor/wacp/conflict.h"
+#include "supervisor/wacp/files.h"
 
 #include <errno.h>
 
@@ -248,6 +250,48 @@ static void test_resolve_escalate_withdrawn(void **state)
     assert_string_equal(fx_read(f->root, "a.txt"), "parent\n");
 }
 
+/* The evaluator's verdict (semantic_contradiction) is checked before it decides anything: only
+ * paths the checkpoint changed, a bounded list, the documented shape. */
+static void test_semantic_verdict(void **state)
+{
+    (void)state;
+    struct wacp_manifest ch = {0}, out = {0};
+    assert_int_equal(wacp_files_manifest_add(&ch, "a.md", "h", 1), 0);
+    assert_int_equal(wacp_files_manifest_add(&ch, "b.md", "h", 1), 0);
+    cJSON *reasons = cJSON_CreateArray();
+    struct cerr e = {0};
+    const char *ok = "{\"contradictions\": [{\"path\": \"b.md\", \"reason\": \"X vs Y\"}]}";
+    assert_int_equal(wacp_conflict_evaluator_verdict(ok, strlen(ok), &ch, &out, reasons, &e), 0);
+    assert_int_equal(out.n, 1);
+    assert_string_equal(out.v[0].path, "b.md");
+    assert_string_equal(wacp_conflict_type_name(out.v[0].size), "semantic_contradiction");
+    assert_int_equal(cJSON_GetArraySize(reasons), 1);
+    wacp_files_manifest_clear(&out);
+    const char *none = "{\"contradictions\": []}";
+    assert_int_equal(wacp_conflict_evaluator_verdict(none, strlen(none), &ch, &out, NULL, &e), 0);
+    assert_int_equal(out.n, 0);
+    static const char *const bad[] = {
+        "", "[]", "{}", "{\"contradictions\": {}}", "not json",
+        "{\"contradictions\": [{\"path\": \"../etc/passwd\"}]}",
+        "{\"contradictions\": [{\"path\": 5}]}", "{\"contradictions\": [\"a.md\"]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e = (struct cerr){0};
+        assert_int_equal(wacp_conflict_evaluator_verdict(bad[i], strlen(bad[i]), &ch, &out, NULL, &e),
+                         -EINVAL);
+        assert_true(e.msg[0] != '\0');
+        wacp_files_manifest_clear(&out);
+    }
+    char many[8192], *at = many;
+    at += sprintf(at, "{\"contradictions\": [");
+    for (int i = 0; i < WACP_EVAL_MAX_REASONS + 1; i++)
+        at += sprintf(at, "%s{\"path\": \"a.md\"}", i ? "," : "");
+    sprintf(at, "]}");
+    assert_int_equal(wacp_conflict_evaluator_verdict(many, strlen(many), &ch, &out, NULL, &e), -EINVAL);
+    wacp_files_manifest_clear(&out);
+    wacp_files_manifest_clear(&ch);
+    cJSON_Delete(reasons);
+}
+
 int main(void)
 {
 #define T(x) cmocka_unit_test_setup_teardown(x, fx_setup, fx_teardown)
@@ -257,6 +301,7 @@ int main(void)
         T(test_resolve_coordinator),       T(test_resolve_agent_rework),
         T(test_resolve_escalate_approve),  T(test_resolve_escalate_modify_prefer_parent),
         T(test_resolve_escalate_reject),   T(test_resolve_escalate_withdrawn),
+        cmocka_unit_test(test_semantic_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
