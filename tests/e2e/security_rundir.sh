@@ -76,6 +76,12 @@ run_at "$T_TMP/t5/trail.db" --control "$ad/ctl.sock"
 run_capture out err rc "$CORRAL" ps --control "$ad/ctl.sock"
 expect_nomatch "5: corral ps does not print the attacker's answer" 'forged' "$out"
 expect_match "5: corral ps says the socket is not a root corral's" 'not (owned by root|corral|served by root)|owned by uid 65534|uid 65534' "$err"
+# A person's requests (corral gate, inject, escalations) go to the same socket: their approvals
+# and words must not reach another user's server either.
+run_capture out err rc "$CORRAL" gate list --control "$ad/ctl.sock"
+expect_match "5: corral gate refuses a socket another user serves" 'served by uid 65534' "$err"
+run_capture out err rc "$CORRAL" inject --control "$ad/ctl.sock" --type feedback --text secret ws-forged
+expect_match "5: corral inject sends nothing to a socket another user serves" 'served by uid 65534' "$err"
 kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null
 
 # (Tests 6 and 7 name root in the policy's "users": the test injects its envelopes as root.)
