@@ -18,7 +18,7 @@ cc -O2 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$top/sdk" $(pkg-config 
 S=$top/build/tests/agents/wacp_script
 [ -x "$S" ] || { echo "bench/loop_stall.sh: build the test agents first (make test-build)" >&2; exit 2; }
 d=$(mktemp -d /tmp/corral-bench-stall.XXXXXX)
-trap 'rm -rf "$d"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$d"' EXIT
 mkdir -p "$d/ws"
 head -c 3072 /dev/urandom | base64 -w 76 | head -c 4096 >"$d/ws/file4k.txt"
 python3 - "$d/ws" "$files" <<'PY'
@@ -42,6 +42,7 @@ for _ in range(creates):
     coord.append('wacp/workspace.create {"agent":"idle","directive":{}}')
 coord += ["@sleep:%d" % (int(ms) + 1500), 'wacp/signal.emit {"type":"complete"}', "@hold"]
 json.dump({"version": 1, "highway": {"preset": "autonomous", "gates": {"task_approval": False}},
+           "rate_limits": {"tool_calls": 0},  # the reader's calls are the measure, not a flood
            "roles": {"worker": {"budgets": {"memory": "256M", "pids": 32, "wall_time": "5m"}}},
            "agents": {"coord": {"binary": script, "args": coord, "role": "coordinator"},
                       "reader": {"binary": reader, "args": [ms], "role": "worker"},

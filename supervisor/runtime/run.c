@@ -86,6 +86,7 @@ struct run {
     int run_fd, logs_fd; /* the run directory (made fresh, root's, 0700) and its logs/ */
     unsigned signals;
     bool shutting_down, timed_out, trail_failed;
+    bool ending; /* past the loop: nothing starts any more (a copy finishing in pool_free) */
     struct cerr trail_err;
     struct deferred *deferred; /* wacp requests waiting on a gate */
     uint64_t next_ref;
@@ -164,6 +165,46 @@ static int hook_commit(void *data)
         r->trail_err = e;
     }
     return rc;
+}
+
+/* hooks.offload: the model's file work (copies, snapshots, integration's writes) on the pool
+ * tool calls use, as a long job: a 5,000-file copy may hold its thread for seconds. DONE runs
+ * on the loop in the turn the pool reports it; what it records commits at that turn's end,
+ * before the answer it stages is released. */
+struct offload_job {
+    struct pool_job pj;
+    void (*work)(void *arg);
+    void (*done)(void *arg);
+    void *arg;
+};
+
+static void offload_run(struct pool_job *j)
+{
+    struct offload_job *o = (struct offload_job *)j;
+    o->work(o->arg);
+}
+
+static void offload_done(struct pool_job *j)
+{
+    struct offload_job *o = (struct offload_job *)j;
+    o->done(o->arg);
+    free(o);
+}
+
+static int hook_offload(void *data, void (*work)(void *arg), void (*done)(void *arg), void *arg)
+{
+    struct run *r = data;
+    struct offload_job *o = calloc(1, sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    o->pj.run = offload_run;
+    o->pj.done = offload_done;
+    o->pj.is_long = true;
+    o->work = work;
+    o->done = done;
+    o->arg = arg;
+    pool_submit(r->pool, &o->pj);
+    return 0;
 }
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
@@ -304,6 +345,8 @@ static void on_liveness(void *data, uint32_t events);
 static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *err)
 {
     struct run *r = data;
+    if (r->ending)
+        return cerr_set(err, ECANCELED, "the run is ending");
     const struct policy *pol = r->o->policy;
     const struct policy_agent *ag = policy_agent_find(pol, info->agent);
     if (!ag)
@@ -1146,7 +1189,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .notify = hook_notify,
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
-                            .commit = hook_commit};
+                            .commit = hook_commit,
+                            .offload = hook_offload};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -1171,7 +1215,10 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         }
         if (wacp_done(r.w) && !r.shutting_down)
             shutdown_run(&r, "run_ended");
-        if (r.shutting_down && all_finalized(&r) && agent_host_inflight(r.host) == 0)
+        /* The model's file work on the pool too: a copy that ends now is refused and recorded
+         * (its creator is failed), never left half made. */
+        if (r.shutting_down && all_finalized(&r) && agent_host_inflight(r.host) == 0 &&
+            pool_inflight(r.pool) == 0)
             break;
         arm_deadline(&r);
         rc = loop_run_once(r.loop, -1, err);
@@ -1221,6 +1268,7 @@ out:
         agent_free(s->agent);
         s->agent = NULL;
     }
+    r.ending = true;
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
     handoff_free(r.cmd_denials);
     control_free(r.ctl);

@@ -15,6 +15,9 @@ int wacp_files_mkdirs(const char *path, struct cerr *err);
 /* Copies the regular files and directories of SRC into DST (created), skipping anything else,
  * bounded; fills BASE with the hashes of what was copied. */
 int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err);
+/* Removes the directory PATH and everything under it, never following a link (a failed or
+ * abandoned copy). Best effort. */
+void wacp_files_remove_tree(const char *path);
 /* Hashes every regular file under DIR. */
 int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err);
 /* Snapshots PATHS (NULL: every file that differs from BASE, and the deletions) of DIR into

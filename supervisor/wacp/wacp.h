@@ -67,6 +67,11 @@ struct wacp_hooks {
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
+    /* Runs WORK(ARG) on a worker thread (the run's pool, where tool calls run), then DONE(ARG)
+     * on the loop thread in a later turn: the model's file work (copies, snapshots,
+     * integration's writes) off the loop. < 0: cannot (the model then does the work inline).
+     * NULL: everything inline. */
+    int (*offload)(void *data, void (*work)(void *arg), void (*done)(void *arg), void *arg);
 };
 
 struct wacp_opts {
