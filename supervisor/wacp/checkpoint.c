@@ -137,23 +137,48 @@ static int violation(struct wacp *w, const struct wacp_checkpoint *cp, const cha
         cp->id, what);
 }
 
-int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
+int wacp_checkpoint_verify_mac(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
 {
     if (cp_mac(w, cp, NULL, cp->mac) < 0)
         return violation(w, cp, "its fields changed since it was made", cp->mac,
                          "recomputed proof differs", e);
-    for (size_t i = 0; i < cp->files.n; i++) {
-        const struct wacp_file *f = &cp->files.v[i];
+    return 0;
+}
+
+int wacp_checkpoint_objects_check(const char *objects, const struct wacp_manifest *files,
+                                  struct wacp_object_fault *bad)
+{
+    for (size_t i = 0; i < files->n; i++) {
+        const struct wacp_file *f = &files->v[i];
         if (!f->hash[0])
             continue; /* a deletion: no object */
-        char actual[INTEGRITY_HEX];
-        int r = integrity_object_ok(w->objects_dir, f->hash, actual);
+        int r = integrity_object_ok(objects, f->hash, bad->actual);
         if (r == 1)
             continue;
-        char what[300];
-        snprintf(what, sizeof(what), "the stored object of %.200s was altered", f->path);
-        return violation(w, cp, what, f->hash, r == 0 ? actual : "unreadable", e);
+        if (r < 0)
+            snprintf(bad->actual, sizeof(bad->actual), "unreadable");
+        snprintf(bad->path, sizeof(bad->path), "%.200s", f->path);
+        snprintf(bad->expected, sizeof(bad->expected), "%s", f->hash);
+        return -1;
     }
+    return 0;
+}
+
+int wacp_checkpoint_object_violation(struct wacp *w, const struct wacp_checkpoint *cp,
+                                     const struct wacp_object_fault *bad, struct wacp_err *e)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "the stored object of %.200s was altered", bad->path);
+    return violation(w, cp, what, bad->expected, bad->actual, e);
+}
+
+int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
+{
+    if (wacp_checkpoint_verify_mac(w, cp, e) < 0)
+        return -1;
+    struct wacp_object_fault bad;
+    if (wacp_checkpoint_objects_check(w->objects_dir, &cp->files, &bad) < 0)
+        return wacp_checkpoint_object_violation(w, cp, &bad, e);
     return 0;
 }
 

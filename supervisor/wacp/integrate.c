@@ -8,6 +8,7 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/files.h"
 #include "supervisor/wacp/highway.h"
+#include "supervisor/wacp/jobs.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
@@ -45,46 +46,94 @@ static cJSON *integ_result(const struct wacp_ws *t, const struct wacp_manifest *
     return o;
 }
 
-/* Applies CP's files to the parent's directory minus SKIP, then integration_completed and
- * closed. An apply that fails midway fails the workspace (integration error). */
-static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
-                       const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
-                       const char *strategy, cJSON **res, struct wacp_err *e)
+/* ---- the merge: CP's files applied to the parent's directory minus SKIP, then
+ * integration_completed and closed; an apply that fails midway fails the workspace
+ * (integration error). The objects' re-hash and the writes run on the pool (jobs.h), after
+ * what says integration started is durable; meanwhile the parent is busy (its files are being
+ * written: no copy, snapshot or other integration of it) and so is the child (no second
+ * integration of it). */
+
+struct merge_job {
+    struct wacp_job j;
+    char ws[WACP_ID_LEN], into[WACP_ID_LEN], cp[WACP_ID_LEN];
+    char actor[64]; /* the role that integrates */
+    char strategy[12];
+    char *dir, *objects;
+    struct wacp_manifest files, skip; /* copies: the worker never reads the model */
+    struct wacp_files_rules rules;    /* the policy's (it outlives the run) */
+    struct wacp_object_fault bad;
+    int verified; /* < 0: an object does not match (bad) */
+    struct cerr ce;
+    int rc;
+};
+
+static int manifest_dup(struct wacp_manifest *to, const struct wacp_manifest *from)
 {
-    struct cerr ce = {0};
+    for (size_t i = 0; from && i < from->n; i++) {
+        if (wacp_files_manifest_add(to, from->v[i].path, from->v[i].hash, from->v[i].size) < 0)
+            return -ENOMEM;
+        to->v[to->n - 1].mode = from->v[i].mode;
+    }
+    return 0;
+}
+
+static void merge_work(struct wacp_job *jb)
+{
+    struct merge_job *mj = (struct merge_job *)jb;
+    mj->verified = wacp_checkpoint_objects_check(mj->objects, &mj->files, &mj->bad);
+    if (mj->verified == 0)
+        mj->rc = wacp_files_integrate(mj->dir, &mj->files, &mj->skip, mj->objects, &mj->rules, &mj->ce);
+}
+
+static void merge_free(struct wacp_job *jb)
+{
+    struct merge_job *mj = (struct merge_job *)jb;
+    free(mj->dir);
+    free(mj->objects);
+    wacp_files_manifest_clear(&mj->files);
+    wacp_files_manifest_clear(&mj->skip);
+    free(mj);
+}
+
+static int merge_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct wacp_err *e)
+{
+    struct merge_job *mj = (struct merge_job *)jb;
+    struct wacp_ws *t = wacp_tree_find(w, mj->ws), *into = wacp_tree_find(w, mj->into);
+    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, mj->cp);
+    if (into)
+        into->file_writing = false;
+    if (!t || !cp)
+        return wacp_core_fail(e, -32603, "internal", "the integrated workspace is unknown to the model");
+    t->file_writing = false;
+    if (mj->verified < 0)
+        return wacp_checkpoint_object_violation(w, cp, &mj->bad, e); /* nothing was written */
+    /* The workspace may have ended meanwhile (a timeout, an abort): what was written is
+     * recorded all the same; only a live workspace changes state. */
+    bool live = t->state == WS_INTEGRATING || t->state == WS_CONFLICTED;
+    if (mj->rc < 0) {
+        if (live && wacp_tree_set_state(w, t, WS_FAILED, mj->actor, "integration_error") < 0)
+            return wacp_core_trail_err(e);
+        *res = integ_result(t, NULL, NULL);
+        wacp_core_add_str(*res, "error", mj->ce.msg);
+        return 0;
+    }
     struct wacp_manifest applied = {0};
-    if (wacp_checkpoint_verify(w, cp, e) < 0)
-        return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
-    for (size_t i = 0; i < cp->files.n; i++)
-        if (!wacp_files_manifest_get(skip, cp->files.v[i].path) &&
-            wacp_files_manifest_add(&applied, cp->files.v[i].path, "", 0) < 0) {
+    for (size_t i = 0; i < mj->files.n; i++)
+        if (!wacp_files_manifest_get(&mj->skip, mj->files.v[i].path) &&
+            wacp_files_manifest_add(&applied, mj->files.v[i].path, "", 0) < 0) {
             wacp_files_manifest_clear(&applied);
             return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
-    /* Write-ahead for real: what says integration started is durable before the first byte of
-     * the parent's files changes, so a crash midway leaves a trail that tells. */
-    if (w->h.commit && w->h.commit(w->h.data) < 0) {
-        wacp_files_manifest_clear(&applied);
-        return wacp_core_trail_err(e);
-    }
-    if (wacp_files_integrate(t->parent->dir, &cp->files, skip, w->objects_dir, &w->rules, &ce) < 0) {
-        wacp_files_manifest_clear(&applied);
-        if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-            return wacp_core_trail_err(e);
-        *res = integ_result(t, NULL, NULL);
-        wacp_core_add_str(*res, "error", ce.msg);
-        return 0;
-    }
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "checkpoint_id", cp->id);
-    wacp_core_add_str(b, "strategy", strategy);
+    wacp_core_add_str(b, "strategy", mj->strategy);
     wacp_core_add_str(b, "mode", "normal");
-    wacp_core_add_str(b, "into", t->parent->id);
+    wacp_core_add_str(b, "into", mj->into);
     cJSON_AddItemToObject(b, "files_applied", paths_json(&applied, false));
-    int r = wacp_core_rec(w, t->id, c->role, "integration_completed", b);
+    int r = wacp_core_rec(w, t->id, mj->actor, "integration_completed", b);
     cJSON_Delete(b);
-    if (r < 0 || wacp_tree_set_state(w, t, WS_CLOSED, c->role, "integrated") < 0) {
+    if (r < 0 || (live && wacp_tree_set_state(w, t, WS_CLOSED, mj->actor, "integrated") < 0)) {
         wacp_files_manifest_clear(&applied);
         return wacp_core_trail_err(e);
     }
@@ -92,6 +141,59 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
     *res = integ_result(t, NULL, &applied);
     wacp_files_manifest_clear(&applied);
     return 0;
+}
+
+/* Whether T can be integrated now: no integration of it in flight, and its parent's files not
+ * being copied, snapshotted or written. */
+static bool merge_busy(const struct wacp_ws *t)
+{
+    const struct wacp_ws *into = t->parent;
+    return t->file_writing || !into || into->file_readers || into->file_writing;
+}
+
+static int busy_fail(struct wacp_err *e, const struct wacp_ws *t)
+{
+    return wacp_core_fail(e, WACP_E_STATE, "workspace_busy",
+                          "%s or its parent has file work in flight (a copy, a checkpoint or an "
+                          "integration); ask again once it is answered",
+                          t->id);
+}
+
+/* Starts the merge of CP into T's parent (REPLY: the request being handled waits for its
+ * answer; else nobody does). */
+static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
+                       const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
+                       const char *strategy, bool reply, cJSON **res, struct wacp_err *e)
+{
+    if (merge_busy(t))
+        return busy_fail(e, t);
+    if (wacp_checkpoint_verify_mac(w, cp, e) < 0)
+        return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
+    struct merge_job *mj = calloc(1, sizeof(*mj));
+    if (!mj || !(mj->dir = strdup(t->parent->dir)) || !(mj->objects = strdup(w->objects_dir)) ||
+        manifest_dup(&mj->files, &cp->files) < 0 || manifest_dup(&mj->skip, skip) < 0) {
+        if (mj)
+            merge_free(&mj->j);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    snprintf(mj->ws, sizeof mj->ws, "%s", t->id);
+    snprintf(mj->into, sizeof mj->into, "%s", t->parent->id);
+    snprintf(mj->cp, sizeof mj->cp, "%s", cp->id);
+    snprintf(mj->actor, sizeof mj->actor, "%s", c->role);
+    snprintf(mj->strategy, sizeof mj->strategy, "%s", strategy);
+    mj->rules = w->rules;
+    /* Write-ahead for real: what says integration started is durable before the first byte of
+     * the parent's files changes, so a crash midway leaves a trail that tells. */
+    if (w->h.commit && w->h.commit(w->h.data) < 0) {
+        merge_free(&mj->j);
+        return wacp_core_trail_err(e);
+    }
+    mj->j.work = merge_work;
+    mj->j.finish = merge_finish;
+    mj->j.free = merge_free;
+    t->file_writing = true;
+    t->parent->file_writing = true;
+    return wacp_jobs_run(w, &mj->j, c->id, reply, res, e);
 }
 
 int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
@@ -137,6 +239,8 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
+    if (merge_busy(t))
+        return busy_fail(e, t);
     char sid[WACP_ID_LEN];
     if (wacp_signal_emit(w, c, c->role, "integrate", NULL, t->id, NULL, false, sid) < 0)
         return wacp_core_trail_err(e);
@@ -186,7 +290,7 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
             return 0;
         }
     }
-    return merge_close(w, c, t, cp, NULL, strategy, res, e);
+    return merge_close(w, c, t, cp, NULL, strategy, true, res, e);
 }
 
 /* ---- human_escalate (integration spec 6): the conflict goes to a person through the highway's
@@ -245,8 +349,8 @@ static void on_escalated(void *data, const struct highway_gate *g, enum highway_
     const struct wacp_checkpoint *cp = go ? wacp_checkpoint_find(w, t->final_cp) : NULL;
     cJSON *res = NULL;
     struct wacp_err e = {0};
-    if (r == 0 && go && cp)
-        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, &res, &e);
+    if (r == 0 && go && cp) /* refused (busy, a bad proof): it stays conflicted, the coordinator's */
+        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, &res, &e);
     else if (r == 0)
         wacp_tree_set_state(w, t, WS_FAILED, g->actor,
                             go ? "integration_error" : "gate_rejected_by_human");
@@ -340,6 +444,8 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
                               wacp_tree_state_name(t->state));
     if (escalate)
         return escalate_open(w, c, t, res, e);
+    if (!rework && merge_busy(t))
+        return busy_fail(e, t);
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "resolution", how);
@@ -360,5 +466,5 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
     return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL,
-                       t->conflict_strategy, res, e);
+                       t->conflict_strategy, true, res, e);
 }
