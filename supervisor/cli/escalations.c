@@ -23,12 +23,6 @@ static const char usage[] =
     "\n"
     "Exit status: 0 done, 1 refused or no run listening, 2 usage error.\n";
 
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
 int cli_escalations(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -96,9 +90,10 @@ int cli_escalations(int argc, char **argv)
     if (h.json) {
         human_cli_print_json(res);
     } else if (!strcmp(sub, "respond")) {
-        printf("answered %s (%s)%s%s\n", str(res, "id"), str(res, "response_type"),
-               strcmp(str(res, "response_ref"), "-") ? ": envelope " : "",
-               strcmp(str(res, "response_ref"), "-") ? str(res, "response_ref") : "");
+        printf("answered %s (%s)%s%s\n", human_cli_str(res, "id"), human_cli_str(res, "response_type"),
+               strcmp(human_cli_str(res, "response_ref"), "-") ? ": envelope " : "",
+               strcmp(human_cli_str(res, "response_ref"), "-") ? human_cli_str(res, "response_ref")
+                                                               : "");
     } else {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(res, "escalations");
         if (!cJSON_GetArraySize(list)) {
@@ -111,8 +106,10 @@ int cli_escalations(int argc, char **argv)
                 char left[16];
                 const cJSON *l = cJSON_GetObjectItemCaseSensitive(x, "seconds_left");
                 human_cli_duration(cJSON_IsNumber(l) ? l->valuedouble : -1, left, sizeof(left));
-                printf("%-40s %-36s %-10s %-8s %7s %-24s %s\n", str(x, "id"), str(x, "workspace"),
-                       str(x, "owner"), str(x, "status"), left, str(x, "fallback"), str(x, "reason"));
+                printf("%-40s %-36s %-10s %-8s %7s %-24s %s\n", human_cli_str(x, "id"),
+                       human_cli_str(x, "workspace"), human_cli_str(x, "owner"),
+                       human_cli_str(x, "status"), left, human_cli_str(x, "fallback"),
+                       human_cli_str(x, "reason"));
             }
         }
     }

@@ -37,37 +37,26 @@ static const char usage[] =
     "\n"
     "Exit status: 0 done, 1 refused or no run listening, 2 usage error.\n";
 
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 /* One line on what is asked: the tool and its arguments, the task's name, else the JSON. */
 static void summary(const cJSON *g, char *buf, size_t len)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(g, "subject");
-    const char *type = str(g, "type");
+    const char *type = human_cli_str(g, "type");
     char *text = NULL;
     if (!strcmp(type, "tool_call")) {
         text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(s, "arguments"));
-        snprintf(buf, len, "%s %s", str(s, "tool"), text ? text : "{}");
+        snprintf(buf, len, "%s %s", human_cli_str(s, "tool"), text ? text : "{}");
     } else if (!strcmp(type, "task_approval")) {
-        snprintf(buf, len, "task \"%s\"", str(s, "name"));
+        snprintf(buf, len, "task \"%s\"", human_cli_str(s, "name"));
     } else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "method"))) {
         /* A coordinator's request: the method and its parameters. */
         text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(s, "params"));
-        const char *m = str(s, "method");
+        const char *m = human_cli_str(s, "method");
         snprintf(buf, len, "%s %s", strncmp(m, "wacp/", 5) ? m : m + 5, text ? text : "{}");
     } else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(s, "envelope_id"))) {
         text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(s, "payload"));
-        snprintf(buf, len, "%s from %s: %s", str(s, "type"), str(s, "from"), text ? text : "null");
+        snprintf(buf, len, "%s from %s: %s", human_cli_str(s, "type"), human_cli_str(s, "from"),
+                 text ? text : "null");
     } else {
         text = cJSON_PrintUnformatted(s);
         snprintf(buf, len, "%s", text ? text : "-");
@@ -80,21 +69,22 @@ static void summary(const cJSON *g, char *buf, size_t len)
 static void print_gate_line(const cJSON *g)
 {
     char waited[16], left[16], sub[128];
-    human_cli_duration(num(g, "waited"), waited, sizeof(waited));
+    human_cli_duration(human_cli_num(g, "waited"), waited, sizeof(waited));
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(g, "seconds_left");
     if (cJSON_IsNumber(l))
         human_cli_duration(l->valuedouble, left, sizeof(left));
     else
-        snprintf(left, sizeof(left), "%s", !strcmp(str(g, "status"), "pending") ? "never" : "-");
+        snprintf(left, sizeof(left), "%s",
+                 !strcmp(human_cli_str(g, "status"), "pending") ? "never" : "-");
     summary(g, sub, sizeof(sub));
-    const char *status = str(g, "status");
+    const char *status = human_cli_str(g, "status");
     char then[64];
     if (!strcmp(status, "pending"))
-        snprintf(then, sizeof(then), "%s", str(g, "fallback"));
+        snprintf(then, sizeof(then), "%s", human_cli_str(g, "fallback"));
     else
-        snprintf(then, sizeof(then), "%s by %s", str(g, "action"), str(g, "actor"));
-    printf("%-37s %-19s %-36s %7s %7s  %-24s %s\n", str(g, "id"), str(g, "type"), str(g, "workspace"),
-           waited, left, then, sub);
+        snprintf(then, sizeof(then), "%s by %s", human_cli_str(g, "action"), human_cli_str(g, "actor"));
+    printf("%-37s %-19s %-36s %7s %7s  %-24s %s\n", human_cli_str(g, "id"), human_cli_str(g, "type"),
+           human_cli_str(g, "workspace"), waited, left, then, sub);
 }
 
 static void print_header(bool all)
@@ -138,7 +128,7 @@ static int do_list(struct human_cli *h, bool all, bool follow)
     for (;;) {
         const cJSON *g;
         cJSON_ArrayForEach (g, gates) {
-            const char *id = str(g, "id");
+            const char *id = human_cli_str(g, "id");
             if (cJSON_HasObjectItem(seen, id))
                 continue;
             cJSON_AddTrueToObject(seen, id);
@@ -186,22 +176,23 @@ static int do_show(struct human_cli *h, const char *id)
         human_cli_print_json(res);
     } else {
         char waited[16], left[16];
-        human_cli_duration(num(g, "waited"), waited, sizeof(waited));
+        human_cli_duration(human_cli_num(g, "waited"), waited, sizeof(waited));
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(g, "seconds_left");
         human_cli_duration(cJSON_IsNumber(l) ? l->valuedouble : -1, left, sizeof(left));
-        printf("gate       %s (%s)\n", str(g, "id"), str(g, "status"));
-        printf("type       %s\n", str(g, "type"));
-        printf("workspace  %s\n", str(g, "workspace"));
-        if (strcmp(str(g, "task_ref"), "-"))
-            printf("task       %s (graph %s)\n", str(g, "task_ref"), str(g, "graph_ref"));
+        printf("gate       %s (%s)\n", human_cli_str(g, "id"), human_cli_str(g, "status"));
+        printf("type       %s\n", human_cli_str(g, "type"));
+        printf("workspace  %s\n", human_cli_str(g, "workspace"));
+        if (strcmp(human_cli_str(g, "task_ref"), "-"))
+            printf("task       %s (graph %s)\n", human_cli_str(g, "task_ref"),
+                   human_cli_str(g, "graph_ref"));
         printf("waiting    %s, position %.0f in the queue when it opened\n", waited,
-               num(g, "queue_position"));
-        if (!strcmp(str(g, "status"), "pending"))
-            printf("timeout    %s left; then: %s\n", left, str(g, "fallback"));
+               human_cli_num(g, "queue_position"));
+        if (!strcmp(human_cli_str(g, "status"), "pending"))
+            printf("timeout    %s left; then: %s\n", left, human_cli_str(g, "fallback"));
         else
-            printf("resolved   %s by %s%s%s\n", str(g, "action"), str(g, "actor"),
-                   strcmp(str(g, "reason"), "-") ? ", " : "",
-                   strcmp(str(g, "reason"), "-") ? str(g, "reason") : "");
+            printf("resolved   %s by %s%s%s\n", human_cli_str(g, "action"), human_cli_str(g, "actor"),
+                   strcmp(human_cli_str(g, "reason"), "-") ? ", " : "",
+                   strcmp(human_cli_str(g, "reason"), "-") ? human_cli_str(g, "reason") : "");
         char *t = cJSON_Print(cJSON_GetObjectItemCaseSensitive(g, "subject"));
         printf("subject    %s\n", t ? t : "-");
         free(t);
@@ -247,8 +238,8 @@ static int do_resolve(struct human_cli *h, const char *op, const char *id, const
     if (h->json)
         human_cli_print_json(res);
     else
-        printf("%s %s (%s, workspace %s) as %s\n", str(g, "action"), str(g, "id"), str(g, "type"),
-               str(g, "workspace"), str(g, "actor"));
+        printf("%s %s (%s, workspace %s) as %s\n", human_cli_str(g, "action"), human_cli_str(g, "id"),
+               human_cli_str(g, "type"), human_cli_str(g, "workspace"), human_cli_str(g, "actor"));
     cJSON_Delete(res);
     return CORRAL_EXIT_OK;
 }

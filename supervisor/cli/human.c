@@ -125,3 +125,15 @@ void human_cli_duration(double sec, char *buf, size_t len)
     else
         snprintf(buf, len, "%luh%02lum", s / 3600, (s % 3600) / 60);
 }
+
+const char *human_cli_str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+double human_cli_num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}

@@ -32,6 +32,10 @@ int human_cli_locate(struct human_cli *h);
 int human_cli_ask(struct human_cli *h, cJSON *req, cJSON **result, bool quiet_gone);
 /* Prints X (borrowed) as one JSON document on stdout. */
 void human_cli_print_json(const cJSON *x);
+/* For printing a run's answer: O's member K as a string, or "-" when it is not one. */
+const char *human_cli_str(const cJSON *o, const char *k);
+/* O's member K as a number, or -1 when it is not one. */
+double human_cli_num(const cJSON *o, const char *k);
 /* Seconds as "12s", "4m05s", "1h02m", or "never" for a negative value. */
 void human_cli_duration(double sec, char *buf, size_t len);
 

@@ -1,6 +1,7 @@
 /* supervisor/cli/ps.c: `corral ps` (the live tree of a `corral run`, from another terminal,
  * through the run's control socket). */
 #include "supervisor/cli/cli.h"
+#include "supervisor/cli/human.h"
 
 #include "policy/policy.h"
 #include "supervisor/runtime/control.h"
@@ -24,18 +25,6 @@ static const char ps_usage[] =
     "\n"
     "Exit status: 0 ok, 1 no run is listening, 2 usage error.\n";
 
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
-}
-
-static double num(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 static void human_bytes(double b, char *buf, size_t len)
 {
     static const char *const u[] = {"B", "K", "M", "G", "T"};
@@ -54,16 +43,17 @@ static void human_bytes(double b, char *buf, size_t len)
 static int depth_of(const cJSON *list, const cJSON *ws)
 {
     int d = 0;
-    const char *parent = str(ws, "parent");
+    const char *parent = human_cli_str(ws, "parent");
     while (strcmp(parent, "-") && d < 64) {
         const cJSON *p = NULL, *it;
         cJSON_ArrayForEach (it, list)
-            if (!strcmp(str(it, "id"), parent) || !strcmp(str(it, "workspace_id"), parent))
+            if (!strcmp(human_cli_str(it, "id"), parent) ||
+                !strcmp(human_cli_str(it, "workspace_id"), parent))
                 p = it;
         if (!p)
             break;
         d++;
-        parent = str(p, "parent");
+        parent = human_cli_str(p, "parent");
     }
     return d;
 }
@@ -139,35 +129,35 @@ int cli_ps(int argc, char **argv)
         cJSON_Delete(doc);
         return CORRAL_EXIT_INTERNAL;
     }
-    printf("run pid %.0f, trail %s\n", num(doc, "pid"), str(doc, "trail"));
+    printf("run pid %.0f, trail %s\n", human_cli_num(doc, "pid"), human_cli_str(doc, "trail"));
     printf("%-28s %-12s %-12s %-10s %-10s %-10s %5s %15s  %s\n", "WORKSPACE", "STATE", "ROLE", "AGENT",
            "OWNER", "ORIGINATOR", "CKPTS", "MEMORY/BUDGET", "EGRESS(open/allowed/refused in/out)");
     const cJSON *ws;
     cJSON_ArrayForEach (ws, list) {
-        const char *id = str(ws, "id");
+        const char *id = human_cli_str(ws, "id");
         if (!strcmp(id, "-"))
-            id = str(ws, "workspace_id");
+            id = human_cli_str(ws, "workspace_id");
         char name[64];
         int d = depth_of(list, ws);
         snprintf(name, sizeof(name), "%*s%s", d * 2, "", id);
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(ws, "usage");
         char used[16], lim[16], mem[40];
-        human_bytes(u ? num(u, "memory_peak") : -1, used, sizeof(used));
-        human_bytes(u ? num(u, "memory_limit") : -1, lim, sizeof(lim));
+        human_bytes(u ? human_cli_num(u, "memory_peak") : -1, used, sizeof(used));
+        human_bytes(u ? human_cli_num(u, "memory_limit") : -1, lim, sizeof(lim));
         snprintf(mem, sizeof(mem), "%s/%s", used, lim);
-        double ck = num(ws, "checkpoints");
+        double ck = human_cli_num(ws, "checkpoints");
         /* network "proxy" sandboxes: their connections, from the egress proxies' counters */
         const cJSON *eg = u ? cJSON_GetObjectItemCaseSensitive(u, "egress") : NULL;
         char net[96] = "-", bin[16], bout[16];
         if (eg) {
-            human_bytes(num(eg, "bytes_in"), bin, sizeof(bin));
-            human_bytes(num(eg, "bytes_out"), bout, sizeof(bout));
-            snprintf(net, sizeof(net), "%.0f/%.0f/%.0f %s/%s", num(eg, "open"), num(eg, "allowed"),
-                     num(eg, "refused"), bin, bout);
+            human_bytes(human_cli_num(eg, "bytes_in"), bin, sizeof(bin));
+            human_bytes(human_cli_num(eg, "bytes_out"), bout, sizeof(bout));
+            snprintf(net, sizeof(net), "%.0f/%.0f/%.0f %s/%s", human_cli_num(eg, "open"),
+                     human_cli_num(eg, "allowed"), human_cli_num(eg, "refused"), bin, bout);
         }
-        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s  %s\n", name, str(ws, "state"),
-               str(ws, "role"), str(ws, "agent"), str(ws, "owner"), str(ws, "originator"),
-               ck < 0 ? 0 : ck, mem, net);
+        printf("%-28s %-12s %-12s %-10s %-10s %-10s %5.0f %15s  %s\n", name, human_cli_str(ws, "state"),
+               human_cli_str(ws, "role"), human_cli_str(ws, "agent"), human_cli_str(ws, "owner"),
+               human_cli_str(ws, "originator"), ck < 0 ? 0 : ck, mem, net);
     }
     cJSON_Delete(doc);
     return CORRAL_EXIT_OK;

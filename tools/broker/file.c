@@ -646,21 +646,39 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
 
 /* ---- remove, mkdir (for the surfaces that have them: file.delete, rmdir, mkdir) ------------ */
 
+/* What remove and mkdir check before they change an entry: the path is clean, the workspace
+ * writable, the entry not the root (ROOT_CODE, ROOT_WHY) nor protected, before and after its
+ * parent is opened. The parent's fd (the caller closes it) with *REL and *LEAF, or -1. */
+static int writable_parent(const struct tool_ctx *ctx, const char *path, bool parents,
+                           enum broker_kind root_code, const char *root_why, char **rel,
+                           const char **leaf, struct broker_err *e)
+{
+    static const char field[] = "path";
+    *rel = NULL;
+    if (broker_path_clean(path, field, rel, e) < 0)
+        return -1;
+    if (ctx->read_only)
+        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
+    if (!**rel)
+        return broker_fail(e, root_code, field, "%s", root_why);
+    if (check_protected(ctx, *rel, -1, NULL, field, e) < 0)
+        return -1;
+    int dirfd = broker_open_parent(ctx, *rel, parents, field, leaf, e);
+    if (dirfd >= 0 && check_protected(ctx, *rel, dirfd, *leaf, field, e) < 0) {
+        close(dirfd);
+        return -1;
+    }
+    return dirfd;
+}
+
 int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory, struct broker_err *e)
 {
     static const char field[] = "path";
     _cleanup_free_ char *rel = NULL;
-    if (broker_path_clean(path, field, &rel, e) < 0)
-        return -1;
-    if (ctx->read_only)
-        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
-    if (!*rel)
-        return broker_fail(e, BROKER_E_DENIED, field, "the workspace root cannot be removed");
     const char *leaf;
-    if (check_protected(ctx, rel, -1, NULL, field, e) < 0)
-        return -1;
-    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, false, field, &leaf, e);
-    if (dirfd < 0 || check_protected(ctx, rel, dirfd, leaf, field, e) < 0)
+    _cleanup_close_ int dirfd = writable_parent(ctx, path, false, BROKER_E_DENIED,
+                                                "the workspace root cannot be removed", &rel, &leaf, e);
+    if (dirfd < 0)
         return -1;
     struct stat st;
     if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -687,17 +705,10 @@ int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, str
 {
     static const char field[] = "path";
     _cleanup_free_ char *rel = NULL;
-    if (broker_path_clean(path, field, &rel, e) < 0)
-        return -1;
-    if (ctx->read_only)
-        return broker_fail(e, BROKER_E_DENIED, field, "the workspace is read-only for this agent");
-    if (!*rel)
-        return broker_fail(e, BROKER_E_EXISTS, field, "the workspace root already exists");
     const char *leaf;
-    if (check_protected(ctx, rel, -1, NULL, field, e) < 0)
-        return -1;
-    _cleanup_close_ int dirfd = broker_open_parent(ctx, rel, parents, field, &leaf, e);
-    if (dirfd < 0 || check_protected(ctx, rel, dirfd, leaf, field, e) < 0)
+    _cleanup_close_ int dirfd = writable_parent(ctx, path, parents, BROKER_E_EXISTS,
+                                                "the workspace root already exists", &rel, &leaf, e);
+    if (dirfd < 0)
         return -1;
     if (mkdirat(dirfd, leaf, 0755) < 0) {
         int err = errno;
