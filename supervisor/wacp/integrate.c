@@ -61,6 +61,10 @@ struct merge_job {
     char *dir, *objects;
     struct wacp_manifest files, skip; /* copies: the worker never reads the model */
     struct wacp_files_rules rules;    /* the policy's (it outlives the run) */
+    bool detect, evaluated;    /* layered / evaluated: conflicts looked for first */
+    struct wacp_manifest base; /* the child's base, copied (detect) */
+    cJSON *directive;          /* the child's, copied (evaluated: its constraints) */
+    struct wacp_manifest over; /* the conflicts found: nothing is written then */
     struct wacp_object_fault bad;
     int verified; /* < 0: an object does not match (bad) */
     struct cerr ce;
@@ -80,6 +84,15 @@ static int manifest_dup(struct wacp_manifest *to, const struct wacp_manifest *fr
 static void merge_work(struct wacp_job *jb)
 {
     struct merge_job *mj = (struct merge_job *)jb;
+    if (mj->detect) {
+        mj->rc = wacp_files_overlaps(mj->dir, &mj->files, &mj->base, &mj->over, &mj->ce);
+        if (mj->rc == 0 && mj->evaluated)
+            mj->rc = wacp_conflict_dependencies(mj->dir, &mj->base, &mj->files, &mj->over, &mj->ce);
+        if (mj->rc == 0 && mj->evaluated)
+            mj->rc = wacp_conflict_constraints(mj->directive, &mj->files, &mj->over, &mj->ce);
+        if (mj->rc < 0 || mj->over.n)
+            return; /* an error, or conflicts: nothing is written */
+    }
     mj->verified = wacp_checkpoint_objects_check(mj->objects, &mj->files, &mj->bad);
     if (mj->verified == 0)
         mj->rc = wacp_files_integrate(mj->dir, &mj->files, &mj->skip, mj->objects, &mj->rules, &mj->ce);
@@ -92,6 +105,9 @@ static void merge_free(struct wacp_job *jb)
     free(mj->objects);
     wacp_files_manifest_clear(&mj->files);
     wacp_files_manifest_clear(&mj->skip);
+    wacp_files_manifest_clear(&mj->base);
+    wacp_files_manifest_clear(&mj->over);
+    cJSON_Delete(mj->directive);
     free(mj);
 }
 
@@ -105,11 +121,33 @@ static int merge_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct
     if (!t || !cp)
         return wacp_core_fail(e, -32603, "internal", "the integrated workspace is unknown to the model");
     t->file_writing = false;
+    bool live = t->state == WS_INTEGRATING || t->state == WS_CONFLICTED;
+    if (mj->rc == 0 && mj->over.n) {
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "workspace_id", t->id);
+        wacp_core_add_str(b, "checkpoint_id", cp->id);
+        cJSON_AddItemToObject(b, "conflicts", paths_json(&mj->over, true));
+        int r = wacp_core_rec(w, t->id, mj->actor, "conflict_detected", b);
+        cJSON_Delete(b);
+        if (r < 0)
+            return wacp_core_trail_err(e);
+        if (live) {
+            if (wacp_tree_set_state(w, t, WS_CONFLICTED, mj->actor,
+                                    wacp_conflict_type_name(mj->over.v[0].size)) < 0)
+                return wacp_core_trail_err(e);
+            wacp_files_manifest_clear(&t->conflicts);
+            t->conflicts = mj->over;
+            memset(&mj->over, 0, sizeof(mj->over));
+            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", mj->strategy);
+            w->sum.conflicts++;
+        }
+        *res = integ_result(t, live ? &t->conflicts : &mj->over, NULL);
+        return 0;
+    }
     if (mj->verified < 0)
         return wacp_checkpoint_object_violation(w, cp, &mj->bad, e); /* nothing was written */
     /* The workspace may have ended meanwhile (a timeout, an abort): what was written is
      * recorded all the same; only a live workspace changes state. */
-    bool live = t->state == WS_INTEGRATING || t->state == WS_CONFLICTED;
     if (mj->rc < 0) {
         if (live && wacp_tree_set_state(w, t, WS_FAILED, mj->actor, "integration_error") < 0)
             return wacp_core_trail_err(e);
@@ -160,10 +198,12 @@ static int busy_fail(struct wacp_err *e, const struct wacp_ws *t)
 }
 
 /* Starts the merge of CP into T's parent (REPLY: the request being handled waits for its
- * answer; else nobody does). */
+ * answer; else nobody does). DETECT: conflicts are looked for first (layered, evaluated), and
+ * when there are any T becomes conflicted and nothing is written. */
 static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
                        const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
-                       const char *strategy, bool reply, cJSON **res, struct wacp_err *e)
+                       const char *strategy, bool detect, bool reply, cJSON **res,
+                       struct wacp_err *e)
 {
     if (merge_busy(t))
         return busy_fail(e, t);
@@ -171,7 +211,9 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
         return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
     struct merge_job *mj = calloc(1, sizeof(*mj));
     if (!mj || !(mj->dir = strdup(t->parent->dir)) || !(mj->objects = strdup(w->objects_dir)) ||
-        manifest_dup(&mj->files, &cp->files) < 0 || manifest_dup(&mj->skip, skip) < 0) {
+        manifest_dup(&mj->files, &cp->files) < 0 || manifest_dup(&mj->skip, skip) < 0 ||
+        (detect && manifest_dup(&mj->base, &t->base) < 0) ||
+        (detect && t->directive && !(mj->directive = cJSON_Duplicate(t->directive, true)))) {
         if (mj)
             merge_free(&mj->j);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -182,6 +224,8 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
     snprintf(mj->actor, sizeof mj->actor, "%s", c->role);
     snprintf(mj->strategy, sizeof mj->strategy, "%s", strategy);
     mj->rules = w->rules;
+    mj->detect = detect;
+    mj->evaluated = !strcmp(strategy, "evaluated");
     /* Write-ahead for real: what says integration started is durable before the first byte of
      * the parent's files changes, so a crash midway leaves a trail that tells. */
     if (w->h.commit && w->h.commit(w->h.data) < 0) {
@@ -254,43 +298,9 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     cJSON_Delete(b);
     if (r < 0)
         return wacp_core_trail_err(e);
-    if (strcmp(strategy, "direct")) {
-        /* layered: content_overlap; evaluated: every type the runtime can decide mechanically
-         * (integration spec section 5's table) */
-        struct wacp_manifest over = {0};
-        struct cerr ce = {0};
-        if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0 ||
-            (evaluated &&
-             (wacp_conflict_dependencies(t->parent->dir, &t->base, &cp->files, &over, &ce) < 0 ||
-              wacp_conflict_constraints(t->directive, &cp->files, &over, &ce) < 0))) {
-            wacp_files_manifest_clear(&over);
-            if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-                return wacp_core_trail_err(e);
-            *res = integ_result(t, NULL, NULL);
-            wacp_core_add_str(*res, "error", ce.msg);
-            return 0;
-        }
-        if (over.n) {
-            b = wacp_core_obj();
-            wacp_core_add_str(b, "workspace_id", t->id);
-            wacp_core_add_str(b, "checkpoint_id", cp->id);
-            cJSON_AddItemToObject(b, "conflicts", paths_json(&over, true));
-            r = wacp_core_rec(w, t->id, c->role, "conflict_detected", b);
-            cJSON_Delete(b);
-            if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role,
-                                             wacp_conflict_type_name(over.v[0].size)) < 0) {
-                wacp_files_manifest_clear(&over);
-                return wacp_core_trail_err(e);
-            }
-            wacp_files_manifest_clear(&t->conflicts);
-            t->conflicts = over;
-            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", strategy);
-            w->sum.conflicts++;
-            *res = integ_result(t, &t->conflicts, NULL);
-            return 0;
-        }
-    }
-    return merge_close(w, c, t, cp, NULL, strategy, true, res, e);
+    /* layered: content_overlap; evaluated: every type the runtime can decide mechanically
+     * (integration spec section 5's table): found by the merge's job before it writes. */
+    return merge_close(w, c, t, cp, NULL, strategy, strcmp(strategy, "direct") != 0, true, res, e);
 }
 
 /* ---- human_escalate (integration spec 6): the conflict goes to a person through the highway's
@@ -350,7 +360,8 @@ static void on_escalated(void *data, const struct highway_gate *g, enum highway_
     cJSON *res = NULL;
     struct wacp_err e = {0};
     if (r == 0 && go && cp) /* refused (busy, a bad proof): it stays conflicted, the coordinator's */
-        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, &res, &e);
+        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, false,
+                    &res, &e);
     else if (r == 0)
         wacp_tree_set_state(w, t, WS_FAILED, g->actor,
                             go ? "integration_error" : "gate_rejected_by_human");
@@ -466,5 +477,5 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
     return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL,
-                       t->conflict_strategy, true, res, e);
+                       t->conflict_strategy, false, true, res, e);
 }
