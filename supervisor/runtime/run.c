@@ -168,7 +168,9 @@ static int hook_commit(void *data)
 }
 
 /* hooks.offload: the model's file work (copies, snapshots, integration's writes) on the pool
- * tool calls use, as a long job: a 5,000-file copy may hold its thread for seconds. DONE runs
+ * tool calls use. Not a long job: those wait for the slots commands share, and agents running
+ * `sleep` for minutes would hold a copy back; file work is bounded (files.h limits) like a
+ * file tool call, so it runs on any free thread. DONE runs
  * on the loop in the turn the pool reports it; what it records commits at that turn's end,
  * before the answer it stages is released. */
 struct offload_job {
@@ -199,7 +201,6 @@ static int hook_offload(void *data, void (*work)(void *arg), void (*done)(void *
         return -ENOMEM;
     o->pj.run = offload_run;
     o->pj.done = offload_done;
-    o->pj.is_long = true;
     o->work = work;
     o->done = done;
     o->arg = arg;

@@ -26,8 +26,14 @@ struct wacp_job {
     wacp_job_free_fn free;
     char caller[WACP_ID_LEN]; /* whose request it answers */
     uint64_t call_ref;        /* that request (0: nobody waits for an answer) */
-    struct wacp_job *next;    /* the model's jobs in flight */
+    bool queued;              /* waiting for a turn on the pool (WACP_JOBS_RUNNING) */
+    struct wacp_job *next;    /* the model's jobs, running or queued */
+    struct wacp_job *next_queued;
 };
+
+/* The model's file work on the pool at once: the rest queues in order, so a coordinator
+ * creating 256 workspaces in one breath leaves the pool's other threads to tool calls. */
+#define WACP_JOBS_RUNNING 2
 
 /* Runs J (taken): off the loop when the run has a pool (hooks.offload) and either the request
  * can wait (w->call_ref, taken into J) or nobody waits (REPLY false): WACP_DEFERRED when a

@@ -6,6 +6,8 @@
  * abandoned copy leaves nothing behind and is recorded. */
 #include "wacp_fixture.h"
 
+#include "supervisor/wacp/jobs.h"
+
 #include <dirent.h>
 
 #define FX struct fx *f = *state
@@ -266,6 +268,27 @@ static void test_creator_ended(void **state)
     assert_int_equal(ws_dirs(f), dirs);
 }
 
+/* At most WACP_JOBS_RUNNING jobs on the pool at once: the rest wait in order and start as
+ * others end, each answered once. */
+static void test_queue(void **state)
+{
+    FX;
+    for (uint64_t i = 1; i <= 4; i++)
+        assert_int_equal(call_ref(f, f->rootid, "wacp/workspace.create", i,
+                                  "{\"agent\": \"coder\", \"directive\": {}}", NULL),
+                         WACP_DEFERRED);
+    assert_int_equal(N_held, WACP_JOBS_RUNNING);
+    for (size_t k = 0; k < 4; k++)
+        jobs_run_one();
+    assert_int_equal(N_held, 0);
+    assert_int_equal(N_replies, 4);
+    for (size_t k = 0; k < 4; k++) {
+        assert_int_equal(Replies[k].ref, k + 1);
+        assert_non_null(Replies[k].result);
+    }
+    assert_int_equal(fx_count(f, "workspace_created"), 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_copy_cleaned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_creator_ended, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
