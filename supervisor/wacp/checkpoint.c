@@ -199,14 +199,6 @@ struct snap_job {
     int rc;
 };
 
-static int manifest_copy(struct wacp_manifest *to, const struct wacp_manifest *from)
-{
-    for (size_t i = 0; i < from->n; i++)
-        if (wacp_files_manifest_add(to, from->v[i].path, from->v[i].hash, from->v[i].size) < 0)
-            return -ENOMEM;
-    return 0;
-}
-
 static void snap_work(struct wacp_job *jb)
 {
     struct snap_job *sj = (struct snap_job *)jb;
@@ -445,7 +437,7 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     /* The snapshot (reading every file named, or every file) runs on the pool: snap_finish. */
     struct snap_job *sj = calloc(1, sizeof(*sj));
     if (!sj || !(sj->params = cJSON_Duplicate(p, true)) || !(sj->dir = strdup(c->dir)) ||
-        !(sj->objects = strdup(w->objects_dir)) || manifest_copy(&sj->base, &c->base) < 0) {
+        !(sj->objects = strdup(w->objects_dir)) || wacp_files_manifest_copy(&sj->base, &c->base) < 0) {
         if (sj)
             snap_free(&sj->j);
         return wacp_core_fail(e, -32603, "internal", "out of memory");

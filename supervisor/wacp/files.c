@@ -50,6 +50,16 @@ int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const cha
     return 0;
 }
 
+int wacp_files_manifest_copy(struct wacp_manifest *to, const struct wacp_manifest *from)
+{
+    for (size_t i = 0; from && i < from->n; i++) {
+        if (wacp_files_manifest_add(to, from->v[i].path, from->v[i].hash, from->v[i].size) < 0)
+            return -ENOMEM;
+        to->v[to->n - 1].mode = from->v[i].mode;
+    }
+    return 0;
+}
+
 const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path)
 {
     for (size_t i = 0; m && i < m->n; i++)

@@ -9,6 +9,8 @@
 #define WACP_FILES_MAX_FILE (256ull << 20)
 void wacp_files_manifest_clear(struct wacp_manifest *m);
 int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size);
+/* Appends every entry of FROM (NULL: none) to TO, for file work that must not read the model. */
+int wacp_files_manifest_copy(struct wacp_manifest *to, const struct wacp_manifest *from);
 const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path);
 /* mkdir -p of an absolute host path the runtime made itself (RUN_DIR). */
 int wacp_files_mkdirs(const char *path, struct cerr *err);

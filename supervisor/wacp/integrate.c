@@ -61,25 +61,15 @@ struct merge_job {
     char *dir, *objects;
     struct wacp_manifest files, skip; /* copies: the worker never reads the model */
     struct wacp_files_rules rules;    /* the policy's (it outlives the run) */
-    bool detect, evaluated;    /* layered / evaluated: conflicts looked for first */
-    struct wacp_manifest base; /* the child's base, copied (detect) */
-    cJSON *directive;          /* the child's, copied (evaluated: its constraints) */
-    struct wacp_manifest over; /* the conflicts found: nothing is written then */
+    bool detect, evaluated;           /* layered / evaluated: conflicts looked for first */
+    struct wacp_manifest base;        /* the child's base, copied (detect) */
+    cJSON *directive;                 /* the child's, copied (evaluated: its constraints) */
+    struct wacp_manifest over;        /* the conflicts found: nothing is written then */
     struct wacp_object_fault bad;
     int verified; /* < 0: an object does not match (bad) */
     struct cerr ce;
     int rc;
 };
-
-static int manifest_dup(struct wacp_manifest *to, const struct wacp_manifest *from)
-{
-    for (size_t i = 0; from && i < from->n; i++) {
-        if (wacp_files_manifest_add(to, from->v[i].path, from->v[i].hash, from->v[i].size) < 0)
-            return -ENOMEM;
-        to->v[to->n - 1].mode = from->v[i].mode;
-    }
-    return 0;
-}
 
 static void merge_work(struct wacp_job *jb)
 {
@@ -202,8 +192,7 @@ static int busy_fail(struct wacp_err *e, const struct wacp_ws *t)
  * when there are any T becomes conflicted and nothing is written. */
 static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
                        const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
-                       const char *strategy, bool detect, bool reply, cJSON **res,
-                       struct wacp_err *e)
+                       const char *strategy, bool detect, bool reply, cJSON **res, struct wacp_err *e)
 {
     if (merge_busy(t))
         return busy_fail(e, t);
@@ -211,8 +200,9 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
         return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
     struct merge_job *mj = calloc(1, sizeof(*mj));
     if (!mj || !(mj->dir = strdup(t->parent->dir)) || !(mj->objects = strdup(w->objects_dir)) ||
-        manifest_dup(&mj->files, &cp->files) < 0 || manifest_dup(&mj->skip, skip) < 0 ||
-        (detect && manifest_dup(&mj->base, &t->base) < 0) ||
+        wacp_files_manifest_copy(&mj->files, &cp->files) < 0 ||
+        wacp_files_manifest_copy(&mj->skip, skip) < 0 ||
+        (detect && wacp_files_manifest_copy(&mj->base, &t->base) < 0) ||
         (detect && t->directive && !(mj->directive = cJSON_Duplicate(t->directive, true)))) {
         if (mj)
             merge_free(&mj->j);
@@ -360,8 +350,8 @@ static void on_escalated(void *data, const struct highway_gate *g, enum highway_
     cJSON *res = NULL;
     struct wacp_err e = {0};
     if (r == 0 && go && cp) /* refused (busy, a bad proof): it stays conflicted, the coordinator's */
-        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, false,
-                    &res, &e);
+        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, false, &res,
+                    &e);
     else if (r == 0)
         wacp_tree_set_state(w, t, WS_FAILED, g->actor,
                             go ? "integration_error" : "gate_rejected_by_human");

@@ -192,11 +192,11 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
-    struct wacp_job *jobs;  /* file work in flight or queued (jobs.h) */
+    struct wacp_job *jobs; /* file work in flight or queued (jobs.h) */
     struct wacp_job *jobs_queue, *jobs_queue_tail;
     unsigned jobs_running;
-    size_t pending_creates; /* workspace copies in flight: they count toward max_workspaces */
-    uint64_t call_ref;      /* the request being handled (wacp_call_ref), 0: it cannot wait */
+    size_t pending_creates;   /* workspace copies in flight: they count toward max_workspaces */
+    uint64_t call_ref;        /* the request being handled (wacp_call_ref), 0: it cannot wait */
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */

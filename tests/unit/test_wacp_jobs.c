@@ -255,9 +255,9 @@ static void test_creator_ended(void **state)
     FX;
     const char *d = fx_child(f, f->rootid, "coder", "\"delegate\": true");
     size_t dirs = ws_dirs(f);
-    assert_int_equal(call_ref(f, d, "wacp/workspace.create", 4, "{\"agent\": \"coder\", \"directive\": {}}",
-                              NULL),
-                     WACP_DEFERRED);
+    assert_int_equal(
+        call_ref(f, d, "wacp/workspace.create", 4, "{\"agent\": \"coder\", \"directive\": {}}", NULL),
+        WACP_DEFERRED);
     wacp_agent_ended(f->w, d, "agent_exited");
     assert_string_equal(fx_state(f, d), "failed");
     jobs_run_one();
