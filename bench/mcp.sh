@@ -23,7 +23,10 @@ fi
 peer_version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$(dirname "$peer")/../package.json" | head -1)
 
 ws=$(mktemp -d /tmp/corral-bench-mcp.XXXXXX)
-trap 'rm -rf "$ws" "$ws.db" "$ws.db-wal" "$ws.db-shm" "$ws-full.db" "$ws-full.db-wal" "$ws-full.db-shm"' EXIT
+# The trails live in a directory only root can write (mktemp -d: mode 0700): corral refuses a
+# trail whose directory others could write, such as /tmp itself.
+tdir=$(mktemp -d /tmp/corral-bench-trail.XXXXXX)
+trap 'rm -rf "$ws" "$tdir"' EXIT
 head -c 3072 /dev/urandom | base64 -w 76 | head -c 4096 >"$ws/file4k.txt"
 chown -R 65534:65534 "$ws"
 
@@ -41,8 +44,8 @@ echo "ratio (peer / corral): $(ratio "$p_init" "$c_init")x"
 
 echo "== 4 KiB read round trip, $n sequential calls (after 50 warm-up calls)"
 off=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" 2>&1 | result)
-nor=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$ws.db" --trail-durability normal 2>&1 | result)
-ful=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$ws-full.db" --trail-durability full 2>&1 | result)
+nor=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$tdir/normal.db" --trail-durability normal 2>&1 | result)
+ful=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$tdir/full.db" --trail-durability full 2>&1 | result)
 p=$("$drv" "$n" read_text_file "{\"path\":\"$ws/file4k.txt\"}" -- node "$peer" "$ws" 2>&1 | result)
 echo "corral mcp, trail off:         $off"
 echo "corral mcp, trail normal:      $nor"

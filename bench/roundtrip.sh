@@ -24,7 +24,10 @@ peer=$peer_dir/dist/index.js
 peer_version=$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$peer_dir/package.json" | head -1)
 
 ws=$(mktemp -d /tmp/corral-bench.XXXXXX)
-trap 'rm -rf "$ws"' EXIT
+# The trails live in a directory only root can write (mktemp -d: mode 0700): corral refuses a
+# trail whose directory others could write, such as /tmp itself.
+tdir=$(mktemp -d /tmp/corral-bench-trail.XXXXXX)
+trap 'rm -rf "$ws" "$tdir"' EXIT
 head -c 3072 /dev/urandom | base64 -w 76 | head -c 4096 >"$ws/file4k.txt"
 i=0
 while [ $i -lt 40 ]; do
@@ -46,10 +49,10 @@ echo "== readFile 4 KiB, $n sequential calls (after 50 warm-up calls), the same 
 echo "   (a read runs before its entries commit; its answer waits for the turn's one group commit)"
 p=$("$drv" "$n" read_text_file "{\"path\":\"$ws/file4k.txt\"}" -- node "$peer" "$ws" 2>&1 | result)
 off=$("$CORRAL" exec --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
-nor=$("$CORRAL" exec --trail "$ws/../rt-normal.db" --trail-durability normal --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
-ful=$("$CORRAL" exec --trail "$ws/../rt-full.db" --trail-durability full --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
-rm -f "$ws/../rt-normal.db"* "$ws/../rt-full.db"*
-fds=$("$drv" fdatasync "$ws/../rt-fdatasync.tmp" 500 2>&1 | result)
+nor=$("$CORRAL" exec --trail "$tdir/rt-normal.db" --trail-durability normal --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
+ful=$("$CORRAL" exec --trail "$tdir/rt-full.db" --trail-durability full --workspace "$ws" -- "$drv" "$n" readFile '{"path":"file4k.txt"}' 2>&1 | result)
+rm -f "$tdir/rt-normal.db"* "$tdir/rt-full.db"*
+fds=$("$drv" fdatasync "$tdir/rt-fdatasync.tmp" 500 2>&1 | result)
 echo "server-filesystem $peer_version: $p"
 echo "corral, trail off:    $off"
 echo "corral, trail normal: $nor"

@@ -2,6 +2,9 @@
 #include "util.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -196,6 +199,14 @@ double util_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int util_open_nolinks(const char *path, int flags)
+{
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+    long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+    return fd < 0 ? -errno : (int)fd;
 }
 
 int util_read_to_eof(int fd, size_t max, char **out)

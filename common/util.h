@@ -76,6 +76,11 @@ int util_write_all(int fd, const void *buf, size_t len);
 int util_read_to_eof(int fd, size_t max, char **out);
 ssize_t util_read_all(int fd, void *buf, size_t len); /* stops at EOF; returns bytes read or -errno */
 
+/* Opens PATH (FLAGS: O_PATH, O_DIRECTORY, ...; O_CLOEXEC is added) refusing a symbolic link
+ * anywhere in it (openat2 RESOLVE_NO_SYMLINKS: ELOOP), so the file opened is the one at that path
+ * now, not where a link someone else could swap leads. An fd, or -errno. */
+int util_open_nolinks(const char *path, int flags);
+
 /* Small control files (cgroupfs, procfs): write a string / read up to cap-1 bytes, NUL-terminated. */
 int util_write_file(const char *path, const char *s);
 int util_write_fileat(int dirfd, const char *name, const char *s);

@@ -168,6 +168,11 @@ int sandbox_child_signal(struct sandbox_child *c, int sig);
  * the cgroup's usage, and removes the cgroup. Call once. */
 int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err);
 
+/* sandbox_child_wait without the usage: R's exit fields and wall_sec only (memory, cpu, pids,
+ * oom stay 0). For a caller that reports the exit status alone (a tool's command), which saves
+ * the cgroup files' reads (five on cgroup v1, 0.1-0.3 ms here) on the path of its answer. */
+int sandbox_child_wait_status(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err);
+
 /* Reads current usage without waiting (memory peak, pids now, cpu, wall). */
 int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r);
 

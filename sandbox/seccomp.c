@@ -313,8 +313,16 @@ static int build_ctx(const struct sandbox_seccomp *s, bool allow_first_exec, scm
         return cerr_set(err, ENOMEM, "seccomp: cannot create a filter context");
     int r;
     /* A syscall from another ABI (i386 via int 0x80, x32) is refused like any other denial. */
+    /* A binary tree of the syscall numbers (libseccomp's optimize level 2) rather than one
+     * compare after another: the same answers, found in about 10 jumps instead of up to 300.
+     * It is the kernel's cost at each load (every command sandbox loads its filter): when a
+     * filter is attached the kernel runs it once per syscall number to find those it always
+     * allows (the seccomp action cache), which took about 290 us for our 300-instruction list,
+     * on the path of every command. Every syscall a program makes that the cache does not
+     * answer is also shorter to decide. */
     if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny)) < 0 ||
-        (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0) {
+        (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+        (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0) {
         seccomp_release(ctx);
         return cerr_set(err, r, "seccomp: cannot set filter attributes: %s", strerror(-r));
     }
@@ -438,7 +446,7 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
  * depends only on the seccomp profile, libseccomp's version and this file's rules, so it is
  * cached under a root-only directory, keyed by a BLAKE2b hash of exactly those inputs. */
 #define CACHE_DIR "/run/corral/seccomp"
-#define FILTER_FORMAT "corral-seccomp-6" /* bump when the rules above change */
+#define FILTER_FORMAT "corral-seccomp-7" /* bump when the rules above or their layout change */
 
 static void cache_key(const struct sandbox_seccomp *s, bool first_exec, char hex[65])
 {

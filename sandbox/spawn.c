@@ -1107,7 +1107,7 @@ int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
     return 0;
 }
 
-int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
+static int child_wait(struct sandbox_child *c, struct sandbox_result *r, bool usage, struct cerr *err)
 {
 #ifdef SPAWN_TRACE
     double t_w = util_now();
@@ -1145,7 +1145,8 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
     if (c->refill)
         spawn_hooks.refill(c->refill);
     c->refill = NULL;
-    cgroup_usage(c->cg, r);
+    if (usage)
+        cgroup_usage(c->cg, r);
     if (!spawn_hooks.destroy_later || !spawn_hooks.destroy_later(c->cg, c->parent))
         cgroup_destroy(c->cg);
 #ifdef SPAWN_TRACE
@@ -1154,6 +1155,16 @@ int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct
     CTT("destroyed");
     c->cg = NULL;
     return 0;
+}
+
+int sandbox_child_wait(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
+{
+    return child_wait(c, r, true, err);
+}
+
+int sandbox_child_wait_status(struct sandbox_child *c, struct sandbox_result *r, struct cerr *err)
+{
+    return child_wait(c, r, false, err);
 }
 
 void sandbox_child_free(struct sandbox_child *c)

@@ -103,9 +103,22 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
     char *inside = strchr(host, ':');
     if (inside)
         *inside++ = '\0';
-    char *abs = realpath(host, NULL);
-    if (!abs) {
-        fprintf(stderr, "corral exec: --%s %s: %s\n", writable ? "rw" : "ro", host, strerror(errno));
+    /* Bound by an fd opened now with no link on the way, never by the string: a link in a
+     * directory another user can write (/tmp/x) could be swapped, before or while the sandbox
+     * is made, to lead to /etc, which the agent would then write. The fd lives until exit. */
+    int fd = util_open_nolinks(host, O_PATH);
+    char *fdpath = fd < 0 ? NULL : util_printf("/proc/self/fd/%d", fd);
+    /* Where it is, as the kernel names the fd: absolute, no link, no "..". */
+    char *abs = fdpath ? realpath(fdpath, NULL) : NULL;
+    if (!abs || !fdpath) {
+        fprintf(stderr, "corral exec: --%s %s: %s\n", writable ? "rw" : "ro", host,
+                fd == -ELOOP ? "the path goes through a symbolic link, which another user could "
+                               "swap; give its real path"
+                             : strerror(fd < 0 ? -fd : ENOMEM));
+        if (fd >= 0)
+            close(fd);
+        free(abs);
+        free(fdpath);
         free(host);
         return -1;
     }
@@ -116,11 +129,12 @@ static int add_bind(struct exec_opts *o, const char *spec, bool writable)
         free(abs);
         return -1;
     }
-    char *in = strdup(inside ? inside : (host[0] == '/' ? host : abs));
+    char *in = strdup(inside ? inside : abs);
     free(host);
-    o->bind_store[2 * o->n_binds] = abs;
+    free(abs);
+    o->bind_store[2 * o->n_binds] = fdpath;
     o->bind_store[2 * o->n_binds + 1] = in;
-    o->binds[o->n_binds++] = (struct sandbox_bind){.host = abs, .inside = in, .writable = writable};
+    o->binds[o->n_binds++] = (struct sandbox_bind){.host = fdpath, .inside = in, .writable = writable};
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "supervisor/trail/trail.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -195,6 +196,17 @@ int cli_run(int argc, char **argv)
                 errno && stat(o.workspace, &st) < 0 ? strerror(errno) : "not a directory");
         return CORRAL_EXIT_USAGE;
     }
+    /* The project is served and written by root: no link on its path, which a user who can
+     * write a directory on the way could swap to lead into a root-only one. */
+    int wfd = util_open_nolinks(o.workspace, O_PATH | O_DIRECTORY);
+    if (wfd < 0) {
+        fprintf(stderr, "corral run: --workspace %s: %s\n", o.workspace,
+                wfd == -ELOOP ? "the path goes through a symbolic link, which another user could "
+                                "swap; give the directory's real path"
+                              : strerror(-wfd));
+        return CORRAL_EXIT_USAGE;
+    }
+    close(wfd);
     if (durability) {
         if (!strcmp(durability, "normal"))
             o.trail_full = false;

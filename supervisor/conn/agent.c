@@ -25,6 +25,10 @@
 #define AGENT_MAX_REQUESTS 16 /* requests of corral's own waiting for the other end's answer */
 #define WRITE_IOV 64
 #define AGENT_MAX_HELD 16 /* tool calls of one agent waiting for a person at once */
+/* Arguments kept while calls run or wait for a person (rpc_json_cost), in messages' worth: an
+ * agent's own, and the run's over every agent. */
+#define AGENT_KEPT_MESSAGES 4
+#define HOST_KEPT_MESSAGES 32
 
 struct outbuf {
     struct outbuf *next;
@@ -52,6 +56,7 @@ struct tool_job {
     struct tool_ctx ctx;        /* the agent's ctx, with this call's controls */
     struct tool_call_ctl ctl;
     cJSON *progress; /* the request's progressToken, or NULL */
+    size_t cost;     /* what its arguments hold (rpc_json_cost), in the agent's kept bytes */
     struct loop_watch progress_w;
     double started;
     bool cancelled;
@@ -81,6 +86,7 @@ struct agent_host {
     int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
+    size_t kept;             /* arguments of calls running or held, over every agent */
     bool in_turn;            /* host_turn_end is walking its lists */
     struct agent *graveyard; /* freed during that walk: released after it */
 };
@@ -104,6 +110,7 @@ struct agent {
     void (*on_message)(struct agent *a, const struct rpc_msg *m);
     int (*approve)(struct agent *a, const cJSON *id, const char *tool, const cJSON *args, void *data);
     unsigned held; /* tool calls waiting for a person */
+    size_t kept;   /* bytes of the arguments its calls in flight and held keep (rpc_json_cost) */
     struct outq staged, ready;
     size_t queued; /* bytes in staged + ready */
     bool dirty;
@@ -709,6 +716,21 @@ bool agent_tool_rate_take(struct agent *a)
     return false;
 }
 
+bool agent_tool_keep_ok(struct agent *a, const cJSON *args)
+{
+    size_t cost = rpc_json_cost(args), m = a->h->o.max_message;
+    size_t mine = AGENT_KEPT_MESSAGES * m, all = HOST_KEPT_MESSAGES * m;
+    if (cost <= mine && a->kept <= mine - cost && cost <= all && a->h->kept <= all - cost)
+        return true;
+    char rule[200];
+    snprintf(rule, sizeof(rule),
+             "memory_limit: %zu bytes of arguments on top of %zu kept by this agent's calls (limit "
+             "%zu) and %zu by the run's (limit %zu)",
+             cost, a->kept, mine, a->h->kept, all);
+    agent_record_denial(a, "memory_limit", "tools/call", rule);
+    return false;
+}
+
 void agent_count_abuse(struct agent *a)
 {
     a->st.abuse++;
@@ -1030,6 +1052,9 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 
 static void calls_unlink(struct agent *a, struct tool_job *j)
 {
+    a->kept -= j->cost;
+    a->h->kept -= j->cost;
+    j->cost = 0;
     for (struct tool_job **pp = &a->calls; *pp; pp = &(*pp)->next_call)
         if (*pp == j) {
             *pp = j->next_call;
@@ -1216,8 +1241,21 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->name = strdup(name);
     j->args = args ? cJSON_Duplicate(args, true) : NULL;
     j->progress = progress ? cJSON_Duplicate(progress, false) : NULL;
-    j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) || j->ctl.cancel_fd < 0) {
+    struct agent_host *h = a->h;
+    bool is_read = tool_is_read(a, name), run_inline = false;
+    if (is_read) {
+        if (a->inline_turn != h->turn) {
+            a->inline_turn = h->turn;
+            a->inline_n = 0;
+        }
+        run_inline = a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args);
+    }
+    /* A call run inline ends before this function returns, so nothing can cancel it: it needs
+     * no eventfd (two system calls fewer on the path of a small read). */
+    if (!run_inline)
+        j->ctl.cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (!j->id || !j->name || (args && !j->args) || (progress && !j->progress) ||
+        (!run_inline && j->ctl.cancel_fd < 0)) {
         tool_job_free(j);
         return -ENOMEM;
     }
@@ -1225,23 +1263,21 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->ctx = *a->tools;
     j->ctx.call = &j->ctl;
     j->ctx.approval = approval;
-    struct agent_host *h = a->h;
     if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
         tool_job_free(j);
         return -EIO; /* not recorded, so not run */
     }
+    j->cost = rpc_json_cost(j->args);
+    a->kept += j->cost;
+    h->kept += j->cost;
     a->inflight++;
     h->inflight++;
     a->st.tool_calls++;
     j->next_call = a->calls;
     a->calls = j;
-    if (tool_is_read(a, name)) {
+    if (is_read) {
         j->early = true;
-        if (a->inline_turn != h->turn) {
-            a->inline_turn = h->turn;
-            a->inline_n = 0;
-        }
-        if (a->inline_n < INLINE_PER_TURN && tool_is_small_read(a, name, args)) {
+        if (run_inline) {
             a->inline_n++;
             tool_job_run(&j->pj);
             tool_job_finish(j);
@@ -1272,8 +1308,12 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
     if (a->held >= AGENT_MAX_HELD)
         return -EAGAIN;
     int r = a->approve(a, id, tool, args, a->data);
-    if (r == 0)
+    if (r == 0) {
+        size_t cost = rpc_json_cost(args);
         a->held++;
+        a->kept += cost;
+        a->h->kept += cost;
+    }
     if (r != 1)
         return r;
     r = agent_call_tool(a, id, tool, args, NULL, TOOL_APPROVAL_GRANTED);
@@ -1285,8 +1325,12 @@ int agent_hold_for_approval(struct agent *a, const cJSON *id, const char *tool, 
 void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, const cJSON *args,
                         bool approved)
 {
-    if (a->held)
+    if (a->held) {
+        size_t cost = rpc_json_cost(args);
         a->held--;
+        a->kept -= cost < a->kept ? cost : a->kept;
+        a->h->kept -= cost < a->h->kept ? cost : a->h->kept;
+    }
     if (a->ended || a->freeing) {
         /* Nobody is left to answer, but a refusal is still a denial, findable by its type like
          * every other (the gate's own words need the live connection). */

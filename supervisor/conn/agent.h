@@ -109,6 +109,11 @@ bool agent_serves_wacp(const struct agent *a);
 void agent_call_wacp(struct agent *a, const struct rpc_msg *m);
 /* Records a `denial` entry for this agent (no-op without a trail): KIND ("path", "tool",
  * "protocol", ...), SUBJECT (what was asked), RULE (what refused it). 0 or -EIO. */
+/* Whether a tool call with ARGS may be kept now: the arguments of an agent's calls in flight and
+ * held for a person stay under 4 messages' worth (agent_host_opts.max_message) of heap, and
+ * every agent's under 32. false: recorded as a denial (kind "memory_limit"); answer and count
+ * it as abuse. */
+bool agent_tool_keep_ok(struct agent *a, const cJSON *args);
 int agent_record_denial(struct agent *a, const char *kind, const char *subject, const char *rule);
 /* A notification nobody asked for (unknown method): never answered, but it counts toward the
  * abuse limit like a malformed line, so a flood of them ends the agent alone. */

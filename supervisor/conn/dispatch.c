@@ -337,6 +337,15 @@ static void m_tools_call(struct agent *a, const struct rpc_msg *m)
         agent_count_abuse(a);
         return;
     }
+    /* Arguments stay in memory while the call runs or waits for a person: a flood of big ones
+     * is refused before it is kept, and counts as abuse. */
+    if (!agent_tool_keep_ok(a, args)) {
+        agent_reply_error(a, m->id, -32004,
+                          "memory limit: the arguments of this agent's tool calls in flight "
+                          "would pass what corral keeps for it; wait for answers first");
+        agent_count_abuse(a);
+        return;
+    }
     const cJSON *progress = mcp_progress_token(p);
     const struct tool_rule *rule = tool_rule_find(agent_tools(a), name->valuestring);
     /* Under needs_approval: an MCP host that can elicit asks its person; else a highway that

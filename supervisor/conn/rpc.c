@@ -220,6 +220,47 @@ unsigned rpc_json_depth(const char *s, size_t len, unsigned limit)
     return max;
 }
 
+size_t rpc_json_values(const char *s, size_t len, size_t limit)
+{
+    /* Every value but the first in an array or object follows a comma, and each container adds
+     * at most one first value: 1 + commas + containers bounds the nodes cJSON can make. */
+    size_t n = 1;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if ((c == ',' || c == '[' || c == '{') && ++n > limit)
+            return limit + 1;
+    }
+    return n;
+}
+
+static size_t node_cost(const cJSON *v)
+{
+    /* What a node costs the heap: the struct with malloc's header, its key and its string. */
+    size_t n = sizeof(cJSON) + 16;
+    if (v->string)
+        n += strlen(v->string) + 17;
+    if (v->valuestring)
+        n += strlen(v->valuestring) + 17;
+    for (const cJSON *c = v->child; c; c = c->next)
+        n += node_cost(c);
+    return n;
+}
+
+size_t rpc_json_cost(const cJSON *v)
+{
+    return v ? node_cost(v) : 0;
+}
+
 static int decode_fail(struct rpc_error *err, int code, const cJSON *id, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int decode_fail(struct rpc_error *err, int code, const cJSON *id, const char *fmt, ...)
@@ -388,6 +429,11 @@ int rpc_decode(const char *line, size_t len, unsigned max_depth, struct rpc_msg 
     if (rpc_json_depth(line, len, max_depth) > max_depth)
         return decode_fail(err, RPC_INVALID_REQUEST, NULL,
                            "invalid request: nesting deeper than %u levels", max_depth);
+    /* A parsed tree costs ~80 bytes a value ("[0,0,...]": 40 times its text): the count of values
+     * bounds what one message can make the supervisor hold while it is handled. */
+    if (rpc_json_values(line, len, RPC_MAX_VALUES) > RPC_MAX_VALUES)
+        return decode_fail(err, RPC_INVALID_REQUEST, NULL,
+                           "invalid request: more than %u JSON values in one message", RPC_MAX_VALUES);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
     if (!root) {

@@ -23,6 +23,7 @@ enum {
 
 #define RPC_DEFAULT_MAX_MESSAGE ((size_t)8 << 20)
 #define RPC_DEFAULT_MAX_DEPTH 64u
+#define RPC_MAX_VALUES (1u << 20) /* JSON values in one message: its parsed tree stays under ~90 MB */
 
 /* ---- framing ---- */
 
@@ -95,6 +96,13 @@ void rpc_error_clear(struct rpc_error *err);
 size_t rpc_utf8_check(const char *s, size_t len);
 /* Deepest nesting of arrays/objects outside strings; stops counting past limit (returns limit+1). */
 unsigned rpc_json_depth(const char *s, size_t len, unsigned limit);
+
+/* An upper bound of the JSON values (cJSON nodes) in S, counted like rpc_json_depth; stops past
+ * limit (returns limit+1). */
+size_t rpc_json_values(const char *s, size_t len, size_t limit);
+/* Bytes of heap the parsed tree V holds (V and what is inside it; 0 for NULL), as malloc sees
+ * them: what keeping it costs. */
+size_t rpc_json_cost(const cJSON *v);
 
 /* ---- encoding: each returns a malloc'd line ending in '\n' (length in *len), or NULL on ENOMEM ---- */
 

@@ -3,6 +3,7 @@
 #include "supervisor/runtime/control.h"
 
 #include "supervisor/runtime/control_human.h"
+#include "supervisor/conn/rpc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +32,8 @@ struct control {
  * and the run's own holds this many slots at most, and root's and the run's user's are counted
  * apart, so nobody else can hold every slot and lock the admin out of ps and approvals. */
 #define CONTROL_MAX_PER_UID 4
+#define CONTROL_MAX_DEPTH 64
+#define CONTROL_MAX_VALUES 65536 /* a request's JSON values: its tree stays under ~6 MB */
 
 static int fill_addr(struct sockaddr_un *a, const char *path, struct cerr *err)
 {
@@ -134,6 +137,13 @@ static void client_finish(struct control_client *k, bool eof)
         doc = live_state(c, k); /* no request: the live state (`corral ps` of old) */
     } else if (!eof && !memchr(k->buf, '\n', k->len)) {
         doc = error_doc("bad_request", "a request is one JSON line, at most 2 MiB, sent within 10 s");
+    } else if (rpc_utf8_check(k->buf, n) < n || memchr(k->buf, '\0', n) ||
+               rpc_json_depth(k->buf, n, CONTROL_MAX_DEPTH) > CONTROL_MAX_DEPTH ||
+               rpc_json_values(k->buf, n, CONTROL_MAX_VALUES) > CONTROL_MAX_VALUES) {
+        /* Checked before parsing, as an agent's messages are: any local uid may send one when
+         * the socket is open to others, and 2 MiB of "[0,0,...]" is an 80 MB tree. */
+        doc = error_doc("bad_request", "a request is valid UTF-8 JSON, nested at most 64 deep, "
+                                       "of at most 65536 values");
     } else {
         cJSON *req = cJSON_ParseWithLength(k->buf, n);
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");

@@ -459,7 +459,11 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
 
     /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
-    s->root_fd = open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* The root's directory is the admin's project: no link on its path (see cli/run.c). */
+    s->root_fd = info->parent ? open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                              : util_open_nolinks(info->dir, O_PATH | O_DIRECTORY);
+    if (s->root_fd < 0 && !info->parent)
+        errno = -s->root_fd;
     if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
         int e = errno;
         sandbox_child_signal(s->child, SIGKILL);

@@ -168,9 +168,17 @@ static int open_workspace(const char *path, struct cerr *err)
 {
     if (!path || !*path)
         return cerr_set(err, EINVAL, "--workspace: no directory given");
-    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* No link on the way: a link in a directory another user can write (/tmp/proj, or a
+     * project under their home) could be swapped to lead into a root-only directory, which
+     * the broker, as root, would then serve to the agent. */
+    int fd = util_open_nolinks(path, O_PATH | O_DIRECTORY);
     if (fd < 0) {
-        int e = errno;
+        int e = -fd;
+        if (e == ELOOP)
+            return cerr_set(err, e,
+                            "--workspace %s: the path goes through a symbolic link, which another "
+                            "user could swap; give the directory's real path",
+                            path);
         if (e == ENOTDIR)
             return cerr_set(err, e, "--workspace %s: not a directory; give the directory to serve",
                             path);

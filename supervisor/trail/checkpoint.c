@@ -5,7 +5,11 @@
  * The writer turns it off (wal_autocheckpoint=0) and this thread, with its own connection, runs
  * PASSIVE checkpoints: when the writer's WAL hook says the WAL is large, or every second. A
  * PASSIVE checkpoint never blocks the writer; the writer restarts the WAL at its next
- * transaction once a checkpoint has copied all of it. */
+ * transaction once a checkpoint has copied all of it. While commits come back to back that never
+ * happens, so the WAL would grow without bound (a flooding agent: 443 MB in 2.4 s): past
+ * CKPT_CAP_PAGES the writer itself asks for a RESTART right after its own commit
+ * (trail_ckpt_cap), which copies what PASSIVE left and starts the WAL over, and the file is cut
+ * back to that size (journal_size_limit). */
 #include "supervisor/trail/internal.h"
 
 #include <pthread.h>
@@ -13,9 +17,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CKPT_PAGES 1000     /* SQLite's default autocheckpoint threshold */
-#define CKPT_PERIOD_MS 1000 /* at most this long between checkpoints while the WAL has frames */
-#define CKPT_GAP_MS 250     /* at least this long between two checkpoints */
+#define CKPT_PAGES 1000      /* SQLite's default autocheckpoint threshold */
+#define CKPT_PERIOD_MS 1000  /* at most this long between checkpoints while the WAL has frames */
+#define CKPT_GAP_MS 250      /* at least this long between two checkpoints */
+#define CKPT_CAP_PAGES 16384 /* the WAL's bound: 64 MiB of 4 KiB pages */
+#define CKPT_CAP_BYTES "67108864"
 
 struct trail_ckpt {
     sqlite3 *db;
@@ -23,7 +29,8 @@ struct trail_ckpt {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop, poked;
-    int frames; /* WAL frames after the writer's last commit */
+    int frames;     /* WAL frames after the writer's last commit, until the thread takes them */
+    int wal_frames; /* the same, kept for the writer's own check (its thread only) */
 };
 
 static void deadline(struct timespec *ts, long ms)
@@ -73,6 +80,7 @@ static int ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     (void)db;
     (void)name;
     struct trail_ckpt *c = arg;
+    c->wal_frames = frames;
     pthread_mutex_lock(&c->mu);
     c->frames = frames;
     if (frames >= CKPT_PAGES && !c->poked) {
@@ -115,9 +123,23 @@ int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_
         return -r;
     }
     sqlite3_exec(writer, "PRAGMA wal_autocheckpoint=0", NULL, NULL, NULL);
+    sqlite3_exec(writer, "PRAGMA journal_size_limit=" CKPT_CAP_BYTES, NULL, NULL, NULL);
     sqlite3_wal_hook(writer, ckpt_wal_hook, c);
     *out = c;
     return 0;
+}
+
+void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c)
+{
+    if (!c || c->wal_frames < CKPT_CAP_PAGES)
+        return;
+    /* No waiting (the writer is on the loop): the writer lock is free, as its own commit just
+     * ended; a reader still on the WAL or the thread's PASSIVE checkpoint makes it return BUSY at
+     * once, and the next commit tries again. What it copies is only what PASSIVE has not. */
+    sqlite3_busy_timeout(writer, 0);
+    if (sqlite3_wal_checkpoint_v2(writer, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK)
+        c->wal_frames = 0;
+    sqlite3_busy_timeout(writer, TRAIL_BUSY_MS);
 }
 
 void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c)

@@ -106,5 +106,8 @@ sqlite3 *trail_db_handle(struct trail *t);
 struct trail_ckpt;
 int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_ckpt **out);
 void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c);
+/* After the writer's commit: starts the WAL over when it has passed its bound (checkpoint.c). */
+void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c);
+#define TRAIL_BUSY_MS 5000 /* the writer's busy timeout */
 
 #endif

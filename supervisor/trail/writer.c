@@ -943,6 +943,7 @@ int trail_commit(struct trail *t, struct cerr *err)
     t->c_seq = t->seq;
     t->c_ts = t->ts;
     memcpy(t->c_head, t->head, sizeof(t->head));
+    trail_ckpt_cap(t->db, t->ckpt);
     return 0;
 }
 
@@ -1190,7 +1191,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                      path);
         goto fail;
     }
-    sqlite3_busy_timeout(t->db, 5000);
+    sqlite3_busy_timeout(t->db, TRAIL_BUSY_MS);
     int64_t app = 0, ver = 0, tables = 0;
     if ((rc = pragma_int(t->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
         (rc = pragma_int(t->db, "PRAGMA user_version", &ver)) != SQLITE_OK ||

@@ -5,6 +5,7 @@
  * users map lets each of them do. The waiting itself is highway.c's. */
 #include "supervisor/wacp/human.h"
 
+#include "supervisor/conn/rpc.h"
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/tree.h"
@@ -41,6 +42,7 @@ struct method_wait {
     char *method;
     cJSON *params;
     uint64_t call_ref;
+    size_t held; /* of the run's payload ceiling: the params, kept twice (here, the subject) */
 };
 
 static void reply_err(struct wacp *w, struct method_wait *mw, const char *code, const char *what,
@@ -56,6 +58,7 @@ static void reply_err(struct wacp *w, struct method_wait *mw, const char *code, 
 static void method_wait_free(void *data)
 {
     struct method_wait *mw = data;
+    mw->w->payload_total -= mw->held;
     free(mw->method);
     cJSON_Delete(mw->params);
     free(mw);
@@ -114,6 +117,14 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
                               "%s waits for a person's approval under this run's highway, and this "
                               "caller cannot wait",
                               method);
+    /* A waiting request keeps its parameters (a directive, a context: up to a message) until a
+     * person answers, so they count toward the run's ceiling on kept payloads. */
+    size_t held = 2 * rpc_json_cost(params);
+    if (!wacp_core_hold(w, held))
+        return wacp_core_deny(w, c, method, e, WACP_E_LIMIT, "memory_limit",
+                              "the requests waiting for a person and the run's payloads would pass "
+                              "the %llu bytes the run keeps; wait for the gates open now",
+                              (unsigned long long)w->max_payload_total);
     const cJSON *tw = cJSON_GetObjectItemCaseSensitive(params, "workspace");
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(params, "task");
     cJSON *s = wacp_core_obj();
@@ -126,9 +137,11 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
             free(mw->method);
         free(mw);
         cJSON_Delete(s);
+        w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     mw->w = w;
+    mw->held = held;
     mw->call_ref = call_ref;
     snprintf(mw->caller, sizeof(mw->caller), "%s", c->id);
     struct highway_gate_req r = {
@@ -150,11 +163,8 @@ int human_gate_method(struct wacp *w, struct wacp_ws *c, const char *method, int
     struct highway_gate *g;
     int rc = highway_gate_open(w->hw, &r, &g);
     cJSON_Delete(s);
-    if (rc != 1) {
-        free(mw->method);
-        cJSON_Delete(mw->params);
-        free(mw);
-    }
+    if (rc != 1)
+        method_wait_free(mw);
     if (rc == 0)
         return 0; /* the guard: the coordinator's own decision, through */
     if (rc < 0)

@@ -86,6 +86,7 @@ struct wacp_ws {
     bool delegate;
     bool stopped;               /* hooks->stop was called */
     cJSON *directive, *context; /* immutable components 1 and 3 */
+    size_t held;                /* what their trees hold of the run's payload ceiling */
     char directive_env[WACP_ID_LEN];
     char task[WACP_ID_LEN]; /* "" when none */
     struct policy_budgets budgets;

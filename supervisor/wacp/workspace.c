@@ -2,6 +2,7 @@
  * originator rules), listing, abort, suspension and resumption, transfer, timeouts. The tree and
  * its states are supervisor/wacp/tree.c; integration is supervisor/wacp/integrate.c. */
 #include "supervisor/wacp/workspace.h"
+#include "supervisor/conn/rpc.h"
 
 #include "supervisor/wacp/checkpoint.h"
 #include "supervisor/wacp/core.h"
@@ -205,6 +206,22 @@ int wacp_workspace_create_root(struct wacp *w, const char *agent, struct cerr *e
     return 0;
 }
 
+/* Bytes of V printed compactly (SIZE_MAX when it cannot be printed: refused as too large). */
+static size_t printed_len(const cJSON *v)
+{
+    char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+    size_t n = t ? strlen(t) : SIZE_MAX;
+    free(t);
+    return n;
+}
+
+/* A workspace never added to the run: what it held of the run's payload ceiling goes back. */
+static void ws_drop(struct wacp *w, struct wacp_ws *ws)
+{
+    w->payload_total -= ws->held;
+    wacp_tree_free(ws);
+}
+
 /* What follows the creation's entry: default rights, the task, visibility, the agent, its
  * directive; the answer. */
 static int create_started(struct wacp *w, struct wacp_ws *c, struct wacp_ws *ws, struct wacp_task *task,
@@ -275,7 +292,10 @@ static void create_work(struct wacp_job *jb)
 static void create_free(struct wacp_job *jb)
 {
     struct create_job *cj = (struct create_job *)jb;
-    wacp_tree_free(cj->ws);
+    if (cj->ws && jb->w)
+        ws_drop(jb->w, cj->ws); /* never added to the run */
+    else
+        wacp_tree_free(cj->ws);
     cJSON_Delete(cj->params);
     free(cj->src);
     free(cj);
@@ -405,24 +425,39 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     double tsec = to ? to->valuedouble : bud.wall_time;
     if (c->budgets.wall_time > 0 && (tsec <= 0 || tsec > c->budgets.wall_time))
         tsec = c->budgets.wall_time;
-    cJSON *payload = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p, "directive"), true);
-    char *ptxt = payload ? cJSON_PrintUnformatted(payload) : NULL;
-    size_t plen = ptxt ? strlen(ptxt) : 0;
-    free(ptxt);
-    if (!payload || plen > w->max_payload) {
-        cJSON_Delete(payload);
-        return wacp_core_fail(e, -32602, "invalid_params", "the directive is larger than %llu bytes",
+    /* The directive and the context stay parsed for the workspace's life (conflict detection
+     * reads the directive's constraints): each is bounded like a payload, and what their trees
+     * hold counts toward the run's ceiling on kept payloads. */
+    const cJSON *dj0 = cJSON_GetObjectItemCaseSensitive(p, "directive");
+    const cJSON *cx = cJSON_GetObjectItemCaseSensitive(p, "context");
+    size_t dlen = printed_len(dj0), clen = cx ? printed_len(cx) : 0;
+    if (dlen > w->max_payload || clen > w->max_payload)
+        return wacp_core_deny(w, c, M, e, -32602, "invalid_params",
+                              "the %s is larger than %llu bytes (one payload's limit)",
+                              dlen > w->max_payload ? "directive" : "context",
                               (unsigned long long)w->max_payload);
+    size_t held = rpc_json_cost(dj0) + rpc_json_cost(cx);
+    if (!wacp_core_hold(w, held))
+        return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "memory_limit",
+                              "the run keeps %llu bytes of payloads at most, and this directive and "
+                              "context would pass it",
+                              (unsigned long long)w->max_payload_total);
+    cJSON *payload = cJSON_Duplicate(dj0, true);
+    if (!payload) {
+        w->payload_total -= held;
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
+    /* The run's array grows when the copy is done (create_finish): copies in flight count. */
     struct wacp_ws *ws = ws_alloc(w, ag, &v);
     if (!ws) {
         cJSON_Delete(payload);
+        w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     ws->parent = c;
     ws->directive = payload;
-    const cJSON *cx = cJSON_GetObjectItemCaseSensitive(p, "context");
     ws->context = cx ? cJSON_Duplicate(cx, true) : NULL;
+    ws->held = held;
     ws->delegate = delegate;
     ws->budgets = bud;
     ws->timeout_ms = tsec > 0 ? (uint64_t)(tsec * 1000.0) : 0;
@@ -432,7 +467,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     ws->originator = strdup(c->originator);
     ws->dir = util_printf("%s/ws/%s", w->run_dir, ws->id);
     if (!ws->owner || !ws->originator || !ws->dir) {
-        wacp_tree_free(ws);
+        ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     if (task)
@@ -444,7 +479,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
         if (cj)
             cJSON_Delete(cj->params);
         free(cj);
-        wacp_tree_free(ws);
+        ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
     cj->ws = ws;

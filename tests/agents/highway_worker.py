@@ -1,11 +1,13 @@
 # tests/agents/highway_worker.py: a worker for tests/e2e/highway.sh speaking raw JSON-RPC lines:
-# each argument is "ID TOOL ARGS_JSON" (a tools/call written at once, answer not awaited) or
-# "wait ID" (reads until the answer to ID has come, printing every answer as it arrives), or
+# each argument is "ID TOOL ARGS_JSON" (a tools/call written at once, answer not awaited; "@X:N"
+# in ARGS_JSON stands for N bytes of "x"), or "wait ID" (reads until the answer to ID has come,
+# printing every answer as it arrives), or
 # "deaf" (closes its input: the supervisor's next answer finds no reader), or "sleep SECONDS".
 # Prints "< id=N isError=B TEXT" on stderr per answer, so the test reads the order answers came
 # in. Envelopes are acknowledged, so the run does not redeliver them.
 import json
 import os
+import re
 import sys
 import time
 
@@ -55,4 +57,6 @@ for step in sys.argv[1:]:
         time.sleep(float(step.split()[1]))
         continue
     i, tool, args = step.split(" ", 2)
+    # "@X:N" in the arguments stands for N bytes of "x" (longer than an argument may be).
+    args = re.sub(r"@X:([0-9]+)", lambda m: "x" * int(m.group(1)), args)
     send({"jsonrpc": "2.0", "id": int(i), "method": "tools/call", "params": {"name": tool, "arguments": json.loads(args)}})

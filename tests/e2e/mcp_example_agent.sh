@@ -3,7 +3,7 @@
 # MCP SDK's Client, run under `corral exec --workspace` as its header says: it lists, reads,
 # writes, runs a command and is refused outside the workspace; the trail records its calls.
 . "$TOP/tests/lib.sh"
-nm=$TOP/tests/mcp/node_modules
+nm=$(realpath "$TOP/tests/mcp/node_modules" 2>/dev/null || echo "$TOP/tests/mcp/node_modules") # a bind names no link
 if [ ! -f "$nm/@modelcontextprotocol/sdk/package.json" ]; then
     fail "tests/mcp/node_modules is missing: run 'make deps'"
     exit 1

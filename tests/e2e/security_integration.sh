@@ -49,7 +49,8 @@ expect_match "B: the shallow work was integrated" 'fine' "$(cat "$ws/shallow.txt
 n=$(printf '%s\n' "$logs" | grep -c 'workspace.create ok' || true)
 expect_status "B: a later workspace.create still works" 2 "$n" "$(printf '%s\n' "$logs" | grep 'workspace.create' | cut -c1-300)"
 
-# ---- C: storage_bytes 16K: of 3000-byte writes the sixth is refused, and so is a checkpoint over it
+# ---- C: storage_bytes 16K: of 3000-byte writes the sixth is refused; a command that writes past
+# the budget fails (tests/e2e/security_storage_commands.sh), and a checkpoint over it is refused
 # (the writer's steps are its own arguments: a directive's steps fit in one 4095-byte argument)
 STORE=$(python3 -c '
 import json
@@ -57,7 +58,7 @@ w = "tools/call " + json.dumps({"name": "writeFile", "arguments": {"path": "f%d"
 print(json.dumps({"wstore": {"role": "worker", "args": ["@directive"] + [w % i for i in range(6)] +
                   ["wacp/signal.emit {\"type\":\"complete\"}", "@hold"]}}))')
 WC=$(sec_steps \
-  'tools/call {"name":"executeCommand","arguments":{"command":"head -c 300000 /dev/zero >big && echo wrote"}}' \
+  'tools/call {"name":"executeCommand","arguments":{"command":"for i in 1 2 3 4 5 6 7 8 9; do head -c 3000 /dev/zero >big$i; done; echo wrote"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"big","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 SEC_AGENTS_EXTRA=$STORE SEC_WORKER_EXTRA='{"budgets":{"memory":"256M","pids":32,"wall_time":"2m","storage_bytes":"16K"}}' sec_session storage -- \
@@ -67,7 +68,7 @@ SEC_AGENTS_EXTRA=$STORE SEC_WORKER_EXTRA='{"budgets":{"memory":"256M","pids":32,
 n=$(printf '%s\n' "$logs" | grep '^< tools/call ok' | grep -c '"success":true' || true)
 expect_status "C: five 3000-byte writes fit in 16K" 5 "$n" "$(printf '%s\n' "$logs" | grep '^< tools/call' | cut -c1-200)"
 expect_match "C: the sixth write is refused for storage" 'storage' "$(printf '%s\n' "$logs" | grep '^< tools/call ok' | grep '"isError":true' | head -1)"
-expect_match "C: the command wrote 300K" 'wrote' "$logs"
+expect_match "C: the command that wrote 27K fails for storage" 'storage budget of 16384 bytes' "$logs"
 expect_match "C: a checkpoint over the budget is refused" 'checkpoint.create error=-?[0-9]+ budget_exceeded' "$logs"
 expect_match "C: the refused checkpoint is a budget_exceeded entry" '"budget":"storage"' "$(sec_trail --type budget_exceeded)"
 expect_match "C: the refused write is recorded with its code" '"outcome":"error".*SIZE_LIMIT_EXCEEDED|SIZE_LIMIT_EXCEEDED.*"outcome":"error"' "$(sec_trail --type tool_call | grep '"phase":"end"')"

@@ -131,6 +131,49 @@ static void depth_table(void **state)
     assert_int_equal(rpc_json_depth("42", 2, 64), 0);
 }
 
+/* The count of values bounds the nodes cJSON makes (and so what a tree costs), whatever the
+ * input: each case's parsed tree never has more nodes than the count. */
+static size_t nodes(const cJSON *v)
+{
+    size_t n = 0;
+    for (; v; v = v->next)
+        n += 1 + nodes(v->child);
+    return n;
+}
+
+static void values_table(void **state)
+{
+    static const char *const cases[] = {"42", "[]", "{}", "[1,2,3]", "{\"a\":[1,{\"b\":2}],\"c\":\",,[\"}",
+                                        "[[],[],{}]", "\"x,y\"", "[\"\\\",\",1]"};
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        cJSON *t = cJSON_Parse(cases[i]);
+        assert_non_null(t);
+        assert_true(nodes(t) <= rpc_json_values(cases[i], strlen(cases[i]), 1000));
+        assert_true(rpc_json_cost(t) >= nodes(t) * sizeof(cJSON));
+        cJSON_Delete(t);
+    }
+    assert_int_equal(rpc_json_values("[0,0,0,0]", 9, 3), 4); /* stops past the limit */
+    assert_int_equal(rpc_json_cost(NULL), 0);
+    /* Past RPC_MAX_VALUES a message is refused before it is parsed. */
+    size_t n = RPC_MAX_VALUES + 1, len = 2 * n + 64;
+    char *line = malloc(len);
+    assert_non_null(line);
+    size_t k = (size_t)snprintf(line, len, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[0");
+    for (size_t i = 1; i < n; i++) {
+        line[k++] = ',';
+        line[k++] = '0';
+    }
+    line[k++] = ']';
+    line[k++] = '}';
+    struct rpc_msg m;
+    struct rpc_error e;
+    assert_int_equal(rpc_decode(line, k, RPC_DEFAULT_MAX_DEPTH, &m, &e), -EINVAL);
+    assert_int_equal(e.code, RPC_INVALID_REQUEST);
+    assert_non_null(strstr(e.message, "JSON values"));
+    rpc_error_clear(&e);
+    free(line);
+}
+
 static void decode_ok(const char *line, struct rpc_msg *m)
 {
     struct rpc_error e;
@@ -317,6 +360,7 @@ int main(void)
         cmocka_unit_test(framing_space_commit),
         cmocka_unit_test(utf8_table),
         cmocka_unit_test(depth_table),
+        cmocka_unit_test(values_table),
         cmocka_unit_test(decode_valid),
         cmocka_unit_test(decode_invalid),
         cmocka_unit_test(decode_deep),

@@ -905,6 +905,33 @@ static void test_one_writer(void **state)
     tmpdir_free(dir);
 }
 
+/* Commits back to back (a flooding agent) never let a PASSIVE checkpoint copy the whole WAL, so
+ * it never started over: 443 MB after these 20,000 commits. The writer now restarts it once it
+ * passes its bound (64 MiB), and every entry is still there. */
+static void test_wal_bounded(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *wal = path_in(dir, "t.db-wal");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    off_t most = 0;
+    for (int i = 0; i < 20000; i++) {
+        for (int k = 0; k < 4; k++)
+            append_json(t, "w", "protocol", "tool_call",
+                        "{\"agent\":\"a\",\"phase\":\"start\",\"tool\":\"readFile\"}", NULL);
+        commit_ok(t);
+        struct stat sb;
+        if (i % 500 == 0 && stat(wal, &sb) == 0 && sb.st_size > most)
+            most = sb.st_size;
+    }
+    trail_close(t);
+    if (most > (off_t)128 << 20)
+        fail_msg("the WAL grew to %lld MiB", (long long)(most >> 20));
+    verify_ok(db, 80001);
+    free(wal);
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_open_refusals(void **state)
 {
     (void)state;
@@ -984,6 +1011,7 @@ int main(void)
         cmocka_unit_test(test_read_while_writing),
         cmocka_unit_test(test_workspace_index),
         cmocka_unit_test(test_one_writer),
+        cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_open_refusals),
         cmocka_unit_test(test_time_formats),
     };

@@ -4,8 +4,12 @@
  * nested in the agent's cgroup.
  * Output comes back through pipes, capped: at the cap the command is stopped (output that never
  * ends, like `yes`, must not run on to its timeout). Time is enforced with SIGTERM then SIGKILL;
- * a cancelled call (ctx->call) is killed at once. */
+ * a cancelled call (ctx->call) is killed at once.
+ * Storage: a command writes behind the broker's back, so under a `storage_bytes` budget no file
+ * it writes may grow past the room left (RLIMIT_FSIZE), the workspace is measured while it runs
+ * (stopped once over) and after it; a command that passed the budget fails. */
 #include "tools/broker/broker.h"
+#include "tools/broker/storage.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -17,6 +21,8 @@
 #include <unistd.h>
 
 #define KILL_GRACE_SEC 2.0
+#define STORAGE_CHECK_MIN_SEC 0.5 /* between measures of the workspace while a command runs, */
+#define STORAGE_CHECK_FACTOR 20.0 /* or this many times what one measure took, if longer */
 #define SANDBOX_SHELL "/bin/sh"
 
 static int stdin_memfd(const char *data, size_t len)
@@ -158,6 +164,19 @@ static char *nul_to_replacement(char *text, size_t *len)
     return out;
 }
 
+/* The workspace's bytes against its budget: 1 over it, 0 within, -errno when it cannot be
+ * measured (too many entries or too deep counts as over: the budget cannot vouch for it). */
+static int storage_over(const struct tool_ctx *ctx, uint64_t *used, double *took)
+{
+    double t0 = util_now();
+    int r = broker_storage_used(ctx->root_fd, used);
+    if (took)
+        *took = util_now() - t0;
+    if (r == -EFBIG)
+        return 1;
+    return r < 0 ? r : *used > ctx->storage_bytes;
+}
+
 int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts *o,
                    struct broker_command_result *r, struct broker_err *e)
 {
@@ -210,6 +229,35 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     p.landlock = true;
     p.cgroup_parent = ctx->cgroup_parent;
     p.seccomp.notify = ctx->adopt_listener != NULL;
+    /* Under a storage budget no file the command writes may grow past the room left (the
+     * kernel's RLIMIT_FSIZE: the write fails, SIGXFSZ); many files are caught by the measures
+     * below. At least 1 byte: 0 would mean no limit. */
+    bool guard = ctx->storage_bytes && !ctx->read_only;
+    /* before: what the workspace held; brim: what it holds once the room left is used up */
+    uint64_t used = 0, before = 0, brim = 0;
+    double took = 0, check_every = STORAGE_CHECK_MIN_SEC;
+    if (guard) {
+        int over = storage_over(ctx, &used, &took);
+        if (over < 0)
+            return broker_fail(e, BROKER_E_IO, "command", "cannot measure the workspace: %s",
+                               strerror(-over));
+        uint64_t room = used < ctx->storage_bytes ? ctx->storage_bytes - used : 0;
+        /* Rounded down to its top four bits (at most an eighth less), so that prepared
+         * sandboxes, keyed by their profile, still serve the next commands. */
+        unsigned sh = 0;
+        for (uint64_t x = room; x > 15; x >>= 1)
+            sh++;
+        room = (room >> sh) << sh;
+        if (room == 0)
+            room = 1;
+        if (!p.limits.fsize || p.limits.fsize > room)
+            p.limits.fsize = room;
+        before = used;
+        brim = used + p.limits.fsize;
+        if (took * STORAGE_CHECK_FACTOR > check_every)
+            check_every = took * STORAGE_CHECK_FACTOR;
+    }
+    bool storage_stop = false;
 
     double timeout = o->timeout_sec > 0 ? o->timeout_sec : ctx->limits.command_timeout_sec;
     if (ctx->limits.command_timeout_max > 0 && timeout > ctx->limits.command_timeout_max)
@@ -266,7 +314,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     fcntl(errp[0], F_SETFL, O_NONBLOCK);
     size_t budget = ctx->limits.max_output_bytes;
     bool open_out = true, open_err = true, ended = false, termed = false, killed = false;
-    double deadline = start + timeout, kill_at = 0;
+    double deadline = start + timeout, kill_at = 0, check_at = start + check_every;
     int cancel_fd = ctx->call ? ctx->call->cancel_fd : -1;
     while (open_out || open_err || !ended) {
         struct pollfd pf[4];
@@ -281,6 +329,8 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
             pf[i_pid = np++] = (struct pollfd){.fd = sandbox_child_pidfd(child), .events = POLLIN};
         double now = util_now();
         double until = killed ? now + 1.0 : termed ? kill_at : deadline;
+        if (guard && !ended && !killed && check_at < until)
+            until = check_at;
         int wait_ms = until > now ? (int)((until - now) * 1000.0) + 1 : 0;
         int n = poll(pf, (nfds_t)np, wait_ms);
         if (n < 0 && errno != EINTR)
@@ -309,6 +359,15 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
             sandbox_child_signal(child, SIGKILL);
         }
         now = util_now();
+        if (guard && !ended && !killed && now >= check_at) {
+            if (storage_over(ctx, &used, &took) == 1) {
+                storage_stop = killed = true;
+                sandbox_child_signal(child, SIGKILL);
+            }
+            now = util_now();
+            check_at = now + (took * STORAGE_CHECK_FACTOR > check_every ? took * STORAGE_CHECK_FACTOR
+                                                                         : check_every);
+        }
         if (!ended && !termed && !killed && now >= deadline) {
             r->timed_out = true;
             termed = true;
@@ -322,7 +381,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     close(outp[0]);
     close(errp[0]);
     struct sandbox_result res;
-    rc = sandbox_child_wait(child, &res, &cerr);
+    rc = sandbox_child_wait_status(child, &res, &cerr); /* the answer reports no usage */
     sandbox_child_free(child);
     r->duration_ms = (uint64_t)((util_now() - start) * 1000.0 + 0.5);
     r->out = broker_utf8_sanitize(sinks[0].buf ? sinks[0].buf : "", sinks[0].len, 0, &r->out_len);
@@ -347,5 +406,34 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
                            strerror(res.exec_errno));
     }
     r->exit_code = res.exited ? res.exit_code : 128 + res.signal;
+    /* What it left must fit: a command that grew the workspace past the budget (or wrote a file
+     * as large as the room left: SIGXFSZ) fails, so the agent knows (one that only reads or
+     * removes, in a workspace already over, does not); write tools and checkpoints stay
+     * refused until it removes files. Nothing is rolled back: another call may be writing the
+     * same workspace now, and undoing its files would be worse. */
+    if (guard) {
+        int over = storage_over(ctx, &used, NULL);
+        /* SIGXFSZ, or a shell's report of it (status 128 + SIGXFSZ) */
+        bool xfsz = res.exited ? res.exit_code == 128 + SIGXFSZ : res.signal == SIGXFSZ;
+        /* A shell goes on after a program it ran hit the file size limit: a workspace filled
+         * to the brim says the same. */
+        if (over < 0 || storage_stop || xfsz || (used > before && (over == 1 || used >= brim))) {
+            int code = r->exit_code;
+            broker_command_result_clear(r);
+            if (over < 0)
+                return broker_fail(e, BROKER_E_IO, "command", "cannot measure the workspace: %s",
+                                   strerror(-over));
+            return broker_fail(e, BROKER_E_TOO_LARGE, "command",
+                               "the command %s the workspace's storage budget of %ju bytes "
+                               "(storage_bytes): it holds %ju bytes now%s; remove files to write "
+                               "again (status %d)",
+                               storage_stop ? "was stopped: it passed"
+                               : over == 1  ? "passed"
+                                            : "wrote a file as large as the room left in",
+                               (uintmax_t)ctx->storage_bytes, (uintmax_t)used,
+                               over == 1 && used <= ctx->storage_bytes ? " (too many entries to measure)" : "",
+                               code);
+        }
+    }
     return 0;
 }
