@@ -28,6 +28,8 @@ enum wacp_rate {
     WACP_RATE_N
 };
 
+struct wacp_job; /* jobs.h */
+
 struct wacp_files_rules {
     const char *const *protected_paths; /* globs (tools/broker/protect.h) */
     size_t n_protected;
@@ -106,6 +108,10 @@ struct wacp_ws {
     struct rate_bucket rates[WACP_RATE_N]; /* policy rate_limits, per workspace */
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
+    /* File work in flight on its directory (jobs.h): readers (a copy for a child, a snapshot)
+     * share it; a writer (an integration into it) has it alone. */
+    unsigned file_readers;
+    bool file_writing;
 };
 
 enum env_state { ENV_CREATED = 0, ENV_VALIDATED, ENV_DELIVERED, ENV_ACKNOWLEDGED, ENV_REJECTED };
@@ -190,6 +196,11 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
+    struct wacp_job *jobs; /* file work in flight or queued (jobs.h) */
+    struct wacp_job *jobs_queue, *jobs_queue_tail;
+    unsigned jobs_running;
+    size_t pending_creates;   /* workspace copies in flight: they count toward max_workspaces */
+    uint64_t call_ref;        /* the request being handled (wacp_call_ref), 0: it cannot wait */
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */
