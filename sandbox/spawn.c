@@ -540,15 +540,18 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
         close(a->listener);
     }
     /* init keeps nothing of corral's but its status pipe: corral's other fds (a trail, agent
-     * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. */
+     * pipes, a workspace) were inherited by the clone and must not sit in the sandbox. Its fd
+     * table is made final before the close_range below, which closes the error pipe: the
+     * caller takes that EOF as "started" and must find init holding 0-2 on /dev/null and 3,
+     * not its caller's stderr or a /dev/null fd still open above 3 (seen by test_zygote when
+     * the /dev/null came after). The EOF reaches the caller only once close_range returns. */
     if (a->status_wr != 3 && dup2(a->status_wr, 3) == 3)
         a->status_wr = a->alive_rd = a->go_rd = 3;
-    syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0);
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int i = 0; i < 3 && devnull >= 0; i++)
-        dup2(devnull, i); /* init must not hold the program's pipes open */
-    if (devnull > 2)
-        close(devnull);
+        if (devnull != i)
+            dup2(devnull, i); /* init must not hold the program's pipes open */
+    syscall(SYS_close_range, a->status_wr == 3 ? 4 : 3, ~0U, 0); /* devnull too, when above 3 */
     static const int fwd[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
     struct sigaction sa = {.sa_handler = init_forward};
     sigemptyset(&sa.sa_mask);

@@ -76,6 +76,13 @@ int human_cli_ask(struct human_cli *h, cJSON *req, cJSON **result, bool quiet_go
     char *text = NULL;
     struct cerr err = {0};
     rc = control_human_request(h->path, line, &text, &err);
+    /* A run that ends while we ask resets the connection it had not taken yet, or closes it
+     * unanswered: asked once more, no one listens (gone), or the run answers (a real fault). */
+    if (quiet_gone && (rc == -ECONNRESET || rc == -EPIPE || (rc == 0 && (!text || !*text)))) {
+        free(text);
+        text = NULL;
+        rc = control_human_request(h->path, line, &text, &err);
+    }
     free(line);
     if (rc < 0) {
         if (quiet_gone && (rc == -ENOENT || rc == -ECONNREFUSED))

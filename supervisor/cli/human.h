@@ -28,7 +28,8 @@ int human_cli_opt(struct human_cli *h, int opt, const char *arg);
 int human_cli_locate(struct human_cli *h);
 /* Sends REQ (taken) and returns the run's answer: 0 with *RESULT (owned by the caller) when it
  * said ok; else a CORRAL_EXIT_* with the run's refusal printed (or, with --json, the whole answer
- * written to stdout). QUIET_GONE: a run that is not (or no longer) there is -2, unprinted. */
+ * written to stdout). QUIET_GONE: a run that is not (or no longer) there is -2, unprinted (a
+ * connection reset, or closed unanswered, as the run ends is asked again to tell). */
 int human_cli_ask(struct human_cli *h, cJSON *req, cJSON **result, bool quiet_gone);
 /* Prints X (borrowed) as one JSON document on stdout. */
 void human_cli_print_json(const cJSON *x);

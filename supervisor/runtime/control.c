@@ -381,16 +381,8 @@ int control_fetch(const char *path, char **out, struct cerr *err)
                             "no run is listening at %s: is `corral run` running with this trail?", path);
         return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
     }
-    /* Only a run of root's (or our own user's) is believed: anyone can bind a socket where a
-     * world-writable directory lets them, and answer with a tree of their choosing. */
-    struct ucred cred;
-    socklen_t cl = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
-        return cerr_set(err, errno, "%s: cannot tell who serves it: %s", path, strerror(errno));
-    if (cred.uid != 0 && cred.uid != geteuid())
-        return cerr_set(err, EPERM,
-                        "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
-                        path, (unsigned)cred.uid, (int)cred.pid);
+    if (control_human_served_by_run(fd, path, err) < 0)
+        return -EPERM;
     shutdown(fd, SHUT_WR); /* no request: the live state */
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

@@ -21,6 +21,37 @@ int control_human_peer_get(int fd, struct control_peer *p)
     return 0;
 }
 
+/* LEN bytes of P, or -errno. MSG_NOSIGNAL: a run that ends while we write resets the socket,
+ * and SIGPIPE would kill the CLI (status 141) instead of its saying so. */
+static int send_all(int fd, const char *p, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int control_human_served_by_run(int fd, const char *path, struct cerr *err)
+{
+    /* Anyone can bind a socket where a world-writable directory lets them, and answer with a
+     * tree of their choosing (or take a person's approval): only root's or our own is believed. */
+    struct ucred cred;
+    socklen_t cl = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+        return cerr_set(err, errno, "%s: cannot tell who serves it: %s", path, strerror(errno));
+    if (cred.uid != 0 && cred.uid != geteuid())
+        return cerr_set(err, EPERM,
+                        "%s is served by uid %u (pid %d), not by root: not a corral run's; not believed",
+                        path, (unsigned)cred.uid, (int)cred.pid);
+    return 0;
+}
+
 int control_human_request(const char *path, const char *line, char **out, struct cerr *err)
 {
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -42,12 +73,18 @@ int control_human_request(const char *path, const char *line, char **out, struct
                             path);
         return cerr_set(err, e, "cannot connect to %s: %s", path, strerror(e));
     }
+    /* A person's decision or words go only to a run of root's (or their own user's). */
+    if (control_human_served_by_run(fd, path, err) < 0)
+        return -EPERM;
     struct timeval tv = {30, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     size_t n = strlen(line);
-    if (util_write_all(fd, line, n) < 0 || util_write_all(fd, "\n", 1) < 0)
-        return cerr_set(err, errno, "cannot send to %s: %s", path, strerror(errno));
+    int w = send_all(fd, line, n);
+    if (w == 0)
+        w = send_all(fd, "\n", 1);
+    if (w < 0)
+        return cerr_set(err, -w, "cannot send to %s: %s", path, strerror(-w));
     shutdown(fd, SHUT_WR);
     int r = util_read_to_eof(fd, (size_t)64 << 20, out);
     if (r == -E2BIG)

@@ -18,6 +18,9 @@ struct control_peer {
 };
 /* The credentials of the process at the other end of FD (a connected Unix socket). */
 int control_human_peer_get(int fd, struct control_peer *p);
+/* 0 when the socket FD (connected to PATH) is served by root or by this process's own user;
+ * else an error that says by whom. */
+int control_human_served_by_run(int fd, const char *path, struct cerr *err);
 
 /* Client side: connects to PATH, sends LINE (a newline is added) and reads the answer to EOF
  * (malloc'd, NUL terminated, at most 64 MiB). -ENOENT / -ECONNREFUSED when no run listens. */

@@ -94,6 +94,7 @@ struct run {
     unsigned signals;
     bool shutting_down, timed_out;
     bool trail_failed; /* fatal: the model changed in a batch the trail lost, so the run stops */
+    bool ending;       /* past the loop: nothing starts any more (a copy finishing in pool_free) */
     struct cerr trail_err;
     uint64_t model_seq; /* the last entry this run staged: lost if past the trail's head */
     struct degraded {   /* degraded mode (docs/trail.md): the trail cannot be written */
@@ -190,6 +191,47 @@ static int hook_commit(void *data)
     if (rc < 0)
         r->trail_err = e;
     return rc;
+}
+
+/* hooks.offload: the model's file work (copies, snapshots, integration's writes) on the pool
+ * tool calls use. Not a long job: those wait for the slots commands share, and agents running
+ * `sleep` for minutes would hold a copy back; file work is bounded (files.h limits) like a
+ * file tool call, so it runs on any free thread. DONE runs
+ * on the loop in the turn the pool reports it; what it records commits at that turn's end,
+ * before the answer it stages is released. */
+struct offload_job {
+    struct pool_job pj;
+    void (*work)(void *arg);
+    void (*done)(void *arg);
+    void *arg;
+};
+
+static void offload_run(struct pool_job *j)
+{
+    struct offload_job *o = (struct offload_job *)j;
+    o->work(o->arg);
+}
+
+static void offload_done(struct pool_job *j)
+{
+    struct offload_job *o = (struct offload_job *)j;
+    o->done(o->arg);
+    free(o);
+}
+
+static int hook_offload(void *data, void (*work)(void *arg), void (*done)(void *arg), void *arg)
+{
+    struct run *r = data;
+    struct offload_job *o = calloc(1, sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+    o->pj.run = offload_run;
+    o->pj.done = offload_done;
+    o->work = work;
+    o->done = done;
+    o->arg = arg;
+    pool_submit(r->pool, &o->pj);
+    return 0;
 }
 
 /* ---- starting an agent ---------------------------------------------------------------------- */
@@ -330,6 +372,8 @@ static void on_liveness(void *data, uint32_t events);
 static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *err)
 {
     struct run *r = data;
+    if (r->ending)
+        return cerr_set(err, ECANCELED, "the run is ending");
     const struct policy *pol = r->o->policy;
     const struct policy_agent *ag = policy_agent_find(pol, info->agent);
     if (!ag)
@@ -1224,8 +1268,9 @@ static void on_degraded_retry(void *data, uint32_t events)
         cJSON_AddNumberToObject(b, "duration_ms", (double)(now_ms() - r->dg.since_ms));
         cJSON_AddNumberToObject(b, "retry_attempts", r->dg.attempts);
         cJSON *blk = cJSON_AddObjectToObject(b, "blocked");
-        cJSON_AddNumberToObject(blk, "tool_calls",
-                                (double)(agent_host_trail_refusals(r->host) - r->dg.tool_refusals_before));
+        cJSON_AddNumberToObject(
+            blk, "tool_calls",
+            (double)(agent_host_trail_refusals(r->host) - r->dg.tool_refusals_before));
         cJSON_AddNumberToObject(blk, "requests", (double)r->dg.refused_requests);
         cJSON_AddNumberToObject(blk, "held_events", held);
         uint64_t seq = 0;
@@ -1248,8 +1293,10 @@ static void shutdown_run(struct run *r, const char *why)
     if (r->dg.on && !r->trail_failed) {
         /* The model's stop transitions cannot be recorded: a forced shutdown (workspace spec
          * 10), the trail ends at its last committed entry. */
-        fprintf(stderr, "corral run: stopping (%s) while the trail cannot be written (%s): the last "
-                        "transitions are not recorded\n", why, r->dg.why);
+        fprintf(stderr,
+                "corral run: stopping (%s) while the trail cannot be written (%s): the last "
+                "transitions are not recorded\n",
+                why, r->dg.why);
         r->trail_failed = true;
         loop_watch_del(r->loop, &r->dg.retry_watch);
     }
@@ -1468,7 +1515,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
                             .commit = hook_commit,
-                            .evaluate = hook_evaluate};
+                            .evaluate = hook_evaluate,
+                            .offload = hook_offload};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
         goto out;
     const struct policy_agent *coord = policy_coordinator_agent(o->policy);
@@ -1503,7 +1551,10 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
         }
         if (wacp_done(r.w) && !r.shutting_down)
             shutdown_run(&r, "run_ended");
-        if (r.shutting_down && all_finalized(&r) && agent_host_inflight(r.host) == 0)
+        /* The model's file work on the pool too: a copy that ends now is refused and recorded
+         * (its creator is failed), never left half made. */
+        if (r.shutting_down && all_finalized(&r) && agent_host_inflight(r.host) == 0 &&
+            pool_inflight(r.pool) == 0)
             break;
         arm_deadline(&r);
         rc = loop_run_once(r.loop, -1, err);
@@ -1553,6 +1604,7 @@ out:
         agent_free(s->agent);
         s->agent = NULL;
     }
+    r.ending = true;
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
     handoff_free(r.cmd_denials);
     control_free(r.ctl);

@@ -27,6 +27,15 @@ static bool names_host_path(const char *s, const char *const *paths, size_t n)
     return false;
 }
 
+/* cJSON_ReplaceItemViaPointer leaves the replacement without its member's name: an object's
+ * member came out keyed "" (wacp/trail.query answered entries with "" for "body"). */
+static bool replace_member(cJSON *parent, cJSON *item, cJSON *with)
+{
+    if (item->string && !(with->string = strdup(item->string)))
+        return false;
+    return cJSON_ReplaceItemViaPointer(parent, item, with);
+}
+
 static void scrub(cJSON *j, const char *const *paths, size_t n, int depth)
 {
     if (depth > 64)
@@ -39,8 +48,8 @@ static void scrub(cJSON *j, const char *const *paths, size_t n, int depth)
             cJSON_Delete(c);
         } else if (cJSON_IsString(c) && names_host_path(c->valuestring, paths, n)) {
             cJSON *r = cJSON_CreateString("(host path)");
-            if (r)
-                cJSON_ReplaceItemViaPointer(j, c, r);
+            if (r && !replace_member(j, c, r))
+                cJSON_Delete(r);
         } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
             scrub(c, paths, n, depth + 1);
         }
@@ -53,7 +62,7 @@ void trail_scrub_for_agent(cJSON *j, const char *const *host_paths, size_t n)
     cJSON *body = cJSON_GetObjectItemCaseSensitive(j, "body");
     if (cJSON_IsRaw(body)) { /* stored canonical text: parsed to be scrubbed */
         cJSON *parsed = cJSON_Parse(body->valuestring);
-        if (!parsed || !cJSON_ReplaceItemViaPointer(j, body, parsed)) {
+        if (!parsed || !replace_member(j, body, parsed)) {
             cJSON_Delete(parsed);
             cJSON_ReplaceItemInObjectCaseSensitive(j, "body", cJSON_CreateObject());
             return;

@@ -5,6 +5,7 @@
 
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/jobs.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 
@@ -136,98 +137,133 @@ static int violation(struct wacp *w, const struct wacp_checkpoint *cp, const cha
         cp->id, what);
 }
 
-int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
+int wacp_checkpoint_verify_mac(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
 {
     if (cp_mac(w, cp, NULL, cp->mac) < 0)
         return violation(w, cp, "its fields changed since it was made", cp->mac,
                          "recomputed proof differs", e);
-    for (size_t i = 0; i < cp->files.n; i++) {
-        const struct wacp_file *f = &cp->files.v[i];
+    return 0;
+}
+
+int wacp_checkpoint_objects_check(const char *objects, const struct wacp_manifest *files,
+                                  struct wacp_object_fault *bad)
+{
+    for (size_t i = 0; i < files->n; i++) {
+        const struct wacp_file *f = &files->v[i];
         if (!f->hash[0])
             continue; /* a deletion: no object */
-        char actual[INTEGRITY_HEX];
-        int r = integrity_object_ok(w->objects_dir, f->hash, actual);
+        int r = integrity_object_ok(objects, f->hash, bad->actual);
         if (r == 1)
             continue;
-        char what[300];
-        snprintf(what, sizeof(what), "the stored object of %.200s was altered", f->path);
-        return violation(w, cp, what, f->hash, r == 0 ? actual : "unreadable", e);
+        if (r < 0)
+            snprintf(bad->actual, sizeof(bad->actual), "unreadable");
+        snprintf(bad->path, sizeof(bad->path), "%.200s", f->path);
+        snprintf(bad->expected, sizeof(bad->expected), "%s", f->hash);
+        return -1;
     }
     return 0;
 }
 
-int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                                  struct wacp_err *e)
+int wacp_checkpoint_object_violation(struct wacp *w, const struct wacp_checkpoint *cp,
+                                     const struct wacp_object_fault *bad, struct wacp_err *e)
 {
+    char what[300];
+    snprintf(what, sizeof(what), "the stored object of %.200s was altered", bad->path);
+    return violation(w, cp, what, bad->expected, bad->actual, e);
+}
+
+int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e)
+{
+    if (wacp_checkpoint_verify_mac(w, cp, e) < 0)
+        return -1;
+    struct wacp_object_fault bad;
+    if (wacp_checkpoint_objects_check(w->objects_dir, &cp->files, &bad) < 0)
+        return wacp_checkpoint_object_violation(w, cp, &bad, e);
+    return 0;
+}
+
+/* ---- checkpoint.create's snapshot, on the pool (jobs.h) */
+
+struct snap_job {
+    struct wacp_job j;
+    cJSON *params;       /* the request's: read again when the snapshot is done */
+    char *dir, *objects; /* the workspace's files, the run's object store */
+    const char **paths;  /* into params (NULL: every file that differs from base) */
+    size_t n_paths;
+    struct wacp_manifest base; /* the workspace's, copied: the worker never reads the model */
+    bool measure;              /* a storage budget: measure what the workspace holds */
+    uint64_t used;
+    int used_rc;
+    struct wacp_manifest files; /* the snapshot */
+    struct cerr ce;
+    int rc;
+};
+
+static void snap_work(struct wacp_job *jb)
+{
+    struct snap_job *sj = (struct snap_job *)jb;
+    sj->rc = wacp_files_snapshot(sj->dir, sj->paths, sj->n_paths, &sj->base, sj->objects, &sj->files,
+                                 &sj->ce);
+    if (sj->rc < 0 || !sj->measure)
+        return;
+    /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
+    int dfd = open(sj->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    sj->used_rc = dfd < 0 ? -errno : broker_storage_used(dfd, &sj->used);
+    if (dfd >= 0)
+        close(dfd);
+}
+
+static void snap_free(struct wacp_job *jb)
+{
+    struct snap_job *sj = (struct snap_job *)jb;
+    cJSON_Delete(sj->params);
+    free(sj->dir);
+    free(sj->objects);
+    free(sj->paths);
+    wacp_files_manifest_clear(&sj->base);
+    wacp_files_manifest_clear(&sj->files);
+    free(sj);
+}
+
+static int snap_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct wacp_err *e)
+{
+    struct snap_job *sj = (struct snap_job *)jb;
+    struct wacp_ws *c = wacp_tree_find(w, jb->caller); /* workspaces stay in the tree: found */
+    if (!c)
+        return wacp_core_fail(e, -32603, "internal", "the workspace is unknown to the model");
+    c->file_readers--;
+    const cJSON *p = sj->params;
     const char *type = cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring;
     const char *intent = cJSON_GetObjectItemCaseSensitive(p, "intent")->valuestring;
     const char *status = cJSON_GetObjectItemCaseSensitive(p, "status")->valuestring;
     const char *conf = cJSON_GetObjectItemCaseSensitive(p, "confidence")->valuestring;
     const cJSON *pj = cJSON_GetObjectItemCaseSensitive(p, "parent");
-    const cJSON *fj = cJSON_GetObjectItemCaseSensitive(p, "files");
     const cJSON *payload = cJSON_GetObjectItemCaseSensitive(p, "payload");
     const char *parent = cJSON_IsString(pj) ? pj->valuestring : "";
     char msg[400];
-
-    static const char *const statuses[] = {"provisional", "final"};
-    static const char *const confs[] = {"high", "medium", "low"};
-    if (strlen(type) == 0 || strlen(type) > 64)
-        return reject(w, c, type, parent, e, -32602, "invalid_structure",
-                      "type must be 1-64 characters");
-    if (intent[0] == 0)
-        return reject(w, c, type, parent, e, -32602, "invalid_structure",
-                      "intent must say why this checkpoint exists (non-empty)");
-    if (!one_of(status, statuses, 2) || !one_of(conf, confs, 3))
-        return reject(w, c, type, parent, e, -32602, "invalid_structure",
-                      "status is provisional or final; confidence is high, medium or low");
-    snprintf(msg, sizeof(msg), "create:%s", type);
-    if (!policy_role_can(&c->view, msg)) {
-        snprintf(msg, sizeof(msg), "role '%s' may not create '%.64s' checkpoints", c->role, type);
-        return reject(w, c, type, parent, e, WACP_E_DENIED, "type_not_permitted", msg);
+    /* The model went on while the files were read: what was checked then is checked again. */
+    if (!(WS_BIT(c->state) & (WS_BIT(WS_ACTIVE) | WS_BIT(WS_BLOCKED)))) {
+        snprintf(msg, sizeof(msg), "your workspace became %s while its files were read",
+                 wacp_tree_state_name(c->state));
+        return reject(w, c, type, parent, e, WACP_E_STATE, "invalid_state", msg);
     }
     if (strcmp(parent, c->head)) {
         snprintf(msg, sizeof(msg),
-                 "parent must be the chain head, %s, not %.64s: chains are linear "
-                 "and append-only",
-                 c->head[0] ? c->head : "null (the first)", parent[0] ? parent : "null");
+                 "another checkpoint, %s, became the chain head while this one's files were read",
+                 c->head);
         return reject(w, c, type, parent, e, WACP_E_STATE, "chain_head_mismatch", msg);
     }
-    if (c->n_checkpoints >= WACP_MAX_CHECKPOINTS) {
-        snprintf(msg, sizeof(msg), "a workspace keeps at most %d checkpoints", WACP_MAX_CHECKPOINTS);
-        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", msg);
-    }
-    char *ptxt = payload ? cJSON_PrintUnformatted(payload) : NULL;
-    size_t plen = ptxt ? strlen(ptxt) : 0;
-    free(ptxt);
-    if (plen > w->max_payload || (payload && plen == 0))
-        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "the payload is too large");
-    if (!wacp_core_hold(w, plen))
-        return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
-                      "the run keeps a bounded amount of payloads and has no room for this one");
-    size_t n_files = fj ? (size_t)cJSON_GetArraySize(fj) : 0;
-    if (n_files > WACP_FILES_MAX_FILES)
-        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "too many files");
-    _cleanup_free_ const char **paths = fj ? calloc(n_files + 1, sizeof(*paths)) : NULL;
-    if (fj && !paths)
-        return wacp_core_fail(e, -32603, "internal", "out of memory");
-    for (size_t i = 0; i < n_files; i++) {
-        const cJSON *x = cJSON_GetArrayItem(fj, (int)i);
-        if (!cJSON_IsString(x) || !wacp_files_path_ok(x->valuestring))
-            return reject(w, c, type, parent, e, -32602, "invalid_structure",
-                          "files are clean relative paths inside the workspace (no '..', no "
-                          "leading '/')");
-        paths[i] = x->valuestring;
-    }
-
     struct wacp_checkpoint *cp = calloc(1, sizeof(*cp));
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     struct cerr ce = {0};
-    if (wacp_files_snapshot(c->dir, paths, n_files, &c->base, w->objects_dir, &cp->files, &ce) < 0) {
+    if (sj->rc < 0) {
         wacp_checkpoint_free(cp);
-        snprintf(msg, sizeof(msg), "cannot snapshot the files: %.300s", ce.msg);
+        snprintf(msg, sizeof(msg), "cannot snapshot the files: %.300s", sj->ce.msg);
         return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
     }
+    cp->files = sj->files;
+    memset(&sj->files, 0, sizeof(sj->files));
     /* What could never be integrated is refused now, not at integration: paths deeper than a
      * workspace may nest (they broke every later copy), protected paths. */
     if (wacp_files_check_paths(&cp->files, &w->rules, &ce) < 0) {
@@ -249,11 +285,8 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     }
     /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
     if (c->budgets.storage_bytes) {
-        uint64_t used = 0;
-        int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int r = dfd < 0 ? -errno : broker_storage_used(dfd, &used);
-        if (dfd >= 0)
-            close(dfd);
+        uint64_t used = sj->used;
+        int r = sj->measure ? sj->used_rc : -EAGAIN; /* the budget appeared meanwhile: refused */
         if (r < 0 || used > c->budgets.storage_bytes) {
             wacp_checkpoint_free(cp);
             cJSON *x = wacp_core_obj();
@@ -337,6 +370,95 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
     wacp_core_add_str(*res, "payload_hash", cp->payload_hash);
     cJSON_AddItemToObject(*res, "files", wacp_files_manifest_json(&cp->files));
     return 0;
+}
+
+int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
+                                  struct wacp_err *e)
+{
+    const char *type = cJSON_GetObjectItemCaseSensitive(p, "type")->valuestring;
+    const char *intent = cJSON_GetObjectItemCaseSensitive(p, "intent")->valuestring;
+    const char *status = cJSON_GetObjectItemCaseSensitive(p, "status")->valuestring;
+    const char *conf = cJSON_GetObjectItemCaseSensitive(p, "confidence")->valuestring;
+    const cJSON *pj = cJSON_GetObjectItemCaseSensitive(p, "parent");
+    const cJSON *fj = cJSON_GetObjectItemCaseSensitive(p, "files");
+    const cJSON *payload = cJSON_GetObjectItemCaseSensitive(p, "payload");
+    const char *parent = cJSON_IsString(pj) ? pj->valuestring : "";
+    char msg[400];
+
+    static const char *const statuses[] = {"provisional", "final"};
+    static const char *const confs[] = {"high", "medium", "low"};
+    if (strlen(type) == 0 || strlen(type) > 64)
+        return reject(w, c, type, parent, e, -32602, "invalid_structure",
+                      "type must be 1-64 characters");
+    if (intent[0] == 0)
+        return reject(w, c, type, parent, e, -32602, "invalid_structure",
+                      "intent must say why this checkpoint exists (non-empty)");
+    if (!one_of(status, statuses, 2) || !one_of(conf, confs, 3))
+        return reject(w, c, type, parent, e, -32602, "invalid_structure",
+                      "status is provisional or final; confidence is high, medium or low");
+    snprintf(msg, sizeof(msg), "create:%s", type);
+    if (!policy_role_can(&c->view, msg)) {
+        snprintf(msg, sizeof(msg), "role '%s' may not create '%.64s' checkpoints", c->role, type);
+        return reject(w, c, type, parent, e, WACP_E_DENIED, "type_not_permitted", msg);
+    }
+    if (strcmp(parent, c->head)) {
+        snprintf(msg, sizeof(msg),
+                 "parent must be the chain head, %s, not %.64s: chains are linear "
+                 "and append-only",
+                 c->head[0] ? c->head : "null (the first)", parent[0] ? parent : "null");
+        return reject(w, c, type, parent, e, WACP_E_STATE, "chain_head_mismatch", msg);
+    }
+    if (c->n_checkpoints >= WACP_MAX_CHECKPOINTS) {
+        snprintf(msg, sizeof(msg), "a workspace keeps at most %d checkpoints", WACP_MAX_CHECKPOINTS);
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", msg);
+    }
+    char *ptxt = payload ? cJSON_PrintUnformatted(payload) : NULL;
+    size_t plen = ptxt ? strlen(ptxt) : 0;
+    free(ptxt);
+    if (plen > w->max_payload || (payload && plen == 0))
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "the payload is too large");
+    if (!wacp_core_hold(w, plen))
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
+                      "the run keeps a bounded amount of payloads and has no room for this one");
+    size_t n_files = fj ? (size_t)cJSON_GetArraySize(fj) : 0;
+    if (n_files > WACP_FILES_MAX_FILES)
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "limit", "too many files");
+    for (size_t i = 0; i < n_files; i++) {
+        const cJSON *x = cJSON_GetArrayItem(fj, (int)i);
+        if (!cJSON_IsString(x) || !wacp_files_path_ok(x->valuestring))
+            return reject(w, c, type, parent, e, -32602, "invalid_structure",
+                          "files are clean relative paths inside the workspace (no '..', no "
+                          "leading '/')");
+    }
+    if (c->file_writing)
+        return reject(w, c, type, parent, e, WACP_E_STATE, "workspace_busy",
+                      "an integration is writing your workspace's files; checkpoint once it is "
+                      "answered");
+    /* The snapshot (reading every file named, or every file) runs on the pool: snap_finish. */
+    struct snap_job *sj = calloc(1, sizeof(*sj));
+    if (!sj || !(sj->params = cJSON_Duplicate(p, true)) || !(sj->dir = strdup(c->dir)) ||
+        !(sj->objects = strdup(w->objects_dir)) || wacp_files_manifest_copy(&sj->base, &c->base) < 0) {
+        if (sj)
+            snap_free(&sj->j);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    const cJSON *sfj = cJSON_GetObjectItemCaseSensitive(sj->params, "files");
+    if (sfj) {
+        sj->paths = calloc(n_files + 1, sizeof(*sj->paths));
+        if (!sj->paths) {
+            snap_free(&sj->j);
+            return wacp_core_fail(e, -32603, "internal", "out of memory");
+        }
+        for (size_t i = 0; i < n_files; i++)
+            sj->paths[i] = cJSON_GetArrayItem(sfj, (int)i)->valuestring;
+        sj->n_paths = n_files;
+    }
+    sj->measure = c->budgets.storage_bytes != 0;
+    sj->j.work = snap_work;
+    sj->j.finish = snap_finish;
+    sj->j.free = snap_free;
+    c->file_readers++;
+    return wacp_jobs_run(w, &sj->j, c->id, true, res, e);
 }
 
 int wacp_checkpoint_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,

@@ -17,5 +17,17 @@ int wacp_checkpoint_seal(struct wacp *w, struct wacp_checkpoint *cp);
 /* At integration (security spec 4.3): the checkpoint's proof, then every file object re-hashed.
  * A mismatch is recorded (integrity_violation) and fails E (code integrity_violation). */
 int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e);
+/* The same in its parts, for integration's file work on the pool: the proof (on the loop), the
+ * objects re-hashed (anywhere: touches no model state; < 0 with BAD at the first that does not
+ * match), and the violation of BAD recorded (on the loop). */
+struct wacp_object_fault {
+    char path[208];
+    char expected[INTEGRITY_HEX], actual[INTEGRITY_HEX];
+};
+int wacp_checkpoint_verify_mac(struct wacp *w, const struct wacp_checkpoint *cp, struct wacp_err *e);
+int wacp_checkpoint_objects_check(const char *objects, const struct wacp_manifest *files,
+                                  struct wacp_object_fault *bad);
+int wacp_checkpoint_object_violation(struct wacp *w, const struct wacp_checkpoint *cp,
+                                     const struct wacp_object_fault *bad, struct wacp_err *e);
 
 #endif

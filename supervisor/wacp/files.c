@@ -5,9 +5,12 @@
 #include "supervisor/wacp/files.h"
 
 #include "supervisor/wacp/core.h"
+#include "tools/broker/broker.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -44,6 +47,16 @@ int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const cha
     f->path = p;
     snprintf(f->hash, sizeof(f->hash), "%s", hash ? hash : "");
     f->size = size;
+    return 0;
+}
+
+int wacp_files_manifest_copy(struct wacp_manifest *to, const struct wacp_manifest *from)
+{
+    for (size_t i = 0; from && i < from->n; i++) {
+        if (wacp_files_manifest_add(to, from->v[i].path, from->v[i].hash, from->v[i].size) < 0)
+            return -ENOMEM;
+        to->v[to->n - 1].mode = from->v[i].mode;
+    }
     return 0;
 }
 
@@ -138,30 +151,15 @@ static int read_fd(int fd, char **data, size_t *len, struct cerr *err, const cha
     return 0;
 }
 
-/* Opens REL under DIRFD one component at a time, never following a link. */
+/* Opens REL under DIRFD by the broker's own path (openat2 beneath DIRFD, no symlink at any
+ * component, no magic link): a link an agent planted in its copy is never followed. */
 static int open_beneath(int dirfd, const char *rel, int flags)
 {
-    _cleanup_free_ char *p = strdup(rel);
-    if (!p)
-        return -ENOMEM;
-    int cur = dirfd;
-    char *save = NULL;
-    char *part = strtok_r(p, "/", &save);
-    while (part) {
-        char *next = strtok_r(NULL, "/", &save);
-        int fd = openat(cur, part,
-                        next ? (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                             : (flags | O_NOFOLLOW | O_CLOEXEC),
-                        0600);
-        int saved = errno;
-        if (cur != dirfd)
-            close(cur);
-        if (fd < 0)
-            return -saved;
-        cur = fd;
-        part = next;
-    }
-    return cur == dirfd ? -EINVAL : cur;
+    struct broker_err be;
+    int fd = broker_openat(dirfd, rel, flags | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS, NULL, &be);
+    if (fd >= 0)
+        return fd;
+    return be.sys_errno ? -be.sys_errno : -EACCES;
 }
 
 struct walk {
@@ -292,6 +290,60 @@ static int walk_root(const char *src, const char *dst, struct wacp_manifest *out
     if (out && out->n)
         qsort(out->v, out->n, sizeof(*out->v), file_cmp);
     return r;
+}
+
+/* Empties the directory DFD, never following a link (links are removed as names). */
+static void remove_in(int dfd, int depth)
+{
+    if (depth > MAX_DEPTH + 1)
+        return;
+    int dup_fd = dup(dfd);
+    DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+    if (!d) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        return;
+    }
+    /* Passes until one removes nothing: removing while listing may skip names. */
+    for (bool again = true; again;) {
+        again = false;
+        rewinddir(d);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            if (unlinkat(dfd, de->d_name, 0) == 0) {
+                again = true;
+                continue;
+            }
+            if (errno != EISDIR && errno != EPERM)
+                continue;
+            int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            remove_in(sub, depth + 1);
+            close(sub);
+            if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) == 0)
+                again = true;
+        }
+    }
+    closedir(d);
+}
+
+void wacp_files_remove_tree(const char *path)
+{
+    _cleanup_free_ char *a = strdup(path), *b = strdup(path);
+    if (!a || !b)
+        return;
+    _cleanup_close_ int pfd = open(dirname(a), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const char *leaf = basename(b);
+    if (pfd < 0)
+        return;
+    _cleanup_close_ int dfd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    remove_in(dfd, 0);
+    unlinkat(pfd, leaf, AT_REMOVEDIR);
 }
 
 int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)

@@ -9,12 +9,17 @@
 #define WACP_FILES_MAX_FILE (256ull << 20)
 void wacp_files_manifest_clear(struct wacp_manifest *m);
 int wacp_files_manifest_add(struct wacp_manifest *m, const char *path, const char *hash, uint64_t size);
+/* Appends every entry of FROM (NULL: none) to TO, for file work that must not read the model. */
+int wacp_files_manifest_copy(struct wacp_manifest *to, const struct wacp_manifest *from);
 const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path);
 /* mkdir -p of an absolute host path the runtime made itself (RUN_DIR). */
 int wacp_files_mkdirs(const char *path, struct cerr *err);
 /* Copies the regular files and directories of SRC into DST (created), skipping anything else,
  * bounded; fills BASE with the hashes of what was copied. */
 int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err);
+/* Removes the directory PATH and everything under it, never following a link (a failed or
+ * abandoned copy). Best effort. */
+void wacp_files_remove_tree(const char *path);
 /* Hashes every regular file under DIR. */
 int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err);
 /* Snapshots PATHS (NULL: every file that differs from BASE, and the deletions) of DIR into

@@ -80,7 +80,9 @@ static void on_method_gate(void *data, const struct highway_gate *g, enum highwa
         w->gate_pass = true; /* the same request again, this time through */
         int rc = w->rerun(w, mw->caller, mw->method, mw->params, mw->call_ref, &res, &e);
         w->gate_pass = false;
-        if (w->h.reply)
+        if (rc == WACP_DEFERRED) /* its file work runs on the pool: jobs.c answers it */
+            cJSON_Delete(res);
+        else if (w->h.reply)
             w->h.reply(w->h.data, mw->caller, mw->call_ref, rc == 0 ? res : NULL, rc == 0 ? NULL : &e);
         else
             cJSON_Delete(res);

@@ -8,6 +8,7 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/files.h"
 #include "supervisor/wacp/highway.h"
+#include "supervisor/wacp/jobs.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
@@ -45,46 +46,132 @@ static cJSON *integ_result(const struct wacp_ws *t, const struct wacp_manifest *
     return o;
 }
 
-/* Applies CP's files to the parent's directory minus SKIP, then integration_completed and
- * closed. An apply that fails midway fails the workspace (integration error). */
-static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
-                       const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
-                       const char *strategy, cJSON **res, struct wacp_err *e)
+/* ---- the merge: CP's files applied to the parent's directory minus SKIP, then
+ * integration_completed and closed; an apply that fails midway fails the workspace
+ * (integration error). The objects' re-hash and the writes run on the pool (jobs.h), after
+ * what says integration started is durable; meanwhile the parent is busy (its files are being
+ * written: no copy, snapshot or other integration of it) and so is the child (no second
+ * integration of it). */
+
+struct merge_job {
+    struct wacp_job j;
+    char ws[WACP_ID_LEN], into[WACP_ID_LEN], cp[WACP_ID_LEN];
+    char actor[64]; /* the role that integrates */
+    char strategy[12];
+    char *dir, *objects;
+    struct wacp_manifest files, skip; /* copies: the worker never reads the model */
+    struct wacp_files_rules rules;    /* the policy's (it outlives the run) */
+    bool detect, evaluated;           /* layered / evaluated: conflicts looked for first */
+    struct wacp_manifest base;        /* the child's base, copied (detect) */
+    cJSON *directive;                 /* the child's, copied (evaluated: its constraints) */
+    struct wacp_manifest sem;         /* evaluated: the evaluator's contradictions (copied) */
+    cJSON *reasons;                   /* and its {path, reason} list, for conflict_detected */
+    struct wacp_manifest over;        /* the conflicts found: nothing is written then */
+    struct wacp_object_fault bad;
+    int verified; /* < 0: an object does not match (bad) */
+    struct cerr ce;
+    int rc;
+};
+
+static int add_semantic(const struct wacp_manifest *sem, struct wacp_manifest *over, struct cerr *err);
+
+static void merge_work(struct wacp_job *jb)
 {
-    struct cerr ce = {0};
+    struct merge_job *mj = (struct merge_job *)jb;
+    if (mj->detect) {
+        mj->rc = wacp_files_overlaps(mj->dir, &mj->files, &mj->base, &mj->over, &mj->ce);
+        if (mj->rc == 0 && mj->evaluated)
+            mj->rc = wacp_conflict_dependencies(mj->dir, &mj->base, &mj->files, &mj->over, &mj->ce);
+        if (mj->rc == 0 && mj->evaluated)
+            mj->rc = wacp_conflict_constraints(mj->directive, &mj->files, &mj->over, &mj->ce);
+        if (mj->rc == 0 && mj->evaluated)
+            mj->rc = add_semantic(&mj->sem, &mj->over, &mj->ce);
+        if (mj->rc < 0 || mj->over.n)
+            return; /* an error, or conflicts: nothing is written */
+    }
+    mj->verified = wacp_checkpoint_objects_check(mj->objects, &mj->files, &mj->bad);
+    if (mj->verified == 0)
+        mj->rc = wacp_files_integrate(mj->dir, &mj->files, &mj->skip, mj->objects, &mj->rules, &mj->ce);
+}
+
+static void merge_free(struct wacp_job *jb)
+{
+    struct merge_job *mj = (struct merge_job *)jb;
+    free(mj->dir);
+    free(mj->objects);
+    wacp_files_manifest_clear(&mj->files);
+    wacp_files_manifest_clear(&mj->skip);
+    wacp_files_manifest_clear(&mj->base);
+    wacp_files_manifest_clear(&mj->over);
+    wacp_files_manifest_clear(&mj->sem);
+    cJSON_Delete(mj->reasons);
+    cJSON_Delete(mj->directive);
+    free(mj);
+}
+
+static int merge_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct wacp_err *e)
+{
+    struct merge_job *mj = (struct merge_job *)jb;
+    struct wacp_ws *t = wacp_tree_find(w, mj->ws), *into = wacp_tree_find(w, mj->into);
+    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, mj->cp);
+    if (into)
+        into->file_writing = false;
+    if (!t || !cp)
+        return wacp_core_fail(e, -32603, "internal", "the integrated workspace is unknown to the model");
+    t->file_writing = false;
+    bool live = t->state == WS_INTEGRATING || t->state == WS_CONFLICTED;
+    if (mj->rc == 0 && mj->over.n) {
+        cJSON *b = wacp_core_obj();
+        wacp_core_add_str(b, "workspace_id", t->id);
+        wacp_core_add_str(b, "checkpoint_id", cp->id);
+        cJSON_AddItemToObject(b, "conflicts", paths_json(&mj->over, true));
+        if (cJSON_GetArraySize(mj->reasons) > 0)
+            cJSON_AddItemToObject(b, "semantic", cJSON_Duplicate(mj->reasons, true));
+        int r = wacp_core_rec(w, t->id, mj->actor, "conflict_detected", b);
+        cJSON_Delete(b);
+        if (r < 0)
+            return wacp_core_trail_err(e);
+        if (live) {
+            if (wacp_tree_set_state(w, t, WS_CONFLICTED, mj->actor,
+                                    wacp_conflict_type_name(mj->over.v[0].size)) < 0)
+                return wacp_core_trail_err(e);
+            wacp_files_manifest_clear(&t->conflicts);
+            t->conflicts = mj->over;
+            memset(&mj->over, 0, sizeof(mj->over));
+            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", mj->strategy);
+            w->sum.conflicts++;
+        }
+        *res = integ_result(t, live ? &t->conflicts : &mj->over, NULL);
+        return 0;
+    }
+    if (mj->verified < 0)
+        return wacp_checkpoint_object_violation(w, cp, &mj->bad, e); /* nothing was written */
+    /* The workspace may have ended meanwhile (a timeout, an abort): what was written is
+     * recorded all the same; only a live workspace changes state. */
+    if (mj->rc < 0) {
+        if (live && wacp_tree_set_state(w, t, WS_FAILED, mj->actor, "integration_error") < 0)
+            return wacp_core_trail_err(e);
+        *res = integ_result(t, NULL, NULL);
+        wacp_core_add_str(*res, "error", mj->ce.msg);
+        return 0;
+    }
     struct wacp_manifest applied = {0};
-    if (wacp_checkpoint_verify(w, cp, e) < 0)
-        return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
-    for (size_t i = 0; i < cp->files.n; i++)
-        if (!wacp_files_manifest_get(skip, cp->files.v[i].path) &&
-            wacp_files_manifest_add(&applied, cp->files.v[i].path, "", 0) < 0) {
+    for (size_t i = 0; i < mj->files.n; i++)
+        if (!wacp_files_manifest_get(&mj->skip, mj->files.v[i].path) &&
+            wacp_files_manifest_add(&applied, mj->files.v[i].path, "", 0) < 0) {
             wacp_files_manifest_clear(&applied);
             return wacp_core_fail(e, -32603, "internal", "out of memory");
         }
-    /* Write-ahead for real: what says integration started is durable before the first byte of
-     * the parent's files changes, so a crash midway leaves a trail that tells. */
-    if (w->h.commit && w->h.commit(w->h.data) < 0) {
-        wacp_files_manifest_clear(&applied);
-        return wacp_core_trail_err(e);
-    }
-    if (wacp_files_integrate(t->parent->dir, &cp->files, skip, w->objects_dir, &w->rules, &ce) < 0) {
-        wacp_files_manifest_clear(&applied);
-        if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-            return wacp_core_trail_err(e);
-        *res = integ_result(t, NULL, NULL);
-        wacp_core_add_str(*res, "error", ce.msg);
-        return 0;
-    }
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "checkpoint_id", cp->id);
-    wacp_core_add_str(b, "strategy", strategy);
+    wacp_core_add_str(b, "strategy", mj->strategy);
     wacp_core_add_str(b, "mode", "normal");
-    wacp_core_add_str(b, "into", t->parent->id);
+    wacp_core_add_str(b, "into", mj->into);
     cJSON_AddItemToObject(b, "files_applied", paths_json(&applied, false));
-    int r = wacp_core_rec(w, t->id, c->role, "integration_completed", b);
+    int r = wacp_core_rec(w, t->id, mj->actor, "integration_completed", b);
     cJSON_Delete(b);
-    if (r < 0 || wacp_tree_set_state(w, t, WS_CLOSED, c->role, "integrated") < 0) {
+    if (r < 0 || (live && wacp_tree_set_state(w, t, WS_CLOSED, mj->actor, "integrated") < 0)) {
         wacp_files_manifest_clear(&applied);
         return wacp_core_trail_err(e);
     }
@@ -140,6 +227,68 @@ static int add_semantic(const struct wacp_manifest *sem, struct wacp_manifest *o
     return 0;
 }
 
+/* Whether T can be integrated now: no integration of it in flight, and its parent's files not
+ * being copied, snapshotted or written. */
+static bool merge_busy(const struct wacp_ws *t)
+{
+    const struct wacp_ws *into = t->parent;
+    return t->file_writing || !into || into->file_readers || into->file_writing;
+}
+
+static int busy_fail(struct wacp_err *e, const struct wacp_ws *t)
+{
+    return wacp_core_fail(e, WACP_E_STATE, "workspace_busy",
+                          "%s or its parent has file work in flight (a copy, a checkpoint or an "
+                          "integration); ask again once it is answered",
+                          t->id);
+}
+
+/* Starts the merge of CP into T's parent (REPLY: the request being handled waits for its
+ * answer; else nobody does). DETECT: conflicts are looked for first (layered, evaluated), and
+ * when there are any T becomes conflicted and nothing is written. */
+static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
+                       const struct wacp_checkpoint *cp, const struct wacp_manifest *skip,
+                       const char *strategy, bool detect, const struct wacp_manifest *sem,
+                       const cJSON *reasons, bool reply, cJSON **res, struct wacp_err *e)
+{
+    if (merge_busy(t))
+        return busy_fail(e, t);
+    if (wacp_checkpoint_verify_mac(w, cp, e) < 0)
+        return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
+    struct merge_job *mj = calloc(1, sizeof(*mj));
+    if (!mj || !(mj->dir = strdup(t->parent->dir)) || !(mj->objects = strdup(w->objects_dir)) ||
+        wacp_files_manifest_copy(&mj->files, &cp->files) < 0 ||
+        wacp_files_manifest_copy(&mj->skip, skip) < 0 ||
+        (detect && wacp_files_manifest_copy(&mj->base, &t->base) < 0) ||
+        (detect && t->directive && !(mj->directive = cJSON_Duplicate(t->directive, true))) ||
+        (detect && sem && wacp_files_manifest_copy(&mj->sem, sem) < 0) ||
+        (detect && reasons && !(mj->reasons = cJSON_Duplicate(reasons, true)))) {
+        if (mj)
+            merge_free(&mj->j);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    snprintf(mj->ws, sizeof mj->ws, "%s", t->id);
+    snprintf(mj->into, sizeof mj->into, "%s", t->parent->id);
+    snprintf(mj->cp, sizeof mj->cp, "%s", cp->id);
+    snprintf(mj->actor, sizeof mj->actor, "%s", c->role);
+    snprintf(mj->strategy, sizeof mj->strategy, "%s", strategy);
+    mj->rules = w->rules;
+    mj->detect = detect;
+    mj->evaluated = !strcmp(strategy, "evaluated");
+    /* Write-ahead for real: what says integration started is durable before the first byte of
+     * the parent's files changes, so a crash midway leaves a trail that tells. */
+    if (w->h.commit && w->h.commit(w->h.data) < 0) {
+        merge_free(&mj->j);
+        return wacp_core_trail_err(e);
+    }
+    mj->j.work = merge_work;
+    mj->j.finish = merge_finish;
+    mj->j.free = merge_free;
+    t->file_writing = true;
+    t->parent->file_writing = true;
+    return wacp_jobs_run(w, &mj->j, c->id, reply, res, e);
+}
+
 int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                     struct wacp_err *e)
 {
@@ -175,8 +324,7 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
 }
 
 static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
-                               struct wacp_err *e, const struct wacp_manifest *sem,
-                               const cJSON *reasons)
+                               struct wacp_err *e, const struct wacp_manifest *sem, const cJSON *reasons)
 {
     static const char M[] = "wacp/integrate";
     struct wacp_ws *t = wacp_workspace_target_of(w, c, p, M, "integrate", e);
@@ -218,6 +366,8 @@ static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p
     const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, t->final_cp);
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
+    if (merge_busy(t))
+        return busy_fail(e, t);
     char sid[WACP_ID_LEN];
     if (wacp_signal_emit(w, c, c->role, "integrate", NULL, t->id, NULL, false, sid) < 0)
         return wacp_core_trail_err(e);
@@ -231,46 +381,11 @@ static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p
     cJSON_Delete(b);
     if (r < 0)
         return wacp_core_trail_err(e);
-    if (strcmp(strategy, "direct")) {
-        /* layered: content_overlap; evaluated: every type the runtime can decide mechanically
-         * (integration spec section 5's table) */
-        struct wacp_manifest over = {0};
-        struct cerr ce = {0};
-        if (wacp_files_overlaps(t->parent->dir, &cp->files, &t->base, &over, &ce) < 0 ||
-            (evaluated &&
-             (wacp_conflict_dependencies(t->parent->dir, &t->base, &cp->files, &over, &ce) < 0 ||
-              wacp_conflict_constraints(t->directive, &cp->files, &over, &ce) < 0 ||
-              add_semantic(sem, &over, &ce) < 0))) {
-            wacp_files_manifest_clear(&over);
-            if (wacp_tree_set_state(w, t, WS_FAILED, c->role, "integration_error") < 0)
-                return wacp_core_trail_err(e);
-            *res = integ_result(t, NULL, NULL);
-            wacp_core_add_str(*res, "error", ce.msg);
-            return 0;
-        }
-        if (over.n) {
-            b = wacp_core_obj();
-            wacp_core_add_str(b, "workspace_id", t->id);
-            wacp_core_add_str(b, "checkpoint_id", cp->id);
-            cJSON_AddItemToObject(b, "conflicts", paths_json(&over, true));
-            if (cJSON_GetArraySize(reasons) > 0)
-                cJSON_AddItemToObject(b, "semantic", cJSON_Duplicate(reasons, true));
-            r = wacp_core_rec(w, t->id, c->role, "conflict_detected", b);
-            cJSON_Delete(b);
-            if (r < 0 || wacp_tree_set_state(w, t, WS_CONFLICTED, c->role,
-                                             wacp_conflict_type_name(over.v[0].size)) < 0) {
-                wacp_files_manifest_clear(&over);
-                return wacp_core_trail_err(e);
-            }
-            wacp_files_manifest_clear(&t->conflicts);
-            t->conflicts = over;
-            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", strategy);
-            w->sum.conflicts++;
-            *res = integ_result(t, &t->conflicts, NULL);
-            return 0;
-        }
-    }
-    return merge_close(w, c, t, cp, NULL, strategy, res, e);
+    /* layered: content_overlap; evaluated: every type the runtime can decide mechanically
+     * (integration spec section 5's table) and the evaluator's contradictions: found by the
+     * merge's job before it writes. */
+    return merge_close(w, c, t, cp, NULL, strategy, strcmp(strategy, "direct") != 0, sem, reasons, true,
+                       res, e);
 }
 
 /* ---- human_escalate (integration spec 6): the conflict goes to a person through the highway's
@@ -329,8 +444,9 @@ static void on_escalated(void *data, const struct highway_gate *g, enum highway_
     const struct wacp_checkpoint *cp = go ? wacp_checkpoint_find(w, t->final_cp) : NULL;
     cJSON *res = NULL;
     struct wacp_err e = {0};
-    if (r == 0 && go && cp)
-        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, &res, &e);
+    if (r == 0 && go && cp) /* refused (busy, a bad proof): it stays conflicted, the coordinator's */
+        merge_close(w, c, t, cp, parent ? &t->conflicts : NULL, t->conflict_strategy, false, NULL, NULL,
+                    false, &res, &e);
     else if (r == 0)
         wacp_tree_set_state(w, t, WS_FAILED, g->actor,
                             go ? "integration_error" : "gate_rejected_by_human");
@@ -424,6 +540,8 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
                               wacp_tree_state_name(t->state));
     if (escalate)
         return escalate_open(w, c, t, res, e);
+    if (!rework && merge_busy(t))
+        return busy_fail(e, t);
     cJSON *b = wacp_core_obj();
     wacp_core_add_str(b, "workspace_id", t->id);
     wacp_core_add_str(b, "resolution", how);
@@ -444,5 +562,5 @@ int wacp_integrate_method_resolve(struct wacp *w, struct wacp_ws *c, const cJSON
     if (!cp)
         return wacp_core_fail(e, -32603, "internal", "the final checkpoint is missing");
     return merge_close(w, c, t, cp, !strcmp(prefer, "parent") ? &t->conflicts : NULL,
-                       t->conflict_strategy, res, e);
+                       t->conflict_strategy, false, NULL, NULL, true, res, e);
 }

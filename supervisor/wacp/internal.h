@@ -29,6 +29,8 @@ enum wacp_rate {
     WACP_RATE_N
 };
 
+struct wacp_job; /* jobs.h */
+
 struct wacp_files_rules {
     const char *const *protected_paths; /* globs (tools/broker/protect.h) */
     size_t n_protected;
@@ -109,6 +111,10 @@ struct wacp_ws {
     char end_reason[64];
     int64_t created_us;     /* its workspace_created entry's time (recovery: timers from the trail) */
     bool written_since_cp;  /* recovery: a tool call of its agent was recorded after its last checkpoint */
+    /* File work in flight on its directory (jobs.h): readers (a copy for a child, a snapshot)
+     * share it; a writer (an integration into it) has it alone. */
+    unsigned file_readers;
+    bool file_writing;
 };
 
 enum env_state { ENV_CREATED = 0, ENV_VALIDATED, ENV_DELIVERED, ENV_ACKNOWLEDGED, ENV_REJECTED };
@@ -193,6 +199,11 @@ struct wacp {
     size_t n_tasks, cap_tasks;
     char graph[WACP_ID_LEN]; /* the run's one task graph, "" until its first task */
     struct wacp_summary sum;
+    struct wacp_job *jobs; /* file work in flight or queued (jobs.h) */
+    struct wacp_job *jobs_queue, *jobs_queue_tail;
+    unsigned jobs_running;
+    size_t pending_creates;   /* workspace copies in flight: they count toward max_workspaces */
+    uint64_t call_ref;        /* the request being handled (wacp_call_ref), 0: it cannot wait */
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */

@@ -7,6 +7,7 @@
 #include "supervisor/wacp/files.h"
 #include "supervisor/wacp/human.h"
 #include "supervisor/wacp/integrate.h"
+#include "supervisor/wacp/jobs.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/trail_query.h"
@@ -275,7 +276,12 @@ int wacp_call_ref(struct wacp *w, const char *caller, const char *method, const 
     int g = escalation ? 0 : human_gate_method(w, c, m->name, m->gate - 1, p, call_ref, e);
     if (g != 0)
         return g;
-    return m->fn(w, c, p, result, e);
+    /* A handler whose file work goes to the pool (jobs.h) answers this request later. */
+    uint64_t outer = w->call_ref;
+    w->call_ref = call_ref;
+    int rc = m->fn(w, c, p, result, e);
+    w->call_ref = outer;
+    return rc;
 }
 
 /* ---- life of the model */
@@ -346,6 +352,7 @@ void wacp_free(struct wacp *w)
 {
     if (!w)
         return;
+    wacp_jobs_orphan(w);
     human_free(w);
     for (size_t i = 0; i < w->n_ws; i++)
         wacp_tree_free(w->ws[i]);

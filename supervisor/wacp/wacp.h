@@ -75,6 +75,11 @@ struct wacp_hooks {
      * < 0 with ERR: it could not run, failed, timed out or printed too much. May be NULL. */
     int (*evaluate)(void *data, const char *ws, const char *input, char **out, size_t *out_len,
                     struct cerr *err);
+    /* Runs WORK(ARG) on a worker thread (the run's pool, where tool calls run), then DONE(ARG)
+     * on the loop thread in a later turn: the model's file work (copies, snapshots,
+     * integration's writes) off the loop. < 0: cannot (the model then does the work inline).
+     * NULL: everything inline. */
+    int (*offload)(void *data, void (*work)(void *arg), void (*done)(void *arg), void *arg);
 };
 
 struct wacp_opts {

@@ -8,6 +8,7 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/files.h"
+#include "supervisor/wacp/jobs.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
@@ -225,6 +226,141 @@ static void ws_drop(struct wacp *w, struct wacp_ws *ws)
     wacp_tree_free(ws);
 }
 
+/* What follows the creation's entry: default rights, the task, visibility, the agent, its
+ * directive; the answer. */
+static int create_started(struct wacp *w, struct wacp_ws *c, struct wacp_ws *ws, struct wacp_task *task,
+                          const cJSON *p, cJSON **res, struct wacp_err *e)
+{
+    /* The matrix's default rights: the creator to the child, and back where the child's role
+     * may send to the creator's (PROTOCOL 5.6). */
+    char rid[WACP_ID_LEN];
+    if (wacp_envelope_right_add(w, RIGHT_RECEIVE, ws->id, ws->id, c->role, rid) < 0 ||
+        wacp_envelope_right_add(w, RIGHT_SEND, c->id, ws->id, c->role, rid) < 0)
+        return wacp_core_trail_err(e);
+    bool back = false;
+    for (size_t i = 0; i < ws->view.n_caps && !back; i++) {
+        const char *t = ws->view.caps[i].text;
+        if (strncmp(t, "send:", 5))
+            continue;
+        const char *arrow = strstr(t, "->");
+        /* A delegate answers queries as a local coordinator (PROTOCOL 5.4). */
+        if (arrow &&
+            (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
+             (c->delegate && !strcmp(arrow + 2, "coordinator"))))
+            back = true;
+    }
+    if (back && wacp_envelope_right_add(w, RIGHT_SEND, ws->id, c->id, c->role, rid) < 0)
+        return wacp_core_trail_err(e);
+    if (task && wacp_task_bind(w, task, ws, c->role) < 0)
+        return wacp_core_trail_err(e);
+    if (wacp_visibility_grant_at_create(w, c, ws, p, e) < 0)
+        return -1;
+    struct cerr ce = {0};
+    if (ws_start(w, ws, &ce) < 0) {
+        if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "creation_error") < 0)
+            return wacp_core_trail_err(e);
+        return wacp_core_fail(e, -32603, "creation_error", "workspace %s could not start its agent: %s",
+                              ws->id, ce.msg);
+    }
+    if (wacp_envelope_send_directive(w, c->id, ws, ws->directive, "agent", ws->directive_env) < 0)
+        return wacp_core_trail_err(e);
+    *res = wacp_core_obj();
+    wacp_core_add_str(*res, "workspace_id", ws->id);
+    wacp_core_add_str(*res, "state", wacp_tree_state_name(ws->state));
+    wacp_core_add_str(*res, "directive_envelope", ws->directive_env);
+    wacp_core_add_str(*res, "owner", ws->owner);
+    wacp_core_add_str(*res, "originator", ws->originator);
+    return 0;
+}
+
+/* ---- workspace.create's copy, on the pool (jobs.h) */
+
+struct create_job {
+    struct wacp_job j;
+    struct wacp_ws *ws; /* not in the tree while its files are copied: nothing can name it */
+    cJSON *params;      /* the request's, for what is done once the copy is whole */
+    char *src;          /* the parent's directory */
+    struct cerr ce;
+    int rc;
+};
+
+/* On a worker: the copy, and on failure no half copy left behind. */
+static void create_work(struct wacp_job *jb)
+{
+    struct create_job *cj = (struct create_job *)jb;
+    cj->rc = wacp_files_copy_tree(cj->src, cj->ws->dir, &cj->ws->base, &cj->ce);
+    if (cj->rc < 0)
+        wacp_files_remove_tree(cj->ws->dir);
+}
+
+static void create_free(struct wacp_job *jb)
+{
+    struct create_job *cj = (struct create_job *)jb;
+    if (cj->ws && jb->w)
+        ws_drop(jb->w, cj->ws); /* never added to the run */
+    else
+        wacp_tree_free(cj->ws);
+    cJSON_Delete(cj->params);
+    free(cj->src);
+    free(cj);
+}
+
+/* The creation refused after the copy was taken (or could not be): recorded, nothing left. */
+static int create_reject(struct wacp *w, struct wacp_ws *c, struct create_job *cj, struct wacp_err *e,
+                         int rpc, const char *code, const char *why)
+{
+    if (cj->rc == 0)
+        wacp_files_remove_tree(cj->ws->dir); /* rare (the creator ended meanwhile): on the loop */
+    cJSON *b = wacp_core_obj();
+    wacp_core_add_str(b, "agent", cj->ws->agent);
+    wacp_core_add_str(b, "reason", why);
+    int r = wacp_core_rec(w, c->id, c->role, "workspace_rejected", b);
+    cJSON_Delete(b);
+    if (r < 0)
+        return wacp_core_trail_err(e);
+    return wacp_core_fail(e, rpc, code, "%s", why);
+}
+
+static int create_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct wacp_err *e)
+{
+    struct create_job *cj = (struct create_job *)jb;
+    w->pending_creates--;
+    struct wacp_ws *c = wacp_tree_find(w, jb->caller); /* workspaces stay in the tree: found */
+    if (!c)
+        return wacp_core_fail(e, -32603, "internal", "the creating workspace is unknown to the model");
+    c->file_readers--;
+    char why[sizeof(e->msg)];
+    if (cj->rc < 0) {
+        snprintf(why, sizeof(why), "cannot copy the parent's files: %.300s", cj->ce.msg);
+        return create_reject(w, c, cj, e, -32603, "creation_error", why);
+    }
+    /* The model went on while the files were copied: what was checked then is checked again. */
+    if (!(WS_BIT(c->state) & WS_WORKING_MASK)) {
+        snprintf(why, sizeof(why), "your workspace became %s while the new one's files were copied",
+                 wacp_tree_state_name(c->state));
+        return create_reject(w, c, cj, e, WACP_E_STATE, "invalid_state", why);
+    }
+    struct wacp_ws *ws = cj->ws;
+    struct wacp_task *task = ws->task[0] ? wacp_task_find(w, ws->task) : NULL;
+    if (ws->task[0] && (!task || (task->status != TASK_PENDING && task->status != TASK_FAILED))) {
+        snprintf(why, sizeof(why), "task %s was bound to another workspace while the files were copied",
+                 ws->task);
+        return create_reject(w, c, cj, e, WACP_E_STATE, "invalid_state", why);
+    }
+    if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws)))
+        return create_reject(w, c, cj, e, -32603, "internal", "out of memory");
+    cJSON *b = created_body(ws);
+    int r = wacp_core_rec(w, ws->id, c->role, "workspace_created", b);
+    cJSON_Delete(b);
+    if (r < 0) {
+        wacp_files_remove_tree(ws->dir);
+        return wacp_core_trail_err(e);
+    }
+    cj->ws = NULL; /* the tree's from here on */
+    w->ws[w->n_ws++] = ws;
+    return create_started(w, c, ws, task, cj->params, res, e);
+}
+
 int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                  struct wacp_err *e)
 {
@@ -252,10 +388,14 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     if (delegate && !policy_role_can(&c->view, "grant_delegate"))
         return wacp_core_deny(w, c, M, e, WACP_E_DENIED, "permission_denied",
                               "only the coordinator grants delegation");
-    if (w->n_ws >= w->max_workspaces)
+    if (w->n_ws + w->pending_creates >= w->max_workspaces)
         return wacp_core_deny(w, c, M, e, WACP_E_LIMIT, "limit",
                               "this run has %llu workspaces, its limit",
                               (unsigned long long)w->max_workspaces);
+    if (c->file_writing)
+        return wacp_core_deny(w, c, M, e, WACP_E_STATE, "workspace_busy",
+                              "an integration is writing your workspace's files; create the "
+                              "workspace once it is answered");
     const cJSON *oj = cJSON_GetObjectItemCaseSensitive(p, "owner");
     if (oj && !user_id_ok(oj->valuestring))
         return wacp_core_fail(e, -32602, "invalid_params",
@@ -311,9 +451,9 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
         w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
-    struct wacp_ws *ws = NULL;
-    if (!wacp_core_grow((void **)&w->ws, &w->cap_ws, w->n_ws + 1, sizeof(*w->ws)) ||
-        !(ws = ws_alloc(w, ag, &v))) {
+    /* The run's array grows when the copy is done (create_finish): copies in flight count. */
+    struct wacp_ws *ws = ws_alloc(w, ag, &v);
+    if (!ws) {
         cJSON_Delete(payload);
         w->payload_total -= held;
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -336,65 +476,23 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     }
     if (task)
         snprintf(ws->task, sizeof(ws->task), "%s", task->id);
-    /* Its working memory: a copy of the parent's files, taken now (the layered base). */
-    if (wacp_files_copy_tree(c->dir, ws->dir, &ws->base, &ce) < 0) {
-        cJSON *b = wacp_core_obj();
-        wacp_core_add_str(b, "agent", ag->name);
-        wacp_core_add_str(b, "reason", ce.msg);
-        int r = wacp_core_rec(w, c->id, c->role, "workspace_rejected", b);
-        cJSON_Delete(b);
+    /* Its working memory: a copy of the parent's files, taken now (the layered base), on the
+     * pool: the tree learns of the workspace only once the copy is whole (create_finish). */
+    struct create_job *cj = calloc(1, sizeof(*cj));
+    if (!cj || !(cj->params = cJSON_Duplicate(p, true)) || !(cj->src = strdup(c->dir))) {
+        if (cj)
+            cJSON_Delete(cj->params);
+        free(cj);
         ws_drop(w, ws);
-        if (r < 0)
-            return wacp_core_trail_err(e);
-        return wacp_core_fail(e, -32603, "creation_error", "cannot copy the parent's files: %s", ce.msg);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
     }
-    cJSON *b = created_body(ws);
-    int r = wacp_core_rec(w, ws->id, c->role, "workspace_created", b);
-    cJSON_Delete(b);
-    if (r < 0) {
-        ws_drop(w, ws);
-        return wacp_core_trail_err(e);
-    }
-    w->ws[w->n_ws++] = ws;
-    /* The matrix's default rights: the creator to the child, and back where the child's role
-     * may send to the creator's (PROTOCOL 5.6). */
-    char rid[WACP_ID_LEN];
-    if (wacp_envelope_right_add(w, RIGHT_RECEIVE, ws->id, ws->id, c->role, rid) < 0 ||
-        wacp_envelope_right_add(w, RIGHT_SEND, c->id, ws->id, c->role, rid) < 0)
-        return wacp_core_trail_err(e);
-    bool back = false;
-    for (size_t i = 0; i < v.n_caps && !back; i++) {
-        const char *t = v.caps[i].text;
-        if (strncmp(t, "send:", 5))
-            continue;
-        const char *arrow = strstr(t, "->");
-        /* A delegate answers queries as a local coordinator (PROTOCOL 5.4). */
-        if (arrow &&
-            (!strcmp(arrow + 2, c->role) || !strcmp(arrow + 2, policy_base_name(c->view.base)) ||
-             (c->delegate && !strcmp(arrow + 2, "coordinator"))))
-            back = true;
-    }
-    if (back && wacp_envelope_right_add(w, RIGHT_SEND, ws->id, c->id, c->role, rid) < 0)
-        return wacp_core_trail_err(e);
-    if (task && wacp_task_bind(w, task, ws, c->role) < 0)
-        return wacp_core_trail_err(e);
-    if (wacp_visibility_grant_at_create(w, c, ws, p, e) < 0)
-        return -1;
-    if ((r = ws_start(w, ws, &ce)) < 0) {
-        if (wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "creation_error") < 0)
-            return wacp_core_trail_err(e);
-        return wacp_core_fail(e, -32603, "creation_error", "workspace %s could not start its agent: %s",
-                              ws->id, ce.msg);
-    }
-    if (wacp_envelope_send_directive(w, c->id, ws, ws->directive, "agent", ws->directive_env) < 0)
-        return wacp_core_trail_err(e);
-    *res = wacp_core_obj();
-    wacp_core_add_str(*res, "workspace_id", ws->id);
-    wacp_core_add_str(*res, "state", wacp_tree_state_name(ws->state));
-    wacp_core_add_str(*res, "directive_envelope", ws->directive_env);
-    wacp_core_add_str(*res, "owner", ws->owner);
-    wacp_core_add_str(*res, "originator", ws->originator);
-    return 0;
+    cj->ws = ws;
+    cj->j.work = create_work;
+    cj->j.finish = create_finish;
+    cj->j.free = create_free;
+    c->file_readers++;
+    w->pending_creates++;
+    return wacp_jobs_run(w, &cj->j, c->id, true, res, e);
 }
 
 int wacp_workspace_method_self(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,

@@ -1,7 +1,9 @@
 # tests/agents/run_coord.py: a minimal coordinator for tests/e2e/run_process.sh, speaking raw
 # JSON-RPC lines (no SDK), so the run's process side is tested on its own.
-#   run_coord.py complete SECONDS   initialize, ask who it is, read a file, log a marker on
-#                                   stderr, sleep, emit `complete`, then wait to be stopped
+#   run_coord.py complete FILE      initialize, ask who it is, read a file, log a marker on
+#                                   stderr, wait until FILE ("-": none) can be read in its
+#                                   workspace (the test creates it once it looked at the run),
+#                                   emit `complete`, then wait to be stopped
 #   run_coord.py exit               initialize and exit without a word about its work
 #   run_coord.py sleep              initialize and sleep until killed
 import json
@@ -27,6 +29,11 @@ def call(i, method, params):
             envelopes.append(msg["params"]["envelope"]["envelope_id"])
 
 
+def readable(i, path):
+    r = call(i, "tools/call", {"name": "readFile", "arguments": {"path": path}})
+    return "result" in r and not r["result"].get("isError")
+
+
 mode = sys.argv[1]
 call(0, "initialize", {"protocolVersion": "2025-06-18"})
 if mode == "exit":
@@ -49,7 +56,12 @@ for e in set(envelopes):
     n += 1
 q = call(n, "wacp/trail.query", {"type": "workspace_created", "limit": 5})
 print("query:", json.dumps(q), file=sys.stderr)
-time.sleep(float(sys.argv[2]))
+go = sys.argv[2]
+n += 1
+while go != "-" and not readable(n, go):
+    n += 1
+    time.sleep(0.05)
+n += 1
 done = call(3, "wacp/signal.emit", {"type": "complete"})
 print("complete:", json.dumps(done), file=sys.stderr, flush=True)
 time.sleep(600)

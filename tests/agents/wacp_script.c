@@ -18,6 +18,9 @@
  *   @timeout:MS           how long waits last from now on (default 30000); a wait that runs out
  *                         prints "< timeout" and the script goes on
  *   @flood:N:METHOD PARAMS  N requests pipelined, then "< flood N ok=K WORD=COUNT..."
+ *   [VAR=]@poll:TEXT:METHOD PARAMS  the request again every 100 ms until its result holds TEXT
+ *                         (printed once, as a request's), or the wait runs out: "< timeout"
+ *                         (waits on a state no event announces, e.g. an entry in the trail)
  *   @raw:LINE             LINE as it is, then one line read and printed
  *   @log:TEXT             prints "# TEXT" ({{VAR}} expanded)
  *   @sleep:MS             sleeps
@@ -279,6 +282,53 @@ static void flood(const char *spec)
     free(s);
 }
 
+/* @poll:TEXT:METHOD PARAMS: see the top of the file. */
+static void poll_request(const char *var, const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon == spec) {
+        fprintf(stderr, "wacp_script: @poll:TEXT:METHOD PARAMS\n");
+        exit(2);
+    }
+    char *text = strndup(spec, (size_t)(colon - spec));
+    char *s = expand(colon + 1);
+    char *sp = strchr(s, ' ');
+    const char *params = sp && sp[1] ? sp + 1 : "{}";
+    if (sp)
+        *sp = '\0';
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        cJSON *p = cJSON_Parse(params);
+        if (!p) {
+            fprintf(stderr, "wacp_script: the params of '%s' are not JSON: %s\n", s, params);
+            exit(2);
+        }
+        cJSON *r = corral_agent_request(A, s, p);
+        if (!r && !corral_agent_error_code(A))
+            ended();
+        char *j = r ? cJSON_PrintUnformatted(r) : NULL;
+        bool hit = j && strstr(j, text);
+        if (hit) {
+            fprintf(stderr, "< %s ok %.16000s\n", s, j);
+            keep(var, r);
+        }
+        free(j);
+        cJSON_Delete(r);
+        if (hit)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= Timeout) {
+            fprintf(stderr, "< timeout\n");
+            break;
+        }
+        struct timespec pause = {0, 100 * 1000000};
+        nanosleep(&pause, NULL);
+    }
+    free(s);
+    free(text);
+}
+
 static void run_steps(int n, const char *const *steps);
 
 static void step(const char *arg)
@@ -350,6 +400,8 @@ static void step(const char *arg)
         Timeout = atoi(arg + 9);
     } else if (!strncmp(arg, "@flood:", 7)) {
         flood(arg + 7);
+    } else if (!strncmp(arg, "@poll:", 6)) {
+        poll_request(var, arg + 6);
     } else if (!strncmp(arg, "@raw:", 5)) {
         char *s = expand(arg + 5);
         if (corral_agent_send_raw(A, s, strlen(s)) < 0 || corral_agent_send_raw(A, "\n", 1) < 0)

@@ -248,8 +248,13 @@ held = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(4)]  # sile
 r = subprocess.run(["curl", "-sS", "http://web.test:%s/index.html" % sys.argv[1]], capture_output=True, text=True)
 print("at-cap:", r.returncode, r.stdout.strip())
 for s in held: s.close()
-import time; time.sleep(0.5)
-r = subprocess.run(["curl", "-sS", "http://web.test:%s/index.html" % sys.argv[1]], capture_output=True, text=True)
+# The proxy frees the slots when it sees the closes: try until one is free (bounded).
+import time
+for _ in range(200):
+    r = subprocess.run(["curl", "-sS", "http://web.test:%s/index.html" % sys.argv[1]], capture_output=True, text=True)
+    if r.returncode == 0:
+        break
+    time.sleep(0.1)
 print("after:", r.returncode, r.stdout.strip())
 PY
 run_capture out err rc "$CORRAL" exec --policy "$D/cap.json" --role netter --trail "$D/cap.db" --ro "$D" -- /bin/sh -c "python3 $D/cap.py $HTTP_PORT"
@@ -348,7 +353,7 @@ try:
 except Exception as e:
     print("refused:", e, file=sys.stderr)
 sys.stderr.flush()
-time.sleep(3)
+time.sleep(600) # until the test, done with corral ps, ends the run
 PY
 cat >"$D/run.json" <<JSON
 { "version": 1,
@@ -359,9 +364,15 @@ JSON
 rdb=$D/run.db
 "$CORRAL" run "$D/run.json" --workspace "$D/runws" --trail "$rdb" --run-dir "$D/run" >"$D/run.out" 2>"$D/run.err" &
 rpid=$!
-i=0; while [ ! -S "$rdb.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1.5
-run_capture ps psErr psRc "$CORRAL" ps --db "$rdb"
+# ps once the agent's two fetches are done (its log says so) and the hub has counted both
+# closed (0 open): poll for that state, as long as the run lasts, then end the run.
+i=0; while ! grep -qs '^refused:' "$D"/run/logs/*.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while [ $i -lt 100 ]; do
+    run_capture ps psErr psRc "$CORRAL" ps --db "$rdb"
+    printf '%s\n' "$ps" | grep -Eq ' 0/1/1 ' && break
+    sleep 0.1; i=$((i + 1))
+done
+kill -TERM $rpid
 wait $rpid
 log=$(cat "$D"/run/logs/*.log 2>/dev/null)
 expect_match "corral run: a proxy agent fetches an allowed host" '^fetched: hello-egress' "$log"

@@ -220,15 +220,29 @@ expect_match "open(O_CREAT) with a setuid mode is refused" 'open-suid-refused' "
 rm -rf "$sw"
 
 # --- the sandbox's init holds none of corral's fds (a trail, agent pipes, an inherited file)
+# The program waits on a fifo we hold, so it runs as long as we look. init is found as the
+# program's parent (corral's first child is its zygote, which holds 0-3 too); its fd table is
+# final right after the program's exec, so it is read until it is, and fails if it never gets so.
+fmarker="$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')"
+mkfifo "$T_TMP/hold"
 exec 7>"$T_TMP/inherited"
-"$CORRAL" exec --trail "$T_TMP/fds.db" -- /bin/sleep 1 &
+"$CORRAL" exec --trail "$T_TMP/fds.db" -- /bin/sh -c "read x # fds $fmarker" <"$T_TMP/hold" &
 cp=$!
-init=""
-for i in $(seq 30); do init=$(pgrep -P "$cp" | head -1); [ -n "$init" ] && [ -e "/proc/$init/fd/3" ] && break; sleep 0.05; done
-fds=$(ls "/proc/$init/fd" 2>/dev/null | sort -n | tr '\n' ' ')
+exec 8>"$T_TMP/hold"
+init="" fds=""
+for i in $(seq 300); do
+    prog=$(pgrep -f "^/bin/sh -c read x # fds $fmarker\$" | head -1)
+    [ -n "$prog" ] && init=$(awk '/^PPid:/ { print $2 }' "/proc/$prog/status" 2>/dev/null)
+    [ -n "$init" ] && fds=$(ls "/proc/$init/fd" 2>/dev/null | sort -n | tr '\n' ' ')
+    [ "$fds" = "0 1 2 3 " ] && break
+    sleep 0.05
+done
+init_parent=$(awk '/^PPid:/ { print $2 }' "/proc/$init/status" 2>/dev/null)
+exec 8>&-
 wait "$cp"
 exec 7>&-
-if [ "$fds" = "0 1 2 3 " ]; then ok "init keeps only 0-2 and its status pipe"; else fail "init keeps only 0-2 and its status pipe" "init's fds: $fds"; fi
+if [ "$fds" = "0 1 2 3 " ] && [ "$init_parent" = "$cp" ]; then ok "init keeps only 0-2 and its status pipe"
+else fail "init keeps only 0-2 and its status pipe" "init $init (parent ${init_parent:-?}, corral $cp): fds $fds"; fi
 
 # --- a corral killed while a command sandbox runs leaves nested cgroups (the command's inside the
 # agent's); the next run sweeps both (regression: the nested one kept the outer one alive, and a

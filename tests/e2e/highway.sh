@@ -280,3 +280,30 @@ expect_match "C: the worker got the person's version" '# changed by a person' "$
 expect_nomatch "C: ... not the original" '# the original' "$logs"
 expect_match "C: the rejected envelope is rejected, not delivered" '"reason":[[:space:]]*"gate_rejected_by_human"' "$(trail --type envelope_rejected)"
 expect_nomatch "C: ... and never reached the worker" '"q":"never"' "$logs"
+
+# ---- D: a run that ends while `gate list --follow` asks: the connection it had not taken yet is
+# reset (seen under AddressSanitizer: status 1, "Connection reset by peer"); --follow still ends
+# with 0. A stand-in run answers the first look, then closes its socket with the second pending.
+cat >"$T_TMP/ending.py" <<'PY'
+import os, select, socket, sys
+path, ready = sys.argv[1:3]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(4)
+open(ready, "w").close()
+c, _ = s.accept()
+got = b""
+while not got.endswith(b"\n"):  # the whole request line, as a run reads it
+    got += c.recv(65536) or b"\n"
+c.sendall(b'{"ok":true,"result":{"gates":[]}}\n')
+c.close()
+select.select([s], [], [], 30)  # the next look, not taken
+s.close()  # the run ends: the socket file stays, no one listens
+PY
+esock=$T_TMP/ending.sock
+python3 "$T_TMP/ending.py" "$esock" "$T_TMP/ending.ready" &
+epid=$!
+i=0; while [ ! -e "$T_TMP/ending.ready" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+run_capture o e r "$CORRAL" gate list --follow --json --control "$esock"
+wait $epid
+expect_status "D: gate list --follow ends with 0 when the run ends as it asks" 0 "$r" "$o" "$e"

@@ -15,9 +15,12 @@ call() { printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name"
 talk() { "$CORRAL" exec --timeout 60 --workspace "$ws" -- "$AGENTS/rpc_script" "$INIT" "$@" 2>&1 >/dev/null; }
 pos() { printf '%s\n' "$1" | grep -n -F "< id=$2 " | head -1 | cut -d: -f1; }
 
-out=$(talk "@nowait:$(call '"slow"' executeCommand '{"command":"sleep 2; echo slept"}')" \
+# The slow command runs until "go" exists, written by a call made after the two fast answers
+# were read: they come first unless the slow call holds them up (then nothing is answered).
+out=$(talk "@nowait:$(call '"slow"' executeCommand '{"command":"until [ -e go ]; do sleep 0.05; done; echo slept"}')" \
            "$(call '"fast1"' readFile '{"path":"a.txt"}')" \
            "$(call '"fast2"' getWorkspaceInfo '{}')" \
+           "$(call '"go"' writeFile '{"path":"go","content":"go"}')" \
            '@read')
 s=$(pos "$out" '"slow"') f1=$(pos "$out" '"fast1"') f2=$(pos "$out" '"fast2"')
 if [ -n "$s" ] && [ -n "$f1" ] && [ -n "$f2" ] && [ "$f1" -lt "$s" ] && [ "$f2" -lt "$s" ]; then

@@ -7,10 +7,10 @@ COORD="$TOP/tests/agents/run_coord.py"
 ws=$T_TMP/ws
 mkdir -p "$ws"
 printf 'hello\n' >"$ws/a.txt"
-policy() { # MODE [SECONDS]
+policy() { # MODE [GO_FILE]
     cat >"$T_TMP/p.json" <<P
 { "version": 1,
-  "agents": { "lead": { "binary": "/usr/bin/python3", "args": ["-u", "$COORD", "$1", "${2:-0}"], "role": "coordinator",
+  "agents": { "lead": { "binary": "/usr/bin/python3", "args": ["-u", "$COORD", "$1", "${2:--}"], "role": "coordinator",
                         "env": { "PATH": "/opt/x/bin:/usr/bin:/bin", "CORRAL_ROLE": "forged" } } } }
 P
 }
@@ -22,7 +22,7 @@ cgroups_of() { # the run's sandboxes' cgroups still present (v1 memory or v2)
 run_capture out err rc "$CORRAL" run --help
 expect_status "run --help exits 0" 0 "$rc"
 expect_match "run --help documents --workspace" '--workspace DIR' "$out"
-policy complete 0
+policy complete -
 run_capture out err rc "$CORRAL" run "$T_TMP/p.json"
 expect_status "run without --workspace is a usage error" 2 "$rc"
 expect_match "... and says what is missing" 'workspace DIR is required' "$err"
@@ -35,15 +35,16 @@ expect_status "ps with no run listening exits 1" 1 "$rc"
 expect_match "... and says so" 'no run is listening' "$err"
 
 # ---- a whole run: the coordinator completes ----
-policy complete 2
+# The coordinator completes once go.txt appears in its workspace, made after ps looked.
+policy complete go.txt
 db=$T_TMP/t.db
 "$CORRAL" run "$T_TMP/p.json" --workspace "$ws" --trail "$db" --run-dir "$T_TMP/run" >"$T_TMP/run.out" 2>"$T_TMP/run.err" &
 pid=$!
 i=0
-while [ ! -S "$db.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 0.5
+while ! grep -qs coord-log-marker "$T_TMP"/run/logs/*.log && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 run_capture ps psErr psRc "$CORRAL" ps --db "$db"
 run_capture psj psjErr psjRc "$CORRAL" ps --db "$db" --json
+echo go >"$ws/go.txt"
 wait $pid
 rc=$?
 expect_status "ps answers while the run goes on" 0 "$psRc" "$psErr"
@@ -81,8 +82,10 @@ policy sleep
 "$CORRAL" run "$T_TMP/p.json" --workspace "$ws" --trail "$T_TMP/s.db" --run-dir "$T_TMP/s" >"$T_TMP/s.out" 2>&1 &
 pid=$!
 i=0
-while [ ! -S "$T_TMP/s.db.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 0.3
+# TERM once the coordinator's sandbox runs (ps says so), not at some moment of its start
+while ! "$CORRAL" ps --db "$T_TMP/s.db" --json 2>/dev/null | grep -q '"running":true' && [ $i -lt 300 ]; do
+    sleep 0.1; i=$((i + 1))
+done
 kill -TERM $pid
 wait $pid
 rc=$?

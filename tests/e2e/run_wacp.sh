@@ -120,13 +120,14 @@ expect_match "A: the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 
 
 # ---- B: redelivery: a worker that drops its directive gets it again (attempt 2), once; one that
 # drops four has it recorded undeliverable after three redeliveries (base 400 ms: 4 s in all, so
-# a machine under load still acks the others in time)
+# a machine under load still acks the others in time); the coordinator aborts it once the trail
+# says so
 session b --redelivery-ms 400 -- @envelope \
     'd=wacp/workspace.create {"agent":"dropper","directive":{"steps":["wacp/checkpoint.create {\"type\":\"artifact\",\"intent\":\"d\",\"status\":\"final\",\"confidence\":\"high\",\"parent\":null}","wacp/signal.emit {\"type\":\"complete\"}","@hold"]}}' \
     'l=wacp/workspace.create {"agent":"lost","directive":{"steps":["@log:never"]}}' \
     '@until:complete' \
     'wacp/integrate {"workspace":"{{d.workspace_id}}","decision":"accept"}' \
-    '@sleep:6000' \
+    '@poll:envelope_undeliverable:wacp/trail.query {"type":"envelope_undeliverable"}' \
     'wacp/workspace.abort {"workspace":"{{l.workspace_id}}","reason":"its directive was undeliverable"}' \
     'wacp/signal.emit {"type":"complete"}' @hold
 expect_status "B: the run ends well" 0 "$rc" "$err" "$logs"
@@ -186,17 +187,18 @@ expect_status "D: no workspace was created by the flood" 3 "$n" "$(trail --type 
 # fails its subtree; an agent that exits fails its workspace and its parent is told
 DELEGATE=$(python3 - <<'PY'
 import json
-grand = {"steps": ["wacp/workspace.self {}", "@hold"]}
+# The grandchild is active (its directive delivered) once it signals; only then does the delegate
+# name it to the coordinator, which suspends it (an idle one cannot be: no sleep decides this).
+grand = {"steps": ['wacp/signal.emit {"type":"started"}', "wacp/workspace.self {}", "@hold"]}
 create = "k=wacp/workspace.create " + json.dumps({"agent": "w", "directive": grand})
 send = 'wacp/envelope.send {"to":"{{directive.from}}","type":"query","payload":{"child":"{{k.workspace_id}}"}}'
-print(json.dumps({"steps": [create, send, "@hold"]}))
+print(json.dumps({"steps": [create, "@until:started", send, "@hold"]}))
 PY
 )
 session e -- @envelope \
     'wacp/workspace.create {"agent":"w","directive":{},"budgets":{"memory":1099511627776}}' \
     "d=wacp/workspace.create {\"agent\":\"w\",\"delegate\":true,\"directive\":$DELEGATE}" \
     'q=@envelope' \
-    '@sleep:300' \
     'wacp/workspace.suspend {"workspace":"{{q.payload.child}}"}' \
     'wacp/workspace.resume {"workspace":"{{q.payload.child}}"}' \
     'wacp/workspace.abort {"workspace":"{{d.workspace_id}}","reason":"the subtree goes"}' \

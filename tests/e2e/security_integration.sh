@@ -109,6 +109,8 @@ sec_session query -- \
   'wacp/signal.emit {"type":"complete"}' '@hold'
 q=$(printf '%s\n' "$logs" | grep '^< wacp/trail.query ok')
 expect_match "E: the worker read its trail" 'sandbox_created' "$q"
+expect_match "E: each entry's body is under \"body\"" '"type":"sandbox_created","body":\{' "$q"
+expect_nomatch "E: no member lost its name (a scrubbed value too)" '"":' "$q"
 expect_nomatch "E: no host path of the run (run dir, workspace, agents)" "$rundir|$T_TMP|$AGENTS|/tmp/" "$q"
 expect_nomatch "E: no pid" '"pid"' "$q"
 expect_nomatch "E: no cgroup" 'cgroup' "$q"

@@ -18,17 +18,19 @@ FLOOD=$(python3 -c 'import json,sys; print(json.dumps({"flood": {"binary": "/usr
 d=$T_TMP/mem ws=$d/ws rundir=$d/run db=$d/trail.db
 mkdir -p "$ws" && echo base >"$ws/base.txt" && chown -R 65534:65534 "$ws"
 # The coordinator receives the twenty 1 MiB envelopes: room for that (and for AddressSanitizer).
-SEC_POLICY_EXTRA='{"roles":{"coordinator":{"budgets":{"wall_time":"3m","memory":"2G"}}}}' \
-SEC_AGENTS_EXTRA=$FLOOD SEC_WORKER_EXTRA='{"budgets":{"memory":"512M","pids":32,"wall_time":"3m"}}' \
+# Bounds of minutes: 30 MiB of JSON parsed, hashed and committed takes a loaded 2-core machine
+# over 150 s (a run killed with 12 of the 20 envelopes sent); an unloaded one takes seconds.
+SEC_POLICY_EXTRA='{"roles":{"coordinator":{"budgets":{"wall_time":"6m","memory":"2G"}}}}' \
+SEC_AGENTS_EXTRA=$FLOOD SEC_WORKER_EXTRA='{"budgets":{"memory":"512M","pids":32,"wall_time":"6m"}}' \
 S=$S sec_policy "$d/policy.json" \
-  '@timeout:120000' 'a=wacp/workspace.create {"agent":"flood","directive":{}}' '@until:complete' \
+  '@timeout:280000' 'a=wacp/workspace.create {"agent":"flood","directive":{}}' '@until:complete' \
   '@sleep:1500' 'wacp/integrate {"workspace":"{{a.workspace_id}}","decision":"reject"}' \
   'wacp/signal.emit {"type":"complete"}' '@hold'
-timeout -s KILL 200 "$CORRAL" run "$d/policy.json" --workspace "$ws" --run-dir "$rundir" --trail "$db" \
-    --timeout 150 >"$d/out" 2>"$d/err" &
+timeout -s KILL 400 "$CORRAL" run "$d/policy.json" --workspace "$ws" --run-dir "$rundir" --trail "$db" \
+    --timeout 300 >"$d/out" 2>"$d/err" &
 pid=$!
 i=0 peak=
-while kill -0 "$pid" 2>/dev/null && [ $i -lt 1500 ]; do
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 3000 ]; do
     # the supervisor itself (timeout's child): its peak so far
     sup=$(pgrep -P "$pid" -x corral | head -1)
     [ -n "$sup" ] && peak=$(awk '/^VmHWM:/ {print $2}' "/proc/$sup/status" 2>/dev/null || echo "$peak")

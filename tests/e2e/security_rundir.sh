@@ -76,22 +76,44 @@ run_at "$T_TMP/t5/trail.db" --control "$ad/ctl.sock"
 run_capture out err rc "$CORRAL" ps --control "$ad/ctl.sock"
 expect_nomatch "5: corral ps does not print the attacker's answer" 'forged' "$out"
 expect_match "5: corral ps says the socket is not a root corral's" 'not (owned by root|corral|served by root)|owned by uid 65534|uid 65534' "$err"
+# A person's requests (corral gate, inject, escalations) go to the same socket: their approvals
+# and words must not reach another user's server either.
+run_capture out err rc "$CORRAL" gate list --control "$ad/ctl.sock"
+expect_match "5: corral gate refuses a socket another user serves" 'served by uid 65534' "$err"
+run_capture out err rc "$CORRAL" inject --control "$ad/ctl.sock" --type feedback --text secret ws-forged
+expect_match "5: corral inject sends nothing to a socket another user serves" 'served by uid 65534' "$err"
 kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null
 
-# ---- 6: a checkpoint object swapped on disk is refused at integration (verified by its hash)
+# (Tests 6 and 7 name root in the policy's "users": the test injects its envelopes as root.)
+# ws_where DB STATE PARENT: the id of a workspace of the run in STATE, the root's ("root") or a
+# child's ("child"); empty when there is none (yet)
+ws_where() {
+    "$CORRAL" ps --db "$1" --json 2>/dev/null | python3 -c 'import json, sys
+try: w = json.load(sys.stdin)["workspaces"]
+except Exception: w = []
+print(next((x["workspace_id"] for x in w if x["state"] == sys.argv[1] and (x["parent"] is None) == (sys.argv[2] == "root")), ""))' "$2" "$3"
+}
+
+# ---- 6: a checkpoint object swapped on disk is refused at integration (verified by its hash).
+# The swap comes once the worker is integrating (its object written); the coordinator, told by an
+# envelope the test injects, integrates after it.
 W=$(sec_steps \
   'tools/call {"name":"writeFile","arguments":{"path":"out.txt","content":"honest\n"}}' \
   'wacp/checkpoint.create {"type":"artifact","intent":"out","status":"final","confidence":"high","parent":null,"files":["out.txt"]}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 d=$T_TMP/six rd=$T_TMP/six/run
 mkdir -p "$d/ws" && echo base >"$d/ws/base.txt" && chown -R 65534:65534 "$d/ws"
-S=$S sec_policy "$d/policy.json" "a=wacp/workspace.create {\"agent\":\"w\",\"directive\":{\"steps\":$W}}" \
-  '@until:complete' '@sleep:2500' 'wacp/integrate {"workspace":"{{a.workspace_id}}","decision":"accept"}' \
+SEC_POLICY_EXTRA='{"users":{"0":"root-admin"}}' S=$S sec_policy "$d/policy.json" "a=wacp/workspace.create {\"agent\":\"w\",\"directive\":{\"steps\":$W}}" \
+  '@until:complete' '@envelope' 'wacp/integrate {"workspace":"{{a.workspace_id}}","decision":"accept"}' \
   'wacp/signal.emit {"type":"complete"}' '@hold'
-( i=0; while [ $i -lt 3000 ]; do
+( i=0; while [ $i -lt 600 ]; do
       f=$(find "$rd/objects" -type f ! -name '.*' 2>/dev/null | head -1)
-      if [ -n "$f" ]; then sleep 0.3; printf 'forged\n' >"$f"; echo "$f" >"$d/swapped"; break; fi
-      sleep 0.01; i=$((i + 1)); done ) &
+      if [ -n "$f" ] && [ -n "$(ws_where "$d/trail.db" integrating child)" ]; then
+          printf 'forged\n' >"$f"; echo "$f" >"$d/swapped"
+          "$CORRAL" inject "$(ws_where "$d/trail.db" active root)" --type feedback --text swapped --db "$d/trail.db" >/dev/null
+          break
+      fi
+      sleep 0.05; i=$((i + 1)); done ) &
 swapper=$!
 run_capture out err rc timeout -s KILL 60 "$CORRAL" run "$d/policy.json" --workspace "$d/ws" --trail "$d/trail.db" --run-dir "$rd" --timeout 30
 wait "$swapper"
@@ -100,21 +122,27 @@ logs=$(cat "$rd"/logs/*.log 2>/dev/null)
 expect_nomatch "6: the forged content did not reach DIR" 'forged' "$(cat "$d/ws/out.txt" 2>&1)"
 expect_match "6: the integration was refused on the object's hash" 'integrate ok .*"state":"failed".*(hash|object)|integrate ok .*(hash|object).*"state":"failed"|integrate error=-?[0-9]+ integrity_violation .*object' "$logs"
 
-# ---- 7: a worker's copy swapped for a symlink to a root-only directory is not snapshotted
+# ---- 7: a worker's copy swapped for a symlink to a root-only directory is not snapshotted (the
+# worker makes its checkpoint once told, by an envelope the test injects, that the swap is done)
 secret=$T_TMP/secret
 mkdir -p "$secret" && echo 'root only' >"$secret/secret.txt" && chmod 0600 "$secret/secret.txt" && chmod 0700 "$secret"
-W=$(sec_steps '@sleep:2500' \
+W=$(sec_steps '@envelope' \
   'wacp/checkpoint.create {"type":"artifact","intent":"all","status":"final","confidence":"high","parent":null}' \
   'wacp/signal.emit {"type":"complete"}' '@hold')
 d=$T_TMP/seven rd=$T_TMP/seven/run
 mkdir -p "$d/ws" && echo base >"$d/ws/base.txt" && chown -R 65534:65534 "$d/ws"
-S=$S sec_policy "$d/policy.json" "a=wacp/workspace.create {\"agent\":\"w\",\"directive\":{\"steps\":$W}}" \
+SEC_POLICY_EXTRA='{"users":{"0":"root-admin"}}' S=$S sec_policy "$d/policy.json" "a=wacp/workspace.create {\"agent\":\"w\",\"directive\":{\"steps\":$W}}" \
   '@until:complete' 'wacp/integrate {"workspace":"{{a.workspace_id}}","decision":"accept"}' \
   'wacp/signal.emit {"type":"complete"}' '@hold'
-( i=0; while [ $i -lt 3000 ]; do
+( i=0; while [ $i -lt 600 ]; do
       c=$(find "$rd/ws" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | head -1)
-      if [ -n "$c" ]; then sleep 0.3; mv "$c" "$c.moved" && ln -s "$secret" "$c" && echo "$c" >"$d/swapped"; break; fi
-      sleep 0.01; i=$((i + 1)); done ) &
+      w=$(ws_where "$d/trail.db" active child) # its directive acked: the next envelope is ours
+      if [ -n "$c" ] && [ -n "$w" ]; then
+          mv "$c" "$c.moved" && ln -s "$secret" "$c" && echo "$c" >"$d/swapped"
+          "$CORRAL" inject "$w" --type feedback --text swapped --db "$d/trail.db" >/dev/null
+          break
+      fi
+      sleep 0.05; i=$((i + 1)); done ) &
 swapper=$!
 run_capture out err rc timeout -s KILL 60 "$CORRAL" run "$d/policy.json" --workspace "$d/ws" --trail "$d/trail.db" --run-dir "$rd" --timeout 30
 wait "$swapper"

@@ -179,7 +179,7 @@ expect_match "timeout warning: the limit is the timeout" '"type":"budget_warning
 cpid=$!
 seen=no
 i=0
-while [ $i -lt 100 ]; do
+while [ $i -lt 250 ]; do # the program holds its memory for 30 s
     if "$CORRAL" trail --db "$bdb" --json | awk '/"type":"sandbox_created"/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' |
         grep -q '"type":"budget_warning".*"memory"'; then seen=yes; break; fi
     sleep 0.1

@@ -45,7 +45,7 @@ LAYERS = [
 WACP_LAYERS = [
     ['wacp', 'internal', 'highway', 'integrity'],  # highway, integrity: self-contained
     ['core'],
-    ['files'],
+    ['files', 'jobs'],
     ['conflict'],  # the integration's detectors: files only
     ['tree'],
     ['visibility'],

@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -276,6 +277,32 @@ struct run {
     char out[1024];
 };
 
+/* Init's open fds as "N(target) ", listed from /proc the moment the caller sees its program
+ * started. */
+static size_t list_init_fds(pid_t pid, char *out, size_t cap)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)pid);
+    size_t o = 0;
+    out[0] = '\0';
+    for (int fd = 0; fd < 64 && o < cap; fd++) {
+        char path[96], target[128];
+        snprintf(path, sizeof(path), "%s/%d", dir, fd);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+            continue;
+        target[n] = '\0';
+        /* Only the number when it is init's own: /dev/null on 0-2, its status socket on 3. */
+        bool expected = (fd < 3 && !strcmp(target, "/dev/null")) ||
+                        (fd == 3 && !strncmp(target, "socket:", 7));
+        o += (size_t)snprintf(out + o, cap - o, expected ? "%d " : "%d(%s) ", fd, target);
+    }
+    return o < cap ? o : cap - 1;
+}
+
+/* Several spawns in a row from one thread, each checked as soon as sandbox_spawn returns. */
+enum { SPAWNS_PER_THREAD = 6 };
+
 static void *spawn_one(void *arg)
 {
     struct run *r = arg;
@@ -287,41 +314,42 @@ static void *spawn_one(void *arg)
     struct sandbox_bind b = {.host = host, .inside = "/workspace", .writable = true};
     p.binds = &b;
     p.n_binds = 1;
-    int op[2], ip[2];
-    if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ip, O_CLOEXEC) < 0)
-        return NULL;
-    struct sandbox_stdio io = {ip[0], op[1], -1};
-    /* The workspace is the bound one; the program waits on stdin while init's fds are listed. */
-    char *const argv[] = {"sh", "-c", "cat /workspace/mark; read x", NULL};
-    struct sandbox_child *c = NULL;
-    struct cerr e = {0};
     r->status = -1;
-    int sr = sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e);
-    close(op[1]);
-    close(ip[0]);
-    if (sr == 0) {
-        /* What init holds: /dev/null on 0-2 and its status pipe, nothing of this process's. */
-        char dir[64];
-        snprintf(dir, sizeof(dir), "/proc/%ld/fd", (long)sandbox_child_pid(c));
-        size_t o = 0;
-        for (int fd = 0; fd < 64; fd++) {
-            char path[96];
-            snprintf(path, sizeof(path), "%s/%d", dir, fd);
-            if (access(path, F_OK) == 0)
-                o += (size_t)snprintf(r->out + o, sizeof(r->out) - o, "%d ", fd);
+    for (int round = 0; round < SPAWNS_PER_THREAD; round++) {
+        int op[2], ip[2];
+        if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ip, O_CLOEXEC) < 0)
+            break;
+        struct sandbox_stdio io = {ip[0], op[1], -1};
+        /* The workspace is the bound one; the program waits on stdin while init's fds are
+         * listed. */
+        char *const argv[] = {"sh", "-c", "cat /workspace/mark; read x", NULL};
+        struct sandbox_child *c = NULL;
+        struct cerr e = {0};
+        r->status = -1;
+        int sr = sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e);
+        close(op[1]);
+        close(ip[0]);
+        if (sr < 0) {
+            close(ip[1]);
+            close(op[0]);
+            snprintf(r->out, sizeof(r->out), "%s", e.msg);
+            break;
         }
+        /* What init holds once its program runs: /dev/null on 0-2 and its status socket on
+         * 3, nothing of this process's (the workspace, another thread's pipes) and nothing of
+         * its own set-up. */
+        size_t o = list_init_fds(sandbox_child_pid(c), r->out, sizeof(r->out));
         close(ip[1]);
         ssize_t n = util_read_all(op[0], r->out + o, sizeof(r->out) - 1 - o);
         r->out[o + (n > 0 ? (size_t)n : 0)] = '\0';
+        close(op[0]);
         struct sandbox_result res;
         if (sandbox_child_wait(c, &res, &e) == 0 && res.exited)
             r->status = res.exit_code;
         sandbox_child_free(c);
-    } else {
-        close(ip[1]);
-        snprintf(r->out, sizeof(r->out), "%s", e.msg);
+        if (r->status != 1 || strcmp(r->out, "0 1 2 3 marked") != 0)
+            break; /* the first wrong one is reported */
     }
-    close(op[0]);
     close(dfd);
     return NULL;
 }
@@ -342,18 +370,19 @@ static void spawns_from_threads_through_the_zygote(void **state)
     /* An fd of ours no sandbox may hold. */
     int secret = open("/etc/hostname", O_RDONLY);
     assert_true(secret >= 0);
-    enum { N = 6 };
+    enum { N = 8 };
     pthread_t th[N];
     struct run runs[N];
     for (int i = 0; i < N; i++) {
         runs[i] = (struct run){.ws = ws};
         assert_int_equal(pthread_create(&th[i], NULL, spawn_one, &runs[i]), 0);
     }
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N; i++)
         pthread_join(th[i], NULL);
-        assert_int_equal(runs[i].status, 1); /* read x at EOF */
-        /* init: 0 1 2 (/dev/null) and 3 (its status pipe), nothing of ours */
+    for (int i = 0; i < N; i++) {
+        /* init: 0 1 2 (/dev/null) and 3 (its status socket), nothing of ours */
         assert_string_equal(runs[i].out, "0 1 2 3 marked");
+        assert_int_equal(runs[i].status, 1); /* read x at EOF */
     }
     close(secret);
     unlink(mark);
@@ -361,8 +390,8 @@ static void spawns_from_threads_through_the_zygote(void **state)
 }
 
 /* Output of `sh -c SCRIPT` in a command sandbox nested in AGENT's, with WS bound at /workspace
- * by fd, X=VAL in its environment; *warm: its init was made before this call (prepared). */
-static char *run_in(struct sandbox_child *agent, const char *ws, const char *val, bool *warm)
+ * by fd, X=VAL in its environment; *init: the pid of its init. */
+static char *run_in(struct sandbox_child *agent, const char *ws, const char *val, pid_t *init)
 {
     struct sandbox_profile p;
     sandbox_profile_default(&p);
@@ -381,28 +410,11 @@ static char *run_in(struct sandbox_child *agent, const char *ws, const char *val
     assert_int_equal(pipe2(op, O_CLOEXEC), 0);
     struct sandbox_stdio io = {-1, op[1], op[1]};
     char *const argv[] = {"sh", "-c", "cat mark; echo \" $X $(pwd)\"", NULL};
-    struct timespec now;
-    clock_gettime(CLOCK_BOOTTIME, &now);
-    unsigned long long ticks = (unsigned long long)now.tv_sec *
-                                   (unsigned long long)sysconf(_SC_CLK_TCK) +
-                               (unsigned long long)now.tv_nsec /
-                                   (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
     struct sandbox_child *c = NULL;
     struct cerr e = {0};
     if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
         fail_msg("spawn: %s", e.msg);
-    /* starttime of init (field 22), in clock ticks since boot */
-    char path[64], st[1024];
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)sandbox_child_pid(c));
-    unsigned long long start = 0;
-    if (util_read_file(path, st, sizeof(st)) == 0) {
-        char *q = strrchr(st, ')');
-        int field = 2;
-        for (char *tok = q ? strtok(q + 1, " ") : NULL; tok; tok = strtok(NULL, " "))
-            if (++field == 22)
-                start = strtoull(tok, NULL, 10);
-    }
-    *warm = start > 0 && start + 5 < ticks; /* made 50 ms or more before the call */
+    *init = sandbox_child_pid(c);
     close(op[1]);
     static char out[256];
     ssize_t n = util_read_all(op[0], out, sizeof(out) - 1);
@@ -413,6 +425,40 @@ static char *run_in(struct sandbox_child *agent, const char *ws, const char *val
     sandbox_child_free(c);
     close(dfd);
     return out;
+}
+
+/* The inits of the prepared sandboxes nested in the cgroup CG (each alone in a cgroup of its
+ * own beneath it; a command that ended leaves an empty one until it is removed). */
+static int prepared_inits(const char *cg, pid_t *out, int max)
+{
+    int n = 0;
+    DIR *d = opendir(cg);
+    struct dirent *de;
+    while (d && n < max && (de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        char path[1024], buf[64];
+        snprintf(path, sizeof(path), "%s/%s/cgroup.procs", cg, de->d_name);
+        long pid = util_read_file(path, buf, sizeof(buf)) == 0 ? strtol(buf, NULL, 10) : 0;
+        if (pid > 0)
+            out[n++] = (pid_t)pid;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* Waits (at most 60 s) until the cgroup CG holds exactly N prepared inits, their pids in OUT:
+ * the pool has settled (each profile used has its prepared sandbox, none is under way). */
+static int wait_prepared(const char *cg, int n, pid_t *out, int max)
+{
+    int k = 0;
+    for (int tries = 0; tries < 3000; tries++) {
+        if ((k = prepared_inits(cg, out, max)) == n)
+            break;
+        usleep(20 * 1000);
+    }
+    return k;
 }
 
 static void prepared_sandboxes_match_their_profile(void **state)
@@ -446,23 +492,36 @@ static void prepared_sandboxes_match_their_profile(void **state)
     if (stat(cg, &cst) < 0) /* cgroup v2 */
         snprintf(cg, sizeof(cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
     assert_int_equal(stat(cg, &cst), 0);
-    int warm_a = 0;
+    /* After a command ends, a sandbox of its profile is prepared when none is left; the next
+     * command of that profile takes it. So once the pool has settled (one prepared per profile
+     * used so far), every command of a profile used before runs in one of those prepared. */
+    int warm = 0;
+    bool used_a = false, used_b = false;
     static const char *const seq[] = {"a", "a", "b", "a", "b", "b", "a", "a"};
     for (size_t i = 0; i < ARRAY_SIZE(seq); i++) {
-        bool warm;
         char val[8];
         snprintf(val, sizeof(val), "v%zu", i);
-        const char *ws = seq[i][0] == 'a' ? a : b;
-        char *out = run_in(agent, ws, val, &warm);
+        bool is_a = seq[i][0] == 'a';
+        const char *ws = is_a ? a : b;
+        pid_t before[64];
+        int used = used_a + used_b, n = wait_prepared(cg, used, before, 64);
+        if (n != used)
+            fail_msg("run %zu: %d prepared sandboxes, not %d", i, n, used);
+        pid_t init;
+        char *out = run_in(agent, ws, val, &init);
         char want[64];
-        /* Each sees its own workspace, environment and directory, warm or not. */
-        snprintf(want, sizeof(want), "%c v%zu /workspace\n", seq[i][0] == 'a' ? 'A' : 'B', i);
+        /* Each sees its own workspace, environment and directory, prepared or not. */
+        snprintf(want, sizeof(want), "%c v%zu /workspace\n", is_a ? 'A' : 'B', i);
         assert_string_equal(out, want);
-        if (seq[i][0] == 'a' && i > 0 && seq[i - 1][0] == 'a')
-            warm_a += warm;
-        usleep(200 * 1000); /* the next one's prepare */
+        bool took = false;
+        for (int k = 0; k < n; k++)
+            took |= init == before[k];
+        if (took != (is_a ? used_a : used_b))
+            fail_msg("run %zu (%s): %s a prepared sandbox", i, seq[i], took ? "took" : "did not take");
+        warm += took;
+        *(is_a ? &used_a : &used_b) = true;
     }
-    assert_true(warm_a >= 1); /* the second of two runs in a row took a prepared sandbox */
+    assert_int_equal(warm, 6); /* all but the first of each profile */
     /* The agent's end takes its prepared sandboxes and their cgroups with it. */
     sandbox_child_signal(agent, SIGKILL);
     struct sandbox_result r;

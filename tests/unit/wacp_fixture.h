@@ -293,8 +293,9 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
         policy_diags_print(&d, stderr);
     assert_int_equal(r, 0);
     policy_diags_free(&d);
-    struct wacp_hooks h = {f,    fx_record, fx_start, fx_stop, fx_notify,
-                           NULL, NULL,      NULL,     NULL}; /* no trail: wacp/trail.query is then unknown */
+    /* no trail, no evaluator, no pool: wacp/trail.query is then unknown, file work inline */
+    struct wacp_hooks h = {
+        .data = f, .record = fx_record, .start = fx_start, .stop = fx_stop, .notify = fx_notify};
     f->base_ms = 100;
     struct wacp_opts o = {.policy = f->p,
                           .run_dir = f->run,

@@ -100,7 +100,9 @@ struct sink {
 };
 
 /* Reads what is there; keeps it while the shared budget lasts, drops the rest (the command must
- * never block on a full pipe). Returns false at EOF or error. */
+ * never block on a full pipe). Past the budget it returns at once, so the caller stops the
+ * command now: read on while the command writes, and it could finish and exit 0 first (seen:
+ * 200000 bytes under a 1000-byte cap, exit 0, not 137). Returns false at EOF or error. */
 static bool sink_drain(struct sink *s, size_t *budget, bool *truncated)
 {
     char tmp[16384];
@@ -123,7 +125,7 @@ static bool sink_drain(struct sink *s, size_t *budget, bool *truncated)
                 char *b = realloc(s->buf, nc);
                 if (!b) {
                     *truncated = true;
-                    continue;
+                    return true;
                 }
                 s->buf = b;
                 s->cap = nc;
@@ -132,6 +134,8 @@ static bool sink_drain(struct sink *s, size_t *budget, bool *truncated)
             s->len += keep;
             *budget -= keep;
         }
+        if (*truncated)
+            return true;
     }
 }
 
