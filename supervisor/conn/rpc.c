@@ -2,7 +2,9 @@
  * Order of checks is the order of cost and of trust: length, UTF-8, depth, JSON, envelope. */
 #include "supervisor/conn/rpc.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,14 +192,18 @@ size_t rpc_utf8_check(const char *s, size_t len)
     return len;
 }
 
-unsigned rpc_json_depth(const char *s, size_t len, unsigned limit)
+/* Reads S the way a JSON parser does as far as brackets and strings go: brackets inside strings
+ * do not count. On malformed input the figures are still upper bounds of what cJSON can make,
+ * because cJSON stops at the first byte where its reading and this one could differ. Every value
+ * but the first in an array or object follows a comma, and each container adds at most one
+ * first value: 1 + commas + containers bounds the nodes. Stops once past either limit. */
+static void json_scan(const char *s, size_t len, unsigned depth_limit, size_t values_limit,
+                      unsigned *max_depth, size_t *values)
 {
-    /* Strings are skipped the way a JSON parser reads them, so brackets inside strings do not
-     * count; on malformed input this is still an upper bound of how deep cJSON can recurse,
-     * because cJSON stops at the first byte where its reading and this one could differ. */
     unsigned depth = 0, max = 0;
+    size_t n = 1;
     bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; i < len && max <= depth_limit && n <= values_limit; i++) {
         char c = s[i];
         if (in_str) {
             if (c == '\\')
@@ -206,41 +212,36 @@ unsigned rpc_json_depth(const char *s, size_t len, unsigned limit)
                 in_str = false;
             continue;
         }
-        if (c == '"')
+        if (c == '"') {
             in_str = true;
-        else if (c == '[' || c == '{') {
-            if (++depth > max) {
+        } else if (c == '[' || c == '{') {
+            n++;
+            if (++depth > max)
                 max = depth;
-                if (max > limit)
-                    return limit + 1;
-            }
-        } else if ((c == ']' || c == '}') && depth > 0)
+        } else if (c == ',') {
+            n++;
+        } else if ((c == ']' || c == '}') && depth > 0) {
             depth--;
+        }
     }
-    return max;
+    *max_depth = max;
+    *values = n;
+}
+
+unsigned rpc_json_depth(const char *s, size_t len, unsigned limit)
+{
+    unsigned depth;
+    size_t n;
+    json_scan(s, len, limit, SIZE_MAX - 1, &depth, &n);
+    return depth > limit ? limit + 1 : depth;
 }
 
 size_t rpc_json_values(const char *s, size_t len, size_t limit)
 {
-    /* Every value but the first in an array or object follows a comma, and each container adds
-     * at most one first value: 1 + commas + containers bounds the nodes cJSON can make. */
-    size_t n = 1;
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        if (c == '"')
-            in_str = true;
-        else if ((c == ',' || c == '[' || c == '{') && ++n > limit)
-            return limit + 1;
-    }
-    return n;
+    unsigned depth;
+    size_t n;
+    json_scan(s, len, UINT_MAX - 1, limit, &depth, &n);
+    return n > limit ? limit + 1 : n;
 }
 
 static size_t node_cost(const cJSON *v)

@@ -15,6 +15,7 @@
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
+#include "supervisor/wacp/workspace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -136,7 +137,8 @@ static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
         ws->active_ms = ju64(b, "active_ms");
     ws->state = to;
     if (to == WS_CLOSED || to == WS_FAILED) {
-        snprintf(ws->end_reason, sizeof(ws->end_reason), "%s", jstr(b, "reason") ? jstr(b, "reason") : "");
+        snprintf(ws->end_reason, sizeof(ws->end_reason), "%s",
+                 jstr(b, "reason") ? jstr(b, "reason") : "");
         ws->stopped = true; /* its agent died with the old supervisor: nothing to stop */
         ws->inbox = ws->queued = 0;
         to == WS_CLOSED ? w->sum.closed++ : w->sum.failed++;
@@ -199,7 +201,9 @@ static int right_created(struct wacp *w, const cJSON *b)
         !wacp_core_grow((void **)&w->rights, &w->cap_rights, w->n_rights + 1, sizeof(*w->rights)))
         return -ENOMEM;
     struct wacp_right r = {.live = true};
-    r.kind = !strcmp(kind, "send") ? RIGHT_SEND : !strcmp(kind, "send_once") ? RIGHT_SEND_ONCE : RIGHT_RECEIVE;
+    r.kind = !strcmp(kind, "send")        ? RIGHT_SEND
+             : !strcmp(kind, "send_once") ? RIGHT_SEND_ONCE
+                                          : RIGHT_RECEIVE;
     snprintf(r.id, sizeof(r.id), "%s", id);
     snprintf(r.holder, sizeof(r.holder), "%s", holder);
     snprintf(r.target, sizeof(r.target), "%s", target);
@@ -246,7 +250,8 @@ static int env_created(struct wacp *w, const cJSON *b)
     v->timestamp_ms = ju64(b, "timestamp");
     v->rights = cJSON_CreateArray();
     v->state = ENV_VALIDATED;
-    if (!v->type || !v->payload || !v->rights || (!strcmp(v->origin, "human") && orig && !v->originator)) {
+    if (!v->type || !v->payload || !v->rights ||
+        (!strcmp(v->origin, "human") && orig && !v->originator)) {
         wacp_envelope_free(v);
         return -ENOMEM;
     }
@@ -266,7 +271,7 @@ static enum task_status task_status_of(const char *name)
     for (int s = TASK_DRAFT; s <= TASK_CANCELLED; s++)
         if (name && !strcmp(wacp_task_status_name((enum task_status)s), name))
             return (enum task_status)s;
-    return (enum task_status)-1;
+    return (enum task_status) - 1;
 }
 
 static int task_created(struct wacp *w, const cJSON *b)
@@ -334,8 +339,7 @@ static int task_changed(struct wacp *w, const char *type, const cJSON *b)
     return 0;
 }
 
-int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us,
-                       const cJSON *b)
+int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us, const cJSON *b)
 {
     if (!type || !cJSON_IsObject(b))
         return 0;
@@ -515,7 +519,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
     /* Which live workspaces fail (timeout, files): decided first, recorded last, so that the
      * `failed` signal reaches a parent whose agent runs again. Their subtrees are not started:
      * the failure takes them with it (tree.c's cascade). */
-    char (*why)[64] = calloc(w->n_ws ? w->n_ws : 1, sizeof(*why));
+    char(*why)[64] = calloc(w->n_ws ? w->n_ws : 1, sizeof(*why));
     if (!why)
         return cerr_set(err, ENOMEM, "out of memory");
     for (size_t i = 0; i < w->n_ws; i++) {
@@ -544,18 +548,9 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         if (!(WS_BIT(ws->state) & WS_LIVE_MASK) || doomed)
             continue;
         int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
-        struct wacp_ws_info info = {
-            .id = ws->id,
-            .parent = ws->parent ? ws->parent->id : NULL,
-            .agent = ws->agent,
-            .role = ws->role,
-            .dir = ws->dir,
-            .owner = ws->owner,
-            .originator = ws->originator,
-            .budgets = ws->budgets,
-            .wall_elapsed = elapsed_ms > 0 ? (double)elapsed_ms / 1000.0 : 0,
-            .recovered = true,
-        };
+        struct wacp_ws_info info = wacp_workspace_info(ws);
+        info.wall_elapsed = elapsed_ms > 0 ? (double)elapsed_ms / 1000.0 : 0;
+        info.recovered = true;
         struct cerr ce = {0};
         if (w->h.start(w->h.data, &info, &ce) < 0) {
             snprintf(why[i], sizeof(why[i]), "recovery_start_failed");
@@ -581,8 +576,8 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
                        *to = wacp_tree_find(w, lost_env[i]->to);
         char sid[WACP_ID_LEN];
         if (from && to && (WS_BIT(from->state) & WS_LIVE_MASK) &&
-            wacp_signal_emit(w, to, "protocol", "failed", "payload_lost_in_crash", lost_env[i]->id,
-                             from, false, sid) < 0)
+            wacp_signal_emit(w, to, "protocol", "failed", "payload_lost_in_crash", lost_env[i]->id, from,
+                             false, sid) < 0)
             rc = cerr_set(err, EIO, "the trail cannot be written");
     }
     for (size_t i = 0; i < w->n_ws && rc == 0; i++) {
@@ -597,7 +592,8 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         st->workspaces_failed++;
         /* Its agent cannot say `failed`: the runtime says it for it (as wacp_agent_ended). */
         char sid[WACP_ID_LEN];
-        if (ws->parent && wacp_signal_emit(w, ws, "protocol", "failed", why[i], NULL, NULL, false, sid) < 0)
+        if (ws->parent &&
+            wacp_signal_emit(w, ws, "protocol", "failed", why[i], NULL, NULL, false, sid) < 0)
             rc = cerr_set(err, EIO, "the trail cannot be written");
     }
     free(why);

@@ -139,9 +139,9 @@ static cJSON *created_body(const struct wacp_ws *ws)
     return b;
 }
 
-static int ws_start(struct wacp *w, struct wacp_ws *ws, struct cerr *err)
+struct wacp_ws_info wacp_workspace_info(const struct wacp_ws *ws)
 {
-    struct wacp_ws_info info = {
+    return (struct wacp_ws_info){
         .id = ws->id,
         .parent = ws->parent ? ws->parent->id : NULL,
         .agent = ws->agent,
@@ -151,6 +151,11 @@ static int ws_start(struct wacp *w, struct wacp_ws *ws, struct cerr *err)
         .originator = ws->originator,
         .budgets = ws->budgets,
     };
+}
+
+static int ws_start(struct wacp *w, struct wacp_ws *ws, struct cerr *err)
+{
+    struct wacp_ws_info info = wacp_workspace_info(ws);
     return w->h.start(w->h.data, &info, err);
 }
 
@@ -673,7 +678,8 @@ void wacp_workspace_tick(struct wacp *w, uint64_t now)
             wacp_tree_set_state(w, ws, WS_FAILED, "protocol",
                                 ws->state == WS_CONFLICTED ? "conflict_timeout" : "timeout");
         else if (cd && now >= cd &&
-                 wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "budget_exceeded:compute_time") == 0 &&
+                 wacp_tree_set_state(w, ws, WS_FAILED, "protocol", "budget_exceeded:compute_time") ==
+                     0 &&
                  ws->parent) {
             /* its agent is stopped (the state change's stop hook); the parent is told, as of
              * any agent's end */

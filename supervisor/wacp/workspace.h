@@ -29,5 +29,7 @@ struct wacp_ws *wacp_workspace_target_of(struct wacp *w, struct wacp_ws *c, cons
                                          const char *m, const char *cap, struct wacp_err *e);
 /* {"workspace_id", "state"} of T. */
 cJSON *wacp_workspace_state_result(const struct wacp_ws *t);
+/* What the start hook is told of WS (its strings borrowed from WS). */
+struct wacp_ws_info wacp_workspace_info(const struct wacp_ws *ws);
 
 #endif
