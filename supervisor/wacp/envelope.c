@@ -391,6 +391,27 @@ static void on_delivery_gate(void *data, const struct highway_gate *g, enum high
     cJSON_Delete(b);
 }
 
+int wacp_envelope_gate_restore(struct wacp *w, struct wacp_env *v, struct highway_gate_req *r,
+                               const char *id, uint64_t deadline_ms)
+{
+    struct wacp_ws *to = wacp_tree_find(w, v->to), *from = wacp_tree_find(w, v->from);
+    cJSON *s = env_json(v);
+    r->subject = s;
+    r->subject_id = v->id;
+    r->workspace = v->to;
+    r->requester = from ? from->id : NULL;
+    r->task_ref = to ? to->task : NULL;
+    r->graph_ref = w->graph;
+    r->fn = on_delivery_gate;
+    r->fn_data = w;
+    struct highway_gate *g;
+    int rc = highway_gate_restore(w->hw, r, id, deadline_ms, &g);
+    cJSON_Delete(s);
+    if (rc == 1)
+        v->gated = true;
+    return rc < 0 ? rc : 0;
+}
+
 /* 1: held by the gate; 0: deliver now. */
 static int delivery_gate(struct wacp *w, struct wacp_env *v, struct wacp_ws *to)
 {

@@ -27,6 +27,10 @@ int wacp_envelope_method_rights_grant(struct wacp *w, struct wacp_ws *c, const c
                                       struct wacp_err *e);
 int wacp_envelope_method_rights_revoke(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                                        struct wacp_err *e);
+/* `corral run --resume`: the envelope_delivery gate ID a dead supervisor had open on V, again
+ * (R: its recorded rule and times); V stays held until a person or the fallback decides. */
+int wacp_envelope_gate_restore(struct wacp *w, struct wacp_env *v, struct highway_gate_req *r,
+                               const char *id, uint64_t deadline_ms);
 void wacp_envelope_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_envelope_next_deadline(const struct wacp *w);
 void wacp_envelope_free(struct wacp_env *e);

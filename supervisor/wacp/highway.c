@@ -211,6 +211,50 @@ static void drop_old_resolved(struct highway *h)
     }
 }
 
+/* A pending gate of R, not yet in the list (NULL: too many pending, or out of memory). */
+static struct highway_gate *gate_make(struct highway *h, const struct highway_gate_req *r,
+                                      const char *sid, size_t pending)
+{
+    if (pending >= HIGHWAY_MAX_PENDING)
+        return NULL;
+    drop_old_resolved(h);
+    if (!grow((void **)&h->gates, &h->cap_gates, h->n_gates, sizeof(*h->gates)))
+        return NULL;
+    struct highway_gate *g = calloc(1, sizeof(*g));
+    if (!g || !(g->subject = cJSON_Duplicate(r->subject, true))) {
+        free(g);
+        return NULL;
+    }
+    g->type = r->type;
+    copy_id(g->subject_id, sizeof(g->subject_id), sid);
+    copy_id(g->workspace, sizeof(g->workspace), r->workspace);
+    copy_id(g->task_ref, sizeof(g->task_ref), r->task_ref);
+    copy_id(g->graph_ref, sizeof(g->graph_ref), r->graph_ref);
+    copy_id(g->requester, sizeof(g->requester), r->requester);
+    g->timestamp_ms = r->wall_ms;
+    g->opened_ms = r->now_ms;
+    g->timeout = r->timeout > 0 ? r->timeout : 0;
+    g->deadline_ms = g->timeout > 0 ? r->now_ms + (uint64_t)(g->timeout * 1000.0) : 0;
+    g->fallback = r->fallback;
+    g->queue_position = pending;
+    g->pending = true;
+    g->fn = r->fn;
+    g->fn_data = r->fn_data;
+    g->drop = r->drop;
+    return g;
+}
+
+/* Pending gates stay ahead of resolved ones, in trigger order. */
+static void gate_insert(struct highway *h, struct highway_gate *g)
+{
+    size_t at = 0;
+    while (at < h->n_gates && h->gates[at]->pending)
+        at++;
+    memmove(h->gates + at + 1, h->gates + at, (h->n_gates - at) * sizeof(*h->gates));
+    h->gates[at] = g;
+    h->n_gates++;
+}
+
 int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struct highway_gate **out)
 {
     char sid[72];
@@ -228,33 +272,10 @@ int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struc
         return rec(h, r->workspace, "protocol", "gate_reentry_blocked", b);
     }
     size_t pending = highway_pending(h);
-    if (pending >= HIGHWAY_MAX_PENDING)
-        return -EAGAIN;
-    drop_old_resolved(h);
-    if (!grow((void **)&h->gates, &h->cap_gates, h->n_gates, sizeof(*h->gates)))
-        return -ENOMEM;
-    struct highway_gate *g = calloc(1, sizeof(*g));
-    if (!g || !(g->subject = cJSON_Duplicate(r->subject, true))) {
-        free(g);
-        return -ENOMEM;
-    }
+    struct highway_gate *g = gate_make(h, r, sid, pending);
+    if (!g)
+        return pending >= HIGHWAY_MAX_PENDING ? -EAGAIN : -ENOMEM;
     new_id("gate", g->id);
-    g->type = r->type;
-    copy_id(g->subject_id, sizeof(g->subject_id), sid);
-    copy_id(g->workspace, sizeof(g->workspace), r->workspace);
-    copy_id(g->task_ref, sizeof(g->task_ref), r->task_ref);
-    copy_id(g->graph_ref, sizeof(g->graph_ref), r->graph_ref);
-    copy_id(g->requester, sizeof(g->requester), r->requester);
-    g->timestamp_ms = r->wall_ms;
-    g->opened_ms = r->now_ms;
-    g->timeout = r->timeout > 0 ? r->timeout : 0;
-    g->deadline_ms = g->timeout > 0 ? r->now_ms + (uint64_t)(g->timeout * 1000.0) : 0;
-    g->fallback = r->fallback;
-    g->queue_position = pending;
-    g->pending = true;
-    g->fn = r->fn;
-    g->fn_data = r->fn_data;
-    g->drop = r->drop;
     /* The gate event of section 3, all fields; the subject by reference only (section 8), except
      * its id, which names it. */
     cJSON *b = cJSON_CreateObject();
@@ -276,13 +297,25 @@ int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struc
         gate_free(g);
         return rc;
     }
-    /* Pending gates stay ahead of resolved ones, in trigger order. */
-    size_t at = 0;
-    while (at < h->n_gates && h->gates[at]->pending)
-        at++;
-    memmove(h->gates + at + 1, h->gates + at, (h->n_gates - at) * sizeof(*h->gates));
-    h->gates[at] = g;
-    h->n_gates++;
+    gate_insert(h, g);
+    *out = g;
+    return 1;
+}
+
+int highway_gate_restore(struct highway *h, const struct highway_gate_req *r, const char *id,
+                         uint64_t deadline_ms, struct highway_gate **out)
+{
+    char sid[72];
+    copy_id(sid, sizeof(sid), r->subject_id);
+    if (!id || !id[0] || strlen(id) >= HIGHWAY_ID_LEN || highway_gate_find(h, id))
+        return -EINVAL;
+    size_t pending = highway_pending(h);
+    struct highway_gate *g = gate_make(h, r, sid, pending);
+    if (!g)
+        return pending >= HIGHWAY_MAX_PENDING ? -EAGAIN : -ENOMEM;
+    copy_id(g->id, sizeof(g->id), id);
+    g->deadline_ms = g->timeout > 0 ? deadline_ms : 0;
+    gate_insert(h, g);
     *out = g;
     return 1;
 }

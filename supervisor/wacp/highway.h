@@ -116,6 +116,12 @@ struct highway_gate_req {
  * guard converted it to an approval (gate_reentry_blocked recorded; FN not called; the caller
  * proceeds). -EIO: the trail refused (nothing open); -EAGAIN: too many pending; -ENOMEM. */
 int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struct highway_gate **out);
+/* A gate a dead supervisor had open (`corral run --resume`): as highway_gate_open, but with the
+ * recorded ID and trigger time (R's wall_ms), DEADLINE_MS absolute on R's now_ms clock (one
+ * already passed fires at the next highway_tick), no guard check and nothing recorded: its
+ * gate_triggered is in the trail. 1 and *OUT, or -EINVAL (a bad or known id), -EAGAIN, -ENOMEM. */
+int highway_gate_restore(struct highway *h, const struct highway_gate_req *r, const char *id,
+                         uint64_t deadline_ms, struct highway_gate **out);
 /* The guard key of a subject with no id of its own: a hash of its canonical JSON text. */
 void highway_subject_key(const cJSON *subject, char out[72]);
 struct highway_gate *highway_gate_find(struct highway *h, const char *id);

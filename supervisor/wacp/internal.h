@@ -135,6 +135,7 @@ struct wacp_env {
     uint64_t timestamp_ms, due_ms;
     char *originator;        /* the injecting person's user id (origin human), else NULL */
     bool gated;              /* held by an envelope_delivery gate */
+    bool payload_lost;       /* rebuilt by a resume without its payload (too large for the trail) */
     char mac[INTEGRITY_HEX]; /* the supervisor's proof over every field above (integrity.h) */
 };
 
@@ -207,6 +208,7 @@ struct wacp {
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */
+    cJSON *restored_gates;    /* `--resume`: gate_triggered bodies not yet resolved (restore.c) */
     /* wacp_call_ref, handed down by the method table so that human.c re-runs an approved
      * request without calling up into it. */
     int (*rerun)(struct wacp *w, const char *caller, const char *method, const cJSON *params,

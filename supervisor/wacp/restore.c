@@ -11,6 +11,7 @@
 #include "supervisor/wacp/checkpoint.h"
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
+#include "supervisor/wacp/highway.h"
 #include "supervisor/wacp/files.h"
 #include "supervisor/wacp/signal.h"
 #include "supervisor/wacp/task.h"
@@ -242,7 +243,7 @@ static int env_created(struct wacp *w, const cJSON *b)
     const cJSON *pl = cJSON_GetObjectItemCaseSensitive(b, "payload");
     bool lost = !pl && jstr(b, "payload_blake2b"); /* too large for the trail: see wacp_resume */
     v->payload = pl ? cJSON_PrintUnformatted(pl) : strdup("null");
-    v->gated = lost; /* marks it for wacp_resume; no gate is restored */
+    v->payload_lost = lost; /* see wacp_resume */
     v->priority = static_priority(jstr(b, "priority"));
     v->origin = origin && !strcmp(origin, "human") ? "human" : "agent";
     if (!strcmp(v->origin, "human") && orig)
@@ -339,6 +340,102 @@ static int task_changed(struct wacp *w, const char *type, const cJSON *b)
     return 0;
 }
 
+/* A gate opened: kept (its recorded body) until its gate_resolved, rebuilt by wacp_resume. */
+static int gate_triggered(struct wacp *w, int64_t ts_us, const cJSON *b)
+{
+    const char *id = jstr(b, "gate_id");
+    if (!id || !id[0] || strlen(id) >= HIGHWAY_ID_LEN || highway_type_parse(jstr(b, "gate_type")) < 0)
+        return 0;
+    if (!w->restored_gates && !(w->restored_gates = cJSON_CreateArray()))
+        return -ENOMEM;
+    if (cJSON_GetArraySize(w->restored_gates) >= HIGHWAY_MAX_PENDING)
+        return 0; /* no run had more open: not a trail this runtime wrote */
+    cJSON *g = cJSON_Duplicate(b, true);
+    if (!g || !cJSON_AddNumberToObject(g, "ts_us", (double)ts_us) ||
+        !cJSON_AddItemToArray(w->restored_gates, g)) {
+        cJSON_Delete(g);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static enum policy_fallback fallback_of(const char *name)
+{
+    for (int f = POLICY_FALLBACK_APPROVE; f <= POLICY_FALLBACK_ESCALATE; f++)
+        if (name && !strcmp(policy_fallback_name((enum policy_fallback)f), name))
+            return (enum policy_fallback)f;
+    return POLICY_FALLBACK_REJECT;
+}
+
+/* The gates the dead supervisor had open, in trigger order (FIFO kept), their timeouts as
+ * absolute deadlines from the recorded trigger time (highway spec 7, recovery spec 3.4). A gate
+ * on a draft task or on an envelope held before its inbox is open again, for a person to decide;
+ * one that held an agent's request or tool call cannot be: that request died with the agent,
+ * and the gate is resolved (rejected, reason requester_lost_in_crash). */
+static int gates_restore(struct wacp *w, int64_t now_us, uint64_t mono, struct wacp_resume_stats *st)
+{
+    cJSON *all = w->restored_gates;
+    w->restored_gates = NULL; /* recovery run twice rebuilds them from the trail again */
+    const cJSON *b;
+    int rc = 0;
+    cJSON_ArrayForEach (b, all) {
+        const char *id = jstr(b, "gate_id");
+        int type = highway_type_parse(jstr(b, "gate_type"));
+        uint64_t ts_ms = ju64(b, "timestamp");
+        int64_t el = now_us / 1000 - (int64_t)ts_ms;
+        uint64_t elapsed = el > 0 ? (uint64_t)el : 0;
+        double t = jnum(b, "timeout");
+        struct highway_gate_req r = {
+            .type = type,
+            .subject_id = jstr(b, "subject_id"),
+            .workspace = jstr(b, "workspace"),
+            .task_ref = jstr(b, "task_ref"),
+            .graph_ref = jstr(b, "graph_ref"),
+            .timeout = t > 0 && t < 1e9 ? t : 0,
+            .fallback = fallback_of(jstr(b, "fallback")),
+            .now_ms = mono > elapsed ? mono - elapsed : 0,
+            .wall_ms = ts_ms,
+        };
+        uint64_t left = r.timeout > 0 && (uint64_t)(r.timeout * 1000.0) > elapsed
+                            ? (uint64_t)(r.timeout * 1000.0) - elapsed
+                            : 0;
+        uint64_t deadline = mono + left;
+        struct wacp_task *task = wacp_task_find(w, r.task_ref);
+        struct wacp_env *v = env_find(w, r.subject_id);
+        int g = -1;
+        if (type == POLICY_GATE_TASK_APPROVAL && task && task->status == TASK_DRAFT)
+            g = wacp_task_gate_restore(w, task, &r, id, deadline);
+        else if (type == POLICY_GATE_ENVELOPE_DELIVERY && v && v->gated && !v->undeliverable &&
+                 v->state == ENV_VALIDATED)
+            g = wacp_envelope_gate_restore(w, v, &r, id, deadline);
+        if (g == 0) {
+            st->timers_reconstructed += r.timeout > 0;
+            continue;
+        }
+        if (g == -ENOMEM) {
+            rc = g;
+            break;
+        }
+        /* Not to be decided again: resolved, so that the trail says what became of it. */
+        cJSON *s = wacp_core_obj();
+        wacp_core_add_str(s, "gate_type", highway_type_name(type));
+        wacp_core_add_str(s, "subject_id", r.subject_id);
+        r.subject = s;
+        struct highway_gate *hg = NULL;
+        g = highway_gate_restore(w->hw, &r, id, deadline, &hg);
+        cJSON_Delete(s);
+        const char *why = type == POLICY_GATE_TASK_APPROVAL || type == POLICY_GATE_ENVELOPE_DELIVERY
+                              ? "subject_invalidated"
+                              : "requester_lost_in_crash";
+        if (g == 1 && highway_gate_resolve(w->hw, hg, HIGHWAY_REJECT, NULL, "protocol", why, mono) < 0) {
+            rc = -EIO;
+            break;
+        }
+    }
+    cJSON_Delete(all);
+    return rc;
+}
+
 int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us, const cJSON *b)
 {
     if (!type || !cJSON_IsObject(b))
@@ -419,6 +516,21 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
             snprintf(w->graph, sizeof(w->graph), "%s", g);
         return 0;
     }
+    if (!strcmp(type, "gate_triggered"))
+        return gate_triggered(w, ts_us, b);
+    if (!strcmp(type, "gate_resolved")) {
+        const char *gid = jstr(b, "gate_id");
+        cJSON *g;
+        int i = 0;
+        cJSON_ArrayForEach (g, w->restored_gates) {
+            if (gid && !strcmp(jstr(g, "gate_id"), gid)) {
+                cJSON_DeleteItemFromArray(w->restored_gates, i);
+                break;
+            }
+            i++;
+        }
+        return 0;
+    }
     if (!strcmp(type, "task_created"))
         return task_created(w, b);
     if (!strcmp(type, "task_assigned") || !strcmp(type, "task_approved") ||
@@ -482,6 +594,15 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
     struct wacp_env *lost_env[64]; /* the senders of the first 64 are told once they run again */
     size_t n_lost = 0;
     uint64_t mono = wacp_core_now_ms();
+    const cJSON *gb;
+    cJSON_ArrayForEach (gb, w->restored_gates) {
+        struct wacp_env *v = env_find(w, jstr(gb, "subject_id"));
+        struct wacp_ws *t = v ? wacp_tree_find(w, v->to) : NULL;
+        if (t && (WS_BIT(t->state) & WS_LIVE_MASK) && !v->payload_lost &&
+            v->state == ENV_VALIDATED && !v->undeliverable &&
+            highway_type_parse(jstr(gb, "gate_type")) == POLICY_GATE_ENVELOPE_DELIVERY)
+            v->gated = true;
+    }
     /* Envelopes not acknowledged nor given up: queued again, in creation order (their channel
      * order), delivered when their workspace's agent is back. */
     for (size_t i = 0; i < w->n_env; i++) {
@@ -489,7 +610,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws *t = wacp_tree_find(w, v->to);
         if (v->state != ENV_VALIDATED || v->undeliverable || !t || !(WS_BIT(t->state) & WS_LIVE_MASK))
             continue;
-        if (v->gated) {
+        if (v->payload_lost) {
             /* Its payload was too large for the trail: it cannot be delivered again. Recorded,
              * and its sender told, as an envelope whose delivery ran out (envelope spec 9). */
             cJSON *b = wacp_core_obj();
@@ -511,7 +632,8 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         if (wacp_envelope_seal(w, v) < 0)
             return cerr_set(err, ENOMEM, "out of memory");
         t->inbox++;
-        t->queued++;
+        if (!v->gated) /* held by a gate: a person or its fallback decides, below */
+            t->queued++;
     }
     /* Active time counts again from now: the downtime is not compute (recovery spec 6). */
     for (size_t i = 0; i < w->n_ws; i++)
@@ -597,5 +719,12 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
             rc = cerr_set(err, EIO, "the trail cannot be written");
     }
     free(why);
+    /* After the failures: a gate on what they took with them is resolved, not opened again. */
+    if (rc == 0 && gates_restore(w, now_us, mono, st) < 0)
+        rc = cerr_set(err, EIO, "the trail cannot be written");
+    /* A gate whose timeout passed while corral was down takes its fallback now, recorded before
+     * recovery_completed (recovery spec 3.4: timers as absolute deadlines). */
+    if (rc == 0)
+        highway_tick(w->hw, mono);
     return rc;
 }

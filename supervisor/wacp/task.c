@@ -280,12 +280,9 @@ static void on_task_gate(void *data, const struct highway_gate *g, enum highway_
         notify_coordinator(w, g, "escalated_to_coordinator");
 }
 
-static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
+/* What a person decides on: the task as proposed. */
+static cJSON *gate_subject(const struct wacp_task *t)
 {
-    double timeout;
-    enum policy_fallback fb;
-    if (!wacp_gate_rule(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
-        return 0; /* off: the caller approves at once */
     cJSON *s = wacp_core_obj();
     wacp_core_add_str(s, "task_id", t->id);
     wacp_core_add_str(s, "name", t->name);
@@ -294,6 +291,16 @@ static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
     for (size_t i = 0; d && i < t->n_depends; i++)
         cJSON_AddItemToArray(d, cJSON_CreateString(t->depends_on[i]));
     wacp_core_add_str(s, "parent_task", t->parent_task);
+    return s;
+}
+
+static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
+{
+    double timeout;
+    enum policy_fallback fb;
+    if (!wacp_gate_rule(w, POLICY_GATE_TASK_APPROVAL, &timeout, &fb))
+        return 0; /* off: the caller approves at once */
+    cJSON *s = gate_subject(t);
     /* Its guard key is what it asks for, not its id: a re-submitted task is the same subject. */
     cJSON *k = cJSON_Duplicate(s, true);
     cJSON_DeleteItemFromObject(k, "task_id");
@@ -320,6 +327,21 @@ static int human_gate(struct wacp *w, struct wacp_task *t, bool by_coordinator)
     if (rc < 0)
         return rc;
     return rc == 1 ? 1 : 0; /* 0: the guard let the coordinator's re-submission through */
+}
+
+int wacp_task_gate_restore(struct wacp *w, struct wacp_task *t, struct highway_gate_req *r,
+                           const char *id, uint64_t deadline_ms)
+{
+    cJSON *s = gate_subject(t);
+    r->subject = s;
+    r->task_ref = t->id;
+    r->graph_ref = w->graph;
+    r->fn = on_task_gate;
+    r->fn_data = w;
+    struct highway_gate *g;
+    int rc = highway_gate_restore(w->hw, r, id, deadline_ms, &g);
+    cJSON_Delete(s);
+    return rc < 0 ? rc : 0;
 }
 
 /* The draft -> pending gate (task spec 4): off (or the re-entry guard), it approves at once; on,

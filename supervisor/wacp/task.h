@@ -22,6 +22,10 @@ int wacp_task_method_list(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJS
                           struct wacp_err *e);
 int wacp_task_method_cancel(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                             struct wacp_err *e);
+/* `corral run --resume`: the task_approval gate ID a dead supervisor had open on draft T, again
+ * (R: its recorded rule and times; the subject and callback are filled in here). */
+int wacp_task_gate_restore(struct wacp *w, struct wacp_task *t, struct highway_gate_req *r,
+                           const char *id, uint64_t deadline_ms);
 void wacp_task_tick(struct wacp *w, uint64_t now);
 uint64_t wacp_task_next_deadline(const struct wacp *w);
 void wacp_task_free(struct wacp_task *t);
