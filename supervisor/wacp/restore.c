@@ -9,6 +9,7 @@
  * model has a fresh one (wacp_new), and every checkpoint and envelope rebuilt from the verified
  * trail is sealed again with it. */
 #include "supervisor/wacp/checkpoint.h"
+#include "supervisor/wacp/conflict.h"
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/envelope.h"
 #include "supervisor/wacp/highway.h"
@@ -340,6 +341,41 @@ static int task_changed(struct wacp *w, const char *type, const cJSON *b)
     return 0;
 }
 
+/* The conflict list of a workspace an integration left conflicted (conflict_detected carries
+ * it, each conflict's type in its size as integrate.c keeps it), and the strategy that found
+ * them (its integration_started's): what conflict.resolve needs to keep the parent's copies. */
+static int integration_seen(struct wacp *w, const char *type, const char *id, const cJSON *b)
+{
+    struct wacp_ws *t = wacp_tree_find(w, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : id);
+    if (!t)
+        return 0;
+    if (type[0] == 'i') {
+        const char *st = jstr(b, "strategy");
+        if (st && strlen(st) < sizeof t->conflict_strategy)
+            snprintf(t->conflict_strategy, sizeof t->conflict_strategy, "%s", st);
+        return 0;
+    }
+    if (t->state != WS_INTEGRATING && t->state != WS_CONFLICTED)
+        return 0; /* as integrate.c: only a live workspace keeps them */
+    struct wacp_manifest m = {0};
+    const cJSON *c;
+    cJSON_ArrayForEach (c, cJSON_GetObjectItemCaseSensitive(b, "conflicts")) {
+        const char *path = jstr(c, "path"), *name = jstr(c, "type");
+        uint64_t k = 0;
+        while (k < 4 && name && strcmp(wacp_conflict_type_name(k), name))
+            k++;
+        if (!path || !wacp_files_path_ok(path) || wacp_files_manifest_get(&m, path))
+            continue;
+        if (wacp_files_manifest_add(&m, path, "", k < 4 ? k : 0) < 0) {
+            wacp_files_manifest_clear(&m);
+            return -ENOMEM;
+        }
+    }
+    wacp_files_manifest_clear(&t->conflicts);
+    t->conflicts = m;
+    return 0;
+}
+
 /* A gate opened: kept (its recorded body) until its gate_resolved, rebuilt by wacp_resume. */
 static int gate_triggered(struct wacp *w, int64_t ts_us, const cJSON *b)
 {
@@ -516,6 +552,8 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
             snprintf(w->graph, sizeof(w->graph), "%s", g);
         return 0;
     }
+    if (!strcmp(type, "integration_started") || !strcmp(type, "conflict_detected"))
+        return integration_seen(w, type, ws, b);
     if (!strcmp(type, "gate_triggered"))
         return gate_triggered(w, ts_us, b);
     if (!strcmp(type, "gate_resolved")) {

@@ -7,6 +7,7 @@
 #include "supervisor/wacp/files.h"
 
 #include <errno.h>
+#include <time.h>
 
 static const char FINAL[] =
     "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}";
@@ -139,6 +140,56 @@ static void test_resolve_coordinator(void **state)
     assert_string_equal(fx_str(r, "state"), "closed");
     assert_string_equal(fx_read(f->root, "n.txt"), "n\n");
     assert_string_equal(fx_str(fx_last(f, "conflict_resolved"), "resolution"), "coordinator_resolve");
+    assert_string_equal(fx_str(fx_last(f, "integration_completed"), "strategy"), "evaluated");
+}
+
+/* `corral run --resume` (restore.c) rebuilds a conflicted workspace's conflict list from its
+ * conflict_detected entry: resolving with prefer parent after the resume keeps the parent's copy
+ * of what conflicted (with no list, the child's file would be applied). */
+static void test_conflicts_survive_resume(void **state)
+{
+    FX;
+    const char *a = done_child(f, "{\"constraints\": {\"max_files\": 0}}", "n.txt", "n\n", NULL);
+    char id[WACP_ID_LEN];
+    snprintf(id, sizeof id, "%s", a);
+    one_conflict(integrate(f, id, "evaluated"), "constraint_breach", "n.txt");
+    /* The dead run's entries, fed to a new model as `--resume` feeds the trail's. */
+    size_t n = f->n_ents;
+    struct wacp_hooks h = {
+        .data = f, .record = fx_record, .start = fx_start, .stop = fx_stop, .notify = fx_notify};
+    struct wacp_opts o = {.policy = f->p,
+                          .run_dir = f->run,
+                          .root_dir = f->root,
+                          .root_owner = "alice",
+                          .redelivery_base_ms = f->base_ms,
+                          .max_workspaces = 8,
+                          .max_envelopes = 4,
+                          .max_payload = 4096};
+    struct wacp *w = NULL;
+    struct cerr err = {0};
+    assert_int_equal(wacp_new(&o, &h, &w, &err), 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(wacp_restore_entry(w, f->ents[i].type, f->ents[i].ws[0] ? f->ents[i].ws : NULL,
+                                            now_us - (int64_t)(n - i), f->ents[i].body),
+                         0);
+    struct wacp_resume_stats st;
+    assert_int_equal(wacp_resume(w, now_us, &st, &err), 0);
+    assert_int_equal(st.workspaces_failed, 0);
+    wacp_free(f->w);
+    f->w = w;
+    assert_string_equal(fx_state(f, id), "conflicted");
+    cJSON *r = fx_call(f, f->rootid, "wacp/conflict.resolve",
+                       "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\", "
+                       "\"prefer\": \"parent\"}",
+                       id);
+    if (!r)
+        fail_msg("conflict.resolve: %s: %s", f->e.code, f->e.msg);
+    assert_string_equal(fx_str(r, "state"), "closed");
+    assert_null(fx_read(f->root, "n.txt")); /* the parent's copy: none */
+    one_conflict(fx_last(f, "conflict_resolved"), "constraint_breach", "n.txt");
     assert_string_equal(fx_str(fx_last(f, "integration_completed"), "strategy"), "evaluated");
 }
 
@@ -299,7 +350,7 @@ int main(void)
         T(test_content_overlap_evaluated), T(test_dependency_violation),
         T(test_constraint_breach),         T(test_constraint_prefixes_bounded),
         T(test_resolve_coordinator),       T(test_resolve_agent_rework),
-        T(test_resolve_escalate_approve),  T(test_resolve_escalate_modify_prefer_parent),
+        T(test_conflicts_survive_resume), T(test_resolve_escalate_approve),  T(test_resolve_escalate_modify_prefer_parent),
         T(test_resolve_escalate_reject),   T(test_resolve_escalate_withdrawn),
         cmocka_unit_test(test_semantic_verdict),
     };
