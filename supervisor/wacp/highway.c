@@ -474,6 +474,41 @@ int highway_esc_open(struct highway *h, const struct highway_esc_req *r, struct 
     return 1;
 }
 
+int highway_esc_restore(struct highway *h, const struct highway_esc_req *r, bool queued,
+                        uint64_t deadline_ms, struct highway_escalation **out)
+{
+    size_t pending = 0;
+    for (size_t i = 0; i < h->n_escs; i++)
+        pending += h->escs[i]->pending;
+    if (!r->signal_id || !r->signal_id[0] || strlen(r->signal_id) >= HIGHWAY_ID_LEN ||
+        highway_esc_find(h, r->signal_id))
+        return -EINVAL;
+    if (pending >= HIGHWAY_MAX_PENDING)
+        return -EAGAIN;
+    if (!grow((void **)&h->escs, &h->cap_escs, h->n_escs, sizeof(*h->escs)))
+        return -ENOMEM;
+    struct highway_escalation *x = calloc(1, sizeof(*x));
+    if (!x || !(x->reason = strdup(r->reason ? r->reason : ""))) {
+        free(x);
+        return -ENOMEM;
+    }
+    copy_id(x->id, sizeof(x->id), r->signal_id);
+    copy_id(x->workspace, sizeof(x->workspace), r->workspace);
+    copy_id(x->owner, sizeof(x->owner), r->owner);
+    x->timestamp_ms = r->wall_ms;
+    x->opened_ms = r->now_ms;
+    x->timeout = r->timeout > 0 ? r->timeout : 0;
+    x->deadline_ms = x->timeout > 0 ? deadline_ms : 0;
+    x->fallback = r->fallback;
+    x->pending = true;
+    x->queued = queued;
+    x->fn = r->fn;
+    x->fn_data = r->fn_data;
+    h->escs[h->n_escs++] = x;
+    *out = x;
+    return 1;
+}
+
 struct highway_escalation *highway_esc_find(struct highway *h, const char *id)
 {
     for (size_t i = 0; id && i < h->n_escs; i++)

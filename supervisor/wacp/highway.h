@@ -150,6 +150,11 @@ struct highway_esc_req {
 };
 int highway_esc_open(struct highway *h, const struct highway_esc_req *r,
                      struct highway_escalation **out);
+/* An escalation a dead supervisor had open (`corral run --resume`): as highway_esc_open with
+ * R's signal id and times, QUEUED as recorded, DEADLINE_MS absolute on R's now_ms clock, nothing
+ * recorded. 1 and *OUT, or -EINVAL (a bad or known id), -EAGAIN, -ENOMEM. */
+int highway_esc_restore(struct highway *h, const struct highway_esc_req *r, bool queued,
+                        uint64_t deadline_ms, struct highway_escalation **out);
 struct highway_escalation *highway_esc_find(struct highway *h, const char *id);
 /* A person's answer: records escalation_resolved then calls FN. REF: the response envelope's id
  * (envelope only; may be NULL). PAYLOAD borrowed. */

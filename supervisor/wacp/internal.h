@@ -209,6 +209,7 @@ struct wacp {
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */
     cJSON *restored_gates;    /* `--resume`: gate_triggered bodies not yet resolved (restore.c) */
+    cJSON *restored_escs;     /* and escalation_received bodies not yet resolved */
     /* wacp_call_ref, handed down by the method table so that human.c re-runs an approved
      * request without calling up into it. */
     int (*rerun)(struct wacp *w, const char *caller, const char *method, const cJSON *params,

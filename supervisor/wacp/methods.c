@@ -354,6 +354,7 @@ void wacp_free(struct wacp *w)
         return;
     wacp_jobs_orphan(w);
     cJSON_Delete(w->restored_gates);
+    cJSON_Delete(w->restored_escs);
     human_free(w);
     for (size_t i = 0; i < w->n_ws; i++)
         wacp_tree_free(w->ws[i]);

@@ -376,23 +376,71 @@ static int integration_seen(struct wacp *w, const char *type, const char *id, co
     return 0;
 }
 
-/* A gate opened: kept (its recorded body) until its gate_resolved, rebuilt by wacp_resume. */
-static int gate_triggered(struct wacp *w, int64_t ts_us, const cJSON *b)
+/* A gate opened or an escalation received (ID under KEY): its recorded body kept in *LIST until
+ * its gate_resolved / escalation_resolved (open_drop), rebuilt by wacp_resume. */
+static int open_keep(cJSON **list, const char *key, int64_t ts_us, const cJSON *b)
 {
-    const char *id = jstr(b, "gate_id");
-    if (!id || !id[0] || strlen(id) >= HIGHWAY_ID_LEN || highway_type_parse(jstr(b, "gate_type")) < 0)
+    const char *id = jstr(b, key);
+    if (!id || !id[0] || strlen(id) >= HIGHWAY_ID_LEN)
         return 0;
-    if (!w->restored_gates && !(w->restored_gates = cJSON_CreateArray()))
+    if (!*list && !(*list = cJSON_CreateArray()))
         return -ENOMEM;
-    if (cJSON_GetArraySize(w->restored_gates) >= HIGHWAY_MAX_PENDING)
+    if (cJSON_GetArraySize(*list) >= HIGHWAY_MAX_PENDING)
         return 0; /* no run had more open: not a trail this runtime wrote */
     cJSON *g = cJSON_Duplicate(b, true);
-    if (!g || !cJSON_AddNumberToObject(g, "ts_us", (double)ts_us) ||
-        !cJSON_AddItemToArray(w->restored_gates, g)) {
+    if (!g || !cJSON_AddNumberToObject(g, "ts_us", (double)ts_us) || !cJSON_AddItemToArray(*list, g)) {
         cJSON_Delete(g);
         return -ENOMEM;
     }
     return 0;
+}
+
+static void open_drop(cJSON *list, const char *key, const cJSON *b)
+{
+    const char *id = jstr(b, key);
+    int i = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach (g, list) {
+        if (id && jstr(g, key) && !strcmp(jstr(g, key), id)) {
+            cJSON_DeleteItemFromArray(list, i);
+            return;
+        }
+        i++;
+    }
+}
+
+/* The escalations the dead supervisor had open: open again for their owner, the run's
+ * escalation timeout counted from the recorded time; one whose workspace is no longer live is
+ * resolved as the live runtime does (subject_invalidated). */
+static int escs_restore(struct wacp *w, int64_t now_us, uint64_t mono, struct wacp_resume_stats *st)
+{
+    cJSON *all = w->restored_escs;
+    w->restored_escs = NULL;
+    const struct policy_highway *h = w->session.highway;
+    double t = h ? h->escalation_timeout : 0;
+    const cJSON *b;
+    int rc = 0;
+    cJSON_ArrayForEach (b, all) {
+        struct wacp_ws *ws = wacp_tree_find(w, jstr(b, "workspace"));
+        if (!ws)
+            continue;
+        int64_t el = (now_us - (int64_t)jnum(b, "ts_us")) / 1000;
+        uint64_t elapsed = el > 0 ? (uint64_t)el : 0;
+        uint64_t tm = t > 0 ? (uint64_t)(t * 1000.0) : 0;
+        const char *dl = jstr(b, "delivery");
+        rc = wacp_signal_esc_restore(w, ws, jstr(b, "signal_id"), jstr(b, "reason"),
+                                     dl && !strcmp(dl, "queued"),
+                                     (uint64_t)(jnum(b, "ts_us") / 1000.0), mono > elapsed ? mono - elapsed : 0,
+                                     mono + (tm > elapsed ? tm - elapsed : 0));
+        if (rc == -ENOMEM)
+            break;
+        rc = 0;
+        st->timers_reconstructed += tm > 0;
+        if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
+            highway_esc_invalidate(w->hw, ws->id, mono);
+    }
+    cJSON_Delete(all);
+    return rc;
 }
 
 static enum policy_fallback fallback_of(const char *name)
@@ -555,18 +603,14 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     if (!strcmp(type, "integration_started") || !strcmp(type, "conflict_detected"))
         return integration_seen(w, type, ws, b);
     if (!strcmp(type, "gate_triggered"))
-        return gate_triggered(w, ts_us, b);
-    if (!strcmp(type, "gate_resolved")) {
-        const char *gid = jstr(b, "gate_id");
-        cJSON *g;
-        int i = 0;
-        cJSON_ArrayForEach (g, w->restored_gates) {
-            if (gid && !strcmp(jstr(g, "gate_id"), gid)) {
-                cJSON_DeleteItemFromArray(w->restored_gates, i);
-                break;
-            }
-            i++;
-        }
+        return highway_type_parse(jstr(b, "gate_type")) < 0
+                   ? 0
+                   : open_keep(&w->restored_gates, "gate_id", ts_us, b);
+    if (!strcmp(type, "escalation_received"))
+        return open_keep(&w->restored_escs, "signal_id", ts_us, b);
+    if (!strcmp(type, "gate_resolved") || !strcmp(type, "escalation_resolved")) {
+        type[0] == 'g' ? open_drop(w->restored_gates, "gate_id", b)
+                       : open_drop(w->restored_escs, "signal_id", b);
         return 0;
     }
     if (!strcmp(type, "task_created"))
@@ -758,7 +802,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
     }
     free(why);
     /* After the failures: a gate on what they took with them is resolved, not opened again. */
-    if (rc == 0 && gates_restore(w, now_us, mono, st) < 0)
+    if (rc == 0 && (gates_restore(w, now_us, mono, st) < 0 || escs_restore(w, now_us, mono, st) < 0))
         rc = cerr_set(err, EIO, "the trail cannot be written");
     /* A gate whose timeout passed while corral was down takes its fallback now, recorded before
      * recovery_completed (recovery spec 3.4: timers as absolute deadlines). */

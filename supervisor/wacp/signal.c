@@ -191,6 +191,28 @@ static void to_highway(struct wacp *w, struct wacp_ws *ws, const char *signal_id
     }
 }
 
+int wacp_signal_esc_restore(struct wacp *w, struct wacp_ws *ws, const char *signal_id,
+                            const char *reason, bool queued, uint64_t wall_ms, uint64_t now_ms,
+                            uint64_t deadline_ms)
+{
+    const struct policy_highway *h = w->session.highway;
+    struct highway_esc_req r = {
+        .signal_id = signal_id,
+        .workspace = ws->id,
+        .reason = reason,
+        .owner = ws->owner,
+        .timeout = h ? h->escalation_timeout : 0,
+        .fallback = h ? h->escalation_fallback : POLICY_FALLBACK_REJECT,
+        .fn = on_escalation,
+        .fn_data = w,
+        .now_ms = now_ms,
+        .wall_ms = wall_ms,
+    };
+    struct highway_escalation *x;
+    int rc = highway_esc_restore(w->hw, &r, queued, deadline_ms, &x);
+    return rc < 0 ? rc : 0;
+}
+
 int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                             struct wacp_err *e)
 {

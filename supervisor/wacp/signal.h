@@ -14,4 +14,10 @@ int wacp_signal_emit(struct wacp *w, struct wacp_ws *ws, const char *actor, cons
 int wacp_signal_method_emit(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **r,
                             struct wacp_err *e);
 
+/* `corral run --resume`: the escalation SIGNAL_ID of WS a dead supervisor had open, again, under
+ * the run's escalation timeout and fallback (DEADLINE_MS absolute, on NOW_MS's clock). */
+int wacp_signal_esc_restore(struct wacp *w, struct wacp_ws *ws, const char *signal_id,
+                            const char *reason, bool queued, uint64_t wall_ms, uint64_t now_ms,
+                            uint64_t deadline_ms);
+
 #endif

@@ -7,7 +7,6 @@
 #include "supervisor/wacp/files.h"
 
 #include <errno.h>
-#include <time.h>
 
 static const char FINAL[] =
     "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"final\", \"confidence\": \"high\"}";
@@ -153,33 +152,7 @@ static void test_conflicts_survive_resume(void **state)
     char id[WACP_ID_LEN];
     snprintf(id, sizeof id, "%s", a);
     one_conflict(integrate(f, id, "evaluated"), "constraint_breach", "n.txt");
-    /* The dead run's entries, fed to a new model as `--resume` feeds the trail's. */
-    size_t n = f->n_ents;
-    struct wacp_hooks h = {
-        .data = f, .record = fx_record, .start = fx_start, .stop = fx_stop, .notify = fx_notify};
-    struct wacp_opts o = {.policy = f->p,
-                          .run_dir = f->run,
-                          .root_dir = f->root,
-                          .root_owner = "alice",
-                          .redelivery_base_ms = f->base_ms,
-                          .max_workspaces = 8,
-                          .max_envelopes = 4,
-                          .max_payload = 4096};
-    struct wacp *w = NULL;
-    struct cerr err = {0};
-    assert_int_equal(wacp_new(&o, &h, &w, &err), 0);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
-    for (size_t i = 0; i < n; i++)
-        assert_int_equal(wacp_restore_entry(w, f->ents[i].type, f->ents[i].ws[0] ? f->ents[i].ws : NULL,
-                                            now_us - (int64_t)(n - i), f->ents[i].body),
-                         0);
-    struct wacp_resume_stats st;
-    assert_int_equal(wacp_resume(w, now_us, &st, &err), 0);
-    assert_int_equal(st.workspaces_failed, 0);
-    wacp_free(f->w);
-    f->w = w;
+    fx_resume(f);
     assert_string_equal(fx_state(f, id), "conflicted");
     cJSON *r = fx_call(f, f->rootid, "wacp/conflict.resolve",
                        "{\"workspace\": \"%s\", \"resolution\": \"coordinator_resolve\", "

@@ -4,6 +4,7 @@
  * person's injection bypassing the role send rules only, and gated requests refused to a caller
  * that cannot wait. */
 #include "tests/unit/wacp_fixture.h"
+#include "supervisor/wacp/internal.h"
 
 static void test_visibility_grants(void **state)
 {
@@ -41,6 +42,29 @@ static void test_visibility_grants(void **state)
     assert_null(fx_call(f, f->rootid, "wacp/visibility.grant",
                         "{\"workspace\": \"%s\", \"target\": \"%s\"}", b, a));
     EXPECT_ERR("invalid_state");
+}
+
+/* `corral run --resume` rebuilds an escalation still open at the crash: listed for its owner
+ * again, and a person's answer acts on the workspace as before (abort: failed). */
+static void test_escalation_survives_resume(void **state)
+{
+    FX;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    cJSON *r = fx_call(f, a, "wacp/signal.emit", "{\"type\": \"escalation\", \"reason\": \"help\"}");
+    assert_non_null(r);
+    assert_int_equal(fx_count(f, "escalation_received"), 1);
+    const char *sid = fx_str(fx_last(f, "escalation_received"), "signal_id");
+    assert_non_null(sid);
+    fx_resume(f);
+    cJSON *l = fx_keep(f, highway_escs_json(f->w->hw, false, 0));
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    assert_string_equal(fx_str(cJSON_GetArrayItem(l, 0), "id"), sid);
+    assert_string_equal(fx_str(cJSON_GetArrayItem(l, 0), "reason"), "help");
+    struct highway_escalation *x = highway_esc_find(f->w->hw, sid);
+    assert_non_null(x);
+    assert_int_equal(highway_esc_respond(f->w->hw, x, HIGHWAY_RESP_ABORT, NULL, NULL, "alice", 0), 0);
+    assert_string_equal(fx_state(f, a), "failed");
+    assert_int_equal(fx_count(f, "escalation_resolved"), 1);
 }
 
 static void test_observer_designated(void **state)
@@ -132,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_visibility_grants, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_escalation_survives_resume, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_observer_designated, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_envelope_altered_refused, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_injection, fx_setup, fx_teardown),

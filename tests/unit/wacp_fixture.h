@@ -11,6 +11,7 @@
 #include "supervisor/wacp/tree.h"
 
 #include <setjmp.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
@@ -313,6 +314,38 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
     fx_ack_last(f, f->rootid);
     *state = f;
     return 0;
+}
+
+/* `corral run --resume` in the small: the entries recorded so far fed to a new model of the
+ * same run (restore.c) as a resume feeds the trail's, wacp_resume, and the old model replaced. */
+static void fx_resume(struct fx *f)
+{
+    size_t n = f->n_ents;
+    struct wacp_hooks h = {
+        .data = f, .record = fx_record, .start = fx_start, .stop = fx_stop, .notify = fx_notify};
+    struct wacp_opts o = {.policy = f->p,
+                          .run_dir = f->run,
+                          .root_dir = f->root,
+                          .root_owner = "alice",
+                          .redelivery_base_ms = f->base_ms,
+                          .max_workspaces = 8,
+                          .max_envelopes = 4,
+                          .max_payload = 4096};
+    struct wacp *w = NULL;
+    struct cerr err = {0};
+    assert_int_equal(wacp_new(&o, &h, &w, &err), 0);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(wacp_restore_entry(w, f->ents[i].type, f->ents[i].ws[0] ? f->ents[i].ws : NULL,
+                                            now_us - (int64_t)(n - i), f->ents[i].body),
+                         0);
+    struct wacp_resume_stats st;
+    assert_int_equal(wacp_resume(w, now_us, &st, &err), 0);
+    assert_int_equal(st.workspaces_failed, 0);
+    wacp_free(f->w);
+    f->w = w;
 }
 
 static int fx_setup(void **state)
