@@ -419,6 +419,32 @@ void highway_invalidate(struct highway *h, const char *workspace, const char *ta
 
 /* ---- escalations ---------------------------------------------------------------------------- */
 
+/* A pending escalation of R, not yet in the list (NULL: out of memory). */
+static struct highway_escalation *esc_make(struct highway *h, const struct highway_esc_req *r,
+                                           bool queued)
+{
+    if (!grow((void **)&h->escs, &h->cap_escs, h->n_escs, sizeof(*h->escs)))
+        return NULL;
+    struct highway_escalation *x = calloc(1, sizeof(*x));
+    if (!x || !(x->reason = strdup(r->reason ? r->reason : ""))) {
+        free(x);
+        return NULL;
+    }
+    copy_id(x->id, sizeof(x->id), r->signal_id);
+    copy_id(x->workspace, sizeof(x->workspace), r->workspace);
+    copy_id(x->owner, sizeof(x->owner), r->owner);
+    x->timestamp_ms = r->wall_ms;
+    x->opened_ms = r->now_ms;
+    x->timeout = r->timeout > 0 ? r->timeout : 0;
+    x->deadline_ms = x->timeout > 0 ? r->now_ms + (uint64_t)(x->timeout * 1000.0) : 0;
+    x->fallback = r->fallback;
+    x->pending = true;
+    x->queued = queued;
+    x->fn = r->fn;
+    x->fn_data = r->fn_data;
+    return x;
+}
+
 int highway_esc_open(struct highway *h, const struct highway_esc_req *r, struct highway_escalation **out)
 {
     const char *st = r->owner_state ? r->owner_state : "active";
@@ -439,25 +465,10 @@ int highway_esc_open(struct highway *h, const struct highway_esc_req *r, struct 
     }
     if (pending >= HIGHWAY_MAX_PENDING || mine >= HIGHWAY_MAX_PENDING_PER_WS)
         return -EAGAIN;
-    if (!grow((void **)&h->escs, &h->cap_escs, h->n_escs, sizeof(*h->escs)))
+    /* suspended, blocked: it waits for them */
+    struct highway_escalation *x = esc_make(h, r, strcmp(st, "active") != 0);
+    if (!x)
         return -ENOMEM;
-    struct highway_escalation *x = calloc(1, sizeof(*x));
-    if (!x || !(x->reason = strdup(r->reason ? r->reason : ""))) {
-        free(x);
-        return -ENOMEM;
-    }
-    copy_id(x->id, sizeof(x->id), r->signal_id);
-    copy_id(x->workspace, sizeof(x->workspace), r->workspace);
-    copy_id(x->owner, sizeof(x->owner), r->owner);
-    x->timestamp_ms = r->wall_ms;
-    x->opened_ms = r->now_ms;
-    x->timeout = r->timeout > 0 ? r->timeout : 0;
-    x->deadline_ms = x->timeout > 0 ? r->now_ms + (uint64_t)(x->timeout * 1000.0) : 0;
-    x->fallback = r->fallback;
-    x->pending = true;
-    x->queued = strcmp(st, "active") != 0; /* suspended, blocked: it waits for them */
-    x->fn = r->fn;
-    x->fn_data = r->fn_data;
     cJSON *b = cJSON_CreateObject();
     add_str(b, "signal_id", x->id);
     add_str(b, "workspace", x->workspace);
@@ -485,25 +496,10 @@ int highway_esc_restore(struct highway *h, const struct highway_esc_req *r, bool
         return -EINVAL;
     if (pending >= HIGHWAY_MAX_PENDING)
         return -EAGAIN;
-    if (!grow((void **)&h->escs, &h->cap_escs, h->n_escs, sizeof(*h->escs)))
+    struct highway_escalation *x = esc_make(h, r, queued);
+    if (!x)
         return -ENOMEM;
-    struct highway_escalation *x = calloc(1, sizeof(*x));
-    if (!x || !(x->reason = strdup(r->reason ? r->reason : ""))) {
-        free(x);
-        return -ENOMEM;
-    }
-    copy_id(x->id, sizeof(x->id), r->signal_id);
-    copy_id(x->workspace, sizeof(x->workspace), r->workspace);
-    copy_id(x->owner, sizeof(x->owner), r->owner);
-    x->timestamp_ms = r->wall_ms;
-    x->opened_ms = r->now_ms;
-    x->timeout = r->timeout > 0 ? r->timeout : 0;
     x->deadline_ms = x->timeout > 0 ? deadline_ms : 0;
-    x->fallback = r->fallback;
-    x->pending = true;
-    x->queued = queued;
-    x->fn = r->fn;
-    x->fn_data = r->fn_data;
     h->escs[h->n_escs++] = x;
     *out = x;
     return 1;
