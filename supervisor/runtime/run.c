@@ -488,11 +488,10 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
     }
 
     /* Its tools act on its own directory only: the kernel resolves every path beneath it. */
-    /* The root's directory is the admin's project: no link on its path (see cli/run.c). */
+    /* The root's directory is the admin's project: the one the model opened at the start with no
+     * link on its path, never its path again (a user owning a directory above may swap it). */
     s->root_fd = info->parent ? open(info->dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
-                              : util_open_nolinks(info->dir, O_PATH | O_DIRECTORY);
-    if (s->root_fd < 0 && !info->parent)
-        errno = -s->root_fd;
+                              : openat(wacp_root_fd(r->w), ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (s->root_fd < 0 || tool_session_new(&s->session) < 0) {
         int e = errno;
         sandbox_child_signal(s->child, SIGKILL);

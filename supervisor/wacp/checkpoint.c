@@ -187,7 +187,8 @@ int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, str
 struct snap_job {
     struct wacp_job j;
     cJSON *params;       /* the request's: read again when the snapshot is done */
-    char *dir, *objects; /* the workspace's files, the run's object store */
+    int dir_fd;          /* the workspace's files (wacp_tree_dir_open), the job's own */
+    char *objects;       /* the run's object store */
     const char **paths;  /* into params (NULL: every file that differs from base) */
     size_t n_paths;
     struct wacp_manifest base; /* the workspace's, copied: the worker never reads the model */
@@ -202,22 +203,20 @@ struct snap_job {
 static void snap_work(struct wacp_job *jb)
 {
     struct snap_job *sj = (struct snap_job *)jb;
-    sj->rc = wacp_files_snapshot(sj->dir, sj->paths, sj->n_paths, &sj->base, sj->objects, &sj->files,
+    sj->rc = wacp_files_snapshot(sj->dir_fd, sj->paths, sj->n_paths, &sj->base, sj->objects, &sj->files,
                                  &sj->ce);
     if (sj->rc < 0 || !sj->measure)
         return;
     /* The storage budget counts what the workspace holds now, whatever wrote it (commands too). */
-    int dfd = open(sj->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    sj->used_rc = dfd < 0 ? -errno : broker_storage_used(dfd, &sj->used);
-    if (dfd >= 0)
-        close(dfd);
+    sj->used_rc = broker_storage_used(sj->dir_fd, &sj->used);
 }
 
 static void snap_free(struct wacp_job *jb)
 {
     struct snap_job *sj = (struct snap_job *)jb;
     cJSON_Delete(sj->params);
-    free(sj->dir);
+    if (sj->dir_fd >= 0)
+        close(sj->dir_fd);
     free(sj->objects);
     free(sj->paths);
     wacp_files_manifest_clear(&sj->base);
@@ -436,11 +435,18 @@ int wacp_checkpoint_method_create(struct wacp *w, struct wacp_ws *c, const cJSON
                       "answered");
     /* The snapshot (reading every file named, or every file) runs on the pool: snap_finish. */
     struct snap_job *sj = calloc(1, sizeof(*sj));
-    if (!sj || !(sj->params = cJSON_Duplicate(p, true)) || !(sj->dir = strdup(c->dir)) ||
-        !(sj->objects = strdup(w->objects_dir)) || wacp_files_manifest_copy(&sj->base, &c->base) < 0) {
+    if (sj)
+        sj->dir_fd = -1;
+    if (!sj || !(sj->params = cJSON_Duplicate(p, true)) || !(sj->objects = strdup(w->objects_dir)) ||
+        wacp_files_manifest_copy(&sj->base, &c->base) < 0) {
         if (sj)
             snap_free(&sj->j);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    struct cerr oe = {0};
+    if ((sj->dir_fd = wacp_tree_dir_open(w, c, &oe)) < 0) {
+        snap_free(&sj->j);
+        return wacp_core_fail(e, -32603, "internal", "%s", oe.msg);
     }
     const cJSON *sfj = cJSON_GetObjectItemCaseSensitive(sj->params, "files");
     if (sfj) {

@@ -32,7 +32,7 @@ static int add(struct wacp_manifest *out, const char *path, enum wacp_conflict_t
     return 0;
 }
 
-int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base,
+int wacp_conflict_dependencies(int dir_fd, const struct wacp_manifest *base,
                                const struct wacp_manifest *changes, struct wacp_manifest *out,
                                struct cerr *err)
 {
@@ -44,7 +44,7 @@ int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base
             r = cerr_set(err, ENOMEM, "out of memory");
     /* Against its own base, a kept file "overlaps" exactly when the parent's copy moved. */
     if (r == 0)
-        r = wacp_files_overlaps(dir, &kept, base, &moved, err);
+        r = wacp_files_overlaps(dir_fd, &kept, base, &moved, err);
     for (size_t i = 0; r == 0 && i < moved.n; i++)
         r = add(out, moved.v[i].path, WACP_CONFLICT_DEPENDENCY_VIOLATION, err);
     wacp_files_manifest_clear(&kept);
@@ -99,16 +99,14 @@ int wacp_conflict_constraints(const cJSON *directive, const struct wacp_manifest
 
 /* At most CAP bytes of the regular file REL under DIR (never through a link: an agent made the
  * tree), as a JSON string (invalid UTF-8 replaced); NULL JSON when absent or not a file. */
-static cJSON *side(const char *dir, const char *rel, bool *truncated)
+static cJSON *side(int dfd, const char *rel, bool *truncated)
 {
     *truncated = false;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return cJSON_CreateNull();
     struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
     int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-    close(dfd);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
@@ -137,19 +135,20 @@ static cJSON *side(const char *dir, const char *rel, bool *truncated)
 }
 
 char *wacp_conflict_evaluator_input(const struct wacp *w, const struct wacp_ws *t,
-                                    const struct wacp_checkpoint *cp)
+                                    const struct wacp_checkpoint *cp, int pfd)
 {
     cJSON *in = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(in, "files");
     bool ok = files && cJSON_AddStringToObject(in, "workspace_id", t->id) &&
               cJSON_AddStringToObject(in, "checkpoint_id", cp->id) &&
               cJSON_AddStringToObject(in, "intent", cp->intent ? cp->intent : "");
+    _cleanup_close_ int ofd = open(w->objects_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (size_t i = 0; ok && i < cp->files.n && i < WACP_EVAL_MAX_FILES; i++) {
         const struct wacp_file *f = &cp->files.v[i];
         bool ct = false, pt = false;
         cJSON *o = cJSON_CreateObject();
         /* the child's side: its object by hash (a deletion has none) */
-        cJSON *child = f->hash[0] ? side(w->objects_dir, f->hash, &ct) : cJSON_CreateNull();
-        cJSON *parent = side(t->parent->dir, f->path, &pt);
+        cJSON *child = f->hash[0] ? side(ofd, f->hash, &ct) : cJSON_CreateNull();
+        cJSON *parent = side(pfd, f->path, &pt);
         if (!o || !child || !parent) {
             cJSON_Delete(o);
             cJSON_Delete(child);

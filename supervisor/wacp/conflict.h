@@ -18,7 +18,7 @@ const char *wacp_conflict_type_name(uint64_t type);
 
 /* dependency_violation: files of the child's BASE it left as they were (it built on them) that a
  * prior integration changed or removed in the parent's directory DIR since the child's base. */
-int wacp_conflict_dependencies(const char *dir, const struct wacp_manifest *base,
+int wacp_conflict_dependencies(int dir_fd, const struct wacp_manifest *base,
                                const struct wacp_manifest *changes, struct wacp_manifest *out,
                                struct cerr *err);
 
@@ -37,12 +37,13 @@ int wacp_conflict_constraints(const cJSON *directive, const struct wacp_manifest
  * its verdict decides. The input: {workspace_id, checkpoint_id, intent, files: [{path, child,
  * parent, child_truncated, parent_truncated}]} (a side is null when absent or not a regular
  * file; at most WACP_EVAL_MAX_FILES files of at most WACP_EVAL_MAX_TEXT bytes each, as UTF-8).
+ * PARENT_FD: the parent's directory (wacp_tree_dir_open; < 0: every parent side null).
  * Returns the JSON text (malloc'd) or NULL (out of memory). */
 #define WACP_EVAL_MAX_FILES 64
 #define WACP_EVAL_MAX_TEXT (32 * 1024)
 #define WACP_EVAL_MAX_REASONS 64
 char *wacp_conflict_evaluator_input(const struct wacp *w, const struct wacp_ws *t,
-                                    const struct wacp_checkpoint *cp);
+                                    const struct wacp_checkpoint *cp, int parent_fd);
 /* The verdict: {"contradictions": [{"path": P, "reason": R}, ...]} (an empty list: none). Each P
  * must be one of CHANGES' paths; each becomes a semantic_contradiction in OUT, and REASONS (a
  * JSON array, may be NULL) gets {path, reason}. Anything else is -EINVAL with ERR saying what. */

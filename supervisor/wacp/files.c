@@ -183,6 +183,7 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
         close(dup_fd);
         return cerr_set(wk->err, errno, "cannot list %s: %s", prefix, strerror(errno));
     }
+    rewinddir(d); /* from the first name whatever the description's offset */
     /* Names first, sorted: the manifest order and the copy do not depend on readdir order. */
     char **names = NULL;
     size_t n = 0, cap = 0;
@@ -269,12 +270,12 @@ static int walk_dir(struct walk *wk, int dfd, int dst, const char *prefix, int d
     return r;
 }
 
-static int walk_root(const char *src, const char *dst, struct wacp_manifest *out, struct cerr *err)
+static int walk_root(int src_fd, const char *dst, struct wacp_manifest *out, struct cerr *err)
 {
-    /* Never through a link: a copy swapped for a symlink is refused, not read. */
-    _cleanup_close_ int sfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* A description of its own (not a dup): the listing's offset is this walk's alone. */
+    _cleanup_close_ int sfd = openat(src_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd < 0)
-        return cerr_set(err, errno, "cannot open the workspace directory %s: %s", src, strerror(errno));
+        return cerr_set(err, errno, "cannot open the workspace directory: %s", strerror(errno));
     _cleanup_close_ int dfd = -1;
     if (dst) {
         if (mkdir(dst, 0700) < 0)
@@ -346,14 +347,23 @@ void wacp_files_remove_tree(const char *path)
     unlinkat(pfd, leaf, AT_REMOVEDIR);
 }
 
-int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err)
+int wacp_files_copy_tree(int src_fd, const char *dst, struct wacp_manifest *base, struct cerr *err)
 {
-    return walk_root(src, dst, base, err);
+    return walk_root(src_fd, dst, base, err);
 }
 
-int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err)
+int wacp_files_scan(int dir_fd, struct wacp_manifest *out, struct cerr *err)
 {
-    return walk_root(dir, NULL, out, err);
+    return walk_root(dir_fd, NULL, out, err);
+}
+
+int wacp_files_dir_open(const char *path, struct cerr *err)
+{
+    /* Never through a link: a copy swapped for a symlink is refused, not read. */
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return cerr_set(err, errno, "cannot open the workspace directory %s: %s", path, strerror(errno));
+    return fd;
 }
 
 /* Stores DATA as OBJECTS/HEX: temp file + rename, idempotent (an existing object is the same). */
@@ -416,13 +426,10 @@ static int snap_one(int dfd, const char *rel, const char *objects, struct wacp_m
     return 0;
 }
 
-int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
+int wacp_files_snapshot(int dfd, const char *const *paths, size_t n_paths,
                         const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                         struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     uint64_t bytes = 0;
     int r = 0;
     if (paths) {
@@ -435,7 +442,7 @@ int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_path
         }
     } else {
         struct wacp_manifest now = {0};
-        if ((r = wacp_files_scan(dir, &now, err)) < 0)
+        if ((r = wacp_files_scan(dfd, &now, err)) < 0)
             return r;
         for (size_t i = 0; i < now.n && !r; i++) {
             const struct wacp_file *b = wacp_files_manifest_get(base, now.v[i].path);
@@ -486,12 +493,9 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
     return 0;
 }
 
-int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
+int wacp_files_overlaps(int dfd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     for (size_t i = 0; i < m->n; i++) {
         char now[WACP_HASH_HEX];
         int r = hash_now(dfd, m->v[i].path, now, err);
@@ -728,19 +732,16 @@ static int write_one(int pfd, const char *leaf, const struct wacp_file *f, int o
     return 0;
 }
 
-int wacp_files_integrate(const char *dir, const struct wacp_manifest *m,
+int wacp_files_integrate(int dfd, const struct wacp_manifest *m,
                          const struct wacp_manifest *skip, const char *objects,
                          const struct wacp_files_rules *rules, struct cerr *err)
 {
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return cerr_set(err, errno, "cannot open %s: %s", dir, strerror(errno));
     _cleanup_close_ int ofd = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (ofd < 0)
         return cerr_set(err, errno, "cannot open the objects: %s", strerror(errno));
     struct stat root;
     if (fstat(dfd, &root) < 0)
-        return cerr_set(err, errno, "cannot stat %s: %s", dir, strerror(errno));
+        return cerr_set(err, errno, "cannot stat the parent's directory: %s", strerror(errno));
     /* Before the first byte changes: paths, targets and objects, all of them. */
     int r = wacp_files_check_paths(m, rules, err);
     for (size_t i = 0; i < m->n && r == 0; i++) {

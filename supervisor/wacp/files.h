@@ -14,21 +14,26 @@ int wacp_files_manifest_copy(struct wacp_manifest *to, const struct wacp_manifes
 const struct wacp_file *wacp_files_manifest_get(const struct wacp_manifest *m, const char *path);
 /* mkdir -p of an absolute host path the runtime made itself (RUN_DIR). */
 int wacp_files_mkdirs(const char *path, struct cerr *err);
-/* Copies the regular files and directories of SRC into DST (created), skipping anything else,
+/* Workspace directories are named by fd (DIR: the root's is opened once at the start of the
+ * run, without links, and never looked up by path again: a user who owns a directory above it
+ * cannot swap it). Opens a directory the runtime made (RUN_DIR/ws/ID), not through a final
+ * link: an fd, or < 0 with ERR set. */
+int wacp_files_dir_open(const char *path, struct cerr *err);
+/* Copies the regular files and directories of SRC_FD into DST (created), skipping anything else,
  * bounded; fills BASE with the hashes of what was copied. */
-int wacp_files_copy_tree(const char *src, const char *dst, struct wacp_manifest *base, struct cerr *err);
+int wacp_files_copy_tree(int src_fd, const char *dst, struct wacp_manifest *base, struct cerr *err);
 /* Removes the directory PATH and everything under it, never following a link (a failed or
  * abandoned copy). Best effort. */
 void wacp_files_remove_tree(const char *path);
 /* Hashes every regular file under DIR. */
-int wacp_files_scan(const char *dir, struct wacp_manifest *out, struct cerr *err);
+int wacp_files_scan(int dir_fd, struct wacp_manifest *out, struct cerr *err);
 /* Snapshots PATHS (NULL: every file that differs from BASE, and the deletions) of DIR into
  * OBJECTS/HASH; fills OUT (sorted by path). */
-int wacp_files_snapshot(const char *dir, const char *const *paths, size_t n_paths,
+int wacp_files_snapshot(int dir_fd, const char *const *paths, size_t n_paths,
                         const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                         struct cerr *err);
 /* The paths of M whose copy in DIR differs from their hash in BASE (changed behind the child). */
-int wacp_files_overlaps(const char *dir, const struct wacp_manifest *m, const struct wacp_manifest *base,
+int wacp_files_overlaps(int dir_fd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err);
 /* The rules integration and checkpoints apply to paths (files.c). */
 #define WACP_FILES_MAX_DEPTH 64 /* directories a workspace may nest (the copy's walk stops there) */
@@ -37,7 +42,7 @@ int wacp_files_check_paths(const struct wacp_manifest *m, const struct wacp_file
                            struct cerr *err);
 /* Integrates M (objects from OBJECTS, each verified by its hash) into DIR, minus SKIP; checks
  * everything before the first byte changes (see files.c). */
-int wacp_files_integrate(const char *dir, const struct wacp_manifest *m,
+int wacp_files_integrate(int dir_fd, const struct wacp_manifest *m,
                          const struct wacp_manifest *skip, const char *objects,
                          const struct wacp_files_rules *rules, struct cerr *err);
 /* Whether REL is a clean relative path (no "..", no "/" at either end, no empty parts). */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- integration (PROTOCOL 7.4-7.8, integration spec) */
 
@@ -58,7 +59,8 @@ struct merge_job {
     char ws[WACP_ID_LEN], into[WACP_ID_LEN], cp[WACP_ID_LEN];
     char actor[64]; /* the role that integrates */
     char strategy[12];
-    char *dir, *objects;
+    int dir_fd; /* the parent's files (wacp_tree_dir_open), the job's own */
+    char *objects;
     struct wacp_manifest files, skip; /* copies: the worker never reads the model */
     struct wacp_files_rules rules;    /* the policy's (it outlives the run) */
     bool detect, evaluated;           /* layered / evaluated: conflicts looked for first */
@@ -79,9 +81,9 @@ static void merge_work(struct wacp_job *jb)
 {
     struct merge_job *mj = (struct merge_job *)jb;
     if (mj->detect) {
-        mj->rc = wacp_files_overlaps(mj->dir, &mj->files, &mj->base, &mj->over, &mj->ce);
+        mj->rc = wacp_files_overlaps(mj->dir_fd, &mj->files, &mj->base, &mj->over, &mj->ce);
         if (mj->rc == 0 && mj->evaluated)
-            mj->rc = wacp_conflict_dependencies(mj->dir, &mj->base, &mj->files, &mj->over, &mj->ce);
+            mj->rc = wacp_conflict_dependencies(mj->dir_fd, &mj->base, &mj->files, &mj->over, &mj->ce);
         if (mj->rc == 0 && mj->evaluated)
             mj->rc = wacp_conflict_constraints(mj->directive, &mj->files, &mj->over, &mj->ce);
         if (mj->rc == 0 && mj->evaluated)
@@ -91,13 +93,14 @@ static void merge_work(struct wacp_job *jb)
     }
     mj->verified = wacp_checkpoint_objects_check(mj->objects, &mj->files, &mj->bad);
     if (mj->verified == 0)
-        mj->rc = wacp_files_integrate(mj->dir, &mj->files, &mj->skip, mj->objects, &mj->rules, &mj->ce);
+        mj->rc = wacp_files_integrate(mj->dir_fd, &mj->files, &mj->skip, mj->objects, &mj->rules, &mj->ce);
 }
 
 static void merge_free(struct wacp_job *jb)
 {
     struct merge_job *mj = (struct merge_job *)jb;
-    free(mj->dir);
+    if (mj->dir_fd >= 0)
+        close(mj->dir_fd);
     free(mj->objects);
     wacp_files_manifest_clear(&mj->files);
     wacp_files_manifest_clear(&mj->skip);
@@ -190,7 +193,12 @@ static int evaluate(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
 {
     if (!w->h.evaluate)
         return 0;
-    char *input = wacp_conflict_evaluator_input(w, t, cp);
+    /* The parent's side by the model's fd (the root's is DIR, never its path again). */
+    struct cerr oe = {0};
+    int pfd = wacp_tree_dir_open(w, t->parent, &oe);
+    char *input = wacp_conflict_evaluator_input(w, t, cp, pfd);
+    if (pfd >= 0)
+        close(pfd);
     if (!input)
         return wacp_core_fail(e, -32603, "internal", "out of memory");
     char *out = NULL;
@@ -256,7 +264,9 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
     if (wacp_checkpoint_verify_mac(w, cp, e) < 0)
         return -1; /* flagged and refused: the coordinator may reject it (security spec 4.3) */
     struct merge_job *mj = calloc(1, sizeof(*mj));
-    if (!mj || !(mj->dir = strdup(t->parent->dir)) || !(mj->objects = strdup(w->objects_dir)) ||
+    if (mj)
+        mj->dir_fd = -1;
+    if (!mj || !(mj->objects = strdup(w->objects_dir)) ||
         wacp_files_manifest_copy(&mj->files, &cp->files) < 0 ||
         wacp_files_manifest_copy(&mj->skip, skip) < 0 ||
         (detect && wacp_files_manifest_copy(&mj->base, &t->base) < 0) ||
@@ -266,6 +276,11 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
         if (mj)
             merge_free(&mj->j);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    struct cerr oe = {0};
+    if ((mj->dir_fd = wacp_tree_dir_open(w, t->parent, &oe)) < 0) {
+        merge_free(&mj->j);
+        return wacp_core_fail(e, -32603, "internal", "%s", oe.msg);
     }
     snprintf(mj->ws, sizeof mj->ws, "%s", t->id);
     snprintf(mj->into, sizeof mj->into, "%s", t->parent->id);

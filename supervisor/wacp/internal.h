@@ -183,6 +183,8 @@ struct wacp {
     struct wacp_hooks h;
     struct wacp_tree_hooks tree_hooks;
     char *run_dir, *root_dir, *root_owner, *objects_dir;
+    int root_fd; /* the root workspace's directory (DIR), opened once without links: the only
+                  * way the model reaches it (a user owning a directory above DIR may swap it) */
     uint64_t redelivery_base_ms, max_workspaces, max_envelopes, max_payload;
     uint64_t max_payload_total, payload_total; /* the run's memory ceiling on kept payloads */
     struct policy_session session;

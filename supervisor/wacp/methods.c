@@ -15,7 +15,9 @@
 #include "supervisor/wacp/visibility.h"
 #include "supervisor/wacp/workspace.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include "tools/params.h"
 
 #include <string.h>
@@ -326,6 +328,15 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     else
         while (broker_protected_default[w->rules.n_protected])
             w->rules.n_protected++;
+    /* DIR opened once, no link anywhere on its path (the runtime checked the same at the
+     * start); the model never names it by path again (wacp_tree_dir_open). */
+    w->root_fd = util_open_nolinks(o->root_dir, O_RDONLY | O_DIRECTORY);
+    if (w->root_fd < 0) {
+        int e = -w->root_fd;
+        free(w);
+        return cerr_set(err, e, "cannot open the workspace directory %s: %s", o->root_dir,
+                        e == ELOOP ? "the path goes through a symbolic link" : strerror(e));
+    }
     w->run_dir = strdup(o->run_dir);
     w->root_dir = strdup(o->root_dir);
     w->root_owner = strdup(o->root_owner && o->root_owner[0] ? o->root_owner : "root");
@@ -346,6 +357,11 @@ int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp 
     }
     *out = w;
     return 0;
+}
+
+int wacp_root_fd(const struct wacp *w)
+{
+    return w->root_fd;
 }
 
 void wacp_free(struct wacp *w)
@@ -371,6 +387,8 @@ void wacp_free(struct wacp *w)
     free(w->tasks);
     free(w->run_dir);
     free(w->root_dir);
+    if (w->root_fd > 0)
+        close(w->root_fd);
     free(w->root_owner);
     free(w->objects_dir);
     free(w);

@@ -21,6 +21,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *jstr(const cJSON *b, const char *k)
 {
@@ -647,7 +648,11 @@ static bool files_match(struct wacp *w, const struct wacp_ws *ws, char *why, siz
         return true;
     struct wacp_manifest now = {0};
     struct cerr ce = {0};
-    if (wacp_files_scan(ws->dir, &now, &ce) < 0) {
+    int dfd = wacp_tree_dir_open(w, ws, &ce);
+    int sr = dfd < 0 ? dfd : wacp_files_scan(dfd, &now, &ce);
+    if (dfd >= 0)
+        close(dfd);
+    if (sr < 0) {
         snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
         wacp_files_manifest_clear(&now);
         return false;

@@ -7,6 +7,8 @@
 #include "supervisor/wacp/core.h"
 #include "supervisor/wacp/files.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -87,6 +89,16 @@ bool wacp_tree_governs(const struct wacp_ws *caller, const struct wacp_ws *ws)
 bool wacp_tree_terminal(enum ws_state s)
 {
     return s == WS_CLOSED || s == WS_FAILED;
+}
+
+int wacp_tree_dir_open(const struct wacp *w, const struct wacp_ws *ws, struct cerr *err)
+{
+    if (ws->parent)
+        return wacp_files_dir_open(ws->dir, err);
+    int fd = openat(w->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return cerr_set(err, errno, "cannot open the root workspace's directory: %s", strerror(errno));
+    return fd;
 }
 
 void wacp_tree_free(struct wacp_ws *ws)

@@ -15,6 +15,10 @@ bool wacp_tree_is_ancestor(const struct wacp_ws *a, const struct wacp_ws *d); /*
 bool wacp_tree_visible(const struct wacp_ws *caller, const struct wacp_ws *ws);
 cJSON *wacp_tree_ws_json(const struct wacp_ws *ws);
 void wacp_tree_free(struct wacp_ws *ws);
+/* A fresh fd (O_RDONLY directory, its own description: a worker may list it) of WS's files:
+ * the root's reopened through the model's fd of DIR, never by its path; a child's copy by its
+ * path in the root-only run directory. < 0 with ERR set. */
+int wacp_tree_dir_open(const struct wacp *w, const struct wacp_ws *ws, struct cerr *err);
 bool wacp_tree_is_coordinator(const struct wacp_ws *ws);
 /* Closed or failed: nothing moves any more. */
 bool wacp_tree_terminal(enum ws_state s);

@@ -96,6 +96,9 @@ struct wacp_opts {
 
 int wacp_new(const struct wacp_opts *o, const struct wacp_hooks *h, struct wacp **out, struct cerr *err);
 void wacp_free(struct wacp *w);
+/* The root workspace's directory (DIR) as the model opened it in wacp_new (borrowed, valid until
+ * wacp_free): an agent of the root is served this directory, not whatever its path names now. */
+int wacp_root_fd(const struct wacp *w);
 
 /* Creates the root workspace for AGENT (the policy's coordinator agent), originator "system",
  * and starts it. */

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- creation */
 
@@ -284,7 +285,7 @@ struct create_job {
     struct wacp_job j;
     struct wacp_ws *ws; /* not in the tree while its files are copied: nothing can name it */
     cJSON *params;      /* the request's, for what is done once the copy is whole */
-    char *src;          /* the parent's directory */
+    int src_fd;         /* the parent's directory (wacp_tree_dir_open), the job's own */
     struct cerr ce;
     int rc;
 };
@@ -293,7 +294,7 @@ struct create_job {
 static void create_work(struct wacp_job *jb)
 {
     struct create_job *cj = (struct create_job *)jb;
-    cj->rc = wacp_files_copy_tree(cj->src, cj->ws->dir, &cj->ws->base, &cj->ce);
+    cj->rc = wacp_files_copy_tree(cj->src_fd, cj->ws->dir, &cj->ws->base, &cj->ce);
     if (cj->rc < 0)
         wacp_files_remove_tree(cj->ws->dir);
 }
@@ -306,7 +307,8 @@ static void create_free(struct wacp_job *jb)
     else
         wacp_tree_free(cj->ws);
     cJSON_Delete(cj->params);
-    free(cj->src);
+    if (cj->src_fd >= 0)
+        close(cj->src_fd);
     free(cj);
 }
 
@@ -484,12 +486,21 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     /* Its working memory: a copy of the parent's files, taken now (the layered base), on the
      * pool: the tree learns of the workspace only once the copy is whole (create_finish). */
     struct create_job *cj = calloc(1, sizeof(*cj));
-    if (!cj || !(cj->params = cJSON_Duplicate(p, true)) || !(cj->src = strdup(c->dir))) {
+    if (cj)
+        cj->src_fd = -1;
+    if (!cj || !(cj->params = cJSON_Duplicate(p, true))) {
         if (cj)
             cJSON_Delete(cj->params);
         free(cj);
         ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    struct cerr oe = {0};
+    if ((cj->src_fd = wacp_tree_dir_open(w, c, &oe)) < 0) {
+        cJSON_Delete(cj->params);
+        free(cj);
+        ws_drop(w, ws);
+        return wacp_core_fail(e, -32603, "internal", "%s", oe.msg);
     }
     cj->ws = ws;
     cj->j.work = create_work;
