@@ -186,10 +186,10 @@ int wacp_checkpoint_verify(struct wacp *w, const struct wacp_checkpoint *cp, str
 
 struct snap_job {
     struct wacp_job j;
-    cJSON *params;       /* the request's: read again when the snapshot is done */
-    int dir_fd;          /* the workspace's files (wacp_tree_dir_open), the job's own */
-    char *objects;       /* the run's object store */
-    const char **paths;  /* into params (NULL: every file that differs from base) */
+    cJSON *params;      /* the request's: read again when the snapshot is done */
+    int dir_fd;         /* the workspace's files (wacp_tree_dir_open), the job's own */
+    char *objects;      /* the run's object store */
+    const char **paths; /* into params (NULL: every file that differs from base) */
     size_t n_paths;
     struct wacp_manifest base; /* the workspace's, copied: the worker never reads the model */
     bool measure;              /* a storage budget: measure what the workspace holds */
@@ -310,6 +310,18 @@ static int snap_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct 
             wacp_checkpoint_free(cp);
             return reject(w, c, type, parent, e, -32602, "invalid_files", msg);
         }
+    /* The manifest is kept for the whole run, like the payload (up to WACP_FILES_MAX_FILES
+     * entries a checkpoint, WACP_MAX_CHECKPOINTS checkpoints a workspace: gigabytes), so it
+     * counts toward the run's ceiling on what agents make it keep. */
+    size_t kept = cp->files.n * sizeof(cp->files.v[0]);
+    for (size_t i = 0; i < cp->files.n; i++)
+        kept += strlen(cp->files.v[i].path) + 1;
+    if (!wacp_core_hold(w, kept)) {
+        wacp_checkpoint_free(cp);
+        return reject(w, c, type, parent, e, WACP_E_LIMIT, "memory_limit",
+                      "the run keeps a bounded amount of checkpoint file lists and payloads and "
+                      "has no room for this one: integrate or end workspaces first");
+    }
     wacp_core_new_id("cp", cp->id);
     snprintf(cp->ws, sizeof(cp->ws), "%s", c->id);
     snprintf(cp->parent, sizeof(cp->parent), "%s", parent);

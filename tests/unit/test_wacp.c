@@ -1035,6 +1035,52 @@ static void test_trail_query_row(void **state)
     assert_string_equal(f->e.msg, "the trail cannot be read: disk gone");
 }
 
+/* Checkpoint file lists are kept for the whole run: 1,024 checkpoints of 20,000 files each
+ * would be gigabytes. They count toward the run's ceiling (here 64 KiB): 200 files of about
+ * 130 bytes kept each fit twice, not a third time; the refusal is recorded. */
+static int fx_setup_small_ceiling(void **state)
+{
+    fx_max_payload_total = 64 << 10;
+    int r = fx_setup(state);
+    fx_max_payload_total = 0;
+    return r;
+}
+
+static void test_checkpoint_manifests_bounded(void **state)
+{
+    struct fx *f = *state;
+    const char *a = fx_child(f, f->rootid, "coder", NULL);
+    assert_non_null(fx_call(f, a, "wacp/signal.emit", "{\"type\": \"started\"}"));
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/generated", fx_dir(f, a));
+    assert_int_equal(mkdir(dir, 0700), 0);
+    char rel[128];
+    for (int i = 0; i < 200; i++) {
+        snprintf(rel, sizeof(rel), "generated/file-with-a-longish-name-%04d.txt", i);
+        fx_write(fx_dir(f, a), rel, "x\n");
+    }
+    char head[64] = "";
+    for (int round = 0; round < 3; round++) {
+        char parent[80];
+        snprintf(parent, sizeof(parent), round ? "\"%s\"" : "null", head);
+        cJSON *cp = fx_call(f, a, "wacp/checkpoint.create",
+                            "{\"type\": \"artifact\", \"intent\": \"i\", \"status\": \"provisional\", "
+                            "\"confidence\": \"low\", \"parent\": %s}",
+                            parent);
+        if (round < 2) {
+            assert_non_null(cp);
+            assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cp, "files")), 200);
+            snprintf(head, sizeof(head), "%s", fx_str(cp, "checkpoint_id"));
+        } else {
+            assert_null(cp);
+            EXPECT_ERR("memory_limit");
+        }
+    }
+    const cJSON *rej = fx_last(f, "checkpoint_rejected");
+    assert_non_null(rej);
+    assert_string_equal(fx_str(rej, "reason"), "memory_limit");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1047,6 +1093,8 @@ int main(void)
         T(test_l1_envelope_lifecycle_five_states),
         T(test_l1_redelivery_three_attempts_linear_backoff),
         T(test_l1_redelivery_deduplication),
+        cmocka_unit_test_setup_teardown(test_checkpoint_manifests_bounded, fx_setup_small_ceiling,
+                                        fx_teardown),
         cmocka_unit_test(test_l1_workspace_state_machine_table),
         T(test_l1_workspace_state_machine_driven),
         T(test_l1_checkpoint_creation_and_immutability),

@@ -272,6 +272,9 @@ static const char *fx_dir(struct fx *f, const char *ws)
     return p;
 }
 
+/* The run's ceiling on kept payloads for the next setup (0: the default, 256 MiB). */
+static uint64_t fx_max_payload_total;
+
 static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const char *policy)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -305,7 +308,8 @@ static int fx_setup_opts(void **state, uint64_t max_ws, uint64_t max_env, const 
                           .redelivery_base_ms = f->base_ms,
                           .max_workspaces = max_ws,
                           .max_envelopes = max_env,
-                          .max_payload = 4096};
+                          .max_payload = 4096,
+                          .max_payload_total = fx_max_payload_total};
     struct cerr err = {0};
     assert_int_equal(wacp_new(&o, &h, &f->w, &err), 0);
     assert_int_equal(wacp_start(f->w, NULL, &err), 0);
