@@ -1503,6 +1503,11 @@ static int resume_run(struct run *r, struct cerr *err)
     int rc = recovery_replay(r->o->trail_path, r->o->resume_seq, r->w, &examined, &last_us, err);
     if (rc < 0)
         return rc;
+    /* Before any agent starts again: a copy the crash cut short is removed, never used. */
+    unsigned swept = wacp_jobs_sweep(r->w);
+    if (swept && !r->o->quiet)
+        fprintf(stderr, "corral run: --resume: %u half-made cop%s of the dead run removed\n", swept,
+                swept == 1 ? "y" : "ies");
     struct wacp_resume_stats st;
     int64_t now = wall_now_us();
     if ((rc = wacp_resume(r->w, now, &st, err)) < 0)
@@ -1516,6 +1521,7 @@ static int resume_run(struct run *r, struct cerr *err)
     cJSON_AddNumberToObject(b, "timers_reconstructed", (double)st.timers_reconstructed);
     cJSON_AddNumberToObject(b, "trail_entries_examined", (double)examined);
     cJSON_AddNumberToObject(b, "quarantined_entries", 0);
+    cJSON_AddNumberToObject(b, "partial_copies_removed", swept);
     cJSON_AddNumberToObject(b, "run_started_seq", (double)r->o->resume_seq);
     /* The dead supervisor's MAC key died with it: checkpoints and envelopes rebuilt from the
      * verified trail are sealed with this run's new key (docs/protocol-wacp.md). */
