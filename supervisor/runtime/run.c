@@ -947,19 +947,36 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
     return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
-/* hooks.evaluate (semantic_contradiction): the integrating agent's role's evaluator_command, the
- * policy's command and not the agent's, in a command sandbox as the embedding command runs
- * (tools/voltagent/index.c): the role's command profile when it may run commands, else the
- * default one; no network; the role's command_timeout and output cap. It runs to its end before
- * the loop goes on (bounded by that timeout). */
-static int hook_evaluate(void *data, const char *ws, const char *input, char **out, size_t *out_len,
-                         struct cerr *err)
+/* hooks.evaluator and hooks.evaluate (semantic_contradiction): the integrating agent's role's
+ * evaluator_command, the policy's command and not the agent's, in a command sandbox as the
+ * embedding command runs (tools/voltagent/index.c): the role's command profile when it may run
+ * commands, else the default one; no network; the role's command_timeout and output cap. It
+ * runs on the pool, like a tool call's command: the loop serves every other agent meanwhile.
+ * The handle is a copy of the agent's tool context, taken on the loop; what it points to (the
+ * role's tools, the policy) lives as long as the run. */
+struct evaluator {
+    struct tool_ctx ctx;
+    const char *cmd;
+};
+
+static void *hook_evaluator(void *data, const char *ws)
 {
     struct run_ws *s = run_ws_find(data, ws);
     const char *cmd = s ? s->view.limits.evaluator_command : NULL;
-    if (!cmd || !*cmd)
-        return 1;
-    struct tool_ctx c = s->tools.ctx;
+    struct evaluator *ev = cmd && *cmd ? calloc(1, sizeof(*ev)) : NULL;
+    if (ev) {
+        ev->ctx = s->tools.ctx;
+        ev->cmd = cmd;
+    }
+    return ev;
+}
+
+static int hook_evaluate(void *handle, const char *input, char **out, size_t *out_len,
+                         struct cerr *err)
+{
+    const struct evaluator *ev = handle;
+    const char *cmd = ev->cmd;
+    struct tool_ctx c = ev->ctx;
     if (!c.allow_commands)
         c.command_profile = NULL;
     c.allow_commands = true;
@@ -967,8 +984,8 @@ static int hook_evaluate(void *data, const char *ws, const char *input, char **o
     c.egress_env = NULL;
     c.adopt_egress = NULL;
     c.call = NULL;
-    /* Its seccomp listener would be served by this loop, which waits for the command: the
-     * filter answers EPERM itself instead (denials are not recorded for the evaluator). */
+    /* Its seccomp listener is not served (this runs on a worker, not the loop): the filter
+     * answers EPERM itself instead (denials are not recorded for the evaluator). */
     c.adopt_listener = NULL;
     struct broker_command_opts o = {.command = cmd, .input = input, .input_len = strlen(input)};
     struct broker_command_result res = {0};
@@ -1654,6 +1671,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
                             .commit = hook_commit,
+                            .evaluator = hook_evaluator,
                             .evaluate = hook_evaluate,
                             .offload = hook_offload};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)

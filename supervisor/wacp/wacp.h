@@ -69,12 +69,15 @@ struct wacp_hooks {
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
-    /* semantic_contradiction (an `evaluated` integration by WS's agent): runs the evaluator
-     * command of WS's role with INPUT on its stdin, in a command sandbox; *OUT (malloc'd) gets
-     * its stdout. 1: the role names no evaluator (nothing to detect); 0: it ran and exited 0;
-     * < 0 with ERR: it could not run, failed, timed out or printed too much. May be NULL. */
-    int (*evaluate)(void *data, const char *ws, const char *input, char **out, size_t *out_len,
-                    struct cerr *err);
+    /* semantic_contradiction (an `evaluated` integration by WS's agent), in two steps so that
+     * the command runs off the loop. EVALUATOR, on the loop: what running the evaluator command
+     * of WS's role takes (malloc'd, released with free()), NULL when the role names none
+     * (nothing to detect). EVALUATE, on a worker thread (the pool): runs it with INPUT on its
+     * stdin, in a command sandbox; *OUT (malloc'd) gets its stdout. 0: it ran and exited 0;
+     * < 0 with ERR: it could not run, failed, timed out or printed too much. Either may be
+     * NULL: nothing is evaluated. */
+    void *(*evaluator)(void *data, const char *ws);
+    int (*evaluate)(void *handle, const char *input, char **out, size_t *out_len, struct cerr *err);
     /* Runs WORK(ARG) on a worker thread (the run's pool, where tool calls run), then DONE(ARG)
      * on the loop thread in a later turn: the model's file work (copies, snapshots,
      * integration's writes) off the loop. < 0: cannot (the model then does the work inline).
