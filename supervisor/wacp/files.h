@@ -49,5 +49,12 @@ int wacp_files_integrate(int dir_fd, const struct wacp_manifest *m,
 bool wacp_files_path_ok(const char *rel);
 void wacp_files_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX]);
 cJSON *wacp_files_manifest_json(const struct wacp_manifest *m);
+/* M (its JSON) stored as a content-addressed object in OBJECTS, so that a workspace's base (its
+ * files at creation) can be rebuilt after a crash; HEX gets the object's hash. */
+int wacp_files_manifest_store(const struct wacp_manifest *m, const char *objects,
+                              char hex[WACP_HASH_HEX], struct cerr *err);
+/* Reads the manifest HEX back from OBJECTS into OUT (empty), its bytes checked against HEX. */
+int wacp_files_manifest_load(const char *objects, const char *hex, struct wacp_manifest *out,
+                             struct cerr *err);
 
 #endif

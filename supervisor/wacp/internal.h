@@ -97,6 +97,7 @@ struct wacp_ws {
      * workspace_state_changed entry so that it survives recovery (docs/protocol-wacp.md). */
     uint64_t active_ms, active_since_ms;
     struct wacp_manifest base; /* its files at creation (layered integration's base) */
+    char base_hash[WACP_HASH_HEX]; /* BASE stored as an object (workspace_created.base) */
     size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
     char final_cp[WACP_ID_LEN];     /* the most recent final checkpoint, "" when none */

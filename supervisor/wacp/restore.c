@@ -73,6 +73,22 @@ static struct wacp_right *right_find(const struct wacp *w, const char *id)
     return NULL;
 }
 
+/* A child's base (its files at creation, layered integration's), from the object
+ * workspace_created names; without one (an older trail, an object gone or changed) it stays
+ * empty, and layered integration then takes every file of its checkpoint as changed. */
+static void restore_base(struct wacp *w, struct wacp_ws *ws, const char *hex)
+{
+    struct cerr ce = {0};
+    if (!ws->parent || !hex)
+        return;
+    if (wacp_files_manifest_load(w->objects_dir, hex, &ws->base, &ce) < 0) {
+        wacp_files_manifest_clear(&ws->base);
+        fprintf(stderr, "corral run: --resume: the base of %s cannot be rebuilt (%s)\n", ws->id, ce.msg);
+        return;
+    }
+    snprintf(ws->base_hash, sizeof(ws->base_hash), "%s", hex);
+}
+
 static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON *b)
 {
     const char *role = jstr(b, "role"), *agent = jstr(b, "agent"), *parent = jstr(b, "parent");
@@ -118,6 +134,7 @@ static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON
     ws->created_us = ts_us;
     ws->created_ms = wacp_core_now_ms();
     ws->state = WS_IDLE;
+    restore_base(w, ws, jstr(b, "base"));
     if (!ws->agent || !ws->role || !ws->owner || !ws->originator || !ws->dir) {
         wacp_tree_free(ws);
         return -ENOMEM;

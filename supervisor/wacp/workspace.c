@@ -136,6 +136,9 @@ static cJSON *created_body(const struct wacp_ws *ws)
          * envelope's payload). */
         if (ws->context)
             cJSON_AddItemToObject(b, "context", cJSON_Duplicate(ws->context, true));
+        /* Its files at creation, as an object of the run (layered integration's base). */
+        if (ws->base_hash[0])
+            cJSON_AddStringToObject(b, "base", ws->base_hash);
     }
     return b;
 }
@@ -286,6 +289,7 @@ struct create_job {
     struct wacp_ws *ws; /* not in the tree while its files are copied: nothing can name it */
     cJSON *params;      /* the request's, for what is done once the copy is whole */
     int src_fd;         /* the parent's directory (wacp_tree_dir_open), the job's own */
+    char *objects;      /* the run's object store, for the base's manifest */
     struct cerr ce;
     int rc;
 };
@@ -295,6 +299,10 @@ static void create_work(struct wacp_job *jb)
 {
     struct create_job *cj = (struct create_job *)jb;
     cj->rc = wacp_files_copy_tree(cj->src_fd, cj->ws->dir, &cj->ws->base, &cj->ce);
+    /* The base kept where a resume finds it (workspace_created.base): without it a rebuilt
+     * workspace's every file would look changed to layered integration. */
+    if (cj->rc == 0)
+        cj->rc = wacp_files_manifest_store(&cj->ws->base, cj->objects, cj->ws->base_hash, &cj->ce);
     if (cj->rc < 0)
         wacp_files_remove_tree(cj->ws->dir);
 }
@@ -307,6 +315,7 @@ static void create_free(struct wacp_job *jb)
     else
         wacp_tree_free(cj->ws);
     cJSON_Delete(cj->params);
+    free(cj->objects);
     if (cj->src_fd >= 0)
         close(cj->src_fd);
     free(cj);
@@ -488,9 +497,11 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     struct create_job *cj = calloc(1, sizeof(*cj));
     if (cj)
         cj->src_fd = -1;
-    if (!cj || !(cj->params = cJSON_Duplicate(p, true))) {
-        if (cj)
+    if (!cj || !(cj->params = cJSON_Duplicate(p, true)) || !(cj->objects = strdup(w->objects_dir))) {
+        if (cj) {
             cJSON_Delete(cj->params);
+            free(cj->objects);
+        }
         free(cj);
         ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -498,6 +509,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     struct cerr oe = {0};
     if ((cj->src_fd = wacp_tree_dir_open(w, c, &oe)) < 0) {
         cJSON_Delete(cj->params);
+        free(cj->objects);
         free(cj);
         ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "%s", oe.msg);
