@@ -1521,7 +1521,7 @@ static int resume_run(struct run *r, struct cerr *err)
     if (rc < 0)
         return rc;
     /* Before any agent starts again: a copy the crash cut short is removed, never used. */
-    unsigned swept = wacp_jobs_sweep(r->w);
+    unsigned swept = wacp_workspace_sweep(r->w);
     if (swept && !r->o->quiet)
         fprintf(stderr, "corral run: --resume: %u half-made cop%s of the dead run removed\n", swept,
                 swept == 1 ? "y" : "ies");

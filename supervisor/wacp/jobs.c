@@ -2,15 +2,9 @@
 #include "supervisor/wacp/jobs.h"
 
 #include "supervisor/wacp/core.h"
-#include "supervisor/wacp/files.h"
-#include "supervisor/wacp/tree.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static void job_work(void *arg)
 {
@@ -133,42 +127,4 @@ void wacp_jobs_orphan(struct wacp *w)
             j->free(j);
     }
     w->jobs = w->jobs_queue = w->jobs_queue_tail = NULL;
-}
-
-/* What the dead run's file jobs left half done (corral run --resume). A workspace's copy is made
- * in RUN_DIR/ws/ID before its workspace_created is recorded (create_finish), so a directory there
- * the rebuilt model does not know is a copy the crash cut short: removed, never used (ids are
- * never reused, so no later workspace would take it over). A snapshot writes each object as
- * objects/.tmp-* and renames it whole: the temporary files are removed. Only directories and
- * regular files, by name, never through a link. */
-unsigned wacp_jobs_sweep(struct wacp *w)
-{
-    unsigned n = 0;
-    _cleanup_free_ char *wsd = util_printf("%s/ws", w->run_dir);
-    DIR *d = wsd ? opendir(wsd) : NULL;
-    for (struct dirent *de; d && (de = readdir(d));) {
-        struct stat st;
-        if (de->d_name[0] == '.' || wacp_tree_find(w, de->d_name) ||
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        _cleanup_free_ char *p = util_printf("%s/%s", wsd, de->d_name);
-        if (p) {
-            wacp_files_remove_tree(p);
-            n++;
-        }
-    }
-    if (d)
-        closedir(d);
-    d = w->objects_dir ? opendir(w->objects_dir) : NULL;
-    for (struct dirent *de; d && (de = readdir(d));) {
-        struct stat st;
-        if (strncmp(de->d_name, ".tmp-", 5) ||
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-            n++;
-    }
-    if (d)
-        closedir(d);
-    return n;
 }

@@ -200,7 +200,7 @@ struct wacp_resume_stats {
 /* After the last wacp_restore_entry, before wacp_resume: removes what the dead run's file jobs
  * left half done in the run directory (a workspace copy cut short, a snapshot's temporary
  * objects), so that nothing uses a half copy. Returns how many were removed. */
-unsigned wacp_jobs_sweep(struct wacp *w);
+unsigned wacp_workspace_sweep(struct wacp *w);
 
 /* After the last wacp_restore_entry: the timers as absolute deadlines from the recorded times
  * (NOW_US: the wall clock now), every live workspace's files checked against its last checkpoint
