@@ -730,10 +730,24 @@ uint64_t wacp_workspace_next_deadline(const struct wacp *w)
     return m;
 }
 
+/* Whether the trail records workspace ID (a workspace the resume could not rebuild, its role
+ * gone from the policy: its files are kept). Unsure (no way to ask, an error): yes. */
+static bool sweep_recorded(struct wacp *w, const char *id)
+{
+    if (!w->h.trail_query)
+        return true;
+    cJSON *a = cJSON_CreateArray();
+    struct cerr e = {0};
+    bool yes = !a || w->h.trail_query(w->h.data, id, "workspace_created", 1, a, &e) < 0 ||
+               cJSON_GetArraySize(a) > 0;
+    cJSON_Delete(a);
+    return yes;
+}
+
 /* What the dead run's file jobs left half done (corral run --resume). A workspace's copy is made
  * in RUN_DIR/ws/ID before its workspace_created is recorded (create_finish), so a directory there
- * the rebuilt model does not know is a copy the crash cut short: removed, never used (ids are
- * never reused, so no later workspace would take it over). A snapshot writes each object as
+ * that neither the rebuilt model nor the trail knows is a copy the crash cut short: removed,
+ * never used (ids are never reused, so no later workspace would take it over). A snapshot writes each object as
  * objects/.tmp-* and renames it whole: the temporary files are removed. Only directories and
  * regular files, by name, never through a link. */
 unsigned wacp_workspace_sweep(struct wacp *w)
@@ -744,7 +758,8 @@ unsigned wacp_workspace_sweep(struct wacp *w)
     for (struct dirent *de; d && (de = readdir(d));) {
         struct stat st;
         if (de->d_name[0] == '.' || wacp_tree_find(w, de->d_name) ||
-            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+            sweep_recorded(w, de->d_name))
             continue;
         _cleanup_free_ char *p = util_printf("%s/%s", wsd, de->d_name);
         if (p) {
