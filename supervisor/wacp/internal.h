@@ -110,7 +110,14 @@ struct wacp_ws {
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
     int64_t created_us;     /* its workspace_created entry's time (recovery: timers from the trail) */
-    bool written_since_cp;  /* recovery: a tool call of its agent was recorded after its last checkpoint */
+    /* Recovery: how the tool calls recorded after its last checkpoint left each path, in trail
+     * order (hash; "" removed; WACP_FILES_IS_DIR a directory made); after a command (or an
+     * integration into it) only what was recorded since that is known (files_unknown); a
+     * call started and not ended at the crash (calls_open) may have changed anything. */
+    struct wacp_manifest recorded;
+    size_t recorded_compact; /* its size after its last compaction */
+    bool files_unknown;
+    unsigned calls_open;
     /* File work in flight on its directory (jobs.h): readers (a copy for a child, a snapshot)
      * share it; a writer (an integration into it) has it alone. */
     unsigned file_readers;

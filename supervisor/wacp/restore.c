@@ -189,7 +189,10 @@ static int cp_created(struct wacp *w, const char *id, const cJSON *b)
     snprintf(ws->head, sizeof(ws->head), "%s", cp->id);
     if (!strcmp(cp->status, "final"))
         snprintf(ws->final_cp, sizeof(ws->final_cp), "%s", cp->id);
-    ws->written_since_cp = false;
+    /* What the files were is now this checkpoint's record (a resume checks them against it). */
+    wacp_files_manifest_clear(&ws->recorded);
+    ws->recorded_compact = 0;
+    ws->files_unknown = false;
     w->sum.checkpoints++;
     return 0;
 }
@@ -521,6 +524,100 @@ static int gates_restore(struct wacp *w, int64_t now_us, uint64_t mono, struct w
     return rc;
 }
 
+/* ---- what tool calls left on disk (checked at resume) ---- */
+
+static void files_forget(struct wacp_ws *ws)
+{
+    wacp_files_manifest_clear(&ws->recorded);
+    ws->recorded_compact = 0;
+    ws->files_unknown = true;
+}
+
+static int recorded_cmp(const void *a, const void *b, void *m_)
+{
+    const struct wacp_manifest *m = m_;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(m->v[i].path, m->v[j].path);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* Keeps the last record of each path of WS's `recorded` (kept in trail order), sorted by path. */
+static int recorded_compact(struct wacp_ws *ws)
+{
+    struct wacp_manifest *m = &ws->recorded;
+    if (m->n < 2) {
+        ws->recorded_compact = m->n;
+        return 0;
+    }
+    size_t *ix = malloc(m->n * sizeof(*ix));
+    struct wacp_file *v = malloc(m->n * sizeof(*v));
+    if (!ix || !v) {
+        free(ix);
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        ix[i] = i;
+    qsort_r(ix, m->n, sizeof(*ix), recorded_cmp, m);
+    size_t n = 0;
+    for (size_t k = 0; k < m->n; k++) {
+        struct wacp_file *f = &m->v[ix[k]];
+        if (k + 1 < m->n && !strcmp(f->path, m->v[ix[k + 1]].path))
+            free(f->path); /* a later call left this path otherwise */
+        else
+            v[n++] = *f;
+    }
+    free(ix);
+    free(m->v);
+    m->cap = m->n;
+    m->v = v;
+    m->n = n;
+    ws->recorded_compact = n;
+    return 0;
+}
+
+static bool hex64(const char *h)
+{
+    size_t n = h ? strspn(h, "0123456789abcdef") : 0;
+    return n == 64 && !h[n];
+}
+
+/* A tool_call entry: one started (phase start) is open until its end (outcome) is recorded;
+ * the end says how the call left each path it changed (files) or that it may have changed
+ * anything (files_unknown: a command). Other fields of the entry are not relied on. */
+static int tool_seen(struct wacp *w, const char *ws_id, const cJSON *b)
+{
+    struct wacp_ws *t = wacp_tree_find(w, ws_id);
+    if (!t)
+        return 0;
+    const char *phase = jstr(b, "phase");
+    if (phase && !strcmp(phase, "start"))
+        t->calls_open++;
+    if (!jstr(b, "outcome"))
+        return 0;
+    if (t->calls_open)
+        t->calls_open--;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "files_unknown"))) {
+        files_forget(t);
+        return 0;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(b, "files")) {
+        const char *path = jstr(f, "path"), *h = jstr(f, "blake2b");
+        bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "dir")),
+             gone = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "removed"));
+        if (!path || !wacp_files_path_ok(path) || (!dir && !gone && !hex64(h)))
+            continue;
+        if (wacp_files_manifest_add(&t->recorded, path, dir ? WACP_FILES_IS_DIR : gone ? "" : h,
+                                    (uint64_t)ju64(f, "bytes")) < 0)
+            return -ENOMEM;
+    }
+    /* Bounded by what the workspace's paths are, not by how often they were written. */
+    if (t->recorded.n >= 2 * t->recorded_compact + 1024 && recorded_compact(t) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us, const cJSON *b)
 {
     if (!type || !cJSON_IsObject(b))
@@ -550,13 +647,17 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     }
     if (!strcmp(type, "checkpoint_created"))
         return cp_created(w, ws, b);
-    if (!strcmp(type, "tool_call")) {
-        /* Any call may have written (commands too): the files are checked against a checkpoint
-         * only when nothing ran after it. */
-        struct wacp_ws *t = wacp_tree_find(w, ws);
-        if (t)
-            t->written_since_cp = true;
-        return 0;
+    if (!strcmp(type, "tool_call"))
+        return tool_seen(w, ws, b);
+    if (!strcmp(type, "integration_completed") || !strcmp(type, "conflict_resolved")) {
+        /* The model wrote a child's files into its parent: not a tool call of the parent's, so
+         * what those files are is known only from the checkpoint applied; the parent's record
+         * starts again (as after a command). */
+        struct wacp_ws *t = wacp_tree_find(w, ws), *into = wacp_tree_find(w, jstr(b, "into"));
+        if (!into && t)
+            into = t->parent;
+        if (into)
+            files_forget(into);
     }
     if (!strcmp(type, "port_right_created"))
         return right_created(w, b);
@@ -638,36 +739,64 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     return 0;
 }
 
-/* Whether the files of WS on disk are those its last checkpoint recorded: a file of the
- * checkpoint changed or missing (or back after the checkpoint deleted it) is a mismatch, told in
- * WHY. Only meaningful when nothing of the agent's ran after the checkpoint. */
-static bool files_match(struct wacp *w, const struct wacp_ws *ws, char *why, size_t len)
+static const struct wacp_file *recorded_get(const struct wacp_manifest *m, const char *path)
 {
-    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, ws->head);
-    if (!cp)
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->v[mid].path, path);
+        if (!c)
+            return &m->v[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Whether DIR/F->path is as F records it; if not, WHY says so. */
+static int file_check(int dfd, const struct wacp_file *f, char *why, size_t len, struct cerr *ce)
+{
+    char now[WACP_HASH_HEX];
+    if (wacp_files_state_at(dfd, f->path, now, ce) < 0)
+        return -1;
+    if (strcmp(now, f->hash) != 0) {
+        snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether the files of WS on disk are as the trail last recorded them: its last checkpoint's
+ * manifest, then what each tool call after it left (a file's hash, a removal, a directory). A
+ * path changed or missing (or back after it was removed) is a mismatch, told in WHY. After a
+ * command, only what file tools recorded since is known; with a call in flight at the crash,
+ * nothing is (docs/protocol-wacp.md, "Recovery"). */
+static bool files_match(struct wacp *w, struct wacp_ws *ws, char *why, size_t len)
+{
+    if (ws->calls_open)
         return true;
-    struct wacp_manifest now = {0};
-    struct cerr ce = {0};
-    int dfd = wacp_tree_dir_open(w, ws, &ce);
-    int sr = dfd < 0 ? dfd : wacp_files_scan(dfd, &now, &ce);
-    if (dfd >= 0)
-        close(dfd);
-    if (sr < 0) {
-        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
-        wacp_files_manifest_clear(&now);
+    if (recorded_compact(ws) < 0) {
+        snprintf(why, len, "recovery_files_unreadable: out of memory");
         return false;
     }
-    bool ok = true;
-    for (size_t i = 0; ok && i < cp->files.n; i++) {
-        const struct wacp_file *f = &cp->files.v[i];
-        const struct wacp_file *g = wacp_files_manifest_get(&now, f->path);
-        if (f->hash[0] ? !g || strcmp(g->hash, f->hash) : g != NULL) {
-            snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
-            ok = false;
-        }
-    }
-    wacp_files_manifest_clear(&now);
-    return ok;
+    const struct wacp_checkpoint *cp = ws->files_unknown ? NULL : wacp_checkpoint_find(w, ws->head);
+    if (!ws->recorded.n && (!cp || !cp->files.n))
+        return true;
+    struct cerr ce = {0};
+    int dfd = wacp_tree_dir_open(w, ws, &ce);
+    int r = dfd < 0 ? -1 : 0;
+    for (size_t i = 0; r == 0 && i < ws->recorded.n; i++)
+        r = file_check(dfd, &ws->recorded.v[i], why, len, &ce);
+    for (size_t i = 0; r == 0 && cp && i < cp->files.n; i++)
+        if (!recorded_get(&ws->recorded, cp->files.v[i].path))
+            r = file_check(dfd, &cp->files.v[i], why, len, &ce);
+    if (dfd >= 0)
+        close(dfd);
+    if (r < 0)
+        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
+    return r == 0;
 }
 
 static bool times_out(enum ws_state s)
@@ -745,7 +874,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
             else
                 ws->deadline_ms = mono + (ws->timeout_ms - (uint64_t)elapsed_ms);
         }
-        if (!why[i][0] && ws->parent && !ws->written_since_cp)
+        if (!why[i][0] && ws->parent)
             files_match(w, ws, why[i], sizeof(why[i]));
     }
     int rc = 0;
