@@ -551,8 +551,16 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
                            : 0.001,
                        on_wall_time, s);
     if (s->view.budgets.liveness_interval > 0) {
+        double first = s->view.budgets.liveness_interval;
         s->live_since_us = wall_now_us();
-        loop_timer_add(r->loop, &s->live_watch, s->view.budgets.liveness_interval, on_liveness, s);
+        /* Recovered: the interval runs from the agent's last recorded activity, not the restart
+         * (recovery spec 3.4); one already run out was warned during the recovery. */
+        if (info->recovered && info->last_activity_us > 0 && info->last_activity_us < s->live_since_us) {
+            double ago = (double)(s->live_since_us - info->last_activity_us) / 1e6;
+            s->live_since_us = info->last_activity_us;
+            first = ago < first ? first - ago : 0.001;
+        }
+        loop_timer_add(r->loop, &s->live_watch, first, on_liveness, s);
     }
     s->next = r->list;
     r->list = s;

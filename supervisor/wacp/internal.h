@@ -115,6 +115,8 @@ struct wacp_ws {
      * integration into it) only what was recorded since that is known (files_unknown); a
      * call started and not ended at the crash (calls_open) may have changed anything. */
     struct wacp_manifest recorded;
+    int64_t last_activity_us; /* recovery: its agent's last recorded activity (0: none) */
+    int64_t active_from_us;   /* recovery: when it last went active */
     size_t recorded_compact; /* its size after its last compaction */
     bool files_unknown;
     unsigned calls_open;

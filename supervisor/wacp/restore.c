@@ -18,6 +18,7 @@
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
+#include "supervisor/trail/trail.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -127,7 +128,7 @@ static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON
     return 0;
 }
 
-static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
+static void ws_state_changed(struct wacp *w, const char *id, int64_t ts_us, const cJSON *b)
 {
     struct wacp_ws *ws = wacp_tree_find(w, id);
     enum ws_state to = state_of(jstr(b, "to")), from = state_of(jstr(b, "from"));
@@ -138,6 +139,8 @@ static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
     /* Compute time (recovery spec 3.4): what the entry says was accumulated in active so far. */
     if (cJSON_GetObjectItemCaseSensitive(b, "active_ms"))
         ws->active_ms = ju64(b, "active_ms");
+    if (to == WS_ACTIVE)
+        ws->active_from_us = ts_us;
     ws->state = to;
     if (to == WS_CLOSED || to == WS_FAILED) {
         snprintf(ws->end_reason, sizeof(ws->end_reason), "%s",
@@ -622,10 +625,20 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
 {
     if (!type || !cJSON_IsObject(b))
         return 0;
+    /* The agent's last recorded activity (recovery spec 3.4: its liveness runs from there, and
+     * an active workspace's compute time counts up to there). */
+    if (ws && (!strcmp(type, "tool_call") || !strcmp(type, "signal_emitted") ||
+               !strcmp(type, "checkpoint_created") || !strcmp(type, "envelope_created") ||
+               (!strcmp(type, "protocol_message") && jstr(b, "direction") &&
+                !strcmp(jstr(b, "direction"), "in")))) {
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        if (t && ts_us > t->last_activity_us)
+            t->last_activity_us = ts_us;
+    }
     if (!strcmp(type, "workspace_created"))
         return ws_created(w, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : ws, ts_us, b);
     if (!strcmp(type, "workspace_state_changed")) {
-        ws_state_changed(w, ws, b);
+        ws_state_changed(w, ws, ts_us, b);
         return 0;
     }
     if (!strcmp(type, "workspace_ownership_transferred")) {
@@ -851,9 +864,16 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         if (!v->gated) /* held by a gate: a person or its fallback decides, below */
             t->queued++;
     }
-    /* Active time counts again from now: the downtime is not compute (recovery spec 6). */
-    for (size_t i = 0; i < w->n_ws; i++)
-        w->ws[i]->active_since_ms = mono;
+    /* Active time counts again from now: the downtime is not compute (recovery spec 6). A
+     * workspace active at the crash also ran from its last transition up to its agent's last
+     * recorded activity: counted, so what is lost is at most the time from that entry to the
+     * crash. */
+    for (size_t i = 0; i < w->n_ws; i++) {
+        struct wacp_ws *ws = w->ws[i];
+        if (ws->state == WS_ACTIVE && ws->active_from_us && ws->last_activity_us > ws->active_from_us)
+            ws->active_ms += (uint64_t)(ws->last_activity_us - ws->active_from_us) / 1000;
+        ws->active_since_ms = mono;
+    }
     /* Which live workspaces fail (timeout, files): decided first, recorded last, so that the
      * `failed` signal reaches a parent whose agent runs again. Their subtrees are not started:
      * the failure takes them with it (tree.c's cascade). */
@@ -889,6 +909,29 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws_info info = wacp_workspace_info(ws);
         info.wall_elapsed = elapsed_ms > 0 ? (double)elapsed_ms / 1000.0 : 0;
         info.recovered = true;
+        info.last_activity_us = ws->last_activity_us;
+        /* Silent for a whole liveness interval before the crash (from its last recorded
+         * activity, the downtime included): warned now; the restarted agent's own interval
+         * runs from that entry too (the runtime's first check comes when it is up). */
+        double li = info.budgets.liveness_interval;
+        if (li > 0 && ws->last_activity_us && (double)(now_us - ws->last_activity_us) >= li * 1e6) {
+            char when[40];
+            trail_format_time(ws->last_activity_us, when, sizeof(when));
+            cJSON *lb = wacp_core_obj();
+            wacp_core_add_str(lb, "workspace_id", ws->id);
+            cJSON_AddNumberToObject(lb, "interval", li);
+            wacp_core_add_str(lb, "last_activity_timestamp", when);
+            wacp_core_add_str(lb, "action", "warned");
+            cJSON_AddTrueToObject(lb, "recovery");
+            int lr = wacp_core_rec(w, ws->id, "system", "liveness_warning", lb);
+            cJSON_Delete(lb);
+            if (lr < 0) {
+                rc = cerr_set(err, EIO, "the trail cannot be written");
+                break;
+            }
+        }
+        if (li > 0)
+            st->timers_reconstructed++;
         struct cerr ce = {0};
         if (w->h.start(w->h.data, &info, &ce) < 0) {
             snprintf(why[i], sizeof(why[i]), "recovery_start_failed");
