@@ -117,6 +117,7 @@ struct wacp_ws {
     struct wacp_manifest recorded;
     int64_t last_activity_us; /* recovery: its agent's last recorded activity (0: none) */
     int64_t active_from_us;   /* recovery: when it last went active */
+    int64_t suspended_from_us, suspended_total_us; /* recovery: its pauses (timeout meter) */
     size_t recorded_compact; /* its size after its last compaction */
     bool files_unknown;
     unsigned calls_open;

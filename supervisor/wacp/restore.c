@@ -8,6 +8,7 @@
  * first (recovery spec 3.1). The run's MAC key lived in the dead supervisor's memory only: this
  * model has a fresh one (wacp_new), and every checkpoint and envelope rebuilt from the verified
  * trail is sealed again with it. */
+#include "common/rate.h"
 #include "supervisor/wacp/checkpoint.h"
 #include "supervisor/wacp/conflict.h"
 #include "supervisor/wacp/core.h"
@@ -141,6 +142,13 @@ static void ws_state_changed(struct wacp *w, const char *id, int64_t ts_us, cons
         ws->active_ms = ju64(b, "active_ms");
     if (to == WS_ACTIVE)
         ws->active_from_us = ts_us;
+    /* The timeout's meter pauses while suspended (tree.c): the pauses, from the trail. */
+    if (to == WS_SUSPENDED)
+        ws->suspended_from_us = ts_us;
+    else if (ws->state == WS_SUSPENDED && ws->suspended_from_us && ts_us > ws->suspended_from_us) {
+        ws->suspended_total_us += ts_us - ws->suspended_from_us;
+        ws->suspended_from_us = 0;
+    }
     ws->state = to;
     if (to == WS_CLOSED || to == WS_FAILED) {
         snprintf(ws->end_reason, sizeof(ws->end_reason), "%s",
@@ -635,6 +643,20 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
         if (t && ts_us > t->last_activity_us)
             t->last_activity_us = ts_us;
     }
+    /* Rate limits: each accepted request of a limited kind took a token at its recorded time
+     * (wall clock here; moved onto the monotonic clock at the resume). */
+    int rk = !strcmp(type, "signal_emitted")       ? WACP_RATE_SIGNALS
+             : !strcmp(type, "envelope_created")   ? WACP_RATE_ENVELOPES
+             : !strcmp(type, "checkpoint_created") ? WACP_RATE_CHECKPOINTS
+                                                   : -1;
+    if (rk >= 0 && ws) {
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        uint32_t per = rk == WACP_RATE_SIGNALS     ? w->session.rates.signals
+                       : rk == WACP_RATE_ENVELOPES ? w->session.rates.envelopes
+                                                   : w->session.rates.checkpoints;
+        if (t && per && ts_us > 0)
+            (void)rate_take(&t->rates[rk], per, per * 5 > 10 ? per * 5 : 10, (uint64_t)ts_us / 1000);
+    }
     if (!strcmp(type, "workspace_created"))
         return ws_created(w, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : ws, ts_us, b);
     if (!strcmp(type, "workspace_state_changed")) {
@@ -723,6 +745,13 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
                    : open_keep(&w->restored_gates, "gate_id", ts_us, b);
     if (!strcmp(type, "escalation_received"))
         return open_keep(&w->restored_escs, "signal_id", ts_us, b);
+    if (!strcmp(type, "gate_resolved") && jstr(b, "action") && !strcmp(jstr(b, "action"), "escalate")) {
+        /* The re-entry guard (highway spec 6.1): kept across the crash. */
+        const cJSON *g;
+        cJSON_ArrayForEach (g, w->restored_gates)
+            if (jstr(g, "gate_id") && jstr(b, "gate_id") && !strcmp(jstr(g, "gate_id"), jstr(b, "gate_id")))
+                highway_guard_restore(w->hw, highway_type_parse(jstr(g, "gate_type")), jstr(g, "subject_id"));
+    }
     if (!strcmp(type, "gate_resolved") || !strcmp(type, "escalation_resolved")) {
         type[0] == 'g' ? open_drop(w->restored_gates, "gate_id", b)
                        : open_drop(w->restored_escs, "signal_id", b);
@@ -870,6 +899,13 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
      * crash. */
     for (size_t i = 0; i < w->n_ws; i++) {
         struct wacp_ws *ws = w->ws[i];
+        for (int k = 0; k < WACP_RATE_N; k++)
+            if (ws->rates[k].primed) { /* its last take, as long before now as recorded */
+                uint64_t ago = (uint64_t)(now_us / 1000) > ws->rates[k].last_ms
+                                   ? (uint64_t)(now_us / 1000) - ws->rates[k].last_ms
+                                   : 0;
+                ws->rates[k].last_ms = mono > ago ? mono - ago : 0;
+            }
         if (ws->state == WS_ACTIVE && ws->active_from_us && ws->last_activity_us > ws->active_from_us)
             ws->active_ms += (uint64_t)(ws->last_activity_us - ws->active_from_us) / 1000;
         ws->active_since_ms = mono;
@@ -884,7 +920,14 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws *ws = w->ws[i];
         if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
             continue;
-        int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
+        /* Its timeout's time so far: from its creation, less its time suspended (the meter
+         * pauses), up to now if it is suspended still (and then the pause goes on from now). */
+        int64_t paused_us = ws->suspended_total_us;
+        if (ws->state == WS_SUSPENDED && ws->suspended_from_us && now_us > ws->suspended_from_us)
+            paused_us += now_us - ws->suspended_from_us;
+        if (ws->state == WS_SUSPENDED)
+            ws->suspended_at_ms = mono;
+        int64_t elapsed_ms = (now_us - ws->created_us - paused_us) / 1000;
         if (elapsed_ms < 0)
             elapsed_ms = 0;
         if (ws->timeout_ms) {
