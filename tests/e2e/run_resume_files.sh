@@ -107,3 +107,45 @@ printf 'a9\n' >"$ws_w/a.txt"
 f=$(resumed "$d")
 expect_match "a file written before a command is taken as the command left it (files_unknown): no failure" '^$' "$f"
 expect_match "the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$d/t.db" 2>&1)"
+
+# ---- recovery twice (recovery spec 3.3, idempotent): the resumer SIGKILLed once its
+# recovery_completed is committed, then resumed again: the second recovery reaches the same
+# workspace states as the first (the failed one stays failed for the same reason, nothing else
+# fails), and each resume's first entry is after every entry before it (the clock, 3.5).
+d=$T_TMP/twice
+crashed "$d"
+printf 'b3\n' >"$ws_w/b.txt"
+python3 - "$d/t.db" "$CORRAL" "$T_TMP/policy.json" "$d" <<'PY'
+import sqlite3, subprocess, sys, time
+db, corral, policy, d = sys.argv[1:5]
+p = subprocess.Popen([corral, "run", policy, "--workspace", d + "/ws", "--trail", db, "--resume",
+                      "--timeout", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while p.poll() is None:
+    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
+    n = c.execute("select count(*) from entries where type = 'recovery_completed'").fetchone()[0]
+    c.close()
+    if n:
+        p.kill()
+        break
+    time.sleep(0.01)
+p.wait()
+PY
+f=$(resumed "$d")
+st=$("$CORRAL" trail --db "$d/t.db" --json | python3 -c '
+import json, sys
+es = [json.loads(l) for l in sys.stdin]
+state, snaps, bad = {}, [], []
+for e in es:
+    b = e["body"]
+    if e["type"] == "workspace_created":
+        state[b["workspace_id"]] = ("idle", "")
+    elif e["type"] == "workspace_state_changed":
+        state[b["workspace_id"]] = (b["to"], b.get("reason", "") if b["to"] in ("failed", "closed") else "")
+    elif e["type"] == "recovery_completed":
+        snaps.append(dict(state))
+    elif e["type"] == "supervisor_started" and b.get("resumed"):
+        if any(x["ts_us"] >= e["ts_us"] for x in es if x["seq"] < e["seq"]):
+            bad.append("clock")
+print(len(snaps), "same" if len(snaps) == 2 and snaps[0] == snaps[1] else "differ: %s" % snaps, *bad)')
+expect_match "recovery twice: the second reaches the same workspace states as the first" '^2 same$' "$st"
+expect_match "... the first failed the edited workspace" "^$id_w recovery_files_mismatch: b.txt\$" "$f"
