@@ -684,9 +684,10 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
         return cp_created(w, ws, b);
     if (!strcmp(type, "tool_call"))
         return tool_seen(w, ws, b);
-    if (!strcmp(type, "integration_completed") || !strcmp(type, "conflict_resolved")) {
-        /* The model wrote a child's files into its parent: not a tool call of the parent's, so
-         * what those files are is known only from the checkpoint applied; the parent's record
+    if (!strcmp(type, "integration_started") || !strcmp(type, "integration_completed") ||
+        !strcmp(type, "conflict_resolved")) {
+        /* The model writes a child's files into its parent (from integration_started on, its
+         * completion recorded after): not a tool call of the parent's, so the parent's record
          * starts again (as after a command). */
         struct wacp_ws *t = wacp_tree_find(w, ws), *into = wacp_tree_find(w, jstr(b, "into"));
         if (!into && t)
