@@ -1467,6 +1467,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     cJSON_AddStringToObject(sb, "run_dir", o->run_dir);
     cJSON_AddNumberToObject(sb, "pid", getpid());
     cJSON_AddStringToObject(sb, "started_by", o->owner ? o->owner : "system");
+    /* Its tool calls' end entries say how they left each file (a resume checks them). */
+    cJSON_AddBoolToObject(sb, "tool_files", true);
     if (o->resume) { /* the same run, taken over (recovery.c reads it so) */
         cJSON_AddBoolToObject(sb, "resumed", true);
         cJSON_AddNumberToObject(sb, "run_started_seq", (double)o->resume_seq);

@@ -217,6 +217,8 @@ struct wacp {
     unsigned jobs_running;
     size_t pending_creates;   /* workspace copies in flight: they count toward max_workspaces */
     uint64_t call_ref;        /* the request being handled (wacp_call_ref), 0: it cannot wait */
+    bool restore_files; /* recovery: the supervisor of the entries being fed records tool calls'
+                         * files (its supervisor_started has tool_files) */
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */

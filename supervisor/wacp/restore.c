@@ -608,7 +608,7 @@ static int tool_seen(struct wacp *w, const char *ws_id, const cJSON *b)
         return 0;
     if (t->calls_open)
         t->calls_open--;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "files_unknown"))) {
+    if (!w->restore_files || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "files_unknown"))) {
         files_forget(t);
         return 0;
     }
@@ -682,6 +682,12 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     }
     if (!strcmp(type, "checkpoint_created"))
         return cp_created(w, ws, b);
+    if (!strcmp(type, "supervisor_started")) {
+        /* A supervisor before tool calls recorded their files (an older corral) leaves every
+         * write after it unknown, as a command does. */
+        w->restore_files = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "tool_files"));
+        return 0;
+    }
     if (!strcmp(type, "tool_call"))
         return tool_seen(w, ws, b);
     if (!strcmp(type, "integration_started") || !strcmp(type, "integration_completed") ||
