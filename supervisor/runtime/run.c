@@ -669,8 +669,16 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
                            : 0.001,
                        on_wall_time, s);
     if (s->view.budgets.liveness_interval > 0) {
+        double first = s->view.budgets.liveness_interval;
         s->live_since_us = wall_now_us();
-        loop_timer_add(r->loop, &s->live_watch, s->view.budgets.liveness_interval, on_liveness, s);
+        /* Recovered: the interval runs from the agent's last recorded activity, not the restart
+         * (recovery spec 3.4); one already run out was warned during the recovery. */
+        if (info->recovered && info->last_activity_us > 0 && info->last_activity_us < s->live_since_us) {
+            double ago = (double)(s->live_since_us - info->last_activity_us) / 1e6;
+            s->live_since_us = info->last_activity_us;
+            first = ago < first ? first - ago : 0.001;
+        }
+        loop_timer_add(r->loop, &s->live_watch, first, on_liveness, s);
     }
     s->next = r->list;
     r->list = s;
@@ -1616,6 +1624,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     cJSON_AddStringToObject(sb, "run_dir", o->run_dir);
     cJSON_AddNumberToObject(sb, "pid", getpid());
     cJSON_AddStringToObject(sb, "started_by", o->owner ? o->owner : "system");
+    /* Its tool calls' end entries say how they left each file (a resume checks them). */
+    cJSON_AddBoolToObject(sb, "tool_files", true);
     if (o->resume) { /* the same run, taken over (recovery.c reads it so) */
         cJSON_AddBoolToObject(sb, "resumed", true);
         cJSON_AddNumberToObject(sb, "run_started_seq", (double)o->resume_seq);

@@ -493,6 +493,17 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
     return 0;
 }
 
+int wacp_files_state_at(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct cerr *err)
+{
+    int fd = open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+    if (fd >= 0) {
+        close(fd);
+        snprintf(hex, WACP_HASH_HEX, "%s", WACP_FILES_IS_DIR);
+        return 0;
+    }
+    return hash_now(dfd, rel, hex, err);
+}
+
 int wacp_files_overlaps(int dfd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err)
 {

@@ -32,6 +32,10 @@ int wacp_files_scan(int dir_fd, struct wacp_manifest *out, struct cerr *err);
 int wacp_files_snapshot(int dir_fd, const char *const *paths, size_t n_paths,
                         const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                         struct cerr *err);
+/* How DIR/REL is now, as a resume compares it with the trail: its content's hash (HEX), ""
+ * when absent (or a link, or not a regular file), WACP_FILES_IS_DIR for a directory. */
+#define WACP_FILES_IS_DIR "dir" /* never a hash (not 64 hex digits) */
+int wacp_files_state_at(int dir_fd, const char *rel, char hex[WACP_HASH_HEX], struct cerr *err);
 /* The paths of M whose copy in DIR differs from their hash in BASE (changed behind the child). */
 int wacp_files_overlaps(int dir_fd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err);

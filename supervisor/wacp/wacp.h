@@ -36,6 +36,7 @@ struct wacp_ws_info {
     struct policy_budgets budgets; /* never above the parent's */
     double wall_elapsed;           /* seconds of its wall_time spent before a recovery (else 0) */
     bool recovered;                /* started again by `corral run --resume` */
+    int64_t last_activity_us;      /* recovered: its agent's last activity in the trail (0: none) */
 };
 
 /* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
