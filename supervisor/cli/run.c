@@ -81,6 +81,7 @@ const char *cli_trail_path(const struct policy *p, const char *given)
  * integrity first (recovery spec 3.1) and reconstructs the workspaces' states (3.2). -1: go on
  * with a new run; else the exit status. */
 static char resume_run_dir[PATH_MAX], resume_workspace[PATH_MAX];
+static struct recovery_quarantine resume_quarantine;
 
 static int check_unfinished(struct run_opts *o, bool resume)
 {
@@ -111,7 +112,31 @@ static int check_unfinished(struct run_opts *o, bool resume)
         return CORRAL_EXIT_USAGE;
     }
     uint64_t bad = 0, count = 0;
-    if (trail_verify_file_count(o->trail_path, &count, &bad, &err) != 0) {
+    struct trail_damage dmg;
+    int vrc = trail_verify_damage(o->trail_path, &count, &bad, &dmg, &err);
+    struct recovery_quarantine *q = &resume_quarantine;
+    memset(q, 0, sizeof(*q));
+    if (vrc == 1 && dmg.n && !dmg.other && !dmg.more) {
+        /* Damage confined to single entries, links intact (recovery spec 3.1): left out when the
+         * run does not need them. */
+        char why[512] = "";
+        struct cerr qe = {0};
+        int qrc = recovery_quarantine_check(o->trail_path, sc.started_seq, &dmg, q, why, sizeof(why), &qe);
+        if (qrc < 0) {
+            fprintf(stderr, "corral run: cannot read the trail %s: %s\n", o->trail_path, qe.msg);
+            return CORRAL_EXIT_INTERNAL;
+        }
+        if (qrc > 0) {
+            fprintf(stderr,
+                    "corral run: --resume: the trail %s fails its integrity check at entry %llu (%s); "
+                    "it cannot be quarantined: %s. Nothing was resumed; restore the trail from a copy "
+                    "you trust (corral trail verify --db %s)\n",
+                    o->trail_path, (unsigned long long)bad, err.msg, why, o->trail_path);
+            return CORRAL_EXIT_PROBLEMS;
+        }
+        vrc = 0;
+    }
+    if (vrc != 0) {
         fprintf(stderr,
                 "corral run: --resume: the trail %s fails its integrity check at entry %llu (%s); "
                 "nothing was resumed\n",
@@ -130,7 +155,16 @@ static int check_unfinished(struct run_opts *o, bool resume)
                         "without --resume on another --trail FILE\n");
         return CORRAL_EXIT_USAGE;
     }
-    if (!o->quiet)
+    if (!o->quiet && q->n) {
+        fprintf(stderr,
+                "corral run: --resume: the trail verifies (%llu entries) but for %zu damaged entr%s, "
+                "quarantined (left out, listed in recovery_completed):",
+                (unsigned long long)count, q->n, q->n == 1 ? "y" : "ies");
+        for (size_t i = 0; i < q->n; i++)
+            fprintf(stderr, " %llu (%s)", (unsigned long long)q->e[i].seq, q->e[i].type);
+        fprintf(stderr, "; the dead run's root %s, %zu of %zu workspaces live, run directory %s\n",
+                sc.root, sc.n_live, sc.n_ws, sc.run_dir);
+    } else if (!o->quiet)
         fprintf(stderr,
                 "corral run: --resume: the trail verifies (%llu entries); the dead run's root %s, "
                 "%zu of %zu workspaces live, run directory %s\n",
@@ -143,6 +177,7 @@ static int check_unfinished(struct run_opts *o, bool resume)
         o->workspace = resume_workspace;
     o->resume = true;
     o->resume_seq = sc.started_seq;
+    o->quarantine = q->n ? q : NULL;
     return -1;
 }
 

@@ -356,7 +356,8 @@ static int cmd_verify(int argc, char **argv)
     }
     struct cerr err = {0};
     uint64_t n = 0, bad_seq = 0;
-    rc = trail_verify_file_count(db, &n, &bad_seq, &err);
+    struct trail_damage dmg;
+    rc = trail_verify_damage(db, &n, &bad_seq, &dmg, &err);
     struct head h = {0};
     if (rc == 0) {
         struct trail_reader *r = NULL;
@@ -400,6 +401,15 @@ static int cmd_verify(int argc, char **argv)
     }
     if (rc == 1) {
         printf("bad: %s\n", err.msg);
+        /* Entries damaged one by one, links intact: what `corral run --resume` may quarantine. */
+        if (dmg.n) {
+            printf("damaged:");
+            for (size_t i = 0; i < dmg.n; i++)
+                printf(" %llu", (unsigned long long)dmg.seq[i]);
+            printf("%s (content does not match the hash, the links around %s hold)%s\n",
+                   dmg.more ? " and more" : "", dmg.n == 1 && !dmg.more ? "it" : "them",
+                   dmg.other ? "; other damage too" : "");
+        }
         fprintf(stderr,
                 "corral trail verify: %s has been changed or damaged at %s%llu: restore it from a copy "
                 "you trust\n",

@@ -151,7 +151,142 @@ bool recovery_supervisor_alive(const struct recovery_scan *s)
     return !strcmp(base ? base + 1 : buf, "corral");
 }
 
+/* ---- quarantine (recovery spec 3.1) ---- */
+
+/* What the rebuilt model does not take from: an entry of one of these types, lost, loses no state
+ * the resume needs (a tool call's files: unknown from there, wacp_restore_quarantined). Every other
+ * type (workspaces, checkpoints, envelopes, tasks, rights, gates, signals, processes...) is
+ * critical. */
+static bool quarantinable(const char *type)
+{
+    static const char *const ok[] = {"agent_log",     "budget_warning",   "denial",
+                                     "liveness_warning", "network_closed", "network_connect",
+                                     "protocol_error", "protocol_message", "resource_discrepancy",
+                                     "tool_call",      "trail_access_denied"};
+    for (size_t i = 0; type && i < ARRAY_SIZE(ok); i++)
+        if (!strcmp(type, ok[i]))
+            return true;
+    return false;
+}
+
+static int keep_one(const struct trail_entry *e, void *data)
+{
+    struct recovery_quarantined *x = data;
+    x->seq = e->seq;
+    snprintf(x->id, sizeof(x->id), "%s", e->id ? e->id : "");
+    snprintf(x->type, sizeof(x->type), "%s", e->type ? e->type : "");
+    snprintf(x->workspace, sizeof(x->workspace), "%s", e->workspace ? e->workspace : "");
+    return 1;
+}
+
+/* Each workspace's states as its entries chain them: created idle, then each change from the
+ * state the one before reached. */
+struct chain {
+    struct chain_ws {
+        char id[64], state[24];
+    } *v;
+    size_t n, cap;
+    char *why;
+    size_t len;
+};
+
+static struct chain_ws *chain_find(struct chain *c, const char *id)
+{
+    for (size_t i = c->n; id && i-- > 0;)
+        if (!strcmp(c->v[i].id, id))
+            return &c->v[i];
+    return NULL;
+}
+
+static int on_chain(const struct trail_entry *e, void *data)
+{
+    struct chain *c = data;
+    if (!e->workspace)
+        return 0;
+    struct chain_ws *s = chain_find(c, e->workspace);
+    if (!strcmp(e->type, "workspace_created")) {
+        if (s)
+            return 0;
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 16;
+            struct chain_ws *p = realloc(c->v, cap * sizeof(*p));
+            if (!p)
+                return -ENOMEM;
+            c->v = p;
+            c->cap = cap;
+        }
+        s = &c->v[c->n++];
+        snprintf(s->id, sizeof(s->id), "%s", e->workspace);
+        snprintf(s->state, sizeof(s->state), "idle");
+        return 0;
+    }
+    cJSON *b = cJSON_ParseWithLength(e->body, e->body_len);
+    const char *from = body_str(b, "from"), *to = body_str(b, "to");
+    int rc = 0;
+    if (s && (!from || !to || strcmp(from, s->state))) {
+        snprintf(c->why, c->len,
+                 "entry %llu: workspace %s changes state from %s, but the state it last reached is %s "
+                 "(a damaged entry may have been one of its state changes)",
+                 (unsigned long long)e->seq, e->workspace, from ? from : "(none)", s->state);
+        rc = 1;
+    } else if (s) {
+        snprintf(s->state, sizeof(s->state), "%s", to);
+    }
+    cJSON_Delete(b);
+    return rc;
+}
+
+int recovery_quarantine_check(const char *path, uint64_t started_seq, const struct trail_damage *d,
+                              struct recovery_quarantine *q, char *why, size_t len, struct cerr *err)
+{
+    memset(q, 0, sizeof(*q));
+    if (d->other || d->more || !d->n) {
+        if (d->more)
+            snprintf(why, len, "more than %d entries are damaged", TRAIL_DAMAGED_MAX);
+        else
+            snprintf(why, len, "%s", d->other ? "a link of the chain is broken too" : "no entry is damaged");
+        return 1;
+    }
+    struct trail_reader *r;
+    int rc = trail_reader_open(path, &r, err);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; rc >= 0 && i < d->n && i < TRAIL_DAMAGED_MAX; i++) {
+        struct trail_filter f = {.after_seq = d->seq[i] - 1, .limit = 1};
+        struct recovery_quarantined *x = &q->e[q->n];
+        rc = trail_query(r, &f, keep_one, x, err);
+        if (rc < 0)
+            break;
+        rc = 0;
+        if (x->seq != d->seq[i] || !quarantinable(x->type)) {
+            snprintf(why, len,
+                     "entry %llu is damaged and is recorded as %s, an entry the rebuilt run depends on",
+                     (unsigned long long)d->seq[i], x->type[0] ? x->type : "(unreadable)");
+            rc = 1;
+            break;
+        }
+        q->n++;
+    }
+    /* The recorded type of a damaged entry is itself untrusted: had it been a state change, the
+     * states would no longer chain (the one after it starts from a state never reached). */
+    struct chain c = {.why = why, .len = len};
+    static const char *const types[] = {"workspace_created", "workspace_state_changed"};
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(types); i++) {
+        struct trail_filter f = {.type = types[i], .after_seq = started_seq};
+        rc = trail_query(r, &f, on_chain, &c, err);
+    }
+    free(c.v);
+    trail_reader_close(r);
+    if (rc == -ENOMEM && !err->msg[0])
+        cerr_set(err, ENOMEM, "out of memory scanning the trail");
+    return rc;
+}
+
+/* ---- replay ---- */
+
 struct replay {
+    const struct recovery_quarantine *q;
+    size_t qi; /* the next quarantined entry, in sequence order */
     struct wacp *w;
     uint64_t n;
     int64_t last_us;
@@ -228,6 +363,12 @@ static int on_replay(const struct trail_entry *e, void *data)
 {
     struct replay *rp = data;
     rp->n++;
+    while (rp->q && rp->qi < rp->q->n && rp->q->e[rp->qi].seq < e->seq)
+        rp->qi++;
+    if (rp->q && rp->qi < rp->q->n && rp->q->e[rp->qi].seq == e->seq) {
+        wacp_restore_quarantined(rp->w, e->type, e->workspace);
+        return 0; /* nothing of it is trusted, not even its time */
+    }
     rp->last_us = e->ts_us;
     cJSON *b = cJSON_ParseWithLength(e->body, e->body_len);
     const char *cg = b && !strcmp(e->type, "process_started") ? body_str(b, "cgroup") : NULL;
@@ -253,14 +394,14 @@ static int on_replay(const struct trail_entry *e, void *data)
     return rc;
 }
 
-int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64_t *examined,
-                    int64_t *last_us, struct cerr *err)
+int recovery_replay(const char *path, uint64_t after_seq, const struct recovery_quarantine *q,
+                    struct wacp *w, uint64_t *examined, int64_t *last_us, struct cerr *err)
 {
     struct trail_reader *r;
     int rc = trail_reader_open(path, &r, err);
     if (rc < 0)
         return rc;
-    struct replay rp = {.w = w};
+    struct replay rp = {.w = w, .q = q};
     /* From the run's own supervisor_started on (what it recorded is read from there). */
     struct trail_filter f = {.after_seq = after_seq ? after_seq - 1 : 0};
     rc = trail_query(r, &f, on_replay, &rp, err);

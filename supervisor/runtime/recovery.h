@@ -6,6 +6,7 @@
 #define CORRAL_RECOVERY_H
 
 #include "common/util.h"
+#include "supervisor/trail/trail.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -32,12 +33,32 @@ int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr 
 /* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one). */
 bool recovery_supervisor_alive(const struct recovery_scan *s);
 
+/* Damaged entries (trail_verify_damage) the resume leaves out, as the trail recorded them (their
+ * type, id and workspace are among what cannot be trusted: named for the operator, not used). */
+struct recovery_quarantine {
+    size_t n;
+    struct recovery_quarantined {
+        uint64_t seq;
+        char id[64], type[64], workspace[64];
+    } e[TRAIL_DAMAGED_MAX];
+};
+
+/* Whether the damaged entries D of the trail at PATH can be quarantined for the run whose
+ * supervisor_started is entry STARTED_SEQ (recovery spec 3.1, "non-critical corruption"): each
+ * is recorded as a type the rebuilt model does not need (a tool call, an agent's log line, a
+ * warning...), and the run's workspaces' state changes still chain, each from the state the one
+ * before it reached, without them. 0 with Q filled; 1 with WHY (naming the entry) when not; < 0
+ * with ERR when the trail cannot be read. */
+int recovery_quarantine_check(const char *path, uint64_t started_seq, const struct trail_damage *d,
+                              struct recovery_quarantine *q, char *why, size_t len, struct cerr *err);
+
 struct wacp;
 /* Feeds every entry of the trail at PATH after AFTER_SEQ (the run's supervisor_started) into W
- * (wacp_restore_entry): the dead run's model, rebuilt; then whatever still runs in the agent
- * cgroups the dead run recorded is killed and waited for (5 s at most). EXAMINED: entries read; LAST_US: the time
- * of the last one. < 0 with ERR set. */
-int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64_t *examined,
-                    int64_t *last_us, struct cerr *err);
+ * (wacp_restore_entry), but those in Q (NULL: none), which are left out
+ * (wacp_restore_quarantined): the dead run's model, rebuilt; then whatever still runs in the agent
+ * cgroups the dead run recorded is killed and waited for (5 s at most). EXAMINED: entries read;
+ * LAST_US: the time of the last one. < 0 with ERR set. */
+int recovery_replay(const char *path, uint64_t after_seq, const struct recovery_quarantine *q,
+                    struct wacp *w, uint64_t *examined, int64_t *last_us, struct cerr *err);
 
 #endif

@@ -24,6 +24,8 @@ struct run_opts {
      * whose supervisor died (its run directory is RUN_DIR, reopened, not made). */
     bool resume;
     uint64_t resume_seq;
+    /* ... leaving out these damaged entries (NULL: none; supervisor/runtime/recovery.h) */
+    const struct recovery_quarantine *quarantine;
 };
 
 /* The counts printed at the end of a run. */

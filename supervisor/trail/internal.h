@@ -92,6 +92,8 @@ void trail_row_entry(sqlite3_stmt *st, struct trail_entry *e);
  * of at least range_min entries each; tests use it to check the stitching of range boundaries. */
 int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count,
                         uint64_t *bad_seq, struct cerr *err);
+int trail_verify_ranges_damage(const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                               uint64_t *bad_seq, struct trail_damage *d, struct cerr *err);
 
 /* True if a body key holds blob references: "blob", "*_blob" (one hash) or "blobs" (*list set:
  * an array of hashes). */

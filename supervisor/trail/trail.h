@@ -144,4 +144,21 @@ int trail_parse_time(const char *s, int64_t *out_us);
 int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err);
 int trail_verify_file(const char *path, uint64_t *bad_seq, struct cerr *err);
 
+/* Entries whose own content (body, type, id, actor, time, workspace) no longer matches their
+ * stored hash while every link to and from them holds (the next entry's prev_hash and the
+ * workspace's next local_prev name the stored hash; sequence and times in order): damage confined
+ * to those entries, whose content cannot be trusted while the chain's order and completeness
+ * can. `corral run --resume` quarantines them when nothing else is wrong and the run does not
+ * need them (docs/trail.md, "Damaged entries"). */
+#define TRAIL_DAMAGED_MAX 64
+struct trail_damage {
+    uint64_t seq[TRAIL_DAMAGED_MAX]; /* ascending */
+    size_t n;
+    bool more;  /* more than TRAIL_DAMAGED_MAX of them */
+    bool other; /* another check failed too: a link, the sequence, a time, a blob, the index */
+};
+/* trail_verify_file_count, with the damaged entries in *d (the result is 1 when there is any). */
+int trail_verify_damage(const char *path, uint64_t *count, uint64_t *bad_seq, struct trail_damage *d,
+                        struct cerr *err);
+
 #endif

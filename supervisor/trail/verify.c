@@ -29,6 +29,10 @@ struct vrange {
     /* found */
     uint64_t bad_seq;
     int code; /* 0 ok, 1 a bad entry at bad_seq, < 0 an error */
+    /* entries whose content does not match their hash, their links intact (not in code) */
+    uint64_t damaged[TRAIL_DAMAGED_MAX];
+    size_t n_damaged;
+    bool damaged_more;
     char why[512];
     /* for stitching */
     uint8_t first_prev[TRAIL_HASH_LEN], last_hash[TRAIL_HASH_LEN];
@@ -221,16 +225,21 @@ static bool check_row(struct vrange *v, sqlite3_stmt *st, uint64_t expect, const
         bad(v, f.seq, "a system-level entry carries local-chain fields");
         return false;
     }
-    if (!scan_refs(v, f.body, f.body_len, f.seq))
-        return false;
     uint8_t gh[TRAIL_HASH_LEN];
     if (trail_hash_entry(&v->scratch, &f, gh) < 0) {
         v->code = -ENOMEM;
         snprintf(v->why, sizeof(v->why), "trail verify: out of memory");
         return false;
     }
+    /* Content that does not match its hash, with the links before it held: damage confined to
+     * this entry as long as the links after it hold too (they name the STORED hash), so the scan
+     * goes on and the entry is listed apart (trail_verify_damage). Its body names nothing. */
     if (!same(gh, hash)) {
-        bad(v, f.seq, "hash does not match its contents (changed body, fields or hash)");
+        if (v->n_damaged < TRAIL_DAMAGED_MAX)
+            v->damaged[v->n_damaged++] = f.seq;
+        else
+            v->damaged_more = true;
+    } else if (!scan_refs(v, f.body, f.body_len, f.seq)) {
         return false;
     }
     if (h) {
@@ -471,7 +480,7 @@ static void check_index(const struct vindex *x, const struct vrange *rg, int n, 
 }
 
 static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t range_min, uint64_t *count,
-                          uint64_t *bad_seq, struct cerr *err)
+                          uint64_t *bad_seq, struct trail_damage *d, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
     int64_t lo = 0, hi = 0;
@@ -566,6 +575,23 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
             check_blobs(db, path, &first);
         if (first.code >= 0)
             check_index(&ix, rg, n, (uint64_t)hi, &first);
+        /* The damaged entries, in order; the first of them is reported when no other failure
+         * comes before it (the message is the one a damaged entry always had). */
+        d->other = first.code == 1;
+        for (int k = 0; k < n; k++) {
+            for (size_t i = 0; i < rg[k].n_damaged; i++)
+                if (d->n < TRAIL_DAMAGED_MAX)
+                    d->seq[d->n++] = rg[k].damaged[i];
+                else
+                    d->more = true;
+            d->more |= rg[k].damaged_more;
+        }
+        if (first.code >= 0 && d->n && (!first.code || d->seq[0] < first.bad_seq)) {
+            first.code = 1;
+            first.bad_seq = d->seq[0];
+            snprintf(first.why, sizeof(first.why),
+                     "hash does not match its contents (changed body, fields or hash)");
+        }
         if (first.code < 0) {
             ret = cerr_set(err, first.code, "%s", first.why);
         } else if (first.code == 1 && first.bad_seq == UINT64_MAX) { /* not one entry's problem */
@@ -591,10 +617,14 @@ static int verify_entries(sqlite3 *db, const char *path, int ranges, uint64_t ra
     return ret;
 }
 
-int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count,
-                        uint64_t *bad_seq, struct cerr *err)
+int trail_verify_ranges_damage(const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                               uint64_t *bad_seq, struct trail_damage *d, struct cerr *err)
 {
     uint64_t n = 0, dummy = 0;
+    struct trail_damage none;
+    if (!d)
+        d = &none;
+    memset(d, 0, sizeof(*d));
     if (!bad_seq)
         bad_seq = &dummy;
     *bad_seq = 0;
@@ -610,13 +640,25 @@ int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64
     if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
         ret = cerr_set(err, EIO, "trail %s cannot be read: %s", path, sqlite3_errmsg(db));
     } else {
-        ret = verify_entries(db, path, ranges, range_min ? range_min : 1, &n, bad_seq, err);
+        ret = verify_entries(db, path, ranges, range_min ? range_min : 1, &n, bad_seq, d, err);
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
     if (count)
         *count = n;
     sqlite3_close(db);
     return ret;
+}
+
+int trail_verify_ranges(const char *path, int ranges, uint64_t range_min, uint64_t *count,
+                        uint64_t *bad_seq, struct cerr *err)
+{
+    return trail_verify_ranges_damage(path, ranges, range_min, count, bad_seq, NULL, err);
+}
+
+int trail_verify_damage(const char *path, uint64_t *count, uint64_t *bad_seq, struct trail_damage *d,
+                        struct cerr *err)
+{
+    return trail_verify_ranges_damage(path, 0, RANGE_MIN, count, bad_seq, d, err);
 }
 
 int trail_verify_file_count(const char *path, uint64_t *count, uint64_t *bad_seq, struct cerr *err)

@@ -805,6 +805,13 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     return 0;
 }
 
+void wacp_restore_quarantined(struct wacp *w, const char *type, const char *ws)
+{
+    struct wacp_ws *t = wacp_tree_find(w, ws);
+    if (t && type && !strcmp(type, "tool_call"))
+        files_forget(t);
+}
+
 static const struct wacp_file *recorded_get(const struct wacp_manifest *m, const char *path)
 {
     size_t lo = 0, hi = m->n;

@@ -192,6 +192,10 @@ void wacp_tick(struct wacp *w, uint64_t now_ms);
  * started. TS_US: the entry's timestamp. < 0 only when out of memory. */
 int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us,
                        const cJSON *body);
+/* In place of wacp_restore_entry for an entry the resume quarantined (its content does not match
+ * its hash; TYPE and WS as recorded): what the model would have taken from it is lost. A tool
+ * call's files are then unknown in WS from there, as after a command. */
+void wacp_restore_quarantined(struct wacp *w, const char *type, const char *ws);
 
 struct wacp_resume_stats {
     uint64_t workspaces_recovered, workspaces_failed, envelopes_redelivered, signals_requeued,
