@@ -70,14 +70,14 @@ expect_status "... and started nothing" 1 "$n"
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --resume --run-dir "$d/elsewhere"
 expect_status "--resume with another --run-dir is refused" 2 "$rc" "$err"
 expect_match "... naming the recorded one" "run's directory is $run_dir" "$err"
-# a copy of the dead run's trail, tampered with (resumed below: refused)
+# a copy of the dead run's trail, its state changes tampered with (resumed below: refused; a
+# damaged tool_call alone would be quarantined: tests/e2e/run_resume_quarantine.sh)
 cp "$db" "$d/x.db"
 for f in "$db"-wal "$db"-shm; do [ -e "$f" ] && cp "$f" "$d/x.db${f#"$db"}"; done
-python3 -c 'import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.executescript("DROP TRIGGER entries_no_update; UPDATE entries SET body = replace(body, \"w.txt\", \"v.txt\") WHERE type = \"tool_call\"")
-if c.total_changes == 0: sys.exit("no tool_call entry names w.txt: nothing was tampered")
-c.close()' "$d/x.db" 2>"$d/sq.err" || cat "$d/sq.err" >&2
+n=$(sqlite3 "$d/x.db" "DROP TRIGGER entries_no_update;
+    UPDATE entries SET body = replace(body, '"reason":"', '"reason":"x') WHERE type = 'workspace_state_changed';
+    SELECT changes();")
+[ "${n:-0}" -gt 0 ] || echo "no workspace_state_changed entry: nothing was tampered" >&2
 # Its agents hold forever: the resumed run ends by its --timeout (1).
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$db" --resume --timeout 3
 expect_match "--resume: the trail verifies first" 'the trail verifies' "$err"
@@ -89,7 +89,7 @@ expect_match "... recovery_completed is recorded" '"workspaces_recovered":2' "$(
 expect_match "the trail still verifies" '^ok' "$("$CORRAL" trail verify --db "$db" 2>&1)"
 
 # ---- a tampered trail is not resumed
-run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/x.db" --resume
+run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/x.db" --resume --timeout 3
 expect_status "--resume on a tampered trail fails its integrity check (1)" 1 "$rc" "$err"
 expect_match "... saying where" 'fails its integrity check at entry [0-9]+' "$err"
 
