@@ -75,7 +75,7 @@ expect_match "... naming the recorded one" "run's directory is $run_dir" "$err"
 cp "$db" "$d/x.db"
 for f in "$db"-wal "$db"-shm; do [ -e "$f" ] && cp "$f" "$d/x.db${f#"$db"}"; done
 n=$(sqlite3 "$d/x.db" "DROP TRIGGER entries_no_update;
-    UPDATE entries SET body = replace(body, '"reason":"', '"reason":"x') WHERE type = 'workspace_state_changed';
+    UPDATE entries SET body = replace(body, '\"reason\":\"', '\"reason\":\"x') WHERE type = 'workspace_state_changed';
     SELECT changes();")
 [ "${n:-0}" -gt 0 ] || echo "no workspace_state_changed entry: nothing was tampered" >&2
 # Its agents hold forever: the resumed run ends by its --timeout (1).
@@ -91,7 +91,7 @@ expect_match "the trail still verifies" '^ok' "$("$CORRAL" trail verify --db "$d
 # ---- a tampered trail is not resumed
 run_capture out err rc "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/x.db" --resume --timeout 3
 expect_status "--resume on a tampered trail fails its integrity check (1)" 1 "$rc" "$err"
-expect_match "... saying where" 'fails its integrity check at entry [0-9]+' "$err"
+expect_match "... saying where and why it cannot be quarantined" "fails its integrity check at entry [0-9]+ .*recorded as workspace_state_changed" "$err"
 
 # ---- a finished run has nothing to resume; a new run starts on its trail
 "$CORRAL" run "$d/policy.json" --workspace "$ws" --trail "$d/ok.db" --timeout 1 >/dev/null 2>&1
