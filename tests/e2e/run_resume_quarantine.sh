@@ -41,26 +41,31 @@ total=$("$CORRAL" trail --db "$ref/t.db" --json | wc -l)
 # ---- a run killed once a worker's tool calls are in the trail (polled, not slept)
 d=$T_TMP/q
 fresh "$d"
-"$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 120 >"$d/o" 2>"$d/e" &
-pid=$!
-python3 - "$d/t.db" "$((total / 2))" <<'PY'
-import sqlite3, sys, time
-db, k = sys.argv[1], int(sys.argv[2])
-for _ in range(6000):
+# The poller starts the run itself and SIGKILLs it by pid the moment the trail holds K entries
+# and two tool calls that recorded files and a workspace changed state twice (python is up before
+# corral starts: it keeps pace).
+python3 - "$d/t.db" "$((total / 2))" "$d/o" "$d/e" "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" \
+    --trail "$d/t.db" --timeout 120 <<'PY'
+import sqlite3, subprocess, sys, time
+db, k, out, err, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
+p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"), stdin=subprocess.DEVNULL)
+while p.poll() is None:
     try:
         c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
         n = c.execute("select count(*) from entries").fetchone()[0]
         t = c.execute("select count(*) from entries where type = 'tool_call' and workspace is not null"
                       " and body like '%\"outcome\"%' and body like '%\"files\"%'").fetchone()[0]
+        s = c.execute("select count(*) from (select workspace from entries where type ="
+                      " 'workspace_state_changed' group by workspace having count(*) >= 2)").fetchone()[0]
         c.close()
-        if n >= k and t >= 2:
+        if n >= k and t >= 2 and s >= 1:
+            p.kill()
             break
     except sqlite3.Error:
         pass
-    time.sleep(0.005)
+    time.sleep(0.002)
+p.wait()
 PY
-kill -KILL $pid
-wait $pid 2>/dev/null
 expect_match "the dead run left an unfinished run" 'holds an unfinished run' \
     "$("$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" 2>&1)"
 
@@ -76,6 +81,9 @@ damage() {
         SELECT RAISE(ABORT, 'the trail is append-only: UPDATE of entries is refused'); END;"
 }
 q() { sqlite3 "$1" "$2"; }
+# A refused case must name an entry: never --resume a copy undamaged (it would run on the run
+# directory the real resume below needs).
+need() { [ -n "$2" ] || { fail "$1: no such entry in the dead run's trail"; exit 1; }; }
 copy "$d/t.db" "$d/s.db"
 copy "$d/t.db" "$d/m.db"
 copy "$d/t.db" "$d/p.db"
@@ -83,6 +91,7 @@ run_seq=$(q "$d/t.db" "select max(seq) from entries where type = 'supervisor_sta
 
 # ---- a workspace_state_changed's body changed: critical, refused
 sseq=$(q "$d/s.db" "select max(seq) from entries where type = 'workspace_state_changed' and seq > $run_seq")
+need "a workspace_state_changed" "$sseq"
 damage "$d/s.db" "UPDATE entries SET body = replace(body, '\"reason\":\"', '\"reason\":\"x') WHERE seq = $sseq"
 run_capture out err rc "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/s.db" --resume --timeout 120
 expect_status "a damaged workspace_state_changed: --resume refuses (1)" 1 "$rc" "$err"
@@ -93,6 +102,7 @@ expect_status "... and resumed nothing" 0 "$(q "$d/s.db" "select count(*) from e
 # ---- a state change relabelled as a tool call: the states no longer chain without it, refused
 mseq=$(q "$d/m.db" "select min(e.seq) from entries e where e.type = 'workspace_state_changed' and e.seq > $run_seq
     and exists (select 1 from entries f where f.type = 'workspace_state_changed' and f.workspace = e.workspace and f.seq > e.seq)")
+need "a workspace_state_changed with a later one of its workspace" "$mseq"
 damage "$d/m.db" "UPDATE entries SET type = 'tool_call' WHERE seq = $mseq"
 run_capture out err rc "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/m.db" --resume --timeout 120
 expect_status "a state change relabelled tool_call: --resume refuses (1)" 1 "$rc" "$err"
@@ -101,6 +111,7 @@ expect_match "... its workspace's next state change starts from a state never re
 
 # ---- a broken link: refused
 tseq=$(q "$d/p.db" "select max(seq) from entries where type = 'tool_call' and seq > $run_seq")
+need "a tool_call" "$tseq"
 damage "$d/p.db" "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = $tseq + 1"
 run_capture out err rc "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/p.db" --resume --timeout 120
 expect_status "a prev_hash changed: --resume refuses (1)" 1 "$rc" "$err"
@@ -109,6 +120,7 @@ expect_match "... naming the broken link" "integrity check at entry $((tseq + 1)
 # ---- a tool_call's body changed (its stored hash kept): quarantined, the run finishes
 cseq=$(q "$d/t.db" "select max(seq) from entries where type = 'tool_call' and workspace is not null
     and body like '%\"outcome\"%' and body like '%\"files\"%' and seq > $run_seq")
+need "a tool_call that recorded files" "$cseq"
 cid=$(q "$d/t.db" "select id from entries where seq = $cseq")
 damage "$d/t.db" "UPDATE entries SET body = replace(body, '\"files\":[', '\"files\":[{\"path\":\"forged.txt\",\"removed\":true},') WHERE seq = $cseq"
 run_capture out err rc "$CORRAL" trail verify --db "$d/t.db"
