@@ -616,47 +616,58 @@ struct tamper {
     const char *sql;
     uint64_t bad_seq;
     const char *why; /* a word of the reason */
+    /* the damaged entries (content against hash, links intact) verify lists apart: 0 not
+     * checked, else that many and nothing else wrong; -1: the first bad one is listed, and
+     * another check failed too */
+    int damaged;
 };
 
 static const struct tamper tampers[] = {
     {"a changed byte in a body",
      "UPDATE entries SET body = replace(body, 'file_120', 'file_12O') WHERE seq = 120", 120,
-     "hash does not match"},
+     "hash does not match", 1},
     {"a changed actor", "UPDATE entries SET actor = 'coordinator' WHERE seq = 200", 200,
-     "hash does not match"},
+     "hash does not match", 1},
+    {"bodies changed on both sides of a range boundary and on the last entry",
+     "UPDATE entries SET body = '{}' WHERE seq IN (100, 101, 300, 400)", 100, "hash does not match",
+     4},
     {"a changed timestamp", "UPDATE entries SET ts = ts + 1 WHERE seq = 201", 201,
-     "hash does not match"},
-    {"a changed workspace", "UPDATE entries SET workspace = 'ws-1' WHERE seq = 202", 202, "does not"},
+     "hash does not match", 0},
+    {"a changed workspace", "UPDATE entries SET workspace = 'ws-1' WHERE seq = 202", 202, "does not", 0},
     {"a changed byte in a hash", "UPDATE entries SET hash = zeroblob(32) WHERE seq = 150", 150,
-     "hash does not match"},
+     "hash does not match", -1},
+    {"a changed body before a changed prev_hash",
+     "UPDATE entries SET body = '{}' WHERE seq = 140; UPDATE entries SET prev_hash = zeroblob(32) "
+     "WHERE seq = 260",
+     140, "hash does not match", -1},
     {"a hash of the wrong size", "UPDATE entries SET hash = zeroblob(31) WHERE seq = 151", 151,
-     "32-byte"},
+     "32-byte", 0},
     {"a changed prev_hash", "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = 160", 160,
-     "prev_hash"},
+     "prev_hash", 0},
     {"a changed local_prev", "UPDATE entries SET local_prev = zeroblob(32) WHERE seq = 170", 170,
-     "local_prev"},
-    {"a deleted row", "DELETE FROM entries WHERE seq = 180", 180, "missing"},
+     "local_prev", 0},
+    {"a deleted row", "DELETE FROM entries WHERE seq = 180", 180, "missing", 0},
     {"deleted rows at a range boundary", "DELETE FROM entries WHERE seq BETWEEN 100 AND 101", 100,
-     "missing"},
+     "missing", 0},
     {"two rows swapped",
      "UPDATE entries SET seq = -1 WHERE seq = 190; UPDATE entries SET seq = 190 WHERE seq = 191; UPDATE "
      "entries SET seq = 191 WHERE seq = -1",
-     190, "prev_hash"},
-    {"a row moved before the start", "UPDATE entries SET seq = 0 WHERE seq = 1", 1, "1"},
+     190, "prev_hash", 0},
+    {"a row moved before the start", "UPDATE entries SET seq = 0 WHERE seq = 1", 1, "1", 0},
     {"an unknown type", "UPDATE entries SET type = 'envelope_sent' WHERE seq = 210", 210,
-     "unknown event type"},
-    {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "does not match its hash"},
+     "unknown event type", 0},
+    {"a tampered blob", "UPDATE blobs SET data = zeroblob(size)", 77, "does not match its hash", 0},
     {"a tampered blob named only in a list",
      "UPDATE blobs SET data = CAST('SECOND blob' AS BLOB) WHERE size = 11", 90,
-     "does not match its hash"},
-    {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail"},
+     "does not match its hash", 0},
+    {"a deleted blob", "DELETE FROM blobs WHERE size = 20", 77, "missing from the trail", 0},
     {"a deleted blob named in a list", "DELETE FROM blobs WHERE size = 11", 90,
-     "missing from the trail"},
-    {"every blob deleted", "DELETE FROM blobs", 77, "missing from the trail"},
-    {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing"},
+     "missing from the trail", 0},
+    {"every blob deleted", "DELETE FROM blobs", 77, "missing from the trail", 0},
+    {"a deleted first entry", "DELETE FROM entries WHERE seq = 1", 1, "missing", 0},
     {"the whole tail rewritten from a deleted row on",
      "DELETE FROM entries WHERE seq = 300; UPDATE entries SET seq = seq - 1 WHERE seq > 300", 300,
-     "hash does not match"},
+     "hash does not match", 0},
 };
 
 static void tamper_one(const char *dir, const char *clean, const struct tamper *tp, int ranges)
@@ -679,7 +690,14 @@ static void tamper_one(const char *dir, const char *clean, const struct tamper *
     sqlite3_close(a);
     struct cerr err = {0};
     uint64_t n = 0, bad_seq = 0;
-    int r = trail_verify_ranges(db, ranges, 1, &n, &bad_seq, &err);
+    struct trail_damage d;
+    int r = trail_verify_ranges_damage(db, ranges, 1, &n, &bad_seq, &d, &err);
+    if (tp->damaged > 0 && (d.n != (size_t)tp->damaged || d.other || d.more || d.seq[0] != tp->bad_seq))
+        fail_msg("%s (%d ranges): %zu damaged (first %llu), other %d; want %d, none", tp->name, ranges,
+                 d.n, (unsigned long long)(d.n ? d.seq[0] : 0), d.other, tp->damaged);
+    if (tp->damaged < 0 && (!d.n || !d.other || d.seq[0] != tp->bad_seq))
+        fail_msg("%s (%d ranges): %zu damaged, other %d; want entry %llu damaged and other damage",
+                 tp->name, ranges, d.n, d.other, (unsigned long long)tp->bad_seq);
     if (r != 1 || bad_seq != tp->bad_seq || !strstr(err.msg, tp->why))
         fail_msg("%s (%d ranges): verify gave %d, entry %llu, '%s'; want 1, entry %llu, '%s'", tp->name,
                  ranges, r, (unsigned long long)bad_seq, err.msg, (unsigned long long)tp->bad_seq,
