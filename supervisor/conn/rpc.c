@@ -141,6 +141,14 @@ size_t rpc_reader_pending(const struct rpc_reader *r)
 {
     return r->len - r->start;
 }
+const char *rpc_reader_peek(const struct rpc_reader *r)
+{
+    return r->buf ? r->buf + r->start : "";
+}
+bool rpc_reader_discarding(const struct rpc_reader *r)
+{
+    return r->discarding;
+}
 void rpc_reader_fail(struct rpc_reader *r)
 {
     r->failed = true;

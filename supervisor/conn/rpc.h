@@ -54,6 +54,10 @@ enum rpc_frame rpc_reader_next(struct rpc_reader *r, const char **line, size_t *
 
 /* Bytes buffered but not yet returned (a partial line), for back-pressure accounting. */
 size_t rpc_reader_pending(const struct rpc_reader *r);
+/* The pending bytes themselves (rpc_reader_pending of them), for a look before they are framed. */
+const char *rpc_reader_peek(const struct rpc_reader *r);
+/* Inside an over-long line, whose bytes are being dropped up to its newline. */
+bool rpc_reader_discarding(const struct rpc_reader *r);
 /* Marks the reader failed for good: every later rpc_reader_next returns RPC_FRAME_FAILED. */
 void rpc_reader_fail(struct rpc_reader *r);
 bool rpc_reader_failed(const struct rpc_reader *r);
