@@ -1049,7 +1049,7 @@ static void agent_really_free(struct agent *a);
  * and as structuredContent for programs. */
 static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 {
-    char *text = cJSON_PrintUnformatted(result);
+    char *text = rpc_json_print(result, NULL);
     cJSON *r = cJSON_CreateObject();
     cJSON *content = r ? cJSON_AddArrayToObject(r, "content") : NULL;
     cJSON *item = cJSON_CreateObject();
