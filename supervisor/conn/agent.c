@@ -279,9 +279,34 @@ static cJSON *trail_id(const cJSON *id)
 static void denial_of(const struct agent *a, const cJSON *result, const char **rule,
                       const char **reason);
 
+/* How the call left what it changed (tools/tool.h), into BODY: `files` and `files_unknown`. */
+static bool trail_changes(cJSON *body, const struct tool_call_ctl *ctl)
+{
+    if (!ctl)
+        return true;
+    if (ctl->changes_unknown && !cJSON_AddTrueToObject(body, "files_unknown"))
+        return false;
+    if (!ctl->n_changes)
+        return true;
+    cJSON *files = cJSON_AddArrayToObject(body, "files");
+    for (size_t i = 0; files && i < ctl->n_changes; i++) {
+        const struct tool_change *c = &ctl->changes[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(files, o) || !cJSON_AddStringToObject(o, "path", c->path))
+            return false;
+        bool ok = c->kind == TOOL_CHANGE_DIR       ? cJSON_AddTrueToObject(o, "dir") != NULL
+                  : c->kind == TOOL_CHANGE_REMOVED ? cJSON_AddTrueToObject(o, "removed") != NULL
+                                                   : cJSON_AddStringToObject(o, "blake2b", c->hash) &&
+                                                         cJSON_AddNumberToObject(o, "bytes", (double)c->size);
+        if (!ok)
+            return false;
+    }
+    return files != NULL;
+}
+
 static int host_trail_tool(struct agent_host *h, struct agent *a, const char *phase, const cJSON *id,
                            const char *tool, const cJSON *args, const cJSON *result, bool is_error,
-                           int rc)
+                           int rc, const struct tool_call_ctl *ctl)
 {
     if (!h->trail) {
         const char *rule = NULL, *reason = NULL;
@@ -308,7 +333,8 @@ static int host_trail_tool(struct agent_host *h, struct agent *a, const char *ph
                                      : rc < 0         ? "failed"
                                      : is_error       ? "error"
                                                       : "ok") &&
-             (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring));
+             (!cJSON_IsString(code) || cJSON_AddStringToObject(body, "code", code->valuestring)) &&
+             trail_changes(body, ctl);
     }
     if (!ok) {
         cJSON_Delete(body);
@@ -1067,6 +1093,7 @@ static void tool_job_free(struct tool_job *j)
 {
     if (j->ctl.cancel_fd >= 0)
         close(j->ctl.cancel_fd);
+    tool_changes_clear(&j->ctl);
     cJSON_Delete(j->progress);
     cJSON_Delete(j->id);
     cJSON_Delete(j->args);
@@ -1089,7 +1116,7 @@ static void agent_really_free(struct agent *a);
  * and as structuredContent for programs. */
 static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 {
-    char *text = cJSON_PrintUnformatted(result);
+    char *text = rpc_json_print(result, NULL);
     cJSON *r = cJSON_CreateObject();
     cJSON *content = r ? cJSON_AddArrayToObject(r, "content") : NULL;
     cJSON *item = cJSON_CreateObject();
@@ -1185,7 +1212,7 @@ static bool tool_job_finish(struct tool_job *j)
     calls_unlink(a, j);
     if (a->freeing) {
         /* Its start is on the trail, so its end is too, though nobody is left to answer. */
-        host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
+        host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc, &j->ctl);
         tool_job_free(j);
         if (a->inflight == 0)
             agent_really_free(a);
@@ -1193,7 +1220,7 @@ static bool tool_job_finish(struct tool_job *j)
     }
     if (j->cancelled && j->rc >= 0)
         j->rc = -ECANCELED;
-    host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc);
+    host_trail_tool(a->h, a, "end", j->id, j->name, NULL, j->result, j->is_error, j->rc, &j->ctl);
     /* A cancelled request is not answered (MCP: the receiver SHOULD NOT respond). */
     if (!a->ended && !j->cancelled) {
         if (j->rc == -ENOENT) {
@@ -1323,7 +1350,7 @@ int agent_call_tool(struct agent *a, const cJSON *id, const char *name, const cJ
     j->ctx = *a->tools;
     j->ctx.call = &j->ctl;
     j->ctx.approval = approval;
-    if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0) < 0) {
+    if (host_trail_tool(h, a, "start", id, name, args, NULL, false, 0, NULL) < 0) {
         tool_job_free(j);
         return -EIO; /* not recorded, so not run */
     }
@@ -1614,7 +1641,7 @@ void agent_free(struct agent *a)
         if (j->a == a) {
             *jp = j->next_staged;
             /* Recorded as started, never run: its end says so (outcome "cancelled"). */
-            host_trail_tool(h, a, "end", j->id, j->name, NULL, NULL, false, -ECANCELED);
+            host_trail_tool(h, a, "end", j->id, j->name, NULL, NULL, false, -ECANCELED, NULL);
             a->inflight--;
             h->inflight--;
             calls_unlink(a, j);

@@ -98,6 +98,10 @@ void rpc_error_clear(struct rpc_error *err);
 /* Byte offset of the first invalid UTF-8 sequence (overlongs, surrogates and code points past
  * U+10FFFF are invalid), or len when the whole buffer is valid. */
 size_t rpc_utf8_check(const char *s, size_t len);
+/* V as JSON, the bytes cJSON_PrintUnformatted gives, faster (long strings copied in runs);
+ * LEN (may be NULL) gets its length. NULL when out of memory or V is malformed. */
+char *rpc_json_print(const cJSON *v, size_t *len);
+#define RPC_PRINT_DEPTH_MAX 10000
 /* Deepest nesting of arrays/objects outside strings; stops counting past limit (returns limit+1). */
 unsigned rpc_json_depth(const char *s, size_t len, unsigned limit);
 
