@@ -38,10 +38,34 @@ struct tool_session;
 
 /* One served call's own controls, shared between the loop thread that serves the connection
  * and the worker thread that runs the call. */
+/* One entry the call changed in the workspace, as it left it (the trail records these in the
+ * call's end entry, and `corral run --resume` checks the files on disk against them). */
+enum tool_change_kind {
+    TOOL_CHANGE_FILE = 0, /* a regular file written: HASH and SIZE are its new content's */
+    TOOL_CHANGE_DIR,      /* a directory made */
+    TOOL_CHANGE_REMOVED,  /* the entry removed */
+};
+struct tool_change {
+    char *path; /* workspace-relative, clean (no leading '/') */
+    enum tool_change_kind kind;
+    char hash[65]; /* BLAKE2b-256 in hex, as checkpoint manifests have it; "" but for a file */
+    uint64_t size;
+};
+#define TOOL_CHANGES_MAX 64 /* more in one call: recorded as unknown (changes_unknown) */
+
 struct tool_call_ctl {
     int cancel_fd;                           /* becomes readable when the call is cancelled; -1: never */
     _Atomic unsigned long long output_bytes; /* a command's output so far (for progress) */
+    /* Written by the worker running the call, read by the loop once it is done. */
+    struct tool_change *changes;
+    size_t n_changes;
+    bool changes_unknown; /* a command ran (it may have changed anything), or over the maximum */
 };
+
+/* Notes that the call of CTL (NULL: none, nothing noted) left PATH as KIND; HASH for a file. */
+void tool_changes_note(struct tool_call_ctl *ctl, const char *path, enum tool_change_kind kind,
+                       const char *hash, uint64_t size);
+void tool_changes_clear(struct tool_call_ctl *ctl);
 
 /* A person's answer for a call the policy holds for approval (needs_approval). */
 enum tool_approval {

@@ -606,6 +606,8 @@ int cli_exec(int argc, char **argv)
                                  .sample_sec = trail ? SAMPLE_SEC : 0,
                                  .sample = o.workspace ? sample_budgets : sample_budgets_commit,
                                  .sample_data = &sampler,
+                                 .trail_recovered = exec_record_recovered,
+                                 .trail_recovered_data = &rec,
                                  .egress = o.prof.net == SANDBOX_NET_PROXY ? &egress_setup : NULL,
                                  .egress_opts = {.trail = trail,
                                                  .workspace = rec.workspace[0] ? rec.workspace : NULL,

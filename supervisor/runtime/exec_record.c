@@ -212,6 +212,12 @@ void exec_record_exited(struct exec_record *r, const struct sandbox_result *res,
     append(r, "process_exited", b);
 }
 
+void exec_record_recovered(void *data)
+{
+    struct exec_record *r = data;
+    r->failed = false;
+}
+
 int exec_record_finish(struct exec_record *r)
 {
     return commit(r);

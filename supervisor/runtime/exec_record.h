@@ -41,6 +41,10 @@ int exec_record_sample(struct exec_record *r, const struct sandbox_result *u,
 void exec_record_exited(struct exec_record *r, const struct sandbox_result *res, bool timed_out,
                         const struct sandbox_profile *p);
 /* Commits what is pending; -EIO (message in r->err) if the trail could not record it. */
+/* The trail is writable again after degraded mode (serve_exec_opts.trail_recovered): what is
+ * recorded from now on is committed again; what a failed commit lost stays lost (the trail's
+ * system_degraded marks the gap). DATA: the exec_record. */
+void exec_record_recovered(void *data);
 int exec_record_finish(struct exec_record *r);
 
 #endif

@@ -261,7 +261,8 @@ int recovery_replay(const char *path, uint64_t after_seq, struct wacp *w, uint64
     if (rc < 0)
         return rc;
     struct replay rp = {.w = w};
-    struct trail_filter f = {.after_seq = after_seq};
+    /* From the run's own supervisor_started on (what it recorded is read from there). */
+    struct trail_filter f = {.after_seq = after_seq ? after_seq - 1 : 0};
     rc = trail_query(r, &f, on_replay, &rp, err);
     trail_reader_close(r);
     if (rc >= 0)

@@ -97,6 +97,11 @@ struct run {
     bool ending;       /* past the loop: nothing starts any more (a copy finishing in pool_free) */
     struct cerr trail_err;
     uint64_t model_seq; /* the last entry this run staged: lost if past the trail's head */
+    /* The model's entries of the batch not yet committed, kept to be recorded again if its
+     * commit fails (degraded mode without loss); bounded by RUN_KEPT_MAX bytes. */
+    struct kept *kept, **kept_tail;
+    size_t kept_bytes;
+    uint64_t kept_lost_seq; /* the last model entry that could not be kept (0: none) */
     struct degraded {   /* degraded mode (docs/trail.md): the trail cannot be written */
         bool on;
         int64_t since_us;
@@ -109,6 +114,15 @@ struct run {
     struct deferred *deferred; /* wacp requests waiting on a gate */
     uint64_t next_ref;
     uint64_t auth_failures; /* refused callers of the control socket, for the flood bound */
+};
+
+/* One entry of the model's in a batch not yet committed (degraded mode without loss). */
+struct kept {
+    uint64_t seq;
+    char *ws, *actor, *type, *body; /* body: its JSON text */
+    void *blob;                     /* the blob its body names, stored in the same batch */
+    size_t blob_len, bytes;
+    struct kept *next;
 };
 
 /* A request of an agent the model deferred (a gate holds it): answered by hook_reply. */
@@ -157,9 +171,106 @@ static bool trail_down(const struct run *r)
     return r->trail_failed || r->dg.on || trail_degraded(r->trail);
 }
 
+/* ---- the model's entries of the open batch, kept (degraded mode without loss) ----------------
+ * The model records before it acts, then acts: when the batch's commit fails, its state has moved
+ * on while the trail lost the entries. They are kept here until their batch commits, to be
+ * recorded again, in order, when the trail is writable again (on_degraded_retry). The bound is on
+ * one batch's model entries: a batch past it is lost as before (the run stops). */
+#define RUN_KEPT_MAX (16u << 20)
+
+static void kept_free(struct kept *k)
+{
+    free(k->ws);
+    free(k->actor);
+    free(k->type);
+    free(k->body);
+    free(k->blob);
+    free(k);
+}
+
+/* Entries whose batch committed are no longer needed. */
+static void kept_prune(struct run *r, uint64_t committed)
+{
+    while (r->kept && r->kept->seq <= committed) {
+        struct kept *k = r->kept;
+        r->kept = k->next;
+        r->kept_bytes -= k->bytes;
+        kept_free(k);
+    }
+    if (!r->kept)
+        r->kept_tail = &r->kept;
+}
+
+static void kept_push(struct run *r, uint64_t seq, const char *ws, const char *actor,
+                      const char *type, const cJSON *body, const void *blob, size_t blob_len)
+{
+    kept_prune(r, trail_head_seq(r->trail));
+    struct kept *k = calloc(1, sizeof(*k));
+    if (k) {
+        k->seq = seq;
+        k->ws = ws ? strdup(ws) : NULL;
+        k->actor = strdup(actor);
+        k->type = strdup(type);
+        k->body = body ? cJSON_PrintUnformatted(body) : strdup("{}");
+        k->blob = blob_len ? malloc(blob_len) : NULL;
+        k->blob_len = blob_len;
+        if (k->blob)
+            memcpy(k->blob, blob, blob_len);
+        k->bytes = sizeof(*k) + (k->body ? strlen(k->body) : 0) + blob_len;
+    }
+    if (!k || (ws && !k->ws) || !k->actor || !k->type || !k->body || (blob_len && !k->blob) ||
+        r->kept_bytes + k->bytes > RUN_KEPT_MAX) {
+        if (k)
+            kept_free(k);
+        r->kept_lost_seq = seq;
+        return;
+    }
+    *r->kept_tail = k;
+    r->kept_tail = &k->next;
+    r->kept_bytes += k->bytes;
+}
+
+/* Whether every model entry past the trail's head is kept (or there is none). */
+static bool kept_covers(struct run *r)
+{
+    return r->kept_lost_seq <= trail_head_seq(r->trail);
+}
+
+/* Records the kept entries again (the trail is writable again, the batch is open); how many. */
+static int kept_replay(struct run *r, unsigned *n, struct cerr *e)
+{
+    uint64_t head = trail_head_seq(r->trail);
+    *n = 0;
+    for (struct kept *k = r->kept; k; k = k->next) {
+        if (k->seq <= head)
+            continue;
+        char hex[65];
+        if (k->blob && trail_blob_put(r->trail, k->blob, k->blob_len, hex, e) < 0)
+            return -EIO;
+        cJSON *b = cJSON_Parse(k->body);
+        uint64_t seq = 0;
+        int rc = b ? trail_append(r->trail, k->ws, k->actor, k->type, b, &seq, e)
+                   : cerr_set(e, ENOMEM, "out of memory");
+        cJSON_Delete(b);
+        if (rc < 0)
+            return rc;
+        r->model_seq = seq;
+        (*n)++;
+    }
+    return 0;
+}
+
+static void kept_clear(struct run *r)
+{
+    kept_prune(r, UINT64_MAX);
+    r->kept_lost_seq = 0;
+}
+
 /* A failed append of the model's is no harm by itself: the model records before it acts, so the
- * request is refused. What matters is whether a later commit loses entries it staged. */
-static int record(struct run *r, const char *ws, const char *actor, const char *type, const cJSON *body)
+ * request is refused. What matters is whether a later commit loses entries it staged: those are
+ * kept until their batch commits. BLOB: a blob the body names, put in this batch. */
+static int record_blob(struct run *r, const char *ws, const char *actor, const char *type,
+                       const cJSON *body, const void *blob, size_t blob_len)
 {
     if (trail_down(r))
         return -EIO;
@@ -167,11 +278,18 @@ static int record(struct run *r, const char *ws, const char *actor, const char *
     static const cJSON empty = {.type = cJSON_Object};
     uint64_t seq = 0;
     int rc = trail_append(r->trail, ws, actor, type, body ? body : &empty, &seq, &e);
-    if (rc == 0 && seq > r->model_seq)
-        r->model_seq = seq;
-    else if (rc < 0 && (rc == -EIO || trail_degraded(r->trail)))
+    if (rc == 0) {
+        if (seq > r->model_seq)
+            r->model_seq = seq;
+        kept_push(r, seq, ws, actor, type, body, blob, blob_len);
+    } else if (rc == -EIO || trail_degraded(r->trail))
         r->trail_err = e;
     return rc;
+}
+
+static int record(struct run *r, const char *ws, const char *actor, const char *type, const cJSON *body)
+{
+    return record_blob(r, ws, actor, type, body, NULL, 0);
 }
 
 static int hook_record(void *data, const char *ws, const char *actor, const char *type,
@@ -551,8 +669,16 @@ static int hook_start(void *data, const struct wacp_ws_info *info, struct cerr *
                            : 0.001,
                        on_wall_time, s);
     if (s->view.budgets.liveness_interval > 0) {
+        double first = s->view.budgets.liveness_interval;
         s->live_since_us = wall_now_us();
-        loop_timer_add(r->loop, &s->live_watch, s->view.budgets.liveness_interval, on_liveness, s);
+        /* Recovered: the interval runs from the agent's last recorded activity, not the restart
+         * (recovery spec 3.4); one already run out was warned during the recovery. */
+        if (info->recovered && info->last_activity_us > 0 && info->last_activity_us < s->live_since_us) {
+            double ago = (double)(s->live_since_us - info->last_activity_us) / 1e6;
+            s->live_since_us = info->last_activity_us;
+            first = ago < first ? first - ago : 0.001;
+        }
+        loop_timer_add(r->loop, &s->live_watch, first, on_liveness, s);
     }
     s->next = r->list;
     r->list = s;
@@ -633,7 +759,7 @@ static void record_log_tail(struct run_ws *s)
             char *file = util_printf("%s/logs/%s", s->r->o->run_dir, s->log_path);
             cJSON_AddStringToObject(b, "file", file ? file : s->log_path);
             free(file);
-            record(s->r, s->id, "protocol", "agent_log", b);
+            record_blob(s->r, s->id, "protocol", "agent_log", b, buf, (size_t)n);
             cJSON_Delete(b);
         }
     }
@@ -829,19 +955,36 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
     return trail_query(r->reader, &f, add_entry, &q, err);
 }
 
-/* hooks.evaluate (semantic_contradiction): the integrating agent's role's evaluator_command, the
- * policy's command and not the agent's, in a command sandbox as the embedding command runs
- * (tools/voltagent/index.c): the role's command profile when it may run commands, else the
- * default one; no network; the role's command_timeout and output cap. It runs to its end before
- * the loop goes on (bounded by that timeout). */
-static int hook_evaluate(void *data, const char *ws, const char *input, char **out, size_t *out_len,
-                         struct cerr *err)
+/* hooks.evaluator and hooks.evaluate (semantic_contradiction): the integrating agent's role's
+ * evaluator_command, the policy's command and not the agent's, in a command sandbox as the
+ * embedding command runs (tools/voltagent/index.c): the role's command profile when it may run
+ * commands, else the default one; no network; the role's command_timeout and output cap. It
+ * runs on the pool, like a tool call's command: the loop serves every other agent meanwhile.
+ * The handle is a copy of the agent's tool context, taken on the loop; what it points to (the
+ * role's tools, the policy) lives as long as the run. */
+struct evaluator {
+    struct tool_ctx ctx;
+    const char *cmd;
+};
+
+static void *hook_evaluator(void *data, const char *ws)
 {
     struct run_ws *s = run_ws_find(data, ws);
     const char *cmd = s ? s->view.limits.evaluator_command : NULL;
-    if (!cmd || !*cmd)
-        return 1;
-    struct tool_ctx c = s->tools.ctx;
+    struct evaluator *ev = cmd && *cmd ? calloc(1, sizeof(*ev)) : NULL;
+    if (ev) {
+        ev->ctx = s->tools.ctx;
+        ev->cmd = cmd;
+    }
+    return ev;
+}
+
+static int hook_evaluate(void *handle, const char *input, char **out, size_t *out_len,
+                         struct cerr *err)
+{
+    const struct evaluator *ev = handle;
+    const char *cmd = ev->cmd;
+    struct tool_ctx c = ev->ctx;
     if (!c.allow_commands)
         c.command_profile = NULL;
     c.allow_commands = true;
@@ -849,8 +992,8 @@ static int hook_evaluate(void *data, const char *ws, const char *input, char **o
     c.egress_env = NULL;
     c.adopt_egress = NULL;
     c.call = NULL;
-    /* Its seccomp listener would be served by this loop, which waits for the command: the
-     * filter answers EPERM itself instead (denials are not recorded for the evaluator). */
+    /* Its seccomp listener is not served (this runs on a worker, not the loop): the filter
+     * answers EPERM itself instead (denials are not recorded for the evaluator). */
     c.adopt_listener = NULL;
     struct broker_command_opts o = {.command = cmd, .input = input, .input_len = strlen(input)};
     struct broker_command_result res = {0};
@@ -1272,14 +1415,29 @@ static void on_degraded_retry(void *data, uint32_t events)
             (double)(agent_host_trail_refusals(r->host) - r->dg.tool_refusals_before));
         cJSON_AddNumberToObject(blk, "requests", (double)r->dg.refused_requests);
         cJSON_AddNumberToObject(blk, "held_events", held);
-        uint64_t seq = 0;
+        /* The model's entries the failed batch lost follow it, in their order, recorded again. */
+        unsigned lost = 0;
+        for (struct kept *k = r->kept; k; k = k->next)
+            lost += k->seq > trail_head_seq(r->trail);
+        cJSON_AddNumberToObject(b, "replayed_entries", lost);
+        uint64_t seq = 0, model_seq = r->model_seq;
+        unsigned replayed = 0;
         int rc = trail_append(r->trail, NULL, "system", "system_degraded", b, &seq, &e);
         cJSON_Delete(b);
+        r->model_seq = seq;
+        if (rc == 0)
+            rc = kept_replay(r, &replayed, &e);
         if (rc == 0 && trail_commit(r->trail, &e) == 0) {
-            r->model_seq = seq;
+            kept_clear(r);
+            if (replayed && !r->o->quiet)
+                fprintf(stderr,
+                        "corral run: %u entr%s of WACP state changes the failed batch lost "
+                        "recorded again after system_degraded\n",
+                        replayed, replayed == 1 ? "y" : "ies");
             degraded_leave(r);
             return;
         }
+        r->model_seq = model_seq; /* rolled back: the kept entries are still to be recorded */
     }
     degraded_arm(r);
 }
@@ -1370,6 +1528,11 @@ static int resume_run(struct run *r, struct cerr *err)
     int rc = recovery_replay(r->o->trail_path, r->o->resume_seq, r->w, &examined, &last_us, err);
     if (rc < 0)
         return rc;
+    /* Before any agent starts again: a copy the crash cut short is removed, never used. */
+    unsigned swept = wacp_workspace_sweep(r->w);
+    if (swept && !r->o->quiet)
+        fprintf(stderr, "corral run: --resume: %u half-made cop%s of the dead run removed\n", swept,
+                swept == 1 ? "y" : "ies");
     struct wacp_resume_stats st;
     int64_t now = wall_now_us();
     if ((rc = wacp_resume(r->w, now, &st, err)) < 0)
@@ -1383,6 +1546,7 @@ static int resume_run(struct run *r, struct cerr *err)
     cJSON_AddNumberToObject(b, "timers_reconstructed", (double)st.timers_reconstructed);
     cJSON_AddNumberToObject(b, "trail_entries_examined", (double)examined);
     cJSON_AddNumberToObject(b, "quarantined_entries", 0);
+    cJSON_AddNumberToObject(b, "partial_copies_removed", swept);
     cJSON_AddNumberToObject(b, "run_started_seq", (double)r->o->resume_seq);
     /* The dead supervisor's MAC key died with it: checkpoints and envelopes rebuilt from the
      * verified trail are sealed with this run's new key (docs/protocol-wacp.md). */
@@ -1404,6 +1568,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
 {
     memset(res, 0, sizeof(*res));
     struct run r = {.o = o, .armed = UINT64_MAX, .sig_fd = -1, .logs_fd = -1};
+    r.kept_tail = &r.kept;
     r.run_fd = o->resume ? rundir_reopen(o->run_dir, err) : rundir_create(o->run_dir, err);
     if (r.run_fd < 0)
         return r.run_fd;
@@ -1459,6 +1624,8 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     cJSON_AddStringToObject(sb, "run_dir", o->run_dir);
     cJSON_AddNumberToObject(sb, "pid", getpid());
     cJSON_AddStringToObject(sb, "started_by", o->owner ? o->owner : "system");
+    /* Its tool calls' end entries say how they left each file (a resume checks them). */
+    cJSON_AddBoolToObject(sb, "tool_files", true);
     if (o->resume) { /* the same run, taken over (recovery.c reads it so) */
         cJSON_AddBoolToObject(sb, "resumed", true);
         cJSON_AddNumberToObject(sb, "run_started_seq", (double)o->resume_seq);
@@ -1514,6 +1681,7 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
                             .trail_query = hook_trail_query,
                             .reply = hook_reply,
                             .commit = hook_commit,
+                            .evaluator = hook_evaluator,
                             .evaluate = hook_evaluate,
                             .offload = hook_offload};
     if ((rc = wacp_new(&wo, &wh, &r.w, err)) < 0)
@@ -1532,11 +1700,13 @@ int run_session(const struct run_opts *o, struct run_result *res, struct cerr *e
     /* Until the root workspace is terminal and every agent's sandbox is gone. */
     for (;;) {
         if (!r.trail_failed && !r.dg.on && trail_degraded(r.trail)) {
-            if (r.model_seq > trail_head_seq(r.trail)) {
-                /* The lost batch held the model's own entries, and the model has moved on: it
-                 * cannot be trusted to match the trail any more. */
-                cerr_set(&r.trail_err, EIO, "%s; the lost entries recorded WACP state changes",
-                         trail_degraded_why(r.trail));
+            if (r.model_seq > trail_head_seq(r.trail) && !kept_covers(&r)) {
+                /* The lost batch held more of the model's own entries than are kept, and the
+                 * model has moved on: it cannot be trusted to match the trail any more. */
+                cerr_set(&r.trail_err, EIO,
+                         "%s; the lost entries recorded WACP state changes, more than the %u MiB "
+                         "kept to record them again",
+                         trail_degraded_why(r.trail), RUN_KEPT_MAX >> 20);
                 r.trail_failed = true;
             } else
                 degraded_enter(&r);
@@ -1619,6 +1789,7 @@ out:
         run_ws_free(s);
     }
     wacp_free(r.w);
+    kept_clear(&r);
     for (struct deferred *d = r.deferred, *next; d; d = next) {
         next = d->next;
         cJSON_Delete(d->id);

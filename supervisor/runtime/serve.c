@@ -13,6 +13,7 @@
 #include "supervisor/conn/pool.h"
 #include "supervisor/listeners/listener.h"
 #include "supervisor/runtime/role_tools.h"
+#include "supervisor/trail/trail.h"
 #include "tools/session.h"
 
 #include <fcntl.h>
@@ -35,6 +36,16 @@ struct serve_state {
     bool killed;
     struct agent *agent;
     const char *why; /* serve_host: what ended the session */
+    struct agent_host *host;
+    struct serve_degraded { /* degraded mode: the trail cannot be written (docs/trail.md) */
+        bool on;
+        unsigned attempts;
+        int64_t since_us;
+        struct timespec since;
+        uint64_t refusals_before;
+        char why[400];
+        struct loop_watch retry_watch;
+    } dg;
 };
 
 static void kill_sandbox(struct serve_state *s)
@@ -58,6 +69,95 @@ static void on_timeout(void *data, uint32_t events)
     loop_watch_del(s->loop, &s->timer_watch);
     s->timed_out = true;
     kill_sandbox(s);
+}
+
+/* ---- degraded mode (WACP recovery spec 2.4; docs/trail.md), as `corral run` has it: a commit
+ * failed (disk full, I/O error). The agent goes on; its calls are refused (agent.c) while the
+ * writer is tried again after 50 ms, doubling up to every 2 s; the first commit that succeeds
+ * is system_degraded, then calls are accepted again. */
+#define SERVE_DEGRADED_FIRST_SEC 0.05
+#define SERVE_DEGRADED_MAX_SEC 2.0
+
+static void on_degraded_retry(void *data, uint32_t events);
+
+static void degraded_arm(struct serve_state *s)
+{
+    double sec = SERVE_DEGRADED_FIRST_SEC;
+    for (unsigned i = 0; i < s->dg.attempts && sec < SERVE_DEGRADED_MAX_SEC; i++)
+        sec *= 2;
+    if (loop_timer_add(s->loop, &s->dg.retry_watch, sec > SERVE_DEGRADED_MAX_SEC ? SERVE_DEGRADED_MAX_SEC : sec,
+                       on_degraded_retry, s) < 0)
+        fprintf(stderr, "corral: trail: no timer to retry writing it; it stays unwritable\n");
+}
+
+static double since_sec(const struct timespec *t)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* After each turn: a trail that just failed puts the session in degraded mode. */
+static void degraded_check(struct serve_state *s)
+{
+    struct trail *t = s->o->trail;
+    if (!t || s->dg.on || !trail_degraded(t) || !s->host)
+        return;
+    s->dg.on = true;
+    s->dg.attempts = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    s->dg.since_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+    clock_gettime(CLOCK_MONOTONIC, &s->dg.since);
+    s->dg.refusals_before = agent_host_trail_refusals(s->host);
+    snprintf(s->dg.why, sizeof(s->dg.why), "%s", trail_degraded_why(t));
+    fprintf(stderr,
+            "corral: the trail cannot be written (%s): degraded mode: tool calls are refused, the "
+            "agent goes on; retrying\n",
+            s->dg.why);
+    degraded_arm(s);
+}
+
+static void on_degraded_retry(void *data, uint32_t events)
+{
+    struct serve_state *s = data;
+    (void)events;
+    loop_watch_del(s->loop, &s->dg.retry_watch);
+    struct trail *t = s->o->trail;
+    s->dg.attempts++;
+    struct cerr e = {0};
+    if (trail_retry(t, &e) == 0) {
+        char when[40];
+        trail_format_time(s->dg.since_us, when, sizeof(when));
+        cJSON *b = cJSON_CreateObject(), *aff = cJSON_AddArrayToObject(b, "affected_workspaces");
+        cJSON_AddItemToArray(aff, cJSON_CreateString(s->o->workspace_id ? s->o->workspace_id : "agent"));
+        cJSON_AddStringToObject(b, "reason", s->dg.why);
+        cJSON_AddStringToObject(b, "scope", "trail_storage");
+        cJSON_AddStringToObject(b, "coordinator_action", "wait");
+        cJSON_AddStringToObject(b, "since", when);
+        cJSON_AddNumberToObject(b, "duration_ms", since_sec(&s->dg.since) * 1000.0);
+        cJSON_AddNumberToObject(b, "retry_attempts", s->dg.attempts);
+        cJSON_AddNumberToObject(b, "replayed_entries", 0);
+        cJSON *blk = cJSON_AddObjectToObject(b, "blocked");
+        cJSON_AddNumberToObject(blk, "tool_calls",
+                                (double)(agent_host_trail_refusals(s->host) - s->dg.refusals_before));
+        cJSON_AddNumberToObject(blk, "requests", 0);
+        cJSON_AddNumberToObject(blk, "held_events", 0);
+        int rc = trail_append(t, NULL, "system", "system_degraded", b, NULL, &e);
+        cJSON_Delete(b);
+        if (rc == 0 && trail_commit(t, &e) == 0) {
+            s->dg.on = false;
+            agent_host_trail_recovered(s->host);
+            if (s->o->trail_recovered)
+                s->o->trail_recovered(s->o->trail_recovered_data);
+            fprintf(stderr,
+                    "corral: the trail is writable again after %.1f s (%u attempts): system_degraded "
+                    "recorded, tool calls go on\n",
+                    since_sec(&s->dg.since), s->dg.attempts);
+            return;
+        }
+    }
+    degraded_arm(s);
 }
 
 /* A denied syscall waits: recorded (committed here, before the answer) and answered at once,
@@ -276,6 +376,7 @@ static int serve(const struct serve_exec_opts *o, struct sandbox_child *child, i
     r = agent_host_new(s.loop, pool, o->trail, &ho, &host, err);
     if (r < 0)
         goto out;
+    s.host = host;
     struct agent_config ac = {
         .name = o->workspace_id ? o->workspace_id : "agent",
         .in_fd = from_agent,
@@ -341,8 +442,10 @@ supervise:
             break;
         }
         r = 0;
+        degraded_check(&s);
     }
 out:
+    loop_watch_del(s.loop, &s.dg.retry_watch);
     if (r < 0 && !s.child_ended)
         kill_sandbox(&s);
     loop_watch_del(s.loop, &s.pid_watch);

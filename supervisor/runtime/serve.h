@@ -29,6 +29,10 @@ struct serve_exec_opts {
                                      * the agent's command sandboxes get their own */
     struct egress_opts egress_opts; /* trail, workspace, actor for its entries */
     bool host; /* serve_host: an MCP host at the other end (agent_config.host) */
+    /* Degraded mode (docs/trail.md): the trail could not be written, and now it can again
+     * (system_degraded committed): the caller's own record may go on. NULL: nothing to do. */
+    void (*trail_recovered)(void *data);
+    void *trail_recovered_data;
 };
 
 /* to_agent: the write end of the agent's stdin; from_agent: the read end of its stdout (both

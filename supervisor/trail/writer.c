@@ -1191,7 +1191,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                      path);
         goto fail;
     }
-    sqlite3_busy_timeout(t->db, TRAIL_BUSY_MS);
+    trail_busy_wait(t->db);
     int64_t app = 0, ver = 0, tables = 0;
     if ((rc = pragma_int(t->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
         (rc = pragma_int(t->db, "PRAGMA user_version", &ver)) != SQLITE_OK ||

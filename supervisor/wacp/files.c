@@ -493,6 +493,17 @@ static int hash_now(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct ce
     return 0;
 }
 
+int wacp_files_state_at(int dfd, const char *rel, char hex[WACP_HASH_HEX], struct cerr *err)
+{
+    int fd = open_beneath(dfd, rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+    if (fd >= 0) {
+        close(fd);
+        snprintf(hex, WACP_HASH_HEX, "%s", WACP_FILES_IS_DIR);
+        return 0;
+    }
+    return hash_now(dfd, rel, hex, err);
+}
+
 int wacp_files_overlaps(int dfd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err)
 {
@@ -773,4 +784,58 @@ int wacp_files_integrate(int dfd, const struct wacp_manifest *m,
         close(pfd);
     }
     return r;
+}
+
+int wacp_files_manifest_store(const struct wacp_manifest *m, const char *objects,
+                              char hex[WACP_HASH_HEX], struct cerr *err)
+{
+    cJSON *j = wacp_files_manifest_json(m);
+    _cleanup_free_ char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!text)
+        return cerr_set(err, ENOMEM, "out of memory");
+    wacp_files_hash_hex(text, strlen(text), hex);
+    return object_put(objects, hex, text, strlen(text), err);
+}
+
+int wacp_files_manifest_load(const char *objects, const char *hex, struct wacp_manifest *out,
+                             struct cerr *err)
+{
+    if (strlen(hex) != WACP_HASH_HEX - 1 || strspn(hex, "0123456789abcdef") != WACP_HASH_HEX - 1)
+        return cerr_set(err, EINVAL, "not an object hash: %.80s", hex);
+    _cleanup_free_ char *path = util_printf("%s/%s", objects, hex);
+    if (!path)
+        return cerr_set(err, ENOMEM, "out of memory");
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return cerr_set(err, errno, "cannot open object %s: %s", hex, strerror(errno));
+    _cleanup_close_ int fdc = fd;
+    _cleanup_free_ char *data = NULL;
+    size_t len = 0;
+    int r = read_fd(fdc, &data, &len, err, hex);
+    if (r < 0)
+        return r;
+    char got[WACP_HASH_HEX];
+    wacp_files_hash_hex(data, len, got);
+    if (strcmp(got, hex))
+        return cerr_set(err, EBADMSG, "object %s changed on disk (its hash is %s)", hex, got);
+    cJSON *j = cJSON_ParseWithLength(data, len);
+    const cJSON *f;
+    cJSON_ArrayForEach (f, j) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(f, "path");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, "blake2b");
+        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(f, "size");
+        if (!cJSON_IsString(p) || !wacp_files_path_ok(p->valuestring) || out->n >= WACP_FILES_MAX_FILES)
+            continue;
+        const char *hs = cJSON_IsString(h) && strlen(h->valuestring) < WACP_HASH_HEX ? h->valuestring : "";
+        uint64_t size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 ? (uint64_t)sz->valuedouble : 0;
+        if (wacp_files_manifest_add(out, p->valuestring, hs, size) < 0) {
+            cJSON_Delete(j);
+            wacp_files_manifest_clear(out);
+            return cerr_set(err, ENOMEM, "out of memory");
+        }
+    }
+    bool ok = cJSON_IsArray(j);
+    cJSON_Delete(j);
+    return ok ? 0 : cerr_set(err, EINVAL, "object %s is not a file list", hex);
 }

@@ -32,6 +32,10 @@ int wacp_files_scan(int dir_fd, struct wacp_manifest *out, struct cerr *err);
 int wacp_files_snapshot(int dir_fd, const char *const *paths, size_t n_paths,
                         const struct wacp_manifest *base, const char *objects, struct wacp_manifest *out,
                         struct cerr *err);
+/* How DIR/REL is now, as a resume compares it with the trail: its content's hash (HEX), ""
+ * when absent (or a link, or not a regular file), WACP_FILES_IS_DIR for a directory. */
+#define WACP_FILES_IS_DIR "dir" /* never a hash (not 64 hex digits) */
+int wacp_files_state_at(int dir_fd, const char *rel, char hex[WACP_HASH_HEX], struct cerr *err);
 /* The paths of M whose copy in DIR differs from their hash in BASE (changed behind the child). */
 int wacp_files_overlaps(int dir_fd, const struct wacp_manifest *m, const struct wacp_manifest *base,
                         struct wacp_manifest *out, struct cerr *err);
@@ -49,5 +53,12 @@ int wacp_files_integrate(int dir_fd, const struct wacp_manifest *m,
 bool wacp_files_path_ok(const char *rel);
 void wacp_files_hash_hex(const void *data, size_t len, char out[WACP_HASH_HEX]);
 cJSON *wacp_files_manifest_json(const struct wacp_manifest *m);
+/* M (its JSON) stored as a content-addressed object in OBJECTS, so that a workspace's base (its
+ * files at creation) can be rebuilt after a crash; HEX gets the object's hash. */
+int wacp_files_manifest_store(const struct wacp_manifest *m, const char *objects,
+                              char hex[WACP_HASH_HEX], struct cerr *err);
+/* Reads the manifest HEX back from OBJECTS into OUT (empty), its bytes checked against HEX. */
+int wacp_files_manifest_load(const char *objects, const char *hex, struct wacp_manifest *out,
+                             struct cerr *err);
 
 #endif

@@ -182,6 +182,12 @@ static void guard_add(struct highway *h, int type, const char *sid)
 }
 
 /* A subject with no id of its own is known by the hash of its canonical text. */
+void highway_guard_restore(struct highway *h, int type, const char *subject_id)
+{
+    if (subject_id && subject_id[0])
+        guard_add(h, type, subject_id);
+}
+
 void highway_subject_key(const cJSON *subject, char out[72])
 {
     char *text = cJSON_PrintUnformatted(subject);

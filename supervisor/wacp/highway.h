@@ -122,6 +122,9 @@ int highway_gate_open(struct highway *h, const struct highway_gate_req *r, struc
  * gate_triggered is in the trail. 1 and *OUT, or -EINVAL (a bad or known id), -EAGAIN, -ENOMEM. */
 int highway_gate_restore(struct highway *h, const struct highway_gate_req *r, const char *id,
                          uint64_t deadline_ms, struct highway_gate **out);
+/* A recovery: the re-entry guard's key of a gate the dead run resolved `escalate` (its
+ * gate_resolved), so the coordinator's identical re-request is still its own decision. */
+void highway_guard_restore(struct highway *h, int type, const char *subject_id);
 /* The guard key of a subject with no id of its own: a hash of its canonical JSON text. */
 void highway_subject_key(const cJSON *subject, char out[72]);
 struct highway_gate *highway_gate_find(struct highway *h, const char *id);

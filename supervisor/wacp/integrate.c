@@ -184,42 +184,6 @@ static int merge_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct
     return 0;
 }
 
-/* semantic_contradiction: the integrating role's evaluator judges, before anything is recorded
- * (a failed evaluator leaves the workspace integrating, the call refused and the refusal
- * recorded). *SEM gets its contradictions, *REASONS ({path, reason}) when it ran. */
-static int evaluate(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
-                    const struct wacp_checkpoint *cp, struct wacp_manifest *sem, cJSON **reasons,
-                    struct wacp_err *e)
-{
-    if (!w->h.evaluate)
-        return 0;
-    /* The parent's side by the model's fd (the root's is DIR, never its path again). */
-    struct cerr oe = {0};
-    int pfd = wacp_tree_dir_open(w, t->parent, &oe);
-    char *input = wacp_conflict_evaluator_input(w, t, cp, pfd);
-    if (pfd >= 0)
-        close(pfd);
-    if (!input)
-        return wacp_core_fail(e, -32603, "internal", "out of memory");
-    char *out = NULL;
-    size_t out_len = 0;
-    struct cerr ce = {0};
-    int r = w->h.evaluate(w->h.data, c->id, input, &out, &out_len, &ce);
-    free(input);
-    if (r == 0) {
-        *reasons = cJSON_CreateArray();
-        r = !*reasons ? cerr_set(&ce, ENOMEM, "out of memory")
-                      : wacp_conflict_evaluator_verdict(out, out_len, &cp->files, sem, *reasons, &ce);
-    }
-    free(out);
-    if (r >= 0)
-        return 0;
-    return wacp_core_deny(w, c, "wacp/integrate", e, -32603, "evaluator_failed",
-                          "the semantic evaluator (tools.evaluator_command of role %s) failed, so "
-                          "nothing was integrated and %s stays integrating: %s",
-                          c->role, t->id, ce.msg);
-}
-
 static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                struct wacp_err *e, const struct wacp_manifest *sem,
                                const cJSON *reasons);
@@ -304,6 +268,102 @@ static int merge_close(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
     return wacp_jobs_run(w, &mj->j, c->id, reply, res, e);
 }
 
+/* ---- semantic_contradiction: the integrating role's evaluator judges, on the pool (jobs.h),
+ * before anything is recorded: the loop serves every other agent while it runs. A failed
+ * evaluator leaves the workspace integrating, the call refused and the refusal recorded. Once it
+ * is done, the integration goes on (on the loop) as the request would have, everything checked
+ * again: the model went on meanwhile. */
+
+struct eval_job {
+    struct wacp_job j;
+    int (*evaluate)(void *handle, const char *input, char **out, size_t *out_len, struct cerr *err);
+    void *handle; /* hooks.evaluator's */
+    char *input;  /* the two sides of each changed file, taken on the loop */
+    cJSON *params;
+    char ws[WACP_ID_LEN], cp[WACP_ID_LEN]; /* the child and the checkpoint judged */
+    char *out;
+    size_t out_len;
+    struct cerr ce;
+    int rc;
+};
+
+static void eval_work(struct wacp_job *jb)
+{
+    struct eval_job *ej = (struct eval_job *)jb;
+    ej->rc = ej->evaluate(ej->handle, ej->input, &ej->out, &ej->out_len, &ej->ce);
+}
+
+static void eval_free(struct wacp_job *jb)
+{
+    struct eval_job *ej = (struct eval_job *)jb;
+    free(ej->handle);
+    free(ej->input);
+    free(ej->out);
+    cJSON_Delete(ej->params);
+    free(ej);
+}
+
+static int eval_finish(struct wacp *w, struct wacp_job *jb, cJSON **res, struct wacp_err *e)
+{
+    struct eval_job *ej = (struct eval_job *)jb;
+    struct wacp_ws *c = wacp_tree_find(w, jb->caller);
+    if (!c)
+        return wacp_core_fail(e, -32603, "internal", "the integrating workspace is unknown to the model");
+    struct wacp_ws *t = wacp_tree_find(w, ej->ws);
+    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, ej->cp);
+    struct wacp_manifest sem = {0};
+    cJSON *reasons = NULL;
+    int r = ej->rc;
+    /* A verdict on what is still to be integrated; otherwise integrate_evaluated refuses. */
+    if (r == 0 && t && cp && t->state == WS_INTEGRATING && !strcmp(t->final_cp, ej->cp)) {
+        reasons = cJSON_CreateArray();
+        r = !reasons ? cerr_set(&ej->ce, ENOMEM, "out of memory")
+                     : wacp_conflict_evaluator_verdict(ej->out, ej->out_len, &cp->files, &sem, reasons,
+                                                       &ej->ce);
+    }
+    if (r < 0)
+        r = wacp_core_deny(w, c, "wacp/integrate", e, -32603, "evaluator_failed",
+                           "the semantic evaluator (tools.evaluator_command of role %s) failed, so "
+                           "nothing was integrated and %s stays integrating: %s",
+                           c->role, ej->ws, ej->ce.msg);
+    else
+        r = integrate_evaluated(w, c, ej->params, res, e, &sem, reasons);
+    wacp_files_manifest_clear(&sem);
+    cJSON_Delete(reasons);
+    return r;
+}
+
+/* Starts the evaluator of C's role on T's final checkpoint CP (HANDLE: hooks.evaluator's). */
+static int evaluate(struct wacp *w, struct wacp_ws *c, struct wacp_ws *t,
+                    const struct wacp_checkpoint *cp, const cJSON *p, void *handle, cJSON **res,
+                    struct wacp_err *e)
+{
+    struct eval_job *ej = calloc(1, sizeof(*ej));
+    if (!ej) {
+        free(handle);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    ej->handle = handle;
+    ej->evaluate = w->h.evaluate;
+    /* The parent's side by the model's fd (the root's is DIR, never its path again). */
+    struct cerr oe = {0};
+    int pfd = wacp_tree_dir_open(w, t->parent, &oe);
+    ej->input = wacp_conflict_evaluator_input(w, t, cp, pfd);
+    if (pfd >= 0)
+        close(pfd);
+    ej->params = cJSON_Duplicate(p, true);
+    if (!ej->input || !ej->params) {
+        eval_free(&ej->j);
+        return wacp_core_fail(e, -32603, "internal", "out of memory");
+    }
+    snprintf(ej->ws, sizeof(ej->ws), "%s", t->id);
+    snprintf(ej->cp, sizeof(ej->cp), "%s", cp->id);
+    ej->j.work = eval_work;
+    ej->j.finish = eval_finish;
+    ej->j.free = eval_free;
+    return wacp_jobs_run(w, &ej->j, c->id, true, res, e);
+}
+
 int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,
                                     struct wacp_err *e)
 {
@@ -313,7 +373,7 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     /* Only an accepted, evaluated integration of a workspace that can be integrated asks the
      * evaluator; everything else is refused or done by the checks that follow, as before. */
     if (cJSON_IsString(sj) && !strcmp(sj->valuestring, "evaluated") && cJSON_IsString(dj) &&
-        !strcmp(dj->valuestring, "accept") && w->h.evaluate) {
+        !strcmp(dj->valuestring, "accept") && w->h.evaluator && w->h.evaluate) {
         /* the checks of wacp_workspace_target_of, without its recorded refusal: the refusal
          * is recorded once, by the integration below */
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(p, "workspace");
@@ -328,14 +388,11 @@ int wacp_integrate_method_integrate(struct wacp *w, struct wacp_ws *c, const cJS
     const cJSON *cj = cJSON_GetObjectItemCaseSensitive(p, "checkpoint");
     if (cp && cj && cJSON_IsString(cj) && strcmp(cj->valuestring, t->final_cp))
         cp = NULL;
-    struct wacp_manifest sem = {0};
-    cJSON *reasons = NULL;
-    int r = cp ? evaluate(w, c, t, cp, &sem, &reasons, e) : 0;
-    if (r == 0)
-        r = integrate_evaluated(w, c, p, res, e, &sem, reasons);
-    wacp_files_manifest_clear(&sem);
-    cJSON_Delete(reasons);
-    return r;
+    void *handle = cp && !merge_busy(t) ? w->h.evaluator(w->h.data, c->id) : NULL;
+    if (handle)
+        return evaluate(w, c, t, cp, p, handle, res, e);
+    static const struct wacp_manifest none = {0};
+    return integrate_evaluated(w, c, p, res, e, &none, NULL);
 }
 
 static int integrate_evaluated(struct wacp *w, struct wacp_ws *c, const cJSON *p, cJSON **res,

@@ -97,6 +97,7 @@ struct wacp_ws {
      * workspace_state_changed entry so that it survives recovery (docs/protocol-wacp.md). */
     uint64_t active_ms, active_since_ms;
     struct wacp_manifest base; /* its files at creation (layered integration's base) */
+    char base_hash[WACP_HASH_HEX]; /* BASE stored as an object (workspace_created.base) */
     size_t n_checkpoints;      /* its chain: the last is the head */
     char head[WACP_ID_LEN];
     char final_cp[WACP_ID_LEN];     /* the most recent final checkpoint, "" when none */
@@ -110,7 +111,17 @@ struct wacp_ws {
     uint64_t rate_refused, rate_noted_ms;  /* refused since the last denial entry, and when */
     char end_reason[64];
     int64_t created_us;     /* its workspace_created entry's time (recovery: timers from the trail) */
-    bool written_since_cp;  /* recovery: a tool call of its agent was recorded after its last checkpoint */
+    /* Recovery: how the tool calls recorded after its last checkpoint left each path, in trail
+     * order (hash; "" removed; WACP_FILES_IS_DIR a directory made); after a command (or an
+     * integration into it) only what was recorded since that is known (files_unknown); a
+     * call started and not ended at the crash (calls_open) may have changed anything. */
+    struct wacp_manifest recorded;
+    int64_t last_activity_us; /* recovery: its agent's last recorded activity (0: none) */
+    int64_t active_from_us;   /* recovery: when it last went active */
+    int64_t suspended_from_us, suspended_total_us; /* recovery: its pauses (timeout meter) */
+    size_t recorded_compact; /* its size after its last compaction */
+    bool files_unknown;
+    unsigned calls_open;
     /* File work in flight on its directory (jobs.h): readers (a copy for a child, a snapshot)
      * share it; a writer (an integration into it) has it alone. */
     unsigned file_readers;
@@ -207,6 +218,8 @@ struct wacp {
     unsigned jobs_running;
     size_t pending_creates;   /* workspace copies in flight: they count toward max_workspaces */
     uint64_t call_ref;        /* the request being handled (wacp_call_ref), 0: it cannot wait */
+    bool restore_files; /* recovery: the supervisor of the entries being fed records tool calls'
+                         * files (its supervisor_started has tool_files) */
     struct highway *hw;       /* gates and escalations (highway.c; human.c decides) */
     struct integrity_key key; /* the run's MAC key: envelopes and checkpoints */
     bool gate_pass;           /* re-running a request a person approved */

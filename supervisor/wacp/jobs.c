@@ -25,8 +25,15 @@ static void job_finish(struct wacp *w, struct wacp_job *j)
 {
     cJSON *res = NULL;
     struct wacp_err e = {0};
+    /* The request's ref while it finishes: a job it starts in turn (an evaluated integration's
+     * merge) answers the same request. */
+    uint64_t outer = w->call_ref;
+    w->call_ref = j->call_ref;
     int rc = j->finish(w, j, &res, &e);
-    if (j->call_ref && w->h.reply)
+    w->call_ref = outer;
+    if (rc == WACP_DEFERRED) /* another job answers it */
+        cJSON_Delete(res);
+    else if (j->call_ref && w->h.reply)
         w->h.reply(w->h.data, j->caller, j->call_ref, rc == 0 ? res : NULL, rc == 0 ? NULL : &e);
     else
         cJSON_Delete(res);

@@ -8,6 +8,7 @@
  * first (recovery spec 3.1). The run's MAC key lived in the dead supervisor's memory only: this
  * model has a fresh one (wacp_new), and every checkpoint and envelope rebuilt from the verified
  * trail is sealed again with it. */
+#include "common/rate.h"
 #include "supervisor/wacp/checkpoint.h"
 #include "supervisor/wacp/conflict.h"
 #include "supervisor/wacp/core.h"
@@ -18,6 +19,7 @@
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
+#include "supervisor/trail/trail.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +75,22 @@ static struct wacp_right *right_find(const struct wacp *w, const char *id)
     return NULL;
 }
 
+/* A child's base (its files at creation, layered integration's), from the object
+ * workspace_created names; without one (an older trail, an object gone or changed) it stays
+ * empty, and layered integration then takes every file of its checkpoint as changed. */
+static void restore_base(struct wacp *w, struct wacp_ws *ws, const char *hex)
+{
+    struct cerr ce = {0};
+    if (!ws->parent || !hex)
+        return;
+    if (wacp_files_manifest_load(w->objects_dir, hex, &ws->base, &ce) < 0) {
+        wacp_files_manifest_clear(&ws->base);
+        fprintf(stderr, "corral run: --resume: the base of %s cannot be rebuilt (%s)\n", ws->id, ce.msg);
+        return;
+    }
+    snprintf(ws->base_hash, sizeof(ws->base_hash), "%s", hex);
+}
+
 static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON *b)
 {
     const char *role = jstr(b, "role"), *agent = jstr(b, "agent"), *parent = jstr(b, "parent");
@@ -118,6 +136,7 @@ static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON
     ws->created_us = ts_us;
     ws->created_ms = wacp_core_now_ms();
     ws->state = WS_IDLE;
+    restore_base(w, ws, jstr(b, "base"));
     if (!ws->agent || !ws->role || !ws->owner || !ws->originator || !ws->dir) {
         wacp_tree_free(ws);
         return -ENOMEM;
@@ -127,7 +146,7 @@ static int ws_created(struct wacp *w, const char *id, int64_t ts_us, const cJSON
     return 0;
 }
 
-static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
+static void ws_state_changed(struct wacp *w, const char *id, int64_t ts_us, const cJSON *b)
 {
     struct wacp_ws *ws = wacp_tree_find(w, id);
     enum ws_state to = state_of(jstr(b, "to")), from = state_of(jstr(b, "from"));
@@ -138,6 +157,15 @@ static void ws_state_changed(struct wacp *w, const char *id, const cJSON *b)
     /* Compute time (recovery spec 3.4): what the entry says was accumulated in active so far. */
     if (cJSON_GetObjectItemCaseSensitive(b, "active_ms"))
         ws->active_ms = ju64(b, "active_ms");
+    if (to == WS_ACTIVE)
+        ws->active_from_us = ts_us;
+    /* The timeout's meter pauses while suspended (tree.c): the pauses, from the trail. */
+    if (to == WS_SUSPENDED)
+        ws->suspended_from_us = ts_us;
+    else if (ws->state == WS_SUSPENDED && ws->suspended_from_us && ts_us > ws->suspended_from_us) {
+        ws->suspended_total_us += ts_us - ws->suspended_from_us;
+        ws->suspended_from_us = 0;
+    }
     ws->state = to;
     if (to == WS_CLOSED || to == WS_FAILED) {
         snprintf(ws->end_reason, sizeof(ws->end_reason), "%s",
@@ -189,7 +217,10 @@ static int cp_created(struct wacp *w, const char *id, const cJSON *b)
     snprintf(ws->head, sizeof(ws->head), "%s", cp->id);
     if (!strcmp(cp->status, "final"))
         snprintf(ws->final_cp, sizeof(ws->final_cp), "%s", cp->id);
-    ws->written_since_cp = false;
+    /* What the files were is now this checkpoint's record (a resume checks them against it). */
+    wacp_files_manifest_clear(&ws->recorded);
+    ws->recorded_compact = 0;
+    ws->files_unknown = false;
     w->sum.checkpoints++;
     return 0;
 }
@@ -521,14 +552,132 @@ static int gates_restore(struct wacp *w, int64_t now_us, uint64_t mono, struct w
     return rc;
 }
 
+/* ---- what tool calls left on disk (checked at resume) ---- */
+
+static void files_forget(struct wacp_ws *ws)
+{
+    wacp_files_manifest_clear(&ws->recorded);
+    ws->recorded_compact = 0;
+    ws->files_unknown = true;
+}
+
+static int recorded_cmp(const void *a, const void *b, void *m_)
+{
+    const struct wacp_manifest *m = m_;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(m->v[i].path, m->v[j].path);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* Keeps the last record of each path of WS's `recorded` (kept in trail order), sorted by path. */
+static int recorded_compact(struct wacp_ws *ws)
+{
+    struct wacp_manifest *m = &ws->recorded;
+    if (m->n < 2) {
+        ws->recorded_compact = m->n;
+        return 0;
+    }
+    size_t *ix = malloc(m->n * sizeof(*ix));
+    struct wacp_file *v = malloc(m->n * sizeof(*v));
+    if (!ix || !v) {
+        free(ix);
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        ix[i] = i;
+    qsort_r(ix, m->n, sizeof(*ix), recorded_cmp, m);
+    size_t n = 0;
+    for (size_t k = 0; k < m->n; k++) {
+        struct wacp_file *f = &m->v[ix[k]];
+        if (k + 1 < m->n && !strcmp(f->path, m->v[ix[k + 1]].path))
+            free(f->path); /* a later call left this path otherwise */
+        else
+            v[n++] = *f;
+    }
+    free(ix);
+    free(m->v);
+    m->cap = m->n;
+    m->v = v;
+    m->n = n;
+    ws->recorded_compact = n;
+    return 0;
+}
+
+static bool hex64(const char *h)
+{
+    size_t n = h ? strspn(h, "0123456789abcdef") : 0;
+    return n == 64 && !h[n];
+}
+
+/* A tool_call entry: one started (phase start) is open until its end (outcome) is recorded;
+ * the end says how the call left each path it changed (files) or that it may have changed
+ * anything (files_unknown: a command). Other fields of the entry are not relied on. */
+static int tool_seen(struct wacp *w, const char *ws_id, const cJSON *b)
+{
+    struct wacp_ws *t = wacp_tree_find(w, ws_id);
+    if (!t)
+        return 0;
+    const char *phase = jstr(b, "phase");
+    if (phase && !strcmp(phase, "start"))
+        t->calls_open++;
+    if (!jstr(b, "outcome"))
+        return 0;
+    if (t->calls_open)
+        t->calls_open--;
+    if (!w->restore_files || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "files_unknown"))) {
+        files_forget(t);
+        return 0;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach (f, cJSON_GetObjectItemCaseSensitive(b, "files")) {
+        const char *path = jstr(f, "path"), *h = jstr(f, "blake2b");
+        bool dir = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "dir")),
+             gone = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "removed"));
+        if (!path || !wacp_files_path_ok(path) || (!dir && !gone && !hex64(h)))
+            continue;
+        if (wacp_files_manifest_add(&t->recorded, path, dir ? WACP_FILES_IS_DIR : gone ? "" : h,
+                                    (uint64_t)ju64(f, "bytes")) < 0)
+            return -ENOMEM;
+    }
+    /* Bounded by what the workspace's paths are, not by how often they were written. */
+    if (t->recorded.n >= 2 * t->recorded_compact + 1024 && recorded_compact(t) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t ts_us, const cJSON *b)
 {
     if (!type || !cJSON_IsObject(b))
         return 0;
+    /* The agent's last recorded activity (recovery spec 3.4: its liveness runs from there, and
+     * an active workspace's compute time counts up to there). */
+    if (ws && (!strcmp(type, "tool_call") || !strcmp(type, "signal_emitted") ||
+               !strcmp(type, "checkpoint_created") || !strcmp(type, "envelope_created") ||
+               (!strcmp(type, "protocol_message") && jstr(b, "direction") &&
+                !strcmp(jstr(b, "direction"), "in")))) {
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        if (t && ts_us > t->last_activity_us)
+            t->last_activity_us = ts_us;
+    }
+    /* Rate limits: each accepted request of a limited kind took a token at its recorded time
+     * (wall clock here; moved onto the monotonic clock at the resume). */
+    int rk = !strcmp(type, "signal_emitted")       ? WACP_RATE_SIGNALS
+             : !strcmp(type, "envelope_created")   ? WACP_RATE_ENVELOPES
+             : !strcmp(type, "checkpoint_created") ? WACP_RATE_CHECKPOINTS
+                                                   : -1;
+    if (rk >= 0 && ws) {
+        struct wacp_ws *t = wacp_tree_find(w, ws);
+        uint32_t per = rk == WACP_RATE_SIGNALS     ? w->session.rates.signals
+                       : rk == WACP_RATE_ENVELOPES ? w->session.rates.envelopes
+                                                   : w->session.rates.checkpoints;
+        if (t && per && ts_us > 0)
+            (void)rate_take(&t->rates[rk], per, per * 5 > 10 ? per * 5 : 10, (uint64_t)ts_us / 1000);
+    }
     if (!strcmp(type, "workspace_created"))
         return ws_created(w, jstr(b, "workspace_id") ? jstr(b, "workspace_id") : ws, ts_us, b);
     if (!strcmp(type, "workspace_state_changed")) {
-        ws_state_changed(w, ws, b);
+        ws_state_changed(w, ws, ts_us, b);
         return 0;
     }
     if (!strcmp(type, "workspace_ownership_transferred")) {
@@ -550,13 +699,24 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     }
     if (!strcmp(type, "checkpoint_created"))
         return cp_created(w, ws, b);
-    if (!strcmp(type, "tool_call")) {
-        /* Any call may have written (commands too): the files are checked against a checkpoint
-         * only when nothing ran after it. */
-        struct wacp_ws *t = wacp_tree_find(w, ws);
-        if (t)
-            t->written_since_cp = true;
+    if (!strcmp(type, "supervisor_started")) {
+        /* A supervisor before tool calls recorded their files (an older corral) leaves every
+         * write after it unknown, as a command does. */
+        w->restore_files = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "tool_files"));
         return 0;
+    }
+    if (!strcmp(type, "tool_call"))
+        return tool_seen(w, ws, b);
+    if (!strcmp(type, "integration_started") || !strcmp(type, "integration_completed") ||
+        !strcmp(type, "conflict_resolved")) {
+        /* The model writes a child's files into its parent (from integration_started on, its
+         * completion recorded after): not a tool call of the parent's, so the parent's record
+         * starts again (as after a command). */
+        struct wacp_ws *t = wacp_tree_find(w, ws), *into = wacp_tree_find(w, jstr(b, "into"));
+        if (!into && t)
+            into = t->parent;
+        if (into)
+            files_forget(into);
     }
     if (!strcmp(type, "port_right_created"))
         return right_created(w, b);
@@ -609,6 +769,13 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
                    : open_keep(&w->restored_gates, "gate_id", ts_us, b);
     if (!strcmp(type, "escalation_received"))
         return open_keep(&w->restored_escs, "signal_id", ts_us, b);
+    if (!strcmp(type, "gate_resolved") && jstr(b, "action") && !strcmp(jstr(b, "action"), "escalate")) {
+        /* The re-entry guard (highway spec 6.1): kept across the crash. */
+        const cJSON *g;
+        cJSON_ArrayForEach (g, w->restored_gates)
+            if (jstr(g, "gate_id") && jstr(b, "gate_id") && !strcmp(jstr(g, "gate_id"), jstr(b, "gate_id")))
+                highway_guard_restore(w->hw, highway_type_parse(jstr(g, "gate_type")), jstr(g, "subject_id"));
+    }
     if (!strcmp(type, "gate_resolved") || !strcmp(type, "escalation_resolved")) {
         type[0] == 'g' ? open_drop(w->restored_gates, "gate_id", b)
                        : open_drop(w->restored_escs, "signal_id", b);
@@ -638,36 +805,64 @@ int wacp_restore_entry(struct wacp *w, const char *type, const char *ws, int64_t
     return 0;
 }
 
-/* Whether the files of WS on disk are those its last checkpoint recorded: a file of the
- * checkpoint changed or missing (or back after the checkpoint deleted it) is a mismatch, told in
- * WHY. Only meaningful when nothing of the agent's ran after the checkpoint. */
-static bool files_match(struct wacp *w, const struct wacp_ws *ws, char *why, size_t len)
+static const struct wacp_file *recorded_get(const struct wacp_manifest *m, const char *path)
 {
-    const struct wacp_checkpoint *cp = wacp_checkpoint_find(w, ws->head);
-    if (!cp)
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->v[mid].path, path);
+        if (!c)
+            return &m->v[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Whether DIR/F->path is as F records it; if not, WHY says so. */
+static int file_check(int dfd, const struct wacp_file *f, char *why, size_t len, struct cerr *ce)
+{
+    char now[WACP_HASH_HEX];
+    if (wacp_files_state_at(dfd, f->path, now, ce) < 0)
+        return -1;
+    if (strcmp(now, f->hash) != 0) {
+        snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether the files of WS on disk are as the trail last recorded them: its last checkpoint's
+ * manifest, then what each tool call after it left (a file's hash, a removal, a directory). A
+ * path changed or missing (or back after it was removed) is a mismatch, told in WHY. After a
+ * command, only what file tools recorded since is known; with a call in flight at the crash,
+ * nothing is (docs/protocol-wacp.md, "Recovery"). */
+static bool files_match(struct wacp *w, struct wacp_ws *ws, char *why, size_t len)
+{
+    if (ws->calls_open)
         return true;
-    struct wacp_manifest now = {0};
-    struct cerr ce = {0};
-    int dfd = wacp_tree_dir_open(w, ws, &ce);
-    int sr = dfd < 0 ? dfd : wacp_files_scan(dfd, &now, &ce);
-    if (dfd >= 0)
-        close(dfd);
-    if (sr < 0) {
-        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
-        wacp_files_manifest_clear(&now);
+    if (recorded_compact(ws) < 0) {
+        snprintf(why, len, "recovery_files_unreadable: out of memory");
         return false;
     }
-    bool ok = true;
-    for (size_t i = 0; ok && i < cp->files.n; i++) {
-        const struct wacp_file *f = &cp->files.v[i];
-        const struct wacp_file *g = wacp_files_manifest_get(&now, f->path);
-        if (f->hash[0] ? !g || strcmp(g->hash, f->hash) : g != NULL) {
-            snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
-            ok = false;
-        }
-    }
-    wacp_files_manifest_clear(&now);
-    return ok;
+    const struct wacp_checkpoint *cp = ws->files_unknown ? NULL : wacp_checkpoint_find(w, ws->head);
+    if (!ws->recorded.n && (!cp || !cp->files.n))
+        return true;
+    struct cerr ce = {0};
+    int dfd = wacp_tree_dir_open(w, ws, &ce);
+    int r = dfd < 0 ? -1 : 0;
+    for (size_t i = 0; r == 0 && i < ws->recorded.n; i++)
+        r = file_check(dfd, &ws->recorded.v[i], why, len, &ce);
+    for (size_t i = 0; r == 0 && cp && i < cp->files.n; i++)
+        if (!recorded_get(&ws->recorded, cp->files.v[i].path))
+            r = file_check(dfd, &cp->files.v[i], why, len, &ce);
+    if (dfd >= 0)
+        close(dfd);
+    if (r < 0)
+        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
+    return r == 0;
 }
 
 static bool times_out(enum ws_state s)
@@ -722,9 +917,23 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         if (!v->gated) /* held by a gate: a person or its fallback decides, below */
             t->queued++;
     }
-    /* Active time counts again from now: the downtime is not compute (recovery spec 6). */
-    for (size_t i = 0; i < w->n_ws; i++)
-        w->ws[i]->active_since_ms = mono;
+    /* Active time counts again from now: the downtime is not compute (recovery spec 6). A
+     * workspace active at the crash also ran from its last transition up to its agent's last
+     * recorded activity: counted, so what is lost is at most the time from that entry to the
+     * crash. */
+    for (size_t i = 0; i < w->n_ws; i++) {
+        struct wacp_ws *ws = w->ws[i];
+        for (int k = 0; k < WACP_RATE_N; k++)
+            if (ws->rates[k].primed) { /* its last take, as long before now as recorded */
+                uint64_t ago = (uint64_t)(now_us / 1000) > ws->rates[k].last_ms
+                                   ? (uint64_t)(now_us / 1000) - ws->rates[k].last_ms
+                                   : 0;
+                ws->rates[k].last_ms = mono > ago ? mono - ago : 0;
+            }
+        if (ws->state == WS_ACTIVE && ws->active_from_us && ws->last_activity_us > ws->active_from_us)
+            ws->active_ms += (uint64_t)(ws->last_activity_us - ws->active_from_us) / 1000;
+        ws->active_since_ms = mono;
+    }
     /* Which live workspaces fail (timeout, files): decided first, recorded last, so that the
      * `failed` signal reaches a parent whose agent runs again. Their subtrees are not started:
      * the failure takes them with it (tree.c's cascade). */
@@ -735,7 +944,14 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws *ws = w->ws[i];
         if (!(WS_BIT(ws->state) & WS_LIVE_MASK))
             continue;
-        int64_t elapsed_ms = (now_us - ws->created_us) / 1000;
+        /* Its timeout's time so far: from its creation, less its time suspended (the meter
+         * pauses), up to now if it is suspended still (and then the pause goes on from now). */
+        int64_t paused_us = ws->suspended_total_us;
+        if (ws->state == WS_SUSPENDED && ws->suspended_from_us && now_us > ws->suspended_from_us)
+            paused_us += now_us - ws->suspended_from_us;
+        if (ws->state == WS_SUSPENDED)
+            ws->suspended_at_ms = mono;
+        int64_t elapsed_ms = (now_us - ws->created_us - paused_us) / 1000;
         if (elapsed_ms < 0)
             elapsed_ms = 0;
         if (ws->timeout_ms) {
@@ -745,7 +961,7 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
             else
                 ws->deadline_ms = mono + (ws->timeout_ms - (uint64_t)elapsed_ms);
         }
-        if (!why[i][0] && ws->parent && !ws->written_since_cp)
+        if (!why[i][0] && ws->parent)
             files_match(w, ws, why[i], sizeof(why[i]));
     }
     int rc = 0;
@@ -760,6 +976,29 @@ int wacp_resume(struct wacp *w, int64_t now_us, struct wacp_resume_stats *st, st
         struct wacp_ws_info info = wacp_workspace_info(ws);
         info.wall_elapsed = elapsed_ms > 0 ? (double)elapsed_ms / 1000.0 : 0;
         info.recovered = true;
+        info.last_activity_us = ws->last_activity_us;
+        /* Silent for a whole liveness interval before the crash (from its last recorded
+         * activity, the downtime included): warned now; the restarted agent's own interval
+         * runs from that entry too (the runtime's first check comes when it is up). */
+        double li = info.budgets.liveness_interval;
+        if (li > 0 && ws->last_activity_us && (double)(now_us - ws->last_activity_us) >= li * 1e6) {
+            char when[40];
+            trail_format_time(ws->last_activity_us, when, sizeof(when));
+            cJSON *lb = wacp_core_obj();
+            wacp_core_add_str(lb, "workspace_id", ws->id);
+            cJSON_AddNumberToObject(lb, "interval", li);
+            wacp_core_add_str(lb, "last_activity_timestamp", when);
+            wacp_core_add_str(lb, "action", "warned");
+            cJSON_AddTrueToObject(lb, "recovery");
+            int lr = wacp_core_rec(w, ws->id, "system", "liveness_warning", lb);
+            cJSON_Delete(lb);
+            if (lr < 0) {
+                rc = cerr_set(err, EIO, "the trail cannot be written");
+                break;
+            }
+        }
+        if (li > 0)
+            st->timers_reconstructed++;
         struct cerr ce = {0};
         if (w->h.start(w->h.data, &info, &ce) < 0) {
             snprintf(why[i], sizeof(why[i]), "recovery_start_failed");

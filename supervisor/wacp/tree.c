@@ -114,6 +114,7 @@ void wacp_tree_free(struct wacp_ws *ws)
     cJSON_Delete(ws->context);
     wacp_files_manifest_clear(&ws->base);
     wacp_files_manifest_clear(&ws->conflicts);
+    wacp_files_manifest_clear(&ws->recorded);
     free(ws->grants);
     free(ws);
 }

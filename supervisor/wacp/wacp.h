@@ -36,6 +36,7 @@ struct wacp_ws_info {
     struct policy_budgets budgets; /* never above the parent's */
     double wall_elapsed;           /* seconds of its wall_time spent before a recovery (else 0) */
     bool recovered;                /* started again by `corral run --resume` */
+    int64_t last_activity_us;      /* recovered: its agent's last activity in the trail (0: none) */
 };
 
 /* The hooks are called from inside the model's calls (wacp_call, wacp_start, wacp_tick, ...)
@@ -69,12 +70,15 @@ struct wacp_hooks {
     /* Commits what is staged now (before an effect the trail must already hold, as the first
      * byte integration writes into a parent's files). NULL: entries commit at the turn's end. */
     int (*commit)(void *data);
-    /* semantic_contradiction (an `evaluated` integration by WS's agent): runs the evaluator
-     * command of WS's role with INPUT on its stdin, in a command sandbox; *OUT (malloc'd) gets
-     * its stdout. 1: the role names no evaluator (nothing to detect); 0: it ran and exited 0;
-     * < 0 with ERR: it could not run, failed, timed out or printed too much. May be NULL. */
-    int (*evaluate)(void *data, const char *ws, const char *input, char **out, size_t *out_len,
-                    struct cerr *err);
+    /* semantic_contradiction (an `evaluated` integration by WS's agent), in two steps so that
+     * the command runs off the loop. EVALUATOR, on the loop: what running the evaluator command
+     * of WS's role takes (malloc'd, released with free()), NULL when the role names none
+     * (nothing to detect). EVALUATE, on a worker thread (the pool): runs it with INPUT on its
+     * stdin, in a command sandbox; *OUT (malloc'd) gets its stdout. 0: it ran and exited 0;
+     * < 0 with ERR: it could not run, failed, timed out or printed too much. Either may be
+     * NULL: nothing is evaluated. */
+    void *(*evaluator)(void *data, const char *ws);
+    int (*evaluate)(void *handle, const char *input, char **out, size_t *out_len, struct cerr *err);
     /* Runs WORK(ARG) on a worker thread (the run's pool, where tool calls run), then DONE(ARG)
      * on the loop thread in a later turn: the model's file work (copies, snapshots,
      * integration's writes) off the loop. < 0: cannot (the model then does the work inline).
@@ -193,6 +197,11 @@ struct wacp_resume_stats {
     uint64_t workspaces_recovered, workspaces_failed, envelopes_redelivered, signals_requeued,
         timers_reconstructed;
 };
+
+/* After the last wacp_restore_entry, before wacp_resume: removes what the dead run's file jobs
+ * left half done in the run directory (a workspace copy cut short, a snapshot's temporary
+ * objects), so that nothing uses a half copy. Returns how many were removed. */
+unsigned wacp_workspace_sweep(struct wacp *w);
 
 /* After the last wacp_restore_entry: the timers as absolute deadlines from the recorded times
  * (NOW_US: the wall clock now), every live workspace's files checked against its last checkpoint

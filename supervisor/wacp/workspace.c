@@ -14,9 +14,12 @@
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/visibility.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- creation */
@@ -136,6 +139,9 @@ static cJSON *created_body(const struct wacp_ws *ws)
          * envelope's payload). */
         if (ws->context)
             cJSON_AddItemToObject(b, "context", cJSON_Duplicate(ws->context, true));
+        /* Its files at creation, as an object of the run (layered integration's base). */
+        if (ws->base_hash[0])
+            cJSON_AddStringToObject(b, "base", ws->base_hash);
     }
     return b;
 }
@@ -286,6 +292,7 @@ struct create_job {
     struct wacp_ws *ws; /* not in the tree while its files are copied: nothing can name it */
     cJSON *params;      /* the request's, for what is done once the copy is whole */
     int src_fd;         /* the parent's directory (wacp_tree_dir_open), the job's own */
+    char *objects;      /* the run's object store, for the base's manifest */
     struct cerr ce;
     int rc;
 };
@@ -295,6 +302,10 @@ static void create_work(struct wacp_job *jb)
 {
     struct create_job *cj = (struct create_job *)jb;
     cj->rc = wacp_files_copy_tree(cj->src_fd, cj->ws->dir, &cj->ws->base, &cj->ce);
+    /* The base kept where a resume finds it (workspace_created.base): without it a rebuilt
+     * workspace's every file would look changed to layered integration. */
+    if (cj->rc == 0)
+        cj->rc = wacp_files_manifest_store(&cj->ws->base, cj->objects, cj->ws->base_hash, &cj->ce);
     if (cj->rc < 0)
         wacp_files_remove_tree(cj->ws->dir);
 }
@@ -307,6 +318,7 @@ static void create_free(struct wacp_job *jb)
     else
         wacp_tree_free(cj->ws);
     cJSON_Delete(cj->params);
+    free(cj->objects);
     if (cj->src_fd >= 0)
         close(cj->src_fd);
     free(cj);
@@ -488,9 +500,11 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     struct create_job *cj = calloc(1, sizeof(*cj));
     if (cj)
         cj->src_fd = -1;
-    if (!cj || !(cj->params = cJSON_Duplicate(p, true))) {
-        if (cj)
+    if (!cj || !(cj->params = cJSON_Duplicate(p, true)) || !(cj->objects = strdup(w->objects_dir))) {
+        if (cj) {
             cJSON_Delete(cj->params);
+            free(cj->objects);
+        }
         free(cj);
         ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "out of memory");
@@ -498,6 +512,7 @@ int wacp_workspace_method_create(struct wacp *w, struct wacp_ws *c, const cJSON 
     struct cerr oe = {0};
     if ((cj->src_fd = wacp_tree_dir_open(w, c, &oe)) < 0) {
         cJSON_Delete(cj->params);
+        free(cj->objects);
         free(cj);
         ws_drop(w, ws);
         return wacp_core_fail(e, -32603, "internal", "%s", oe.msg);
@@ -713,4 +728,57 @@ uint64_t wacp_workspace_next_deadline(const struct wacp *w)
             m = cd;
     }
     return m;
+}
+
+/* Whether the trail records workspace ID (a workspace the resume could not rebuild, its role
+ * gone from the policy: its files are kept). Unsure (no way to ask, an error): yes. */
+static bool sweep_recorded(struct wacp *w, const char *id)
+{
+    if (!w->h.trail_query)
+        return true;
+    cJSON *a = cJSON_CreateArray();
+    struct cerr e = {0};
+    bool yes = !a || w->h.trail_query(w->h.data, id, "workspace_created", 1, a, &e) < 0 ||
+               cJSON_GetArraySize(a) > 0;
+    cJSON_Delete(a);
+    return yes;
+}
+
+/* What the dead run's file jobs left half done (corral run --resume). A workspace's copy is made
+ * in RUN_DIR/ws/ID before its workspace_created is recorded (create_finish), so a directory there
+ * that neither the rebuilt model nor the trail knows is a copy the crash cut short: removed,
+ * never used (ids are never reused, so no later workspace would take it over). A snapshot writes each object as
+ * objects/.tmp-* and renames it whole: the temporary files are removed. Only directories and
+ * regular files, by name, never through a link. */
+unsigned wacp_workspace_sweep(struct wacp *w)
+{
+    unsigned n = 0;
+    _cleanup_free_ char *wsd = util_printf("%s/ws", w->run_dir);
+    DIR *d = wsd ? opendir(wsd) : NULL;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        struct stat st;
+        if (de->d_name[0] == '.' || wacp_tree_find(w, de->d_name) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+            sweep_recorded(w, de->d_name))
+            continue;
+        _cleanup_free_ char *p = util_printf("%s/%s", wsd, de->d_name);
+        if (p) {
+            wacp_files_remove_tree(p);
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    d = w->objects_dir ? opendir(w->objects_dir) : NULL;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        struct stat st;
+        if (strncmp(de->d_name, ".tmp-", 5) ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
 }

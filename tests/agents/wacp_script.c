@@ -49,7 +49,7 @@ static int Timeout = 30000;
 static void print_json(const char *prefix, const cJSON *j)
 {
     char *t = cJSON_PrintUnformatted(j);
-    fprintf(stderr, "%s%.16000s\n", prefix, t ? t : "null");
+    fprintf(stderr, "%s%.400000s\n", prefix, t ? t : "null");
     free(t);
 }
 

@@ -7,7 +7,8 @@
 # recovery is recorded once (recovery_completed, after the resumed supervisor_started), every
 # restarted agent was told (wacp/recovered), no agent was handed one envelope twice unless the
 # dead run had not recorded its acknowledgment, and no process or cgroup of the dead run is left.
-# One point kills the resumer too and resumes twice. One workspace's file is changed while the
+# One point kills the resumer too and resumes twice. No object id is made twice, and each resume's
+# first entry is after the last one before it (the clock). One workspace's file is changed while the
 # supervisor is dead: that workspace is failed (recovery_files_mismatch), the coordinator redoes
 # it, the result is still right.
 # CRASH_POINTS (default 4) sets how many kill points; `make crash-test` runs 50.
@@ -94,6 +95,23 @@ for f in glob.glob(logs + "/*.log"):
                 if e in acked and acked[e] < starts[min(i, len(starts)) - 1]:
                     bad.append("%s: %s was acknowledged yet handed again" % (f, e))
             seen.setdefault(e, i)
+# Ids never reused (recovery spec 3.5, PROTOCOL ids): each object is created by one entry, across
+# the dead run and its resumes; and every resume's first entry is after the dead run's last.
+made = {"workspace_created": "workspace_id", "envelope_created": "envelope_id",
+        "checkpoint_created": "checkpoint_id", "signal_emitted": "signal_id",
+        "task_created": "task_id", "gate_triggered": "gate_id"}
+ids = {}
+for s, t, b, ts in c.execute("select seq, type, body, ts from entries"):
+    k = made.get(t)
+    v = json.loads(b).get(k) if k else None
+    if v is not None:
+        if v in ids:
+            bad.append("%s %s made twice (entries %d and %d)" % (k, v, ids[v], s))
+        ids[v] = s
+    if t == "supervisor_started" and json.loads(b).get("resumed"):
+        prev = c.execute("select max(ts) from entries where seq < ?", (s,)).fetchone()[0]
+        if prev is not None and ts <= prev:
+            bad.append("the resume's supervisor_started (entry %d) is not after the last entry" % s)
 print("\n".join(sorted(set(bad))))
 PY
 cgroups_of() { find /sys/fs/cgroup -maxdepth 6 -type d -name "corral-$1-*" 2>/dev/null; }

@@ -289,6 +289,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     struct sandbox_child *child = NULL;
     struct cerr cerr = {0};
     double start = util_now();
+    /* A command that may write could change any file: its trail entry says so (a resume checks
+     * only what file tools wrote after it: docs/protocol-wacp.md). */
+    if (!ctx->read_only && ctx->call)
+        ctx->call->changes_unknown = true;
     int rc = sandbox_spawn(&p, SANDBOX_SHELL, argv, &stdio, &child, &cerr);
     close(outp[1]);
     close(errp[1]);

@@ -7,6 +7,7 @@
 #include "tools/broker/glob.h"
 
 #include <dirent.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -403,6 +404,26 @@ static int target_replace(const struct target *t, const char *rel, const char *c
     return 0;
 }
 
+/* Notes for the call's trail entry how the write left REL: its content's hash and size. */
+static void note_file(const struct tool_ctx *ctx, const char *rel, const char *const *parts,
+                      const size_t *lens, size_t n_parts)
+{
+    if (!ctx->call)
+        return;
+    crypto_generichash_state st;
+    unsigned char h[32];
+    char hex[65];
+    uint64_t size = 0;
+    crypto_generichash_init(&st, NULL, 0, sizeof(h));
+    for (size_t i = 0; i < n_parts; i++) {
+        crypto_generichash_update(&st, (const unsigned char *)parts[i], lens[i]);
+        size += lens[i];
+    }
+    crypto_generichash_final(&st, h, sizeof(h));
+    sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+    tool_changes_note(ctx->call, rel, TOOL_CHANGE_FILE, hex, size);
+}
+
 int broker_write(const struct tool_ctx *ctx, const char *path, const char *data, size_t len,
                  const struct broker_write_opts *o, char **display, size_t *written,
                  struct broker_err *e)
@@ -441,6 +462,8 @@ int broker_write(const struct tool_ctx *ctx, const char *path, const char *data,
         const char *parts[2] = {old ? old : "", data};
         size_t lens[2] = {old_len, len};
         r = target_replace(&t, rel, parts, lens, 2, o->mode == BROKER_WRITE_CREATE, field, e);
+        if (r == 0)
+            note_file(ctx, rel, parts, lens, 2);
     }
     if (t.dirfd >= 0)
         close(t.dirfd);
@@ -633,6 +656,8 @@ int broker_modify(const struct tool_ctx *ctx, const char *path, const struct bro
         const char *parts[1] = {txt.s};
         size_t lens[1] = {txt.len};
         r = target_replace(&t, rel, parts, lens, 1, false, field, e);
+        if (r == 0)
+            note_file(ctx, rel, parts, lens, 1);
     }
     free(txt.s);
     if (t.dirfd >= 0)
@@ -698,6 +723,7 @@ int broker_remove(const struct tool_ctx *ctx, const char *path, bool directory, 
                            err == EACCES || err == EPERM || err == EROFS ? BROKER_E_DENIED : BROKER_E_IO,
                            field, "/%s: %s", rel, strerror(err));
     }
+    tool_changes_note(ctx->call, rel, TOOL_CHANGE_REMOVED, NULL, 0);
     return 0;
 }
 
@@ -714,8 +740,10 @@ int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, str
         int err = errno;
         struct stat st;
         if (err == EEXIST && parents && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISDIR(st.st_mode))
+            S_ISDIR(st.st_mode)) {
+            tool_changes_note(ctx->call, rel, TOOL_CHANGE_DIR, NULL, 0);
             return 0;
+        }
         if (err == EEXIST)
             return broker_fail(e, BROKER_E_EXISTS, field, "/%s already exists", rel);
         return broker_fail(e,
@@ -727,6 +755,7 @@ int broker_mkdir(const struct tool_ctx *ctx, const char *path, bool parents, str
     struct stat pst;
     if (fstat(dirfd, &pst) == 0)
         (void)!fchownat(dirfd, leaf, pst.st_uid, pst.st_gid, AT_SYMLINK_NOFOLLOW);
+    tool_changes_note(ctx->call, rel, TOOL_CHANGE_DIR, NULL, 0);
     return 0;
 }
 
