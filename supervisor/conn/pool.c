@@ -89,11 +89,14 @@ static void *worker_main(void *arg)
             (void)thread_nice(0);
         pthread_mutex_lock(&p->mu);
         if (is_long) {
-            /* A slot for long jobs is free again: a waiting worker may take one. */
+            /* A slot for long jobs is free again: a waiting worker may take one. Only when a
+             * job waits: waking every idle worker for nothing (a command's end, 15 threads on
+             * 2 cores) held up the very answer this worker is about to hand to the loop. */
             p->running_long--;
             if (share)
                 share->running_long--;
-            pthread_cond_broadcast(&p->cv);
+            if (p->queue_head)
+                pthread_cond_broadcast(&p->cv);
         }
         j->next = p->done_head;
         p->done_head = j;
