@@ -618,7 +618,6 @@ static bool out_word_special(uint64_t w)
 
 static void out_string(struct rpc_out *o, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)(s ? s : "");
     size_t n = strlen((const char *)u), i = 0, run = 0;
     out_put(o, "\"", 1);
@@ -640,24 +639,8 @@ static void out_string(struct rpc_out *o, const char *s)
         }
         out_put(o, u + i - run, run);
         run = 0;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t el = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            el = 6;
-        }
-        out_put(o, esc, el);
+        char esc[6];
+        out_put(o, esc, util_json_escape(c, esc));
         i++;
     }
     out_put(o, u + n - run, run);
