@@ -33,6 +33,8 @@ chown -R 65534:65534 "$ws"
 result() { sed -n 's/.*\(RESULT .*\)/\1/p' | tail -1; }
 field() { printf '%s\n' "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'; }
+# goal LABEL RATIO MIN: "met" or "NOT met" (MIN 0: no goal, the ratio alone)
+goal() { awk -v r="$2" -v m="$3" -v l="$1" 'BEGIN { if (m > 0) printf "%s %.1fx (goal >= %gx: %s)", l, r, m, (r >= m ? "met" : "NOT met"); else printf "%s %.1fx", l, r }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "== start-up: spawn to the initialize answer, median of $starts"
@@ -47,11 +49,21 @@ off=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace 
 nor=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$tdir/normal.db" --trail-durability normal 2>&1 | result)
 ful=$("$drv" "$n" readFile '{"path":"file4k.txt"}' -- "$CORRAL" mcp --workspace "$ws" --trail "$tdir/full.db" --trail-durability full 2>&1 | result)
 p=$("$drv" "$n" read_text_file "{\"path\":\"$ws/file4k.txt\"}" -- node "$peer" "$ws" 2>&1 | result)
+fds=$("$drv" fdatasync "$tdir/fdatasync.tmp" 500 2>&1 | result)
+rm -f "$tdir/fdatasync.tmp"
 echo "corral mcp, trail off:         $off"
 echo "corral mcp, trail normal:      $nor"
 echo "corral mcp, trail full:        $ful"
 echo "server-filesystem $peer_version: $p"
-echo "ratio (peer / corral, trail off): p50 $(ratio "$(field "$p" p50_us)" "$(field "$off" p50_us)")x, p99 $(ratio "$(field "$p" p99_us)" "$(field "$off" p99_us)")x"
-echo "ratio (peer / corral, trail normal): p50 $(ratio "$(field "$p" p50_us)" "$(field "$nor" p50_us)")x, p99 $(ratio "$(field "$p" p99_us)" "$(field "$nor" p99_us)")x"
-echo "(with the trail each call records its request, its tool_call start and end and its answer,"
-echo " committed before the answer is sent; the peer records nothing)"
+echo "this disk, 4 KiB write + fdatasync: $fds"
+pp50=$(field "$p" p50_us); pp99=$(field "$p" p99_us)
+for m in off nor ful; do
+    eval "r=\$$m"
+    case $m in off) label="trail off"; want=20 ;; nor) label="trail normal"; want=10 ;; *) label="trail full"; want=0 ;; esac
+    echo "$label vs the peer: $(goal p50 "$(ratio "$pp50" "$(field "$r" p50_us)")" $want), $(goal p99 "$(ratio "$pp99" "$(field "$r" p99_us)")" $want)"
+done
+awk -v f="$(field "$ful" p50_us)" -v o="$(field "$off" p50_us)" -v s="$(field "$fds" p50_us)" 'BEGIN {
+    printf "trail full p50 - trail off p50 = %.0f us (goal <= one fdatasync + 50 us = %.0f us: %s)\n", f - o, s + 50, (f - o <= s + 50 ? "met" : "NOT met") }'
+echo "(with the trail each read records its request, its tool_call start and end and its answer;"
+echo " the read runs at once, its answer waits for the turn's one group commit; the peer records nothing)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

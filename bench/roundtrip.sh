@@ -67,6 +67,7 @@ done
 echo "trail full vs the peer: p50 $(ratio "$pp50" "$(field "$ful" p50_us)")x, p99 $(ratio "$pp99" "$(field "$ful" p99_us)")x"
 awk -v f="$(field "$ful" p50_us)" -v o="$(field "$off" p50_us)" -v s="$(field "$fds" p50_us)" 'BEGIN {
     printf "trail full p50 - trail off p50 = %.0f us (goal <= one fdatasync + 50 us = %.0f us: %s)\n", f - o, s + 50, (f - o <= s + 50 ? "met" : "NOT met") }'
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "peer start-up (spawn to initialize answer): $(field "$p" init_us) us"
 
 echo "== listing: 2,000 files in 40 directories, 20 sequential calls"

@@ -28,7 +28,10 @@ flood = ['@flood:%d:tools/call {"name":"readFile","arguments":{"path":"a.txt"}}'
 fl = 'wacp/workspace.create {"agent":"flooder","directive":{"steps":%s}}' % json.dumps(flood)
 pr = 'wacp/workspace.create {"agent":"probe","directive":{}}'
 coord = ['@timeout:600000'] + [fl] * f + [pr] + ['@until:complete'] * (f + 0) + ['@sleep:600000']
-json.dump({"version": 1, "max_workspaces": f + 8,
+# No tool-call rate limit: at its default (50 a second, bursts of 250) the probe's own reads
+# were refused past the burst and it was failed for protocol_abuse; the measure is the loop's
+# fairness against floods that nothing else stops.
+json.dump({"version": 1, "max_workspaces": f + 8, "rate_limits": {"tool_calls": 0},
            "highway": {"preset": "autonomous", "gates": {"task_approval": False}},
            "roles": {"worker": {"authority": {"write": False, "commands": False},
                                 "budgets": {"memory": "64M", "pids": 8, "wall_time": "30m"}}},

@@ -246,3 +246,24 @@ int util_read_to_eof(int fd, size_t max, char **out)
     *out = buf;
     return 0;
 }
+
+size_t util_json_escape(unsigned char c, char out[6])
+{
+    static const char hex[] = "0123456789abcdef";
+    out[0] = '\\';
+    switch (c) {
+    case '"': out[1] = '"'; return 2;
+    case '\\': out[1] = '\\'; return 2;
+    case '\b': out[1] = 'b'; return 2;
+    case '\f': out[1] = 'f'; return 2;
+    case '\n': out[1] = 'n'; return 2;
+    case '\r': out[1] = 'r'; return 2;
+    case '\t': out[1] = 't'; return 2;
+    default:
+        out[1] = 'u';
+        out[2] = out[3] = '0';
+        out[4] = hex[c >> 4];
+        out[5] = hex[c & 15];
+        return 6;
+    }
+}

@@ -89,6 +89,10 @@ int util_read_fileat(int dirfd, const char *name, char *buf, size_t cap);
 
 /* malloc that dies on failure is NOT offered: callers handle -ENOMEM. asprintf wrapper: NULL on failure. */
 char *util_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The JSON escape of byte C, one that must be escaped in a string (a quote, a backslash or a
+ * control byte), into OUT: \" \\ \b \f \n \r \t or \u00XX (lower-case hex, as cJSON and the
+ * trail's canonical form write it). Returns its length (2 or 6). */
+size_t util_json_escape(unsigned char c, char out[6]);
 
 /* Monotonic clock in seconds. */
 double util_now(void);

@@ -42,9 +42,13 @@ struct net_request {
 int net_loopback_prepare(struct net_request *req, struct cerr *err);
 int net_loopback_up(const struct net_request *req, struct cerr *err);
 
-/* landlock.c: restrict writes to the given absolute paths (inside the new root) for this process
- * and its future children. Returns 0, or a negative code with err set. */
-int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *err);
+/* landlock.c: a ruleset that allows writes only beneath the given absolute paths (inside the new
+ * root): its fd (close-on-exec), or a negative code with err set. Made by init while a sandbox is
+ * prepared, so a command's start only applies it. */
+int landlock_ruleset_for_writes(const char *const *paths, size_t n, struct cerr *err);
+/* Restrict this process and its future children by ruleset RS, and close RS. 0, or a negative
+ * code with err set. */
+int landlock_restrict_to(int rs, struct cerr *err);
 
 /* spawn.c: the half of a start that clones init (see spawn_clone), run by the zygote or, when
  * none was started, by the caller. spawn_fds are init's ends of the caller's pipes, the

@@ -29,7 +29,7 @@ int sandbox_landlock_abi(void)
     return v < 0 ? -errno : (int)v;
 }
 
-int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *err)
+int landlock_ruleset_for_writes(const char *const *paths, size_t n, struct cerr *err)
 {
     int abi = sandbox_landlock_abi();
     if (abi < 1)
@@ -71,7 +71,17 @@ int landlock_restrict_writes(const char *const *paths, size_t n, struct cerr *er
                          strerror(errno));
         close(fd);
     }
-    if (r == 0 && syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+    if (r < 0) {
+        close(rs);
+        return r;
+    }
+    return rs;
+}
+
+int landlock_restrict_to(int rs, struct cerr *err)
+{
+    int r = 0;
+    if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
         r = cerr_set(err, errno, "landlock: cannot restrict the program: %s", strerror(errno));
     close(rs);
     return r;

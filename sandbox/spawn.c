@@ -160,6 +160,7 @@ struct spawn_args {
     const char *cwd;
     const char *const *ll_paths;
     size_t n_ll;
+    int ll_rs; /* the landlock ruleset init made ahead (close-on-exec), or -1 */
     int in, out, err; /* stdio for the program, -1: inherit */
     int go_rd, err_wr, status_wr, alive_rd;
     int notify_wr;   /* seccomp.notify: init passes the listener to the parent here */
@@ -259,9 +260,9 @@ __attribute__((noreturn)) static void program_main(struct spawn_args *a)
     CHILD_CHECK(chdir(a->cwd) == 0, fd, "cannot change to the directory %s inside the sandbox: %s",
                 a->cwd, strerror(errno));
     CTT("prog-start");
-    if (a->p->landlock) {
+    if (a->ll_rs >= 0) {
         struct cerr e;
-        if (landlock_restrict_writes(a->ll_paths, a->n_ll, &e) < 0)
+        if (landlock_restrict_to(a->ll_rs, &e) < 0)
             child_fail(fd, e.msg);
     }
     CTT("landlock");
@@ -501,6 +502,14 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     /* The uid change already made init non-dumpable; say so rather than rely on it, so the
      * program (same uid) can never open init's /proc files whatever fs.suid_dumpable is. */
     CHILD_CHECK(prctl(PR_SET_DUMPABLE, 0) == 0, fd, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+    /* The landlock ruleset is made now, not when the program starts: opening its paths and
+     * adding its rules is work a prepared sandbox does before its command is known. The
+     * program applies it (landlock_restrict_to) before its filter and execve, as before. */
+    if (a->p->landlock) {
+        a->ll_rs = landlock_ruleset_for_writes(a->ll_paths, a->n_ll, &e);
+        if (a->ll_rs < 0)
+            child_fail(fd, e.msg);
+    }
     CTT("privs");
 
     /* Ready. A prepared sandbox waits here for its program (sandbox_start); everything that
@@ -752,6 +761,7 @@ int spawn_clone(const struct sandbox_profile *p, const char *program, const stru
         .notify_wr = f->notify_wr,
         .egress_wr = f->egress_wr,
         .listener = -1,
+        .ll_rs = -1,
     };
     own_args(&a.arg_start, &a.arg_len);
     a.no_caps = cap_init();

@@ -83,6 +83,7 @@ struct agent_host {
     unsigned turn; /* counts turn ends: the per-turn budgets of lines and inline calls */
     struct agent *backlog, *backlog_tail; /* agents that used a budget with input left, FIFO */
     unsigned turn_lines;                  /* lines handled this turn, over every agent */
+    size_t turn_bytes;                    /* bytes read this turn from heavy agents */
     int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
@@ -127,6 +128,7 @@ struct agent {
     unsigned inline_turn, inline_n; /* inline calls in turn inline_turn */
     unsigned pump_turn, pump_n;     /* lines handled in turn pump_turn */
     bool in_backlog;
+    bool heavy; /* its last read found more than one small message waiting (see agent_pump) */
     struct agent *backlog_next;
     struct agent_stats st;
     bool host;                    /* an MCP host at the other end (agent_config.host) */
@@ -599,13 +601,23 @@ static bool agent_can_read(const struct agent *a)
 }
 
 /* Fairness: an agent handles at most AGENT_LINES_PER_TURN lines per turn, and a turn at most
- * HOST_LINES_PER_TURN over all agents. An agent past either budget with input left (a flood of
- * pipelined requests, garbage, a request storm) waits in the backlog, first in first out, not
- * read from, and the next turns serve it in order: a turn's work, and so the wait of every
- * answer released at its end, stays bounded whatever the agents send, and a well-behaved
- * agent's request waits at most for the backlog ahead of it (bench/flood_bench.c). */
+ * HOST_LINES_PER_TURN over all heavy agents. An agent past either budget with input left (a
+ * flood of pipelined requests, garbage, a request storm) waits in the backlog, first in first
+ * out, not read from, and the next turns serve it in order: a turn's work, and so the wait of
+ * every answer released at its end, stays bounded whatever the agents send.
+ *
+ * Heavy and light: an agent whose last read brought more than one small message (a full read,
+ * several lines, a line of more than LIGHT_BYTES, an over-long line being discarded) is heavy.
+ * The host's budgets of lines and of bytes (HOST_BYTES_PER_TURN, checked before a heavy agent's
+ * read) are the heavy agents' to share; a light agent's first line of a turn is handled whatever
+ * they have used, so a well-behaved agent (one request, then its answer) is answered in the turn
+ * its request arrives, never queued behind the floods (bench/flood.sh). Light lines are at most
+ * one per agent per turn, so a turn stays bounded by the agents' number, and an agent that
+ * floods is heavy again at its next read. */
 #define AGENT_LINES_PER_TURN 8
-#define HOST_LINES_PER_TURN 16
+#define HOST_LINES_PER_TURN 4
+#define HOST_BYTES_PER_TURN (256u << 10)
+#define LIGHT_BYTES 16384
 
 static void backlog_add(struct agent *a)
 {
@@ -922,7 +934,11 @@ static void agent_pump(struct agent *a)
             a->pump_turn = h->turn;
             a->pump_n = 0;
         }
-        if (a->pump_n >= AGENT_LINES_PER_TURN || h->turn_lines >= HOST_LINES_PER_TURN) {
+        if (rpc_reader_pending(a->reader) == 0)
+            break; /* nothing to handle: no reason to wait in the backlog */
+        bool light_first = !a->heavy && a->pump_n == 0; /* never deferred for the others */
+        if (a->pump_n >= AGENT_LINES_PER_TURN ||
+            (h->turn_lines >= HOST_LINES_PER_TURN && !light_first)) {
             backlog_add(a);
             break;
         }
@@ -945,9 +961,29 @@ static void agent_pump(struct agent *a)
         agent_update_watch(a);
 }
 
+/* After a read of N bytes: whether the agent is heavy (see above). Only the reader's buffer is
+ * looked at, and only up to its first newline. */
+static bool reader_is_heavy(const struct agent *a, size_t n, size_t asked)
+{
+    size_t pending = rpc_reader_pending(a->reader);
+    if (n >= asked || pending > LIGHT_BYTES || rpc_reader_discarding(a->reader))
+        return true;
+    const char *p = rpc_reader_peek(a->reader);
+    const char *nl = pending ? memchr(p, '\n', pending) : NULL;
+    return nl && (size_t)(nl - p) + 1 < pending; /* more after its first line */
+}
+
 static void on_readable(void *data, uint32_t events)
 {
     struct agent *a = data;
+    struct agent_host *h = a->h;
+    if (a->heavy && h->turn_bytes >= HOST_BYTES_PER_TURN && !a->in_eof) {
+        /* The turn's bytes for heavy agents are spent: read it in a later turn, in its place in
+         * the backlog (its watch is off meanwhile). */
+        backlog_add(a);
+        agent_update_watch(a);
+        return;
+    }
     size_t room;
     char *dst = rpc_reader_space(a->reader, READ_CHUNK, &room);
     if (!dst) {
@@ -955,10 +991,14 @@ static void on_readable(void *data, uint32_t events)
         return;
     }
     /* One read per event: fair to the other agents of the loop, level-triggered brings us back. */
-    ssize_t n = read(a->in_fd, dst, room < READ_CHUNK ? room : READ_CHUNK);
+    size_t asked = room < READ_CHUNK ? room : READ_CHUNK;
+    ssize_t n = read(a->in_fd, dst, asked);
     if (n > 0) {
         rpc_reader_commit(a->reader, (size_t)n);
         a->st.bytes_in += (uint64_t)n;
+        a->heavy = reader_is_heavy(a, (size_t)n, asked);
+        if (a->heavy)
+            h->turn_bytes += (size_t)n;
     } else if (n == 0) {
         a->in_eof = true;
         loop_watch_del(a->h->loop, &a->win);
@@ -1076,7 +1116,7 @@ static void agent_really_free(struct agent *a);
  * and as structuredContent for programs. */
 static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 {
-    char *text = cJSON_PrintUnformatted(result);
+    char *text = rpc_json_print(result, NULL);
     cJSON *r = cJSON_CreateObject();
     cJSON *content = r ? cJSON_AddArrayToObject(r, "content") : NULL;
     cJSON *item = cJSON_CreateObject();
@@ -1405,8 +1445,6 @@ static void host_turn_end(void *data)
     struct agent_host *h = data;
     h->in_turn = true; /* agents freed from here on are released after the walk */
     backlog_serve(h);
-    h->turn++;
-    h->turn_lines = 0;
     /* Releasing output can unblock an agent whose buffer already holds more requests; those are
      * answered in the same turn, so repeat until nothing new was staged. */
     while (h->dirty || h->staged_head) {
@@ -1454,6 +1492,11 @@ static void host_turn_end(void *data)
      * committed at the end of the turn too. */
     if (h->trail && trail_pending(h->trail) > 0)
         host_trail_commit(h);
+    /* The budgets of lines and bytes cover the whole turn, its end included: a new turn
+     * starts with them. */
+    h->turn++;
+    h->turn_lines = 0;
+    h->turn_bytes = 0;
     h->in_turn = false;
     while (h->graveyard) {
         struct agent *a = h->graveyard;

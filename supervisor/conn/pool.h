@@ -23,6 +23,10 @@ struct pool_job {
     void (*done)(struct pool_job *j); /* on the loop thread, after run; may free the job */
     struct pool_share *share;         /* NULL: no owner (always eligible) */
     bool is_long;
+    /* Bulk work no caller is waiting on at a person's pace (the model's workspace copies,
+     * snapshots, integration's writes): its thread runs it at a lower CPU priority, so that on a
+     * machine with few CPUs it takes what the loop and the agents leave, not their turn. */
+    bool background;
     struct pool_job *next;
 };
 

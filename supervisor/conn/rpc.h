@@ -54,6 +54,10 @@ enum rpc_frame rpc_reader_next(struct rpc_reader *r, const char **line, size_t *
 
 /* Bytes buffered but not yet returned (a partial line), for back-pressure accounting. */
 size_t rpc_reader_pending(const struct rpc_reader *r);
+/* The pending bytes themselves (rpc_reader_pending of them), for a look before they are framed. */
+const char *rpc_reader_peek(const struct rpc_reader *r);
+/* Inside an over-long line, whose bytes are being dropped up to its newline. */
+bool rpc_reader_discarding(const struct rpc_reader *r);
 /* Marks the reader failed for good: every later rpc_reader_next returns RPC_FRAME_FAILED. */
 void rpc_reader_fail(struct rpc_reader *r);
 bool rpc_reader_failed(const struct rpc_reader *r);
@@ -94,6 +98,10 @@ void rpc_error_clear(struct rpc_error *err);
 /* Byte offset of the first invalid UTF-8 sequence (overlongs, surrogates and code points past
  * U+10FFFF are invalid), or len when the whole buffer is valid. */
 size_t rpc_utf8_check(const char *s, size_t len);
+/* V as JSON, the bytes cJSON_PrintUnformatted gives, faster (long strings copied in runs);
+ * LEN (may be NULL) gets its length. NULL when out of memory or V is malformed. */
+char *rpc_json_print(const cJSON *v, size_t *len);
+#define RPC_PRINT_DEPTH_MAX 10000
 /* Deepest nesting of arrays/objects outside strings; stops counting past limit (returns limit+1). */
 unsigned rpc_json_depth(const char *s, size_t len, unsigned limit);
 

@@ -345,6 +345,7 @@ static int hook_offload(void *data, void (*work)(void *arg), void (*done)(void *
         return -ENOMEM;
     o->pj.run = offload_run;
     o->pj.done = offload_done;
+    o->pj.background = true;
     o->work = work;
     o->done = done;
     o->arg = arg;

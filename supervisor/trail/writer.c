@@ -165,7 +165,6 @@ void trail_buf_free(struct trail_buf *b)
 
 static int canon_string(const char *s, struct trail_buf *b)
 {
-    static const char hex[] = "0123456789abcdef";
     size_t n = strlen(s);
     int r = trail_buf_reserve(b, n + 2);
     if (r < 0)
@@ -182,25 +181,8 @@ static int canon_string(const char *s, struct trail_buf *b)
         if ((r = trail_buf_put(b, u + i - run, run)) < 0)
             return r;
         run = 0;
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t el = 2;
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
-            esc[2] = '0';
-            esc[3] = '0';
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            el = 6;
-        }
-        if ((r = trail_buf_put(b, esc, el)) < 0)
+        char esc[6];
+        if ((r = trail_buf_put(b, esc, util_json_escape(c, esc))) < 0)
             return r;
     }
     if ((r = trail_buf_put(b, u + n - run, run)) < 0)
@@ -1191,7 +1173,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                      path);
         goto fail;
     }
-    sqlite3_busy_timeout(t->db, TRAIL_BUSY_MS);
+    trail_busy_wait(t->db);
     int64_t app = 0, ver = 0, tables = 0;
     if ((rc = pragma_int(t->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
         (rc = pragma_int(t->db, "PRAGMA user_version", &ver)) != SQLITE_OK ||

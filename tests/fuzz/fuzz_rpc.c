@@ -2,7 +2,8 @@
  * (fed in pieces, with a small cap so over-long lines are common), then for every line the
  * decoder (UTF-8, depth, JSON, JSON-RPC envelope), then the answer encoders. Invariants: no
  * crash or leak, a decoded message has a method (or is a response), every encoded answer is one
- * line of valid JSON (an id kept as the client's raw text included). */
+ * line of valid JSON (an id kept as the client's raw text included), and rpc_json_print gives
+ * exactly cJSON_PrintUnformatted's bytes. */
 #include "supervisor/conn/rpc.h"
 
 #include <string.h>
@@ -52,6 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (rpc_decode(line, len, RPC_DEFAULT_MAX_DEPTH, &m, &e) == 0) {
                 if ((!m.method && !m.response) || !m.root)
                     __builtin_trap();
+                /* The fast printer gives cJSON's bytes exactly. */
+                char *mine = rpc_json_print(m.root, &out_len), *theirs = cJSON_PrintUnformatted(m.root);
+                if (mine && theirs && (strlen(theirs) != out_len || memcmp(mine, theirs, out_len)))
+                    __builtin_trap();
+                free(mine);
+                free(theirs);
                 out = rpc_result_line(m.id, m.params ? m.params : m.root, &out_len);
                 if (out)
                     check_line(out, out_len);

@@ -350,6 +350,68 @@ static void encode_lines(void **state)
     cJSON_Delete(res);
 }
 
+/* rpc_json_print, the answers' printer, gives exactly cJSON_PrintUnformatted's bytes: every
+ * control character, quotes, backslashes, UTF-8, numbers of each form, raw ids, nesting, empty
+ * containers, keys that need escaping, a string without a value. */
+static void print_matches_cjson(void **state)
+{
+    (void)state;
+    char ctl[64], *p = ctl;
+    for (int c = 1; c < 32; c++)
+        *p++ = (char)c;
+    *p = '\0';
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "ctl", ctl);
+    cJSON_AddStringToObject(j, "q\"k\\\n", "a \"quoted\" \\ back\\slash / \x7f caf\xc3\xa9 \xf0\x9f\x98\x80");
+    cJSON_AddStringToObject(j, "long", "");
+    cJSON *nums = cJSON_AddArrayToObject(j, "nums");
+    double v[] = {0, -0.0, 1, -1, 0.1, 1e300, -2.5e-300, 123456789012.0, 2147483647.0, 2147483648.0,
+                  1.0 / 3, 9007199254740993.0};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        cJSON_AddItemToArray(nums, cJSON_CreateNumber(v[i]));
+    cJSON_AddItemToArray(nums, cJSON_CreateRaw("1e400"));
+    cJSON_AddItemToObject(j, "empty_o", cJSON_CreateObject());
+    cJSON_AddItemToObject(j, "empty_a", cJSON_CreateArray());
+    cJSON *deep = j;
+    for (int i = 0; i < 50; i++) { /* 50 levels: {"d":{"a":[],"d":{...}}} */
+        deep = cJSON_AddObjectToObject(deep, "d");
+        cJSON_AddArrayToObject(deep, "a");
+    }
+    cJSON_AddBoolToObject(j, "t", true);
+    cJSON_AddBoolToObject(j, "f", false);
+    cJSON_AddNullToObject(j, "n");
+    cJSON *nos = cJSON_CreateString("x");
+    free(nos->valuestring);
+    nos->valuestring = NULL;
+    cJSON_AddItemToObject(j, "nostr", nos);
+    char big[20000];
+    for (size_t i = 0; i < sizeof(big) - 1; i++)
+        big[i] = "ab\n\"c\\d\t"[i % 9];
+    big[sizeof(big) - 1] = '\0';
+    cJSON_AddStringToObject(j, "big", big);
+    size_t len = 0;
+    char *mine = rpc_json_print(j, &len), *theirs = cJSON_PrintUnformatted(j);
+    assert_non_null(mine);
+    assert_non_null(theirs);
+    assert_int_equal(len, strlen(theirs));
+    assert_string_equal(mine, theirs);
+    free(mine);
+    free(theirs);
+    /* Each value alone, too (a top-level string, number, array). */
+    for (cJSON *c = j->child; c; c = c->next) {
+        cJSON one = *c;
+        one.next = one.prev = NULL;
+        one.string = NULL;
+        mine = rpc_json_print(&one, NULL);
+        theirs = cJSON_PrintUnformatted(&one);
+        assert_non_null(mine);
+        assert_string_equal(mine, theirs ? theirs : "");
+        free(mine);
+        free(theirs);
+    }
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +427,7 @@ int main(void)
         cmocka_unit_test(decode_invalid),
         cmocka_unit_test(decode_deep),
         cmocka_unit_test(encode_lines),
+        cmocka_unit_test(print_matches_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -574,6 +574,63 @@ static void flood_back_pressure(void **state)
     server_stop(&s);
 }
 
+/* Lines a client has been sent so far (no loop turn): drains its pipe. */
+static int count_lines(struct client *c)
+{
+    int n = 0;
+    char *line;
+    while ((line = try_line(c))) {
+        n++;
+        free(line);
+    }
+    return n;
+}
+
+/* Fairness by order, not time: three agents with hundreds of pipelined pings each (heavy) and
+ * one that sends a single request (light), written after the floods so that epoll reports it
+ * last. The light agent is answered in the first turn, whatever the heavy ones have used of the
+ * turn's budget: by then they have been answered a few lines, not a budget's worth (16 and more
+ * before the light agent's turn came, when the host's budget held it in the backlog behind them). */
+static void light_agent_not_queued_behind_floods(void **state)
+{
+    struct server s;
+    struct client fl[3], good;
+    server_start(&s, NULL);
+    for (int i = 0; i < 3; i++)
+        client_connect(&s, &fl[i]);
+    client_connect(&s, &good);
+    enum { N = 400 };
+    for (int i = 0; i < 3; i++) {
+        char buf[N * 48];
+        size_t len = 0;
+        for (int k = 0; k < N; k++)
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+                                    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", k);
+        assert_int_equal(util_write_all(fl[i].to_srv, buf, len), 0);
+    }
+    send_line(&good, "{\"jsonrpc\":\"2.0\",\"id\":\"good\",\"method\":\"ping\"}");
+    cJSON *r = recv_msg(&s, &good);
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "good");
+    cJSON_Delete(r);
+    int got[3], flood_answered = 0;
+    for (int i = 0; i < 3; i++)
+        flood_answered += got[i] = count_lines(&fl[i]);
+    if (flood_answered > 8)
+        fail_msg("the light agent waited for %d answers to the floods", flood_answered);
+    /* The floods are served too, all of them, once the light agent is done. */
+    for (int turns = 0; got[0] + got[1] + got[2] < 3 * N && turns < 100000; turns++) {
+        assert_true(loop_run_once(s.loop, 10, NULL) >= 0);
+        for (int i = 0; i < 3; i++)
+            got[i] += count_lines(&fl[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(got[i], N);
+    for (int i = 0; i < 3; i++)
+        client_close(&fl[i]);
+    client_close(&good);
+    server_stop(&s);
+}
+
 static void eof_after_answers(void **state)
 {
     struct server s;
@@ -806,6 +863,7 @@ int main(void)
         cmocka_unit_test(abuse_limit_fails_only_that_agent),
         cmocka_unit_test(slow_call_does_not_stall_others),
         cmocka_unit_test(flood_back_pressure),
+        cmocka_unit_test(light_agent_not_queued_behind_floods),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
