@@ -668,6 +668,16 @@ static void out_value(struct rpc_out *o, const cJSON *v, unsigned depth)
         out_put(o, v->valuestring, strlen(v->valuestring));
         return;
     case cJSON_Number: {
+        /* An integer below 1e15 (sizes, line counts, ids) is what cJSON's "%1.15g" prints it as,
+         * its digits, and its sscanf check passes: printed here without that printf and scanf
+         * pair, which cost a read's answer more than its escaping. -0 keeps cJSON's "-0". */
+        double d = v->valuedouble;
+        if (d > -1e15 && d < 1e15 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
+            char digits[24];
+            int n = snprintf(digits, sizeof(digits), "%lld", (long long)d);
+            out_put(o, digits, (size_t)n);
+            return;
+        }
         cJSON one = *v; /* printed alone: cJSON's number form, without its siblings */
         one.next = one.prev = NULL;
         one.string = NULL;

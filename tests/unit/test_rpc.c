@@ -366,7 +366,9 @@ static void print_matches_cjson(void **state)
     cJSON_AddStringToObject(j, "long", "");
     cJSON *nums = cJSON_AddArrayToObject(j, "nums");
     double v[] = {0, -0.0, 1, -1, 0.1, 1e300, -2.5e-300, 123456789012.0, 2147483647.0, 2147483648.0,
-                  1.0 / 3, 9007199254740993.0};
+                  1.0 / 3, 9007199254740993.0, 4096, 999999999999999.0, -999999999999999.0,
+                  1e15, -1e15, 1e15 - 0.5, 1e16, 0.5, -0.5, 12345.000001, 4294967296.0,
+                  -2147483649.0};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         cJSON_AddItemToArray(nums, cJSON_CreateNumber(v[i]));
     cJSON_AddItemToArray(nums, cJSON_CreateRaw("1e400"));
