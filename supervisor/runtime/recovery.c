@@ -1,6 +1,7 @@
 /* supervisor/runtime/recovery.c: the one forward scan of a trail for its last `corral run`. */
 #include "supervisor/runtime/recovery.h"
 
+#include "policy/policy.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 
@@ -18,6 +19,7 @@
 /* A workspace of the run and whether its last recorded state is terminal. */
 struct scan_ws {
     char id[64];
+    char *role, *agent; /* as workspace_created recorded them */
     bool terminal;
 };
 
@@ -27,6 +29,15 @@ struct scan {
     size_t n, cap;
     bool root_terminal;
 };
+
+static void scan_forget(struct scan *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->ws[i].role);
+        free(s->ws[i].agent);
+    }
+    s->n = 0;
+}
 
 static const char *body_str(const cJSON *b, const char *key)
 {
@@ -60,19 +71,23 @@ static int on_entry(const struct trail_entry *e, void *data)
         /* `corral run --resume` took the run over: same run, same directory, its own pid. */
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
+        o->pid_ts_us = e->ts_us;
         o->resumes++;
     } else if (started && cmd && !strcmp(cmd, "run")) {
         /* A new run: what came before belongs to an earlier one. */
-        const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace");
+        const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace"),
+                   *pol = body_str(b, "policy");
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
         o->found = true;
         o->started_seq = e->seq;
         snprintf(o->run_dir, sizeof(o->run_dir), "%s", rd ? rd : "");
         snprintf(o->workspace, sizeof(o->workspace), "%s", wsd ? wsd : "");
+        snprintf(o->policy, sizeof(o->policy), "%s", pol ? pol : "");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
+        o->pid_ts_us = e->ts_us;
         o->root[0] = '\0';
         o->resumes = 0;
-        s->n = 0;
+        scan_forget(s);
         s->root_terminal = false;
     } else if (created && o->found && e->workspace && !scan_find(s, e->workspace)) {
         if (s->n == s->cap) {
@@ -88,6 +103,13 @@ static int on_entry(const struct trail_entry *e, void *data)
         struct scan_ws *w = &s->ws[s->n++];
         snprintf(w->id, sizeof(w->id), "%s", e->workspace);
         w->terminal = false;
+        const char *role = body_str(b, "role"), *agent = body_str(b, "agent");
+        w->role = role ? strdup(role) : NULL;
+        w->agent = agent ? strdup(agent) : NULL;
+        if ((role && !w->role) || (agent && !w->agent)) {
+            cJSON_Delete(b);
+            return -ENOMEM;
+        }
         if (!body_str(b, "parent") && !o->root[0])
             snprintf(o->root, sizeof(o->root), "%s", e->workspace);
     } else if (changed && o->found) {
@@ -100,7 +122,8 @@ static int on_entry(const struct trail_entry *e, void *data)
     return 0;
 }
 
-int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr *err)
+int recovery_scan_file(const char *path, const struct policy *policy, struct recovery_scan *out,
+                       struct cerr *err)
 {
     memset(out, 0, sizeof(*out));
     if (access(path, F_OK) < 0)
@@ -129,16 +152,73 @@ int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr 
                 root_terminal = s.ws[i].terminal;
         }
         out->unfinished = !root_terminal;
+        /* A live workspace the policy cannot start again would be left out of the rebuilt run
+         * (or failed for it): the resume is refused instead, before anything is recorded. */
+        for (size_t i = 0; policy && !out->unfit_ws[0] && i < s.n; i++) {
+            const struct scan_ws *w = &s.ws[i];
+            struct policy_role_view v;
+            struct cerr ce = {0};
+            if (w->terminal || !w->role || !w->agent)
+                continue;
+            if (policy_role_resolve(policy, w->role, &v, &ce) < 0)
+                snprintf(out->unfit_what, sizeof(out->unfit_what), "role %.100s", w->role);
+            else if (!policy_agent_find(policy, w->agent))
+                snprintf(out->unfit_what, sizeof(out->unfit_what), "agent %.100s", w->agent);
+            else
+                continue;
+            snprintf(out->unfit_ws, sizeof(out->unfit_ws), "%s", w->id);
+        }
     }
+    scan_forget(&s);
     free(s.ws);
     if (rc == -ENOMEM && !err->msg[0])
         cerr_set(err, ENOMEM, "out of memory scanning the trail");
     return rc < 0 ? rc : 0;
 }
 
+/* When process PID started, in unix microseconds (0: unknown): /proc/PID/stat's starttime (clock
+ * ticks after boot) on /proc/stat's btime (whole seconds, so within a second or so). */
+static int64_t proc_started_us(pid_t pid, pid_t *ppid)
+{
+    char p[64], buf[1024] = {0};
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    if (util_read_file(p, buf, sizeof(buf)) < 0)
+        return 0;
+    const char *r = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    unsigned long long start = 0;
+    int pp = 0;
+    /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+     * cstime priority nice threads itrealvalue starttime */
+    if (!r || sscanf(r + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                            "%*d %*d %llu", &pp, &start) != 2)
+        return 0;
+    *ppid = pp;
+    long long btime = -1;
+    FILE *f = fopen("/proc/stat", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    while (f && btime < 0 && getline(&line, &cap, f) > 0)
+        if (!strncmp(line, "btime ", 6))
+            btime = strtoll(line + 6, NULL, 10);
+    free(line);
+    if (f)
+        fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (btime < 0 || hz <= 0)
+        return 0;
+    return btime * 1000000LL + (int64_t)(start * 1000000ULL / (unsigned long long)hz);
+}
+
 bool recovery_supervisor_alive(const struct recovery_scan *s)
 {
-    if (s->pid <= 0 || (kill(s->pid, 0) < 0 && errno == ESRCH))
+    if (s->pid <= 0 || s->pid == getpid() || (kill(s->pid, 0) < 0 && errno == ESRCH))
+        return false;
+    pid_t ppid = 0;
+    int64_t started = proc_started_us(s->pid, &ppid);
+    if (ppid == getpid())
+        return false; /* a child of ours (the zygote) that has the dead run's pid */
+    /* Started after the entry it would have written (2 s for btime's rounding): a pid reused. */
+    if (started && s->pid_ts_us && started > s->pid_ts_us + 2000000)
         return false;
     /* A recycled pid is not the run: its command line must be corral's. */
     char p[64], buf[256] = {0};
