@@ -2,6 +2,7 @@
 #include "supervisor/runtime/recovery.h"
 
 #include "policy/policy.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 
@@ -176,50 +177,28 @@ int recovery_scan_file(const char *path, const struct policy *policy, struct rec
     return rc < 0 ? rc : 0;
 }
 
-/* When process PID started, in unix microseconds (0: unknown): /proc/PID/stat's starttime (clock
- * ticks after boot) on /proc/stat's btime (whole seconds, so within a second or so). */
-static int64_t proc_started_us(pid_t pid, pid_t *ppid)
+/* Process PID's parent (0: unknown), from /proc/PID/stat. */
+static pid_t proc_parent(pid_t pid)
 {
     char p[64], buf[1024] = {0};
     snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
     if (util_read_file(p, buf, sizeof(buf)) < 0)
         return 0;
     const char *r = strrchr(buf, ')'); /* after the command name, which may hold anything */
-    unsigned long long start = 0;
     int pp = 0;
-    /* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime
-     * cstime priority nice threads itrealvalue starttime */
-    if (!r || sscanf(r + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                            "%*d %*d %llu", &pp, &start) != 2)
-        return 0;
-    *ppid = pp;
-    long long btime = -1;
-    FILE *f = fopen("/proc/stat", "re");
-    char *line = NULL;
-    size_t cap = 0;
-    while (f && btime < 0 && getline(&line, &cap, f) > 0)
-        if (!strncmp(line, "btime ", 6))
-            btime = strtoll(line + 6, NULL, 10);
-    free(line);
-    if (f)
-        fclose(f);
-    long hz = sysconf(_SC_CLK_TCK);
-    if (btime < 0 || hz <= 0)
-        return 0;
-    return btime * 1000000LL + (int64_t)(start * 1000000ULL / (unsigned long long)hz);
+    return r && sscanf(r + 1, " %*c %d", &pp) == 1 ? (pid_t)pp : 0;
 }
 
 bool recovery_supervisor_alive(const struct recovery_scan *s)
 {
+    /* The run directory's flock is the supervisor's own (rundir.c): held, it runs. Free (or
+     * no directory to ask), its pid is asked too: a corral from before the lock holds none. */
+    if (s->run_dir[0] && rundir_locked(s->run_dir) == 1)
+        return true;
     if (s->pid <= 0 || s->pid == getpid() || (kill(s->pid, 0) < 0 && errno == ESRCH))
         return false;
-    pid_t ppid = 0;
-    int64_t started = proc_started_us(s->pid, &ppid);
-    if (ppid == getpid())
+    if (proc_parent(s->pid) == getpid())
         return false; /* a child of ours (the zygote) that has the dead run's pid */
-    /* Started after the entry it would have written (2 s for btime's rounding): a pid reused. */
-    if (started && s->pid_ts_us && started > s->pid_ts_us + 2000000)
-        return false;
     /* A recycled pid is not the run: its command line must be corral's. */
     char p[64], buf[256] = {0};
     snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)s->pid);

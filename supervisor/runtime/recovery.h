@@ -39,9 +39,9 @@ int recovery_scan_file(const char *path, const struct policy *policy, struct rec
                        struct cerr *err);
 
 /* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one):
- * its recorded pid runs corral, is not this process nor a child of it (a resume in a new pid
- * namespace, a container started again, is pid 1 like the run it resumes), and started before
- * the entry that recorded it (a pid recycled since, after a reboot say, is not the run). */
+ * it holds its run directory's flock (rundir_locked), or its recorded pid runs corral and is
+ * neither this process nor a child of it (a resume in a new pid namespace, a container started
+ * again, is pid 1 like the run it resumes). */
 bool recovery_supervisor_alive(const struct recovery_scan *s);
 
 /* Damaged entries (trail_verify_damage) the resume leaves out, as the trail recorded them (their

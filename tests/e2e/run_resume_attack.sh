@@ -3,6 +3,8 @@
 # - A supervisor that was pid 1 of its pid namespace (a container) and died: the next corral in
 #   a new namespace is pid 1 too. Its own pid is not the dead run's: plain `corral run` still
 #   refuses the unfinished run, and --resume takes it over (it used to say "still running").
+#   While that supervisor lives, a resume from another namespace is refused: the live one holds
+#   its run directory's flock.
 # - --resume given what does not fit the dead run is refused before anything is recorded: another
 #   --workspace (also the recorded path swapped for a link to it since), a policy without a live
 #   workspace's role (it used to be left out of the rebuilt run, live forever in the trail), or
@@ -57,6 +59,11 @@ NS="unshare --pid --fork --mount-proc --kill-child"
 $NS "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 60 >"$d/out" 2>"$d/err" &
 up=$!
 worker_wrote "$d"
+# While it lives, a resume from another namespace (pid 1 there too) finds its run directory held.
+run_capture out err rc $NS "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 3
+expect_status "--resume of a live run, from another pid namespace, is refused (2)" 2 "$rc" "$err"
+expect_match "... its supervisor is still running (it holds its run directory)" 'supervisor is still running' "$err"
+expect_status "... and records nothing" 1 "$(starts "$d/t.db")"
 sup=$(pgrep -P $up)
 [ -n "$sup" ] && kill -KILL "$sup"
 wait $up 2>/dev/null
