@@ -107,6 +107,9 @@ static int check_unfinished(struct run_opts *o, bool resume)
     if (!dead) {
         fprintf(stderr, "corral run: --resume: the trail %s holds %s\n", o->trail_path,
                 !sc.found        ? "no run"
+                : !sc.root[0]    ? "no unfinished run (its last run recorded no workspace before its "
+                                   "supervisor died: nothing to resume; start it again without "
+                                   "--resume on this trail)"
                 : !sc.unfinished ? "no unfinished run (its last run ended)"
                                  : "a run whose supervisor is still running");
         return CORRAL_EXIT_USAGE;
@@ -148,11 +151,6 @@ static int check_unfinished(struct run_opts *o, bool resume)
                 "corral run: --resume: the run's directory is %s (recorded in the trail), "
                 "not --run-dir %s\n",
                 sc.run_dir, o->run_dir);
-        return CORRAL_EXIT_USAGE;
-    }
-    if (!sc.root[0]) {
-        fprintf(stderr, "corral run: --resume: the dead run created no workspace; start it again "
-                        "without --resume on another --trail FILE\n");
         return CORRAL_EXIT_USAGE;
     }
     /* The run goes on in its own project directory: another --workspace is refused, not

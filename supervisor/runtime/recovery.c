@@ -152,7 +152,9 @@ int recovery_scan_file(const char *path, const struct policy *policy, struct rec
             if (!strcmp(s.ws[i].id, out->root))
                 root_terminal = s.ws[i].terminal;
         }
-        out->unfinished = !root_terminal;
+        /* A run that recorded no workspace (its supervisor died in its first moments) left
+         * nothing to finish or resume: a new run may start on its trail. */
+        out->unfinished = out->root[0] && !root_terminal;
         /* A live workspace the policy cannot start again would be left out of the rebuilt run
          * (or failed for it): the resume is refused instead, before anything is recorded. */
         for (size_t i = 0; policy && !out->unfit_ws[0] && i < s.n; i++) {

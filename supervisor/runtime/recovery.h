@@ -15,7 +15,7 @@
 
 struct recovery_scan {
     bool found;           /* the trail records a `corral run` */
-    bool unfinished;      /* ... whose root workspace never reached closed or failed */
+    bool unfinished;      /* ... whose root workspace was created and never reached closed or failed */
     uint64_t started_seq; /* its supervisor_started entry */
     pid_t pid;            /* the supervisor that recorded it */
     int64_t pid_ts_us;    /* ... and when (its supervisor_started, or its last resume's) */

@@ -134,3 +134,45 @@ expect_match "... the reason names the path, cut after its 17th whole character"
 # not UTF-8)
 expect_match "... and the failed signal sent to the parent's agent is valid UTF-8" 'wacp/signal.*recovery_files_mismatch' \
     "$("$CORRAL" trail --db "$d/t.db" --json --type protocol_message)"
+
+# ---- killed before it recorded any workspace: nothing to resume, and the trail stays usable
+# (it used to be refused both ways: plain run said "resume it", --resume said "use another
+# trail"). The kill lands when the trail holds the run's supervisor_started; a try whose root
+# workspace was recorded first is made again (20 at most).
+cat >"$T_TMP/crash.py" <<'PY'
+import sqlite3, subprocess, sys, time
+db, k, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+n = 0
+while p.poll() is None:
+    try:
+        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
+        n = c.execute("select count(*) from entries").fetchone()[0]
+        c.close()
+    except sqlite3.Error:
+        pass
+    if n >= k:
+        p.kill()
+        break
+    time.sleep(0.002)
+p.wait()
+PY
+d=$T_TMP/early
+tries=0 hit=
+while [ $tries -lt 20 ] && [ -z "$hit" ]; do
+    fresh "$d"
+    python3 "$T_TMP/crash.py" "$d/t.db" 2 "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 60
+    [ "$(sqlite3 "$d/t.db" "select count(*) from entries where type = 'workspace_created'")" = 0 ] &&
+        [ "$(starts "$d/t.db")" = 1 ] && hit=1
+    tries=$((tries + 1))
+done
+if [ -z "$hit" ]; then
+    ok "SKIP killed before its first workspace: 20 tries, each killed after it (a loaded machine)"
+else
+    run_capture out err rc "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 3
+    expect_status "killed before it recorded a workspace: --resume has nothing to resume (2)" 2 "$rc" "$err"
+    expect_match "... and says to start it again on this trail" 'recorded no workspace before its supervisor died: nothing to resume; start it again without --resume on this trail' "$err"
+    run_capture out err rc "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 3
+    expect_nomatch "... and plain run starts a new run on that trail" 'unfinished run' "$err"
+    expect_status "... (its second supervisor_started)" 2 "$(starts "$d/t.db")"
+fi
