@@ -247,6 +247,30 @@ int util_read_to_eof(int fd, size_t max, char **out)
     return 0;
 }
 
+/* Whether any byte of W is below 0x20, '"' or '\\' (exact: the has-zero-byte trick applied to
+ * W, W ^ '"' and W ^ '\\', with "below 0x20" as W - 0x20 borrowing into the high bit). */
+static bool json_word_special(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
+size_t util_json_plain(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (json_word_special(w))
+            break;
+    }
+    for (; i < n; i++)
+        if (s[i] < 0x20 || s[i] == '"' || s[i] == '\\')
+            break;
+    return i;
+}
+
 size_t util_json_escape(unsigned char c, char out[6])
 {
     static const char hex[] = "0123456789abcdef";

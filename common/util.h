@@ -93,6 +93,10 @@ char *util_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * control byte), into OUT: \" \\ \b \f \n \r \t or \u00XX (lower-case hex, as cJSON and the
  * trail's canonical form write it). Returns its length (2 or 6). */
 size_t util_json_escape(unsigned char c, char out[6]);
+/* How many of the first N bytes of S a JSON string carries as they are (none below 0x20, no
+ * '"', no '\\'): the run before the next byte util_json_escape must write. Checks 8 bytes at a
+ * time, since what needs escaping is rare in most text. */
+size_t util_json_plain(const unsigned char *s, size_t n);
 
 /* Monotonic clock in seconds. */
 double util_now(void);

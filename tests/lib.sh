@@ -19,6 +19,18 @@ expect_nomatch() {
     if printf '%s\n' "$3" | grep -Eq -- "$2"; then fail "$1" "unexpected match for /$2/ in:" "$(printf '%s' "$3" | head -c 2000)"; else ok "$1"; fi
 }
 # run_capture VAR_OUT VAR_ERR VAR_RC cmd...: runs cmd, capturing stdout, stderr, status
+# checkpoint_object DB: the name of the object (under RUN_DIR/objects) that holds the first file
+# of the newest checkpoint recorded in the trail DB (empty if none yet). A run's objects directory
+# also holds the objects of its workspaces' bases (workspace_created.base), so "the first object
+# there" is not the checkpoint's.
+checkpoint_object() {
+    python3 - "$1" <<'PY' 2>/dev/null
+import json, sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+row = db.execute("SELECT body FROM entries WHERE type = 'checkpoint_created' ORDER BY seq DESC LIMIT 1").fetchone()
+print(json.loads(row[0])["files"][0]["blake2b"] if row else "")
+PY
+}
 run_capture() {
     _o=$1 _e=$2 _r=$3; shift 3
     "$@" >"$T_TMP/out" 2>"$T_TMP/err" </dev/null

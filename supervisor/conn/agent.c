@@ -1113,7 +1113,9 @@ static void tool_job_run(struct pool_job *pj)
 static void agent_really_free(struct agent *a);
 
 /* The MCP shape of a tool result: the seed's object twice, as text for models that read text
- * and as structuredContent for programs. */
+ * and as structuredContent for programs. structuredContent goes in as the text already printed
+ * (a raw member: the same bytes rpc_json_print would print for it), so the object, a read's
+ * whole content, is escaped once for both instead of once each. */
 static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
 {
     char *text = rpc_json_print(result, NULL);
@@ -1122,13 +1124,13 @@ static cJSON *mcp_tool_result(const cJSON *result, bool is_error)
     cJSON *item = cJSON_CreateObject();
     bool ok = text && content && item && cJSON_AddStringToObject(item, "type", "text") &&
               cJSON_AddStringToObject(item, "text", text);
-    free(text);
     if (ok) {
         cJSON_AddItemToArray(content, item);
         item = NULL;
-        ok = cJSON_AddItemReferenceToObject(r, "structuredContent", (cJSON *)result) &&
+        ok = cJSON_AddRawToObject(r, "structuredContent", text) &&
              cJSON_AddBoolToObject(r, "isError", is_error);
     }
+    free(text);
     cJSON_Delete(item);
     if (!ok) {
         cJSON_Delete(r);

@@ -608,42 +608,20 @@ static void out_put(struct rpc_out *o, const void *s, size_t n)
     o->len += n;
 }
 
-/* Whether any byte of W is below 0x20, '"' or '\\' (exact, bit tricks on 8 bytes at once). */
-static bool out_word_special(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
-}
-
 static void out_string(struct rpc_out *o, const char *s)
 {
     const unsigned char *u = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)u), i = 0, run = 0;
+    size_t n = strlen((const char *)u), i = 0;
     out_put(o, "\"", 1);
     while (i < n) {
-        if (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, u + i, 8);
-            if (!out_word_special(w)) {
-                i += 8;
-                run += 8;
-                continue;
-            }
+        size_t run = util_json_plain(u + i, n - i);
+        out_put(o, u + i, run);
+        i += run;
+        if (i < n) {
+            char esc[6];
+            out_put(o, esc, util_json_escape(u[i++], esc));
         }
-        unsigned char c = u[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            i++;
-            run++;
-            continue;
-        }
-        out_put(o, u + i - run, run);
-        run = 0;
-        char esc[6];
-        out_put(o, esc, util_json_escape(c, esc));
-        i++;
     }
-    out_put(o, u + n - run, run);
     out_put(o, "\"", 1);
 }
 
@@ -668,6 +646,16 @@ static void out_value(struct rpc_out *o, const cJSON *v, unsigned depth)
         out_put(o, v->valuestring, strlen(v->valuestring));
         return;
     case cJSON_Number: {
+        /* An integer below 1e15 (sizes, line counts, ids) is what cJSON's "%1.15g" prints it as,
+         * its digits, and its sscanf check passes: printed here without that printf and scanf
+         * pair, which cost a read's answer more than its escaping. -0 keeps cJSON's "-0". */
+        double d = v->valuedouble;
+        if (d > -1e15 && d < 1e15 && d == (double)(long long)d && !(d == 0 && signbit(d))) {
+            char digits[24];
+            int n = snprintf(digits, sizeof(digits), "%lld", (long long)d);
+            out_put(o, digits, (size_t)n);
+            return;
+        }
         cJSON one = *v; /* printed alone: cJSON's number form, without its siblings */
         one.next = one.prev = NULL;
         one.string = NULL;

@@ -165,28 +165,23 @@ void trail_buf_free(struct trail_buf *b)
 
 static int canon_string(const char *s, struct trail_buf *b)
 {
-    size_t n = strlen(s);
+    size_t n = strlen(s), i = 0;
     int r = trail_buf_reserve(b, n + 2);
     if (r < 0)
         return r;
     b->p[b->len++] = '"';
     const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0; /* bytes copied through unchanged, flushed in one memcpy */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = u[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            run++;
-            continue;
+    while (i < n) {
+        size_t run = util_json_plain(u + i, n - i); /* copied through unchanged in one go */
+        if ((r = trail_buf_put(b, u + i, run)) < 0)
+            return r;
+        i += run;
+        if (i < n) {
+            char esc[6];
+            if ((r = trail_buf_put(b, esc, util_json_escape(u[i++], esc))) < 0)
+                return r;
         }
-        if ((r = trail_buf_put(b, u + i - run, run)) < 0)
-            return r;
-        run = 0;
-        char esc[6];
-        if ((r = trail_buf_put(b, esc, util_json_escape(c, esc))) < 0)
-            return r;
     }
-    if ((r = trail_buf_put(b, u + n - run, run)) < 0)
-        return r;
     return trail_buf_put(b, "\"", 1);
 }
 

@@ -192,7 +192,7 @@ run_capture o e r cli gate approve "$cg"
 expect_match "B: a workspace creation approved by a person" "approve $cg \(workspace_create" "$o"
 ig=$(wait_gates 1 integration) || fail "B: integration gate" "$(cat "$d/err")"
 # The checkpoint's stored object is altered while the integration waits.
-obj=$(ls "$d/run/objects" | head -1)
+obj=$(checkpoint_object "$db")
 chmod u+w "$d/run/objects/$obj" 2>/dev/null; echo forged >"$d/run/objects/$obj"
 run_capture o e r cli gate approve "$ig"
 cg=$(wait_gates 1 workspace_create) || fail "B: second workspace_create gate"

@@ -107,8 +107,8 @@ SEC_POLICY_EXTRA='{"users":{"0":"root-admin"}}' S=$S sec_policy "$d/policy.json"
   '@until:complete' '@envelope' 'wacp/integrate {"workspace":"{{a.workspace_id}}","decision":"accept"}' \
   'wacp/signal.emit {"type":"complete"}' '@hold'
 ( i=0; while [ $i -lt 600 ]; do
-      f=$(find "$rd/objects" -type f ! -name '.*' 2>/dev/null | head -1)
-      if [ -n "$f" ] && [ -n "$(ws_where "$d/trail.db" integrating child)" ]; then
+      o=$(checkpoint_object "$d/trail.db") f=$rd/objects/$o
+      if [ -n "$o" ] && [ -f "$f" ] && [ -n "$(ws_where "$d/trail.db" integrating child)" ]; then
           printf 'forged\n' >"$f"; echo "$f" >"$d/swapped"
           "$CORRAL" inject "$(ws_where "$d/trail.db" active root)" --type feedback --text swapped --db "$d/trail.db" >/dev/null
           break

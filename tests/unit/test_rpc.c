@@ -353,6 +353,31 @@ static void encode_lines(void **state)
 /* rpc_json_print, the answers' printer, gives exactly cJSON_PrintUnformatted's bytes: every
  * control character, quotes, backslashes, UTF-8, numbers of each form, raw ids, nesting, empty
  * containers, keys that need escaping, a string without a value. */
+/* util_json_plain, the scan both rpc_json_print and the trail's canonical form rely on: it stops
+ * at each byte that needs an escape, at every offset (in and across its 8-byte words), and at no
+ * other byte. */
+static void json_plain_stops_exactly(void **state)
+{
+    (void)state;
+    unsigned char buf[48];
+    const unsigned char special[] = {0x00, 0x01, 0x0a, 0x1f, '"', '\\'};
+    for (size_t k = 0; k < sizeof(special); k++)
+        for (size_t at = 0; at < sizeof(buf); at++) {
+            memset(buf, 'a', sizeof(buf));
+            buf[at] = special[k];
+            assert_int_equal(util_json_plain(buf, sizeof(buf)), at);
+            assert_int_equal(util_json_plain(buf, at), at); /* ends before it */
+        }
+    unsigned char plain[256];
+    size_t n = 0;
+    for (unsigned c = 0x20; c <= 0xff; c++)
+        if (c != '"' && c != '\\')
+            plain[n++] = (unsigned char)c;
+    for (size_t off = 0; off < 8; off++)
+        assert_int_equal(util_json_plain(plain + off, n - off), n - off);
+    assert_int_equal(util_json_plain(plain, 0), 0);
+}
+
 static void print_matches_cjson(void **state)
 {
     (void)state;
@@ -366,7 +391,9 @@ static void print_matches_cjson(void **state)
     cJSON_AddStringToObject(j, "long", "");
     cJSON *nums = cJSON_AddArrayToObject(j, "nums");
     double v[] = {0, -0.0, 1, -1, 0.1, 1e300, -2.5e-300, 123456789012.0, 2147483647.0, 2147483648.0,
-                  1.0 / 3, 9007199254740993.0};
+                  1.0 / 3, 9007199254740993.0, 4096, 999999999999999.0, -999999999999999.0,
+                  1e15, -1e15, 1e15 - 0.5, 1e16, 0.5, -0.5, 12345.000001, 4294967296.0,
+                  -2147483649.0};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         cJSON_AddItemToArray(nums, cJSON_CreateNumber(v[i]));
     cJSON_AddItemToArray(nums, cJSON_CreateRaw("1e400"));
@@ -427,6 +454,7 @@ int main(void)
         cmocka_unit_test(decode_invalid),
         cmocka_unit_test(decode_deep),
         cmocka_unit_test(encode_lines),
+        cmocka_unit_test(json_plain_stops_exactly),
         cmocka_unit_test(print_matches_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
