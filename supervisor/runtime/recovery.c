@@ -72,7 +72,6 @@ static int on_entry(const struct trail_entry *e, void *data)
         /* `corral run --resume` took the run over: same run, same directory, its own pid. */
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
-        o->pid_ts_us = e->ts_us;
         o->resumes++;
     } else if (started && cmd && !strcmp(cmd, "run")) {
         /* A new run: what came before belongs to an earlier one. */
@@ -85,7 +84,6 @@ static int on_entry(const struct trail_entry *e, void *data)
         snprintf(o->workspace, sizeof(o->workspace), "%s", wsd ? wsd : "");
         snprintf(o->policy, sizeof(o->policy), "%s", pol ? pol : "");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
-        o->pid_ts_us = e->ts_us;
         o->root[0] = '\0';
         o->resumes = 0;
         scan_forget(s);

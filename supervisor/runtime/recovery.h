@@ -18,7 +18,6 @@ struct recovery_scan {
     bool unfinished;      /* ... whose root workspace was created and never reached closed or failed */
     uint64_t started_seq; /* its supervisor_started entry */
     pid_t pid;            /* the supervisor that recorded it */
-    int64_t pid_ts_us;    /* ... and when (its supervisor_started, or its last resume's) */
     char policy[PATH_MAX]; /* the policy file it was started with, as given then */
     char run_dir[PATH_MAX];
     char workspace[PATH_MAX];
