@@ -87,7 +87,7 @@ static int check_unfinished(struct run_opts *o, bool resume)
 {
     struct recovery_scan sc;
     struct cerr err = {0};
-    if (recovery_scan_file(o->trail_path, &sc, &err) < 0) {
+    if (recovery_scan_file(o->trail_path, o->policy, &sc, &err) < 0) {
         fprintf(stderr, "corral run: cannot read the trail %s: %s\n", o->trail_path, err.msg);
         return CORRAL_EXIT_INTERNAL;
     }
@@ -107,6 +107,9 @@ static int check_unfinished(struct run_opts *o, bool resume)
     if (!dead) {
         fprintf(stderr, "corral run: --resume: the trail %s holds %s\n", o->trail_path,
                 !sc.found        ? "no run"
+                : !sc.root[0]    ? "no unfinished run (its last run recorded no workspace before its "
+                                   "supervisor died: nothing to resume; start it again without "
+                                   "--resume on this trail)"
                 : !sc.unfinished ? "no unfinished run (its last run ended)"
                                  : "a run whose supervisor is still running");
         return CORRAL_EXIT_USAGE;
@@ -150,9 +153,23 @@ static int check_unfinished(struct run_opts *o, bool resume)
                 sc.run_dir, o->run_dir);
         return CORRAL_EXIT_USAGE;
     }
-    if (!sc.root[0]) {
-        fprintf(stderr, "corral run: --resume: the dead run created no workspace; start it again "
-                        "without --resume on another --trail FILE\n");
+    /* The run goes on in its own project directory: another --workspace is refused, not
+     * silently replaced (nor is the recorded path followed through a link made since: the
+     * given one passed the no-link check, and must be the same directory by its real path). */
+    char given[PATH_MAX];
+    if (sc.workspace[0] && (!realpath(o->workspace, given) || strcmp(given, sc.workspace))) {
+        fprintf(stderr,
+                "corral run: --resume: the run's project directory is %s (recorded in the trail), "
+                "not --workspace %s; give --workspace %s\n",
+                sc.workspace, o->workspace, sc.workspace);
+        return CORRAL_EXIT_USAGE;
+    }
+    if (sc.unfit_ws[0]) {
+        fprintf(stderr,
+                "corral run: --resume: the dead run's workspace %s is live and policy %s has no %s "
+                "for it (the run was started with policy %s): nothing was resumed; resume with the "
+                "run's policy, or one that keeps its roles and agents\n",
+                sc.unfit_ws, o->policy_path, sc.unfit_what, sc.policy[0] ? sc.policy : "(unrecorded)");
         return CORRAL_EXIT_USAGE;
     }
     if (!o->quiet && q->n) {

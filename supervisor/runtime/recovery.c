@@ -1,6 +1,8 @@
 /* supervisor/runtime/recovery.c: the one forward scan of a trail for its last `corral run`. */
 #include "supervisor/runtime/recovery.h"
 
+#include "policy/policy.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/trail/trail.h"
 #include "supervisor/wacp/wacp.h"
 
@@ -18,6 +20,7 @@
 /* A workspace of the run and whether its last recorded state is terminal. */
 struct scan_ws {
     char id[64];
+    char *role, *agent; /* as workspace_created recorded them */
     bool terminal;
 };
 
@@ -27,6 +30,15 @@ struct scan {
     size_t n, cap;
     bool root_terminal;
 };
+
+static void scan_forget(struct scan *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->ws[i].role);
+        free(s->ws[i].agent);
+    }
+    s->n = 0;
+}
 
 static const char *body_str(const cJSON *b, const char *key)
 {
@@ -63,16 +75,18 @@ static int on_entry(const struct trail_entry *e, void *data)
         o->resumes++;
     } else if (started && cmd && !strcmp(cmd, "run")) {
         /* A new run: what came before belongs to an earlier one. */
-        const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace");
+        const char *rd = body_str(b, "run_dir"), *wsd = body_str(b, "workspace"),
+                   *pol = body_str(b, "policy");
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(b, "pid");
         o->found = true;
         o->started_seq = e->seq;
         snprintf(o->run_dir, sizeof(o->run_dir), "%s", rd ? rd : "");
         snprintf(o->workspace, sizeof(o->workspace), "%s", wsd ? wsd : "");
+        snprintf(o->policy, sizeof(o->policy), "%s", pol ? pol : "");
         o->pid = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
         o->root[0] = '\0';
         o->resumes = 0;
-        s->n = 0;
+        scan_forget(s);
         s->root_terminal = false;
     } else if (created && o->found && e->workspace && !scan_find(s, e->workspace)) {
         if (s->n == s->cap) {
@@ -88,6 +102,13 @@ static int on_entry(const struct trail_entry *e, void *data)
         struct scan_ws *w = &s->ws[s->n++];
         snprintf(w->id, sizeof(w->id), "%s", e->workspace);
         w->terminal = false;
+        const char *role = body_str(b, "role"), *agent = body_str(b, "agent");
+        w->role = role ? strdup(role) : NULL;
+        w->agent = agent ? strdup(agent) : NULL;
+        if ((role && !w->role) || (agent && !w->agent)) {
+            cJSON_Delete(b);
+            return -ENOMEM;
+        }
         if (!body_str(b, "parent") && !o->root[0])
             snprintf(o->root, sizeof(o->root), "%s", e->workspace);
     } else if (changed && o->found) {
@@ -100,7 +121,8 @@ static int on_entry(const struct trail_entry *e, void *data)
     return 0;
 }
 
-int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr *err)
+int recovery_scan_file(const char *path, const struct policy *policy, struct recovery_scan *out,
+                       struct cerr *err)
 {
     memset(out, 0, sizeof(*out));
     if (access(path, F_OK) < 0)
@@ -128,18 +150,55 @@ int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr 
             if (!strcmp(s.ws[i].id, out->root))
                 root_terminal = s.ws[i].terminal;
         }
-        out->unfinished = !root_terminal;
+        /* A run that recorded no workspace (its supervisor died in its first moments) left
+         * nothing to finish or resume: a new run may start on its trail. */
+        out->unfinished = out->root[0] && !root_terminal;
+        /* A live workspace the policy cannot start again would be left out of the rebuilt run
+         * (or failed for it): the resume is refused instead, before anything is recorded. */
+        for (size_t i = 0; policy && !out->unfit_ws[0] && i < s.n; i++) {
+            const struct scan_ws *w = &s.ws[i];
+            struct policy_role_view v;
+            struct cerr ce = {0};
+            if (w->terminal || !w->role || !w->agent)
+                continue;
+            if (policy_role_resolve(policy, w->role, &v, &ce) < 0)
+                snprintf(out->unfit_what, sizeof(out->unfit_what), "role %.100s", w->role);
+            else if (!policy_agent_find(policy, w->agent))
+                snprintf(out->unfit_what, sizeof(out->unfit_what), "agent %.100s", w->agent);
+            else
+                continue;
+            snprintf(out->unfit_ws, sizeof(out->unfit_ws), "%s", w->id);
+        }
     }
+    scan_forget(&s);
     free(s.ws);
     if (rc == -ENOMEM && !err->msg[0])
         cerr_set(err, ENOMEM, "out of memory scanning the trail");
     return rc < 0 ? rc : 0;
 }
 
+/* Process PID's parent (0: unknown), from /proc/PID/stat. */
+static pid_t proc_parent(pid_t pid)
+{
+    char p[64], buf[1024] = {0};
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+    if (util_read_file(p, buf, sizeof(buf)) < 0)
+        return 0;
+    const char *r = strrchr(buf, ')'); /* after the command name, which may hold anything */
+    int pp = 0;
+    return r && sscanf(r + 1, " %*c %d", &pp) == 1 ? (pid_t)pp : 0;
+}
+
 bool recovery_supervisor_alive(const struct recovery_scan *s)
 {
-    if (s->pid <= 0 || (kill(s->pid, 0) < 0 && errno == ESRCH))
+    /* The run directory's flock is the supervisor's own (rundir.c): held, it runs. Free (or
+     * no directory to ask), its pid is asked too: a corral from before the lock holds none. */
+    if (s->run_dir[0] && rundir_locked(s->run_dir) == 1)
+        return true;
+    if (s->pid <= 0 || s->pid == getpid() || (kill(s->pid, 0) < 0 && errno == ESRCH))
         return false;
+    if (proc_parent(s->pid) == getpid())
+        return false; /* a child of ours (the zygote) that has the dead run's pid */
     /* A recycled pid is not the run: its command line must be corral's. */
     char p[64], buf[256] = {0};
     snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)s->pid);

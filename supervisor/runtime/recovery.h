@@ -15,22 +15,32 @@
 
 struct recovery_scan {
     bool found;           /* the trail records a `corral run` */
-    bool unfinished;      /* ... whose root workspace never reached closed or failed */
+    bool unfinished;      /* ... whose root workspace was created and never reached closed or failed */
     uint64_t started_seq; /* its supervisor_started entry */
     pid_t pid;            /* the supervisor that recorded it */
+    char policy[PATH_MAX]; /* the policy file it was started with, as given then */
     char run_dir[PATH_MAX];
     char workspace[PATH_MAX];
     char root[64]; /* the root workspace's id ("" if the run died before creating it) */
     size_t n_ws;   /* workspaces the run created */
     size_t n_live; /* ... not terminal (closed or failed) in the trail */
     unsigned resumes; /* times `corral run --resume` took it over already */
+    /* With a policy given to the scan: the first live workspace the policy cannot start again
+     * (its role or its agent is not in it), and what it lacks ("" when none). */
+    char unfit_ws[64], unfit_what[160];
 };
 
-/* Scans the trail at PATH. A missing file is no run (0, found false). < 0 with err set when the
+struct policy;
+/* Scans the trail at PATH (POLICY, when not NULL: checked for every live workspace's role and
+ * agent, unfit_* above). A missing file is no run (0, found false). < 0 with err set when the
  * trail cannot be read. */
-int recovery_scan_file(const char *path, struct recovery_scan *out, struct cerr *err);
+int recovery_scan_file(const char *path, const struct policy *policy, struct recovery_scan *out,
+                       struct cerr *err);
 
-/* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one). */
+/* Whether the supervisor that recorded the scanned run still runs (a live run, not a dead one):
+ * it holds its run directory's flock (rundir_locked), or its recorded pid runs corral and is
+ * neither this process nor a child of it (a resume in a new pid namespace, a container started
+ * again, is pid 1 like the run it resumes). */
 bool recovery_supervisor_alive(const struct recovery_scan *s);
 
 /* Damaged entries (trail_verify_damage) the resume leaves out, as the trail recorded them (their

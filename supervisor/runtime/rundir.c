@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,6 +119,33 @@ int rundir_check_file(const char *file, const char *what, bool socket, struct ce
     return 0;
 }
 
+/* The run directory's flock: held by its supervisor's fd for its life, released by the kernel
+ * when it dies (no forked process keeps the fd: sandboxes come from the zygote, forked before).
+ * A second supervisor on one run (two resumes at once, a resume of a live run) is refused. */
+static int lock_run(int fd, const char *dir, struct cerr *err)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK)
+        return cerr_set(err, EBUSY,
+                        "the run directory %s is held by another corral (a supervisor of that run "
+                        "is running)",
+                        dir);
+    return cerr_set(err, e, "cannot lock the run directory %s: %s", dir, strerror(e));
+}
+
+int rundir_locked(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = flock(fd, LOCK_SH | LOCK_NB) < 0 ? (errno == EWOULDBLOCK ? 1 : -1) : 0;
+    close(fd); /* and the shared lock taken, if any, with it */
+    return r;
+}
+
 static bool dir_empty(int fd)
 {
     int d2 = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -165,7 +193,7 @@ int rundir_create(const char *dir, struct cerr *err)
             "not exist yet",
             dir);
     }
-    return fd;
+    return lock_run(fd, dir, err);
 }
 
 int rundir_subdir(int dirfd, const char *name, struct cerr *err)
@@ -207,7 +235,8 @@ int rundir_reopen(const char *dir, struct cerr *err)
         *slash = '\0';
     int r = rundir_check_dir(slash ? (slash == copy ? "/" : copy) : ".", "the run directory's parent",
                              err);
-    return r < 0 ? r : open_kept(-1, dir, err);
+    int fd = r < 0 ? r : open_kept(-1, dir, err);
+    return fd < 0 ? fd : lock_run(fd, dir, err);
 }
 
 int rundir_subdir_reopen(int dirfd, const char *name, struct cerr *err)

@@ -25,7 +25,8 @@ int rundir_check_file(const char *file, const char *what, bool socket, struct ce
 
 /* Creates the run directory DIR fresh (0700; its parent checked) and returns an O_DIRECTORY fd
  * of it. An existing DIR is accepted only when it is an empty directory of root's, mode 0700
- * (made for this run by the admin), never through a symlink. */
+ * (made for this run by the admin), never through a symlink. The fd holds an exclusive flock on
+ * DIR for as long as it is open (the supervisor's life: rundir_locked). */
 int rundir_create(const char *dir, struct cerr *err);
 
 /* A subdirectory NAME of the run directory DIRFD, made fresh (0700), as an O_DIRECTORY fd. */
@@ -34,6 +35,9 @@ int rundir_subdir(int dirfd, const char *name, struct cerr *err);
 /* `corral run --resume`: the dead run's directory DIR (and its subdirectory NAME) opened again,
  * accepted only as corral made it: root's, mode 0700, its parents checked, never through a link. */
 int rundir_reopen(const char *dir, struct cerr *err);
+/* Whether a live supervisor holds the run directory DIR (its flock, which dies with it): 1 yes,
+ * 0 no, -1 unknown (DIR cannot be opened). */
+int rundir_locked(const char *dir);
 int rundir_subdir_reopen(int dirfd, const char *name, struct cerr *err);
 
 #endif

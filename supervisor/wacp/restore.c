@@ -19,6 +19,7 @@
 #include "supervisor/wacp/task.h"
 #include "supervisor/wacp/tree.h"
 #include "supervisor/wacp/workspace.h"
+#include "supervisor/conn/rpc.h"
 #include "supervisor/trail/trail.h"
 
 #include <stdio.h>
@@ -828,6 +829,15 @@ static const struct wacp_file *recorded_get(const struct wacp_manifest *m, const
     return NULL;
 }
 
+/* WHY = PREFIX and at most MAX bytes of TEXT, cut where its valid UTF-8 ends: a reason goes into
+ * the trail and, in a `failed` signal, to the parent's agent, and a path (the agent chose it) cut
+ * inside a character would make both invalid UTF-8. */
+static void why_cut(char *why, size_t len, const char *prefix, const char *text, size_t max)
+{
+    size_t n = strnlen(text, max);
+    snprintf(why, len, "%s%.*s", prefix, (int)rpc_utf8_check(text, n), text);
+}
+
 /* Whether DIR/F->path is as F records it; if not, WHY says so. */
 static int file_check(int dfd, const struct wacp_file *f, char *why, size_t len, struct cerr *ce)
 {
@@ -835,7 +845,7 @@ static int file_check(int dfd, const struct wacp_file *f, char *why, size_t len,
     if (wacp_files_state_at(dfd, f->path, now, ce) < 0)
         return -1;
     if (strcmp(now, f->hash) != 0) {
-        snprintf(why, len, "recovery_files_mismatch: %.36s", f->path);
+        why_cut(why, len, "recovery_files_mismatch: ", f->path, 36);
         return 1;
     }
     return 0;
@@ -868,7 +878,7 @@ static bool files_match(struct wacp *w, struct wacp_ws *ws, char *why, size_t le
     if (dfd >= 0)
         close(dfd);
     if (r < 0)
-        snprintf(why, len, "recovery_files_unreadable: %.30s", ce.msg);
+        why_cut(why, len, "recovery_files_unreadable: ", ce.msg, 30);
     return r == 0;
 }
 

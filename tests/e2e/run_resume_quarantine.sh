@@ -110,7 +110,9 @@ expect_match "... its workspace's next state change starts from a state never re
     "integrity check at entry $mseq .*cannot be quarantined: entry [0-9]+: workspace ws-[0-9a-f]+ changes state from" "$err"
 
 # ---- a broken link: refused
-tseq=$(q "$d/p.db" "select max(seq) from entries where type = 'tool_call' and seq > $run_seq")
+# (one with an entry after it, whose link is broken: the dead run may have ended on a tool_call)
+tseq=$(q "$d/p.db" "select max(seq) from entries where type = 'tool_call' and seq > $run_seq
+    and seq < (select max(seq) from entries)")
 need "a tool_call" "$tseq"
 damage "$d/p.db" "UPDATE entries SET prev_hash = zeroblob(32) WHERE seq = $tseq + 1"
 run_capture out err rc "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/p.db" --resume --timeout 120
