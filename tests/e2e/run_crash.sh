@@ -33,28 +33,10 @@ json.dump({"version": 1, "highway": {"preset": "autonomous", "gates": {"task_app
                                 "budgets": {"memory": "128M", "pids": 32, "wall_time": "2m"}}},
            "agents": agents}, open(out.replace(".json", "_hold.json"), "w"), indent=1)
 PY
-# crash.py DB K OUT ERR CMD...: starts CMD (a corral run; python is up before it starts, so the
-# poll keeps pace with it), waits until the trail DB holds K entries, then SIGKILLs it by its pid.
-# Prints the count it saw (less than K: the run ended first) and the dead supervisor's pid.
-cat >"$T_TMP/crash.py" <<'PY'
-import sqlite3, subprocess, sys, time
-db, k, out, err, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
-p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"), stdin=subprocess.DEVNULL)
-n = 0
-while p.poll() is None:
-    try:
-        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
-        n = c.execute("select count(*) from entries").fetchone()[0]
-        c.close()
-    except sqlite3.Error:
-        pass
-    if n >= k:
-        p.kill()  # SIGKILL, by pid, at once
-        break
-    time.sleep(0.002)
-p.wait()
-print(n, p.pid)
-PY
+# crash DB K OUT ERR CMD...: CMD killed by its pid once the trail DB holds K entries
+# (tests/agents/kill_at.py); prints the count it saw (less than K: the run ended first) and the
+# dead supervisor's pid.
+crash() { db=$1 k=$2 o=$3 e=$4; shift 4; python3 "$TOP/tests/agents/kill_at.py" "$db" "select count(*) from entries" "$k" "$o" "$e" "$@"; }
 # check.py DB LOGDIR: envelopes handed twice to one agent only when the dead run never recorded
 # the ack; every agent started by a resume logged "recovered". Prints problems, nothing if none.
 cat >"$T_TMP/check.py" <<'PY'
@@ -141,7 +123,7 @@ expect_match "... and writes the three workers' files" 'line 3 of the work' "$(c
 crash_once() {
     d=$1 k=$2 k2=${3:-}
     fresh "$d"
-    python3 "$T_TMP/crash.py" "$d/t.db" "$k" "$d/o" "$d/e" \
+    crash "$d/t.db" "$k" "$d/o" "$d/e" \
         "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 120 >"$d/n"
     read -r n pid <"$d/n"
     [ "$n" -ge "$k" ] || echo "the run ended at $n entries, before the kill point $k"
@@ -149,7 +131,7 @@ crash_once() {
         # "+N": N entries past what the dead run committed (+1: the resume's own start, so the
         # resumer dies inside its recovery or right after it)
         case $k2 in +*) k2=$(($("$CORRAL" trail --db "$d/t.db" --json | wc -l) ${k2})) ;; esac
-        python3 "$T_TMP/crash.py" "$d/t.db" "$k2" "$d/o1" "$d/e1" \
+        crash "$d/t.db" "$k2" "$d/o1" "$d/e1" \
             "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 120 >"$d/n2"
         read -r n2 pid2 <"$d/n2"
         [ "$n2" -ge "$k2" ] || echo "the first resume ended at $n2 entries, before its kill point $k2"

@@ -139,29 +139,12 @@ expect_match "... and the failed signal sent to the parent's agent is valid UTF-
 # (it used to be refused both ways: plain run said "resume it", --resume said "use another
 # trail"). The kill lands when the trail holds the run's supervisor_started; a try whose root
 # workspace was recorded first is made again (20 at most).
-cat >"$T_TMP/crash.py" <<'PY'
-import sqlite3, subprocess, sys, time
-db, k, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-n = 0
-while p.poll() is None:
-    try:
-        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
-        n = c.execute("select count(*) from entries").fetchone()[0]
-        c.close()
-    except sqlite3.Error:
-        pass
-    if n >= k:
-        p.kill()
-        break
-    time.sleep(0.002)
-p.wait()
-PY
 d=$T_TMP/early
 tries=0 hit=
 while [ $tries -lt 20 ] && [ -z "$hit" ]; do
     fresh "$d"
-    python3 "$T_TMP/crash.py" "$d/t.db" 2 "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 60
+    python3 "$TOP/tests/agents/kill_at.py" "$d/t.db" "select count(*) from entries" 2 - - \
+        "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 60 >/dev/null
     [ "$(sqlite3 "$d/t.db" "select count(*) from entries where type = 'workspace_created'")" = 0 ] &&
         [ "$(starts "$d/t.db")" = 1 ] && hit=1
     tries=$((tries + 1))

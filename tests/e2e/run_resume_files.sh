@@ -115,21 +115,8 @@ expect_match "the trail verifies" '^ok' "$("$CORRAL" trail verify --db "$d/t.db"
 d=$T_TMP/twice
 crashed "$d"
 printf 'b3\n' >"$ws_w/b.txt"
-python3 - "$d/t.db" "$CORRAL" "$T_TMP/policy.json" "$d" <<'PY'
-import sqlite3, subprocess, sys, time
-db, corral, policy, d = sys.argv[1:5]
-p = subprocess.Popen([corral, "run", policy, "--workspace", d + "/ws", "--trail", db, "--resume",
-                      "--timeout", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-while p.poll() is None:
-    c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
-    n = c.execute("select count(*) from entries where type = 'recovery_completed'").fetchone()[0]
-    c.close()
-    if n:
-        p.kill()
-        break
-    time.sleep(0.01)
-p.wait()
-PY
+python3 "$TOP/tests/agents/kill_at.py" "$d/t.db" "select count(*) from entries where type = 'recovery_completed'" 1 - - \
+    "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 60 >/dev/null
 f=$(resumed "$d")
 st=$("$CORRAL" trail --db "$d/t.db" --json | python3 -c '
 import json, sys

@@ -44,28 +44,10 @@ fresh "$d"
 # The poller starts the run itself and SIGKILLs it by pid the moment the trail holds K entries
 # and two tool calls that recorded files and a workspace changed state twice (python is up before
 # corral starts: it keeps pace).
-python3 - "$d/t.db" "$((total / 2))" "$d/o" "$d/e" "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" \
-    --trail "$d/t.db" --timeout 120 <<'PY'
-import sqlite3, subprocess, sys, time
-db, k, out, err, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
-p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"), stdin=subprocess.DEVNULL)
-while p.poll() is None:
-    try:
-        c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
-        n = c.execute("select count(*) from entries").fetchone()[0]
-        t = c.execute("select count(*) from entries where type = 'tool_call' and workspace is not null"
-                      " and body like '%\"outcome\"%' and body like '%\"files\"%'").fetchone()[0]
-        s = c.execute("select count(*) from (select workspace from entries where type ="
-                      " 'workspace_state_changed' group by workspace having count(*) >= 2)").fetchone()[0]
-        c.close()
-        if n >= k and t >= 2 and s >= 1:
-            p.kill()
-            break
-    except sqlite3.Error:
-        pass
-    time.sleep(0.002)
-p.wait()
-PY
+python3 "$TOP/tests/agents/kill_at.py" "$d/t.db" "select (select count(*) from entries) >= $((total / 2))
+    and (select count(*) from entries where type = 'tool_call' and workspace is not null and body like '%\"outcome\"%' and body like '%\"files\"%') >= 2
+    and (select count(*) from (select workspace from entries where type = 'workspace_state_changed' group by workspace having count(*) >= 2)) >= 1" \
+    1 "$d/o" "$d/e" "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 120 >/dev/null
 expect_match "the dead run left an unfinished run" 'holds an unfinished run' \
     "$("$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" 2>&1)"
 
