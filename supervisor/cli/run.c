@@ -333,6 +333,21 @@ int cli_run(int argc, char **argv)
     owner_of(pol, owner, sizeof(owner));
     o.owner = owner;
 
+    /* An existing trail is parsed (check_unfinished) only once it and every directory on its
+     * way have passed the checks below: a file another user planted is refused unread, not
+     * opened by root's SQLite first. */
+    struct stat tst;
+    if (lstat(o.trail_path, &tst) == 0) {
+        char tdir[PATH_MAX];
+        snprintf(tdir, sizeof(tdir), "%s", o.trail_path);
+        struct cerr terr = {0};
+        if (rundir_check_dir(dirname(tdir), "the trail's directory", &terr) < 0 ||
+            rundir_check_file(o.trail_path, "the trail", false, &terr) < 0) {
+            fprintf(stderr, "corral run: %s\n", terr.msg);
+            policy_free(pol);
+            return CORRAL_EXIT_INTERNAL;
+        }
+    }
     int unfinished = check_unfinished(&o, resume);
     if (unfinished >= 0) {
         policy_free(pol);

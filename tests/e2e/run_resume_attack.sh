@@ -9,6 +9,7 @@
 #   --workspace (also the recorded path swapped for a link to it since), a policy without a live
 #   workspace's role (it used to be left out of the rebuilt run, live forever in the trail), or
 #   without its agent (it used to be failed); the right ones then resume it.
+# - A trail another user planted (its directory theirs) is refused before it is read.
 # - A worker's file whose name is cut inside a UTF-8 character in the reason
 #   recovery_files_mismatch: the reason stays valid UTF-8 in the trail and in the `failed`
 #   signal its parent's agent is sent.
@@ -104,6 +105,27 @@ expect_match "... naming the agent" "has no agent w for it" "$err"
 expect_status "... none of them recorded anything" 1 "$(starts "$d/t.db")"
 run_capture out err rc "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 3
 expect_match "the right workspace and policy then resume both workspaces" '2 workspaces recovered, 0 failed' "$err"
+
+# ---- a trail another user planted: refused before root's SQLite reads it (it used to be scanned
+# for an unfinished run first, and only then refused)
+d=$T_TMP/plant
+fresh "$d"
+"$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$d/t.db" --timeout 60 >"$d/out" 2>"$d/err" &
+pid=$!
+worker_wrote "$d"
+kill -KILL $pid
+wait $pid 2>/dev/null
+pl=$T_TMP/planted
+mkdir -p "$pl" && cp "$d/t.db" "$pl/" && { [ ! -e "$d/t.db-wal" ] || cp "$d/t.db-wal" "$pl/"; }
+chown -R 65534:65534 "$pl" && chmod 0755 "$pl"
+run_capture out err rc "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$pl/t.db" --timeout 3
+[ "$rc" -ne 0 ] && ok "a trail in a directory another user owns is refused (status $rc)" ||
+    fail "a trail in a directory another user owns is refused" "status 0"
+expect_match "... naming the owner" "the trail's directory $pl: $pl is owned by uid 65534" "$err"
+expect_nomatch "... before it is read (no word of the unfinished run it holds)" 'unfinished' "$err"
+run_capture out err rc "$CORRAL" run "$T_TMP/p.json" --workspace "$d/ws" --trail "$pl/t.db" --resume --timeout 3
+expect_match "... --resume too" "the trail's directory $pl: $pl is owned by uid 65534" "$err"
+expect_status "... and nothing was recorded in it" 1 "$(starts "$pl/t.db")"
 
 # ---- a reason cut inside a character
 d=$T_TMP/utf8
