@@ -7,10 +7,13 @@
 #include "policy/policy.h"
 #include "sandbox/zygote.h"
 #include "supervisor/cli/cli.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/runtime/serve.h"
 #include "supervisor/trail/trail.h"
 
 #include <getopt.h>
+#include <limits.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -183,7 +186,15 @@ int cli_mcp(int argc, char **argv)
     snprintf(ws_id, sizeof(ws_id), "mcp-%d-%llu", (int)getpid(),
              (unsigned long long)(util_now() * 1000.0));
     if (o.trail) {
-        if (trail_open(o.trail, o.durability, &trail, &err) < 0) {
+        /* As for `corral exec` and `corral run`: never a trail another user made or could swap,
+         * nor one in a directory another user can write (rundir.h). An MCP host often runs
+         * corral through sudo on a path in a user's home: that user must not choose, by a link
+         * or a rename, what root writes. */
+        char tdir[PATH_MAX];
+        snprintf(tdir, sizeof(tdir), "%s", o.trail);
+        if (rundir_make_parents(dirname(tdir), "the trail's directory", &err) < 0 ||
+            rundir_check_file(o.trail, "the trail", false, &err) < 0 ||
+            trail_open(o.trail, o.durability, &trail, &err) < 0) {
             fprintf(stderr, "corral mcp: trail %s: %s\n", o.trail, err.msg);
             goto out;
         }

@@ -149,7 +149,8 @@ int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_
     struct trail_ckpt *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                        NULL) != SQLITE_OK ||
         sqlite3_exec(c->db, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL, NULL,
                      NULL) != SQLITE_OK) {
         sqlite3_close(c->db);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <sodium.h>
@@ -1146,13 +1147,35 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         free(t);
         return cerr_set(err, ENOMEM, "trail: out of memory");
     }
+    /* Never through a symbolic link: whoever made the link would choose where root's writes go
+     * (a file created, or an empty one filled, anywhere). SQLITE_OPEN_NOFOLLOW refuses a link
+     * anywhere in the path, and the -wal and -shm files are opened O_NOFOLLOW beside the real
+     * one; the lstat first only words the refusal. */
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        free(t->path);
+        free(t);
+        return cerr_set(err, ELOOP,
+                        "trail %s is a symbolic link: give the trail file's own path (a link would let "
+                        "whoever made it choose where corral writes)",
+                        path);
+    }
     /* The trail holds file contents and command output: a new one is readable by its owner only
      * (SQLite gives its -wal and -shm files the same mode). */
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0)
         close(fd);
     int r, rc = sqlite3_open_v2(path, &t->db,
-                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+                                SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                                    SQLITE_OPEN_NOFOLLOW,
+                                NULL);
+    if (rc != SQLITE_OK && t->db && sqlite3_extended_errcode(t->db) == SQLITE_CANTOPEN_SYMLINK) {
+        r = cerr_set(err, ELOOP,
+                     "trail %s: a directory on its path is a symbolic link; give the path without "
+                     "links (as `realpath` prints it)",
+                     path);
+        goto fail;
+    }
     if (rc != SQLITE_OK) {
         r = cerr_set(
             err, EIO,

@@ -149,3 +149,23 @@ wait "$swapper"
 [ -s "$d/swapped" ] && ok "7: the copy was swapped for a symlink" || fail "7: the copy was swapped for a symlink" "no copy appeared"
 [ ! -e "$d/ws/secret.txt" ] && ok "7: the root-only file was not integrated" ||
     fail "7: the root-only file was not integrated" "$(ls -la "$d/ws")"
+
+# ---- 8: `corral mcp --trail` (an MCP host often runs corral through sudo, on a path in the
+# user's home): a trail in a directory another user owns is refused, and a link that user planted
+# there never chooses where root writes (it used to be followed: the target was created, 0644).
+home=$T_TMP/home8
+mkdir -p "$home" && chown 65534:65534 "$home" && chmod 0755 "$home"
+victim=$T_TMP/victim8.db
+as_nobody ln -s "$victim" "$home/project.db"
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+run_capture out err rc sh -c 'printf "%s\n" "$1" | timeout -s KILL 20 "$2" mcp --workspace "$3" --trail "$4"' sh "$init" "$CORRAL" "$ws" "$home/project.db"
+[ "$rc" -ne 0 ] && ok "8: corral mcp refuses a trail in a directory another user owns (status $rc)" ||
+    fail "8: corral mcp refuses a trail in a directory another user owns" "status 0: $out"
+expect_match "8: ... naming the directory's owner and the fix" "$home is owned by uid 65534.*only root can write" "$err"
+[ ! -e "$victim" ] && ok "8: the link's target was not created" || fail "8: the link's target was not created" "$(ls -la "$victim")"
+# the same link in a directory of root's (the writer itself refuses links: corral exec, mcp, run)
+rdir=$T_TMP/root8
+mkdir -p "$rdir" && chmod 0700 "$rdir" && ln -s "$victim" "$rdir/t.db"
+run_capture out err rc sh -c 'printf "%s\n" "$1" | timeout -s KILL 20 "$2" mcp --workspace "$3" --trail "$4"' sh "$init" "$CORRAL" "$ws" "$rdir/t.db"
+[ "$rc" -ne 0 ] && [ ! -e "$victim" ] && ok "8: a trail that is a link is refused, its target not created (status $rc)" ||
+    fail "8: a trail that is a link is refused, its target not created" "status $rc: $err"

@@ -2,16 +2,12 @@
 // cancellation (notifications/cancelled) kills the command's sandbox, progress notifications
 // for a request with a progressToken, approval through elicitation (accepted, declined, and
 // refused with a how-to when the client cannot elicit), and a host that disconnects mid-call.
-import { ok, finish, workspace, policy, connect, raw, seed, descendants, alive, until, trailVerify, trailJson } from './lib.mjs';
+import { ok, finish, workspace, trailPath, policy, connect, raw, seed, descendants, alive, until, trailVerify, trailJson } from './lib.mjs';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const dbOf = (ws) => {
-    const db = path.join(ws, '..', `${path.basename(ws)}.db`);
-    process.on('exit', () => { for (const s of ['', '-wal', '-shm']) fs.rmSync(db + s, { force: true }); });
-    return db;
-};
+const dbOf = () => trailPath();
 const sleeper = (pid) => descendants(pid).find((p) => /^sleep 60/.test(p.cmd));
 
 // ---- cancellation of `sleep 60` ----

@@ -42,6 +42,14 @@ export function workspace(files = {}) {
     return dir;
 }
 
+/* A path for a trail in a fresh directory of root's, mode 0700 (corral refuses a trail whose
+ * directory another user owns or could write, such as /tmp itself), removed at exit. */
+export function trailPath() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corral-mcp-trail-'));
+    process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    return path.join(dir, 'trail.db');
+}
+
 /* A policy file with one role "r" extending BASE, on SURFACE, with EXTRA merged in. */
 export function policy(dir, { base = 'worker', surface = 'wap', extra = {} } = {}) {
     const file = path.join(dir, '..', `${path.basename(dir)}-policy.json`);

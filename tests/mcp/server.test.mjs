@@ -2,7 +2,7 @@
 // TypeScript SDK's Client (and a raw line client for what the SDK never sends): version
 // negotiation at each revision, capabilities, tools/list with annotations and outputSchema,
 // every tool of every surface, an escape refused and logged, and the protocol faults of issue 13.
-import { ok, finish, workspace, policy, connect, raw, seed, trailVerify, trailJson } from './lib.mjs';
+import { ok, finish, workspace, trailPath, policy, connect, raw, seed, trailVerify, trailJson } from './lib.mjs';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -146,8 +146,7 @@ for (const surface of Object.keys(ARGS)) {
 {
     const ws = workspace(files);
     fs.symlinkSync('/etc/passwd', path.join(ws, 'out'));
-    const db = path.join(ws, '..', `${path.basename(ws)}.db`);
-    process.on('exit', () => { for (const s of ['', '-wal', '-shm']) fs.rmSync(db + s, { force: true }); });
+    const db = trailPath();
     const { client } = await connect(['--workspace', ws, '--trail', db]);
     const logs = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));

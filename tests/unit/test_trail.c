@@ -982,6 +982,45 @@ static void test_open_refusals(void **state)
     tmpdir_free(dir);
 }
 
+/* Never through a symbolic link: whoever made it would choose where the writer's file goes. A
+ * link to a missing file (it used to be created there, as a new trail) and a link to an empty
+ * file (it used to be filled) are refused and leave their targets as they were; so is a link in
+ * a directory of the path. */
+static void test_open_no_links(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *target = path_in(dir, "elsewhere.db"), *link = path_in(dir, "t.db");
+    char *empty = path_in(dir, "empty"), *link2 = path_in(dir, "t2.db");
+    char *sub = path_in(dir, "real"), *sublink = path_in(dir, "via"), *deep = path_in(dir, "via/t.db");
+    assert_int_equal(symlink(target, link), 0);
+    struct trail *t = NULL;
+    struct cerr err = {0};
+    assert_int_equal(trail_open(link, TRAIL_DURABILITY_FULL, &t, &err), -ELOOP);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    struct stat st;
+    assert_int_equal(lstat(target, &st), -1); /* not created */
+    FILE *f = fopen(empty, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(symlink(empty, link2), 0);
+    assert_int_equal(trail_open(link2, TRAIL_DURABILITY_FULL, &t, &err), -ELOOP);
+    assert_int_equal(stat(empty, &st), 0);
+    assert_int_equal(st.st_size, 0); /* not filled */
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(symlink(sub, sublink), 0);
+    assert_int_equal(trail_open(deep, TRAIL_DURABILITY_FULL, &t, &err), -ELOOP);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    free(target);
+    free(link);
+    free(empty);
+    free(link2);
+    free(sub);
+    free(sublink);
+    free(deep);
+    tmpdir_free(dir);
+}
+
 static void test_time_formats(void **state)
 {
     (void)state;
@@ -1031,6 +1070,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_open_refusals),
+        cmocka_unit_test(test_open_no_links),
         cmocka_unit_test(test_time_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
