@@ -85,12 +85,17 @@ struct agent_host {
     unsigned turn_lines;                  /* lines handled this turn, over every agent */
     size_t turn_bytes;                    /* bytes read this turn from heavy agents */
     int kick_fd; /* eventfd, readable while the backlog waits: the next turn serves it */
+    struct loop_watch congested_w; /* the tick while the trail is congested (backlog_serve) */
+    bool congested_armed, congested_tick;
+    unsigned heavy_cap; /* turn_lines past which heavy agents wait (HOST_LINES_PER_TURN, or less) */
+    double light_at;    /* when a light agent's line was last handled (util_now) */
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
     uint64_t trail_refusals; /* calls and answers refused for want of the trail */
     char refusal[512];       /* the words of the last such refusal (agent_trail_refusal) */
     size_t kept;             /* arguments of calls running or held, over every agent */
     bool in_turn;            /* host_turn_end is walking its lists */
+    bool serving_backlog;    /* backlog_serve is running: heavy agents' lines are handled */
     struct agent *graveyard; /* freed during that walk: released after it */
 };
 
@@ -669,14 +674,56 @@ static void on_kick(void *data, uint32_t events)
     }
 }
 
+/* The trail is congested (trail_congested: the WAL checkpoint is far behind the commits): the
+ * floods' entries are what fill the WAL faster than it is copied, and past its bound starting it
+ * over held the loop for 40-70 ms at a time (bench/run_flood.sh). Heavy agents then get one line
+ * per tick between them, light agents go on as ever (while there are any: CONGESTED_LIGHT_SEC).
+ * One line, not none: a reader that holds the WAL for long (an admin's open sqlite3 shell) keeps
+ * it congested, and no agent may stall for good on that. The tick is a timer, not the eventfd,
+ * which would spin the loop against the checkpoint's thread. */
+#define CONGESTED_TICK_SEC 0.01
+
+static void on_congested_tick(void *data, uint32_t events)
+{
+    struct agent_host *h = data;
+    loop_watch_del(h->loop, &h->congested_w);
+    h->congested_armed = false;
+    h->congested_tick = true; /* the turn this timer woke serves one line at its end */
+}
+
+static void congested_arm(struct agent_host *h)
+{
+    if (!h->congested_armed &&
+        loop_timer_add(h->loop, &h->congested_w, h->o.congested_tick, on_congested_tick, h) == 0)
+        h->congested_armed = true;
+    else if (!h->congested_armed)
+        h->congested_tick = true; /* no timer (out of fds): the loop is not left without progress */
+}
+
+/* Only while a light agent has been served within this long: with none to protect (one MCP
+ * host pipelining its calls), holding the floods back would only slow them. */
+#define CONGESTED_LIGHT_SEC 1.0
+
 static void backlog_serve(struct agent_host *h)
 {
+    bool congested = h->backlog && h->trail && trail_congested(h->trail) &&
+                     util_now() - h->light_at < CONGESTED_LIGHT_SEC;
+    if (congested) {
+        if (!h->congested_tick) {
+            congested_arm(h);
+            if (!h->congested_tick)
+                return;
+        }
+        h->congested_tick = false;
+        h->heavy_cap = h->turn_lines + 1;
+    }
     /* Served in place, from the head (an agent freed meanwhile is unlinked by agent_free), each
      * agent at most once: one served with lines left goes back to the tail. */
     size_t n = 0;
     for (struct agent *a = h->backlog; a; a = a->backlog_next)
         n++;
-    while (n-- > 0 && h->backlog && h->turn_lines < HOST_LINES_PER_TURN) {
+    h->serving_backlog = true;
+    while (n-- > 0 && h->backlog && h->turn_lines < h->heavy_cap) {
         struct agent *a = h->backlog;
         h->backlog = a->backlog_next;
         if (!h->backlog)
@@ -688,7 +735,11 @@ static void backlog_serve(struct agent_host *h)
         agent_pump(a);
         agent_maybe_end(a);
     }
-    if (h->backlog) { /* the turn's budget ran out: the next turn comes at once */
+    h->serving_backlog = false;
+    h->heavy_cap = HOST_LINES_PER_TURN;
+    if (h->backlog && congested)
+        congested_arm(h);
+    else if (h->backlog) { /* the turn's budget ran out: the next turn comes at once */
         uint64_t one = 1;
         if (write(h->kick_fd, &one, sizeof(one)) < 0) {
             /* cannot overflow */
@@ -937,13 +988,15 @@ static void agent_pump(struct agent *a)
         if (rpc_reader_pending(a->reader) == 0)
             break; /* nothing to handle: no reason to wait in the backlog */
         bool light_first = !a->heavy && a->pump_n == 0; /* never deferred for the others */
-        if (a->pump_n >= AGENT_LINES_PER_TURN ||
-            (h->turn_lines >= HOST_LINES_PER_TURN && !light_first)) {
+        if (a->pump_n >= AGENT_LINES_PER_TURN || (a->heavy && !h->serving_backlog) ||
+            (h->turn_lines >= h->heavy_cap && !light_first)) {
             backlog_add(a);
             break;
         }
         a->pump_n++;
         h->turn_lines++;
+        if (light_first)
+            h->light_at = util_now();
         const char *line;
         size_t len;
         enum rpc_frame f = rpc_reader_next(a->reader, &line, &len);
@@ -1442,13 +1495,40 @@ void agent_tool_release(struct agent *a, const cJSON *id, const char *tool, cons
 
 /* ---- the turn ---- */
 
+static void turn_release(struct agent_host *h);
+
 static void host_turn_end(void *data)
 {
     struct agent_host *h = data;
     h->in_turn = true; /* agents freed from here on are released after the walk */
+    /* Two commits when the floods have work: the light agents' calls of this turn are
+     * committed and answered first, so their answers never wait for the heavy agents' entries
+     * to be written (bench/run_flood.sh); then the heavy agents' share of the turn. */
+    turn_release(h);
     backlog_serve(h);
-    /* Releasing output can unblock an agent whose buffer already holds more requests; those are
-     * answered in the same turn, so repeat until nothing new was staged. */
+    turn_release(h);
+    /* Entries staged by others on this loop (the WACP runtime's, on a timer turn) are
+     * committed at the end of the turn too. */
+    if (h->trail && trail_pending(h->trail) > 0)
+        host_trail_commit(h);
+    /* The budgets of lines and bytes cover the whole turn, its end included: a new turn
+     * starts with them. */
+    h->turn++;
+    h->turn_lines = 0;
+    h->turn_bytes = 0;
+    h->in_turn = false;
+    while (h->graveyard) {
+        struct agent *a = h->graveyard;
+        h->graveyard = a->grave_next;
+        agent_really_free(a);
+    }
+}
+
+/* Commits what the turn staged, starts its pool jobs and releases its answers. Releasing
+ * output can unblock an agent whose buffer already holds more requests; those are answered in
+ * the same turn, so repeat until nothing new was staged. */
+static void turn_release(struct agent_host *h)
+{
     while (h->dirty || h->staged_head) {
         int committed = host_trail_commit(h);
         struct tool_job *jobs = h->staged_head;
@@ -1490,21 +1570,6 @@ static void host_turn_end(void *data)
             agent_maybe_end(a);
         }
     }
-    /* Entries staged by others on this loop (the WACP runtime's, on a timer turn) are
-     * committed at the end of the turn too. */
-    if (h->trail && trail_pending(h->trail) > 0)
-        host_trail_commit(h);
-    /* The budgets of lines and bytes cover the whole turn, its end included: a new turn
-     * starts with them. */
-    h->turn++;
-    h->turn_lines = 0;
-    h->turn_bytes = 0;
-    h->in_turn = false;
-    while (h->graveyard) {
-        struct agent *a = h->graveyard;
-        h->graveyard = a->grave_next;
-        agent_really_free(a);
-    }
 }
 
 int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
@@ -1528,6 +1593,9 @@ int agent_host_new(struct loop *loop, struct pool *pool, struct trail *trail,
         h->o.max_inflight = 4;
     if (!h->o.abuse_limit)
         h->o.abuse_limit = 100;
+    if (!(h->o.congested_tick > 0))
+        h->o.congested_tick = CONGESTED_TICK_SEC;
+    h->heavy_cap = HOST_LINES_PER_TURN;
     h->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     int r = h->kick_fd < 0 ? -errno : loop_watch_add(loop, &h->kick, h->kick_fd, EPOLLIN, on_kick, h);
     if (r < 0) {
@@ -1547,6 +1615,8 @@ void agent_host_free(struct agent_host *h)
         return;
     loop_set_turn_end(h->loop, NULL, NULL);
     loop_watch_del(h->loop, &h->kick);
+    if (h->congested_armed)
+        loop_watch_del(h->loop, &h->congested_w);
     close(h->kick_fd);
     free(h);
 }

@@ -23,6 +23,8 @@ struct agent_host_opts {
     unsigned max_inflight;   /* tool calls of one agent running or queued at once (default 4) */
     unsigned abuse_limit;    /* malformed messages before the agent is failed (default 100) */
     unsigned tool_rate;      /* tool calls a second per agent, bursts of 5 s' worth (0: no limit) */
+    double congested_tick;   /* while the trail is congested, heavy agents get one line per tick
+                              * (seconds, default 0.01; see backlog_serve) */
 };
 
 /* LOOP and POOL are borrowed and must outlive the host; TRAIL may be NULL. */

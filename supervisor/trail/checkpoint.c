@@ -26,6 +26,7 @@
 #define CKPT_CAP_BYTES "67108864"
 #define CKPT_PASSES 8    /* PASSIVE passes per round, each copying what the last one left */
 #define CKPT_RESIDUAL 64 /* pages left that a RESTART may copy while the writer waits */
+#define CKPT_DEBT_PAGES 4096 /* uncopied WAL pages (16 MiB) past which the trail is congested */
 
 struct trail_ckpt {
     sqlite3 *db;
@@ -35,7 +36,21 @@ struct trail_ckpt {
     bool stop, poked;
     int frames;     /* WAL frames after the writer's last commit, until the thread takes them */
     int wal_frames; /* the same, kept for the writer's own check (its thread only) */
+    /* What the thread's last pass left, for the writer's measure of its debt (trail_ckpt_debt):
+     * the WAL's frames then, and how many of them it had not copied. */
+    int pass_log, pass_left;
 };
+
+/* After each checkpoint call of the thread: what it left uncopied. */
+static void ckpt_left(struct trail_ckpt *c, int rc, int log, int done)
+{
+    if (rc != SQLITE_OK)
+        return; /* busy or failed: the last measure stands */
+    pthread_mutex_lock(&c->mu);
+    c->pass_log = log > 0 ? log : 0;
+    c->pass_left = log > done ? log - done : 0;
+    pthread_mutex_unlock(&c->mu);
+}
 
 static void deadline(struct timespec *ts, long ms)
 {
@@ -55,16 +70,19 @@ static void deadline(struct timespec *ts, long ms)
  * grows to its cap, where the writer's own RESTART (trail_ckpt_cap) then lands on a caller with
  * whatever PASSIVE has not copied: 3,000 back-to-back reads restarted it 9 times, against none
  * before the cap. */
-static void ckpt_run(sqlite3 *db)
+static void ckpt_run(struct trail_ckpt *c)
 {
     for (int pass = 0; pass < CKPT_PASSES; pass++) {
         int log = 0, done = 0;
-        if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) != SQLITE_OK)
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+        ckpt_left(c, rc, log, done);
+        if (rc != SQLITE_OK)
             return;
         if (log <= 0 || done >= log)
             break;
         if (log - done <= CKPT_RESIDUAL) {
-            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+            rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+            ckpt_left(c, rc, log, done);
             return;
         }
     }
@@ -82,12 +100,14 @@ static void *ckpt_main(void *arg)
         }
         if (c->stop)
             break;
-        bool due = c->poked || c->frames > 0;
+        /* Also while the last pass left pages: the writer may be holding back work until the
+         * debt is paid (trail_ckpt_debt), and then nothing new would wake the thread. */
+        bool due = c->poked || c->frames > 0 || c->pass_left > 0;
         c->poked = false;
         c->frames = 0;
         pthread_mutex_unlock(&c->mu);
         if (due) /* errors are the next checkpoint's to retry; the writer's commits stand */
-            ckpt_run(c->db);
+            ckpt_run(c);
         pthread_mutex_lock(&c->mu);
         /* Paced: the writer restarts the WAL at its next transaction once a checkpoint has
          * copied it all; checkpointing again meanwhile would only hold it from doing so (and
@@ -193,6 +213,26 @@ void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c)
     if (sqlite3_wal_checkpoint_v2(writer, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK)
         c->wal_frames = 0;
     trail_busy_wait(writer);
+}
+
+/* The WAL pages not yet copied into the database, as far as the writer can tell without asking
+ * SQLite (which would take a checkpoint): what the thread's last pass left, plus the frames
+ * committed since. A WAL started over since that pass (fewer frames than it saw) owes only what
+ * was left. An estimate that errs low only until the next pass, which comes within a second. */
+int trail_ckpt_debt(struct trail_ckpt *c)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    int grown = c->wal_frames > c->pass_log ? c->wal_frames - c->pass_log : 0;
+    int debt = c->pass_left + grown;
+    pthread_mutex_unlock(&c->mu);
+    return debt;
+}
+
+bool trail_ckpt_congested(struct trail_ckpt *c)
+{
+    return trail_ckpt_debt(c) >= CKPT_DEBT_PAGES;
 }
 
 void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c)

@@ -110,6 +110,10 @@ int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_
 void trail_ckpt_stop(sqlite3 *writer, struct trail_ckpt *c);
 /* After the writer's commit: starts the WAL over when it has passed its bound (checkpoint.c). */
 void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c);
+/* The writer's estimate of the WAL pages the thread has not copied yet, and whether that is
+ * past the point where work that can wait should (trail_congested). */
+int trail_ckpt_debt(struct trail_ckpt *c);
+bool trail_ckpt_congested(struct trail_ckpt *c);
 void trail_busy_wait(sqlite3 *writer); /* the writer's busy handler: short polls up to TRAIL_BUSY_MS */
 #define TRAIL_BUSY_MS 5000 /* the writer's busy timeout */
 

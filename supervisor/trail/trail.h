@@ -59,6 +59,11 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
  * written, so the supervisor refuses new work. Committing an empty batch is a no-op. */
 int trail_commit(struct trail *t, struct cerr *err);
 bool trail_degraded(const struct trail *t);
+/* Whether the background checkpoint is far behind the commits (16 MiB of WAL it has not copied
+ * into the database): work that can wait (a flooding agent's next requests) should, so that the
+ * WAL never reaches its bound, where starting it over lands on a commit and on every answer
+ * waiting for it (checkpoint.c). False without a checkpoint thread. */
+bool trail_congested(const struct trail *t);
 /* A degraded trail whose file still ends at the last committed entry (the failed batch rolled
  * back) becomes writable again: 0, or -EIO while it cannot (the caller retries later, bounded).
  * The caller records system_degraded when its next commit succeeds. No-op when not degraded. */

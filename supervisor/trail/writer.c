@@ -936,6 +936,11 @@ int trail_durability_parse(const char *s, enum trail_durability *out)
     return 0;
 }
 
+bool trail_congested(const struct trail *t)
+{
+    return t && t->ckpt && trail_ckpt_congested(t->ckpt);
+}
+
 bool trail_degraded(const struct trail *t)
 {
     return t && t->degraded;

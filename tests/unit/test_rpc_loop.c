@@ -631,6 +631,154 @@ static void light_agent_not_queued_behind_floods(void **state)
     server_stop(&s);
 }
 
+/* A trail whose WAL the checkpoint cannot copy: a reader holds a snapshot from before 24 MiB
+ * of commits. */
+struct congested {
+    char dir[64], path[128];
+    struct trail *t;
+    sqlite3 *reader;
+};
+
+static void congested_open(struct congested *c)
+{
+    snprintf(c->dir, sizeof(c->dir), "/tmp/test_rpc_congested.XXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    snprintf(c->path, sizeof(c->path), "%s/trail.db", c->dir);
+    struct cerr err;
+    assert_int_equal(trail_open(c->path, TRAIL_DURABILITY_NORMAL, &c->t, &err), 0);
+    assert_false(trail_congested(c->t));
+    assert_int_equal(sqlite3_open_v2(c->path, &c->reader, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(c->reader, "BEGIN; SELECT count(*) FROM entries;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    static unsigned char blob[1 << 20];
+    for (int i = 0; i < 24; i++) {
+        for (size_t k = 0; k < sizeof(blob); k += 4)
+            memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
+        char hex[65];
+        assert_int_equal(trail_blob_put(c->t, blob, sizeof(blob), hex, &err), 0);
+        assert_int_equal(trail_commit(c->t, &err), 0);
+    }
+    assert_true(trail_congested(c->t));
+}
+
+static void congested_release(struct congested *c)
+{
+    if (c->reader) {
+        assert_int_equal(sqlite3_exec(c->reader, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(c->reader);
+        c->reader = NULL;
+    }
+}
+
+static void congested_close(struct congested *c)
+{
+    congested_release(c);
+    trail_close(c->t);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", c->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void flood_pings(struct client *c, int n)
+{
+    char *buf = malloc((size_t)n * 48);
+    size_t len = 0;
+    for (int k = 0; k < n; k++)
+        len += (size_t)snprintf(buf + len, (size_t)n * 48 - len,
+                                "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"ping\"}\n", k);
+    assert_int_equal(util_write_all(c->to_srv, buf, len), 0);
+    free(buf);
+}
+
+static void good_ping(struct server *s, struct client *good)
+{
+    send_line(good, "{\"jsonrpc\":\"2.0\",\"id\":\"good\",\"method\":\"ping\"}");
+    cJSON *r = recv_msg(s, good);
+    assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "good");
+    cJSON_Delete(r);
+}
+
+/* While the trail is congested, heavy agents wait in the backlog (here the tick that lets one
+ * line through is an hour) and a light agent is answered as ever; once the checkpoint has
+ * caught up, the floods are served in full. Before, the floods were served at the usual pace
+ * and the WAL grew to its bound, where starting it over held the loop for tens of milliseconds
+ * (bench/run_flood.sh). */
+static void floods_wait_while_trail_congested(void **state)
+{
+    struct congested c;
+    congested_open(&c);
+    struct server s;
+    struct client fl[2], good;
+    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 3600}, c.t);
+    for (int i = 0; i < 2; i++)
+        client_connect(&s, &fl[i]);
+    client_connect(&s, &good);
+    enum { N = 200 };
+    for (int i = 0; i < 2; i++)
+        flood_pings(&fl[i], N);
+    int got[2] = {0, 0};
+    for (int round = 0; round < 5; round++) {
+        good_ping(&s, &good);
+        for (int turns = 0; turns < 10; turns++)
+            assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
+        for (int i = 0; i < 2; i++)
+            got[i] += count_lines(&fl[i]);
+    }
+    if (got[0] + got[1] > 0)
+        fail_msg("%d flood answers while the trail was congested", got[0] + got[1]);
+
+    /* The reader lets go: the checkpoint catches up (its thread looks every second at most);
+     * the light agent's pings make the turns that serve the backlog. */
+    congested_release(&c);
+    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 2000; turns++) {
+        good_ping(&s, &good);
+        assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
+        for (int i = 0; i < 2; i++)
+            got[i] += count_lines(&fl[i]);
+    }
+    assert_int_equal(got[0], N);
+    assert_int_equal(got[1], N);
+    assert_false(trail_congested(c.t));
+    for (int i = 0; i < 2; i++)
+        client_close(&fl[i]);
+    client_close(&good);
+    server_stop(&s);
+    congested_close(&c);
+}
+
+/* A trail that stays congested (the reader never lets go) slows the floods, never stops them:
+ * one line a tick, with no other agent to make turns (the light agent pings once, so that the
+ * floods are held back at all). */
+static void floods_go_on_while_trail_stays_congested(void **state)
+{
+    struct congested c;
+    congested_open(&c);
+    struct server s;
+    struct client fl[2], good;
+    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 0.001}, c.t);
+    for (int i = 0; i < 2; i++)
+        client_connect(&s, &fl[i]);
+    client_connect(&s, &good);
+    good_ping(&s, &good);
+    enum { N = 40 };
+    for (int i = 0; i < 2; i++)
+        flood_pings(&fl[i], N);
+    int got[2] = {0, 0};
+    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 20000; turns++) {
+        assert_true(loop_run_once(s.loop, 50, NULL) >= 0);
+        for (int i = 0; i < 2; i++)
+            got[i] += count_lines(&fl[i]);
+    }
+    assert_int_equal(got[0], N);
+    assert_int_equal(got[1], N);
+    assert_true(trail_congested(c.t));
+    for (int i = 0; i < 2; i++)
+        client_close(&fl[i]);
+    client_close(&good);
+    server_stop(&s);
+    congested_close(&c);
+}
+
 static void eof_after_answers(void **state)
 {
     struct server s;
@@ -864,6 +1012,8 @@ int main(void)
         cmocka_unit_test(slow_call_does_not_stall_others),
         cmocka_unit_test(flood_back_pressure),
         cmocka_unit_test(light_agent_not_queued_behind_floods),
+        cmocka_unit_test(floods_wait_while_trail_congested),
+        cmocka_unit_test(floods_go_on_while_trail_stays_congested),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
