@@ -6,12 +6,15 @@
  * PASSIVE checkpoints: when the writer's WAL hook says the WAL is large, or every second. A
  * PASSIVE checkpoint never blocks the writer; the writer restarts the WAL at its next
  * transaction once a checkpoint has copied all of it. While commits come back to back a PASSIVE
- * pass never copies all of it, so a round ends with a short RESTART once little is left
- * (ckpt_run). If even that cannot happen, the WAL would grow without bound (a flooding agent:
- * 443 MB in 2.4 s): past
- * CKPT_CAP_PAGES the writer itself asks for a RESTART right after its own commit
- * (trail_ckpt_cap), which copies what PASSIVE left and starts the WAL over, and the file is cut
- * back to that size (journal_size_limit). */
+ * pass never copies all of it (what was committed during the pass is left), so a round runs
+ * passes until little is left (ckpt_run), and then a RESTART copies that rest and starts the WAL
+ * over: the thread's own when the writer is between transactions, or else the writer's right
+ * after its next commit (trail_ckpt_cap, early). If even that cannot happen, the WAL would grow
+ * without bound (a flooding agent: 443 MB in 2.4 s): past CKPT_CAP_PAGES the writer asks for a
+ * RESTART after its commit whatever is left, and the file is cut back to that size
+ * (journal_size_limit). That one copies up to a second's frames on the loop (40-70 ms under 64
+ * flooding agents): the early restart, and the loop holding the floods back while the thread
+ * is far behind (trail_congested), keep the WAL from getting there. */
 #include "supervisor/trail/internal.h"
 
 #include <pthread.h>
@@ -39,16 +42,32 @@ struct trail_ckpt {
     /* What the thread's last pass left, for the writer's measure of its debt (trail_ckpt_debt):
      * the WAL's frames then, and how many of them it had not copied. */
     int pass_log, pass_left;
+    unsigned passes; /* passes whose measure was kept (ckpt_left) */
+    unsigned gen;    /* WAL restarts by the writer: a pass begun before one measured the old WAL */
+    int latest;      /* the WAL's frames after the writer's last commit (never taken, unlike frames) */
+    unsigned early_tried; /* passes when the writer last tried an early restart (its thread only) */
+    unsigned cap_restarts, early_restarts; /* the writer's restarts, for the tests (its thread) */
 };
 
-/* After each checkpoint call of the thread: what it left uncopied. */
-static void ckpt_left(struct trail_ckpt *c, int rc, int log, int done)
+static unsigned ckpt_gen(struct trail_ckpt *c)
+{
+    pthread_mutex_lock(&c->mu);
+    unsigned g = c->gen;
+    pthread_mutex_unlock(&c->mu);
+    return g;
+}
+
+/* After each checkpoint call of the thread (begun at generation GEN): what it left uncopied. */
+static void ckpt_left(struct trail_ckpt *c, unsigned gen, int rc, int log, int done)
 {
     if (rc != SQLITE_OK)
         return; /* busy or failed: the last measure stands */
     pthread_mutex_lock(&c->mu);
-    c->pass_log = log > 0 ? log : 0;
-    c->pass_left = log > done ? log - done : 0;
+    if (c->gen == gen) {
+        c->pass_log = log > 0 ? log : 0;
+        c->pass_left = log > done ? log - done : 0;
+        c->passes++;
+    }
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -63,26 +82,38 @@ static void deadline(struct timespec *ts, long ms)
     }
 }
 
-/* One round: PASSIVE passes copy the WAL without ever blocking the writer; once what is left is
- * a few commits' worth, a RESTART copies that rest (holding the writer lock only for those
- * pages and the database's flush) so that the writer's next commit writes the WAL from its
- * start again. Without it, back-to-back commits never let a PASSIVE copy everything, and the WAL
- * grows to its cap, where the writer's own RESTART (trail_ckpt_cap) then lands on a caller with
- * whatever PASSIVE has not copied: 3,000 back-to-back reads restarted it 9 times, against none
- * before the cap. */
+/* One round: PASSIVE passes copy the WAL without ever blocking the writer, each what the last
+ * one left plus what was committed meanwhile; once that is a few commits' worth, a RESTART
+ * copies the rest (holding the writer lock only for those pages and the database's flush) so
+ * that the writer's next commit writes the WAL from its start again. It gives up at once if the
+ * writer is in a transaction, as it mostly is under load; the writer then restarts the WAL
+ * itself after its next commit (ckpt_early). Without them, back-to-back commits never let a
+ * PASSIVE copy everything, and the WAL grows to its cap, where the writer's RESTART then lands
+ * on a caller with whatever PASSIVE has not copied: 3,000 back-to-back reads restarted it 9
+ * times, against none before the cap. */
 static void ckpt_run(struct trail_ckpt *c)
 {
     for (int pass = 0; pass < CKPT_PASSES; pass++) {
         int log = 0, done = 0;
+        unsigned gen = ckpt_gen(c);
         int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-        ckpt_left(c, rc, log, done);
+        ckpt_left(c, gen, rc, log, done);
         if (rc != SQLITE_OK)
             return;
-        if (log <= 0 || done >= log)
-            break;
+        /* A pass copies the frames there were when it started: what was committed meanwhile
+         * is still to copy, and until it is the WAL cannot start over. */
+        pthread_mutex_lock(&c->mu);
+        int latest = c->latest;
+        bool same = c->gen == gen;
+        pthread_mutex_unlock(&c->mu);
+        if (log <= 0 || !same || (done >= log && latest <= log))
+            break; /* all of it, or the writer has started the WAL over since */
+        if (done >= log)
+            log = latest;
         if (log - done <= CKPT_RESIDUAL) {
+            gen = ckpt_gen(c);
             rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
-            ckpt_left(c, rc, log, done);
+            ckpt_left(c, gen, rc, log, done);
             return;
         }
     }
@@ -129,6 +160,7 @@ static int ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     c->wal_frames = frames;
     pthread_mutex_lock(&c->mu);
     c->frames = frames;
+    c->latest = frames;
     if (frames >= CKPT_PAGES && !c->poked) {
         c->poked = true;
         pthread_cond_signal(&c->cv);
@@ -202,16 +234,47 @@ int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_
     return 0;
 }
 
+/* Early: what the thread's last pass left and what was committed since are at most
+ * CKPT_RESIDUAL frames, so a RESTART now copies those few. The thread cannot do it itself while commits come
+ * back to back: the writer's transaction is open for most of a busy turn, and the thread may
+ * not wait for it (it would then hold the writer lock while waiting for readers). Tried once per
+ * pass of the thread, so that a reader that keeps it from succeeding does not cost a flush at
+ * every commit. */
+static bool ckpt_early(struct trail_ckpt *c)
+{
+    if (c->wal_frames < CKPT_PAGES)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    int grown = c->wal_frames > c->pass_log ? c->wal_frames - c->pass_log : 0;
+    bool now = c->passes != c->early_tried && c->pass_log > 0 && c->pass_left + grown <= CKPT_RESIDUAL;
+    if (now)
+        c->early_tried = c->passes;
+    pthread_mutex_unlock(&c->mu);
+    return now;
+}
+
 void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c)
 {
-    if (!c || c->wal_frames < CKPT_CAP_PAGES)
+    if (!c)
+        return;
+    bool cap = c->wal_frames >= CKPT_CAP_PAGES;
+    if (!cap && !ckpt_early(c))
         return;
     /* No waiting (the writer is on the loop): the writer lock is free, as its own commit just
      * ended; a reader still on the WAL or the thread's PASSIVE checkpoint makes it return BUSY at
      * once, and the next commit tries again. What it copies is only what PASSIVE has not. */
     sqlite3_busy_timeout(writer, 0);
-    if (sqlite3_wal_checkpoint_v2(writer, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK)
+    if (sqlite3_wal_checkpoint_v2(writer, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
         c->wal_frames = 0;
+        if (cap)
+            c->cap_restarts++;
+        else
+            c->early_restarts++;
+        pthread_mutex_lock(&c->mu);
+        c->gen++;
+        c->pass_log = c->pass_left = 0;
+        pthread_mutex_unlock(&c->mu);
+    }
     trail_busy_wait(writer);
 }
 
@@ -228,6 +291,12 @@ int trail_ckpt_debt(struct trail_ckpt *c)
     int debt = c->pass_left + grown;
     pthread_mutex_unlock(&c->mu);
     return debt;
+}
+
+void trail_ckpt_restarts(const struct trail_ckpt *c, unsigned *cap, unsigned *early)
+{
+    *cap = c ? c->cap_restarts : 0;
+    *early = c ? c->early_restarts : 0;
 }
 
 bool trail_ckpt_congested(struct trail_ckpt *c)

@@ -114,6 +114,10 @@ void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c);
  * past the point where work that can wait should (trail_congested). */
 int trail_ckpt_debt(struct trail_ckpt *c);
 bool trail_ckpt_congested(struct trail_ckpt *c);
+/* How often the writer started the WAL over at its bound, and early (for the tests). */
+void trail_ckpt_restarts(const struct trail_ckpt *c, unsigned *cap, unsigned *early);
+/* The trail's checkpointer (NULL without its thread), for the tests. */
+struct trail_ckpt *trail_ckpt_of(struct trail *t);
 void trail_busy_wait(sqlite3 *writer); /* the writer's busy handler: short polls up to TRAIL_BUSY_MS */
 #define TRAIL_BUSY_MS 5000 /* the writer's busy timeout */
 

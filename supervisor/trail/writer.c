@@ -936,6 +936,11 @@ int trail_durability_parse(const char *s, enum trail_durability *out)
     return 0;
 }
 
+struct trail_ckpt *trail_ckpt_of(struct trail *t)
+{
+    return t ? t->ckpt : NULL;
+}
+
 bool trail_congested(const struct trail *t)
 {
     return t && t->ckpt && trail_ckpt_congested(t->ckpt);
