@@ -151,14 +151,29 @@ static void *ckpt_main(void *arg)
     return NULL;
 }
 
-/* The writer's WAL hook: after each commit, on the writer's thread. Cheap: a lock and a flag. */
+/* The writer's WAL hook: after each commit, on the writer's thread. Cheap: a lock and a flag.
+ * It also sees the WAL started over by SQLite itself, which the writer does at the start of a
+ * transaction once a checkpoint (the thread's PASSIVE or RESTART) has copied all of it: the WAL
+ * then holds fewer frames than before, or no more than this transaction wrote (the pages its
+ * connection wrote since the last commit, SQLITE_DBSTATUS_CACHE_WRITE). What the thread's last
+ * pass measured was the old WAL: kept, it made the debt of the new one look like nothing (its
+ * frames below the old count), and the writer's early RESTART copy megabytes on the loop. A new
+ * generation, as after the writer's own RESTART: the debt is the new WAL's frames until a pass
+ * measures it. */
 static int ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-    (void)db;
     (void)name;
     struct trail_ckpt *c = arg;
+    int wrote = 0, most = 0;
+    if (sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_WRITE, &wrote, &most, 1) != SQLITE_OK)
+        wrote = frames; /* unknown: taken as started over, which errs high until the next pass */
+    bool restarted = frames < c->wal_frames || frames <= wrote;
     c->wal_frames = frames;
     pthread_mutex_lock(&c->mu);
+    if (restarted) {
+        c->gen++;
+        c->pass_log = c->pass_left = 0;
+    }
     c->frames = frames;
     c->latest = frames;
     if (frames >= CKPT_PAGES && !c->poked) {

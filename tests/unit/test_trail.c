@@ -1004,6 +1004,50 @@ static void test_wal_restarts_early(void **state)
     tmpdir_free(dir);
 }
 
+/* Puts N MiB of random blobs into the trail in one commit. */
+static void commit_mib(struct trail *t, int n)
+{
+    static unsigned char blob[1 << 20];
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 0; k < sizeof(blob); k += 4)
+            memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
+        char hex[65];
+        struct cerr err = {0};
+        assert_int_equal(trail_blob_put(t, blob, sizeof(blob), hex, &err), 0);
+    }
+    commit_ok(t);
+}
+
+/* Once the thread has copied the whole WAL, SQLite starts it over at the writer's next
+ * transaction by itself (no RESTART of ours, so no new generation). The writer's estimate of
+ * the debt must then count the new WAL's frames in full: measured against the old WAL's size
+ * (the thread's last pass), it said 0 while 5 MiB waited uncopied, and the writer's "early"
+ * RESTART copied all of it on the loop (and trail_congested said false). */
+static void test_wal_debt_after_reset(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    struct trail_ckpt *c = trail_ckpt_of(t);
+    assert_non_null(c);
+    commit_mib(t, 8); /* past the thread's threshold: it copies all of it */
+    for (int i = 0; i < 500 && trail_ckpt_debt(c) > 0; i++)
+        usleep(10000);
+    assert_int_equal(trail_ckpt_debt(c), 0);
+    /* The thread's pass has just ended: it waits a quarter of a second before the next one. */
+    commit_mib(t, 5); /* a new WAL, smaller than the one the thread measured */
+    unsigned cap = 0, early = 0;
+    trail_ckpt_restarts(c, &cap, &early);
+    assert_int_equal(early, 0);
+    assert_int_equal(cap, 0);
+    if (trail_ckpt_debt(c) < 1000)
+        fail_msg("5 MiB uncopied, the estimate says %d pages", trail_ckpt_debt(c));
+    trail_close(t);
+    verify_ok(db, 0);
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_open_refusals(void **state)
 {
     (void)state;
@@ -1124,6 +1168,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
+        cmocka_unit_test(test_wal_debt_after_reset),
         cmocka_unit_test(test_open_refusals),
         cmocka_unit_test(test_open_no_links),
         cmocka_unit_test(test_time_formats),
