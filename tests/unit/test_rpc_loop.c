@@ -747,8 +747,9 @@ static void floods_wait_while_trail_congested(void **state)
 }
 
 /* A trail that stays congested (the reader never lets go) slows the floods, never stops them:
- * one line a tick, with no other agent to make turns (the light agent pings once, so that the
- * floods are held back at all). */
+ * one line a tick. The light agent pings between the turns, so that the floods are held back
+ * all along: pinging once, it let the hold lapse after a second (CONGESTED_LIGHT_SEC), and the
+ * test passed with the tick broken. */
 static void floods_go_on_while_trail_stays_congested(void **state)
 {
     struct congested c;
@@ -764,7 +765,8 @@ static void floods_go_on_while_trail_stays_congested(void **state)
     for (int i = 0; i < 2; i++)
         flood_pings(&fl[i], N);
     int got[2] = {0, 0};
-    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 20000; turns++) {
+    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 4000; turns++) {
+        good_ping(&s, &good);
         assert_true(loop_run_once(s.loop, 50, NULL) >= 0);
         for (int i = 0; i < 2; i++)
             got[i] += count_lines(&fl[i]);
