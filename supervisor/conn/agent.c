@@ -715,8 +715,11 @@ static void backlog_serve(struct agent_host *h)
                 return;
         }
         h->congested_tick = false;
-        h->heavy_cap = h->turn_lines + 1;
     }
+    /* The heavy agents' share comes on top of the turn's light lines, which are counted in
+     * turn_lines too: measured from zero, a few light agents pinging every turn used it up
+     * before the backlog was served, and the floods waited for as long as they kept at it. */
+    h->heavy_cap = h->turn_lines + (congested ? 1 : HOST_LINES_PER_TURN);
     /* Served in place, from the head (an agent freed meanwhile is unlinked by agent_free), each
      * agent at most once: one served with lines left goes back to the tail. */
     size_t n = 0;

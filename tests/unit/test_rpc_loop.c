@@ -781,6 +781,39 @@ static void floods_go_on_while_trail_stays_congested(void **state)
     congested_close(&c);
 }
 
+/* Light agents do not starve a flood: five agents that each send one ping a turn (their lines
+ * are handled in the turn they arrive, whatever the budget) and one agent with pipelined pings.
+ * The host's budget of lines is the heavy agents' share of a turn, on top of the light lines:
+ * counted with them, five light lines a turn used it up before the backlog was served, and the
+ * flood was never answered while they kept pinging. */
+static void flood_not_starved_by_light_agents(void **state)
+{
+    struct server s;
+    enum { LIGHT = 5, N = 40 };
+    struct client fl, good[LIGHT];
+    server_start(&s, NULL);
+    client_connect(&s, &fl);
+    for (int i = 0; i < LIGHT; i++)
+        client_connect(&s, &good[i]);
+    flood_pings(&fl, N);
+    int got = 0;
+    for (int round = 0; round < 4 * N && got < N; round++) {
+        for (int i = 0; i < LIGHT; i++)
+            send_line(&good[i], "{\"jsonrpc\":\"2.0\",\"id\":\"good\",\"method\":\"ping\"}");
+        for (int i = 0; i < LIGHT; i++) {
+            cJSON *r = recv_msg(&s, &good[i]);
+            assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "good");
+            cJSON_Delete(r);
+        }
+        got += count_lines(&fl);
+    }
+    assert_int_equal(got, N);
+    client_close(&fl);
+    for (int i = 0; i < LIGHT; i++)
+        client_close(&good[i]);
+    server_stop(&s);
+}
+
 static void eof_after_answers(void **state)
 {
     struct server s;
@@ -1016,6 +1049,7 @@ int main(void)
         cmocka_unit_test(light_agent_not_queued_behind_floods),
         cmocka_unit_test(floods_wait_while_trail_congested),
         cmocka_unit_test(floods_go_on_while_trail_stays_congested),
+        cmocka_unit_test(flood_not_starved_by_light_agents),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
