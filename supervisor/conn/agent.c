@@ -691,13 +691,19 @@ static void on_congested_tick(void *data, uint32_t events)
     h->congested_tick = true; /* the turn this timer woke serves one line at its end */
 }
 
-static void congested_arm(struct agent_host *h)
+/* Whether the tick is armed. Without a timer (out of fds) the next turn serves a line, and the
+ * caller makes that turn come (the eventfd): nothing else may wake the loop, the heavy agents'
+ * pipes being unwatched while they wait in the backlog. */
+static bool congested_arm(struct agent_host *h)
 {
-    if (!h->congested_armed &&
-        loop_timer_add(h->loop, &h->congested_w, h->o.congested_tick, on_congested_tick, h) == 0)
+    if (h->congested_armed)
+        return true;
+    if (loop_timer_add(h->loop, &h->congested_w, h->o.congested_tick, on_congested_tick, h) == 0) {
         h->congested_armed = true;
-    else if (!h->congested_armed)
-        h->congested_tick = true; /* no timer (out of fds): the loop is not left without progress */
+        return true;
+    }
+    h->congested_tick = true;
+    return false;
 }
 
 /* Only while a light agent has been served within this long: with none to protect (one MCP
@@ -740,9 +746,8 @@ static void backlog_serve(struct agent_host *h)
     }
     h->serving_backlog = false;
     h->heavy_cap = HOST_LINES_PER_TURN;
-    if (h->backlog && congested)
-        congested_arm(h);
-    else if (h->backlog) { /* the turn's budget ran out: the next turn comes at once */
+    if (h->backlog && !(congested && congested_arm(h))) {
+        /* the turn's budget ran out: the next turn comes at once */
         uint64_t one = 1;
         if (write(h->kick_fd, &one, sizeof(one)) < 0) {
             /* cannot overflow */

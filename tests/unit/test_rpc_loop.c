@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "supervisor/conn/agent.h"
@@ -781,6 +782,51 @@ static void floods_go_on_while_trail_stays_congested(void **state)
     congested_close(&c);
 }
 
+/* Out of fds, the tick's timer cannot be made: the floods then get a line a turn, and the
+ * eventfd makes those turns come. Before, the tick was only marked due and nothing woke the
+ * loop again (the floods' pipes are unwatched while they wait in the backlog): they stalled
+ * until some other agent happened to send something. */
+static void floods_go_on_without_a_timer(void **state)
+{
+    struct congested c;
+    congested_open(&c);
+    struct server s;
+    struct client fl[2], good;
+    server_start_trail(&s, NULL, c.t);
+    for (int i = 0; i < 2; i++)
+        client_connect(&s, &fl[i]);
+    client_connect(&s, &good);
+    good_ping(&s, &good);
+    /* Two, so that the backlog is never empty when the one served goes back to it (which
+     * would write the eventfd). */
+    enum { N = 40 };
+    for (int i = 0; i < 2; i++)
+        flood_pings(&fl[i], N);
+    /* No new fd from here on: the lowest free one is the limit. */
+    struct rlimit was, none;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    int lowest = dup(0);
+    assert_true(lowest >= 0);
+    close(lowest);
+    none = was;
+    none.rlim_cur = (rlim_t)lowest;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+    int got[2] = {0, 0};
+    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 400; turns++) {
+        assert_true(loop_run_once(s.loop, 50, NULL) >= 0);
+        for (int i = 0; i < 2; i++)
+            got[i] += count_lines(&fl[i]);
+    }
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(got[0], N);
+    assert_int_equal(got[1], N);
+    for (int i = 0; i < 2; i++)
+        client_close(&fl[i]);
+    client_close(&good);
+    server_stop(&s);
+    congested_close(&c);
+}
+
 /* Light agents do not starve a flood: five agents that each send one ping a turn (their lines
  * are handled in the turn they arrive, whatever the budget) and one agent with pipelined pings.
  * The host's budget of lines is the heavy agents' share of a turn, on top of the light lines:
@@ -1050,6 +1096,7 @@ int main(void)
         cmocka_unit_test(floods_wait_while_trail_congested),
         cmocka_unit_test(floods_go_on_while_trail_stays_congested),
         cmocka_unit_test(flood_not_starved_by_light_agents),
+        cmocka_unit_test(floods_go_on_without_a_timer),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
