@@ -712,7 +712,8 @@ static bool congested_arm(struct agent_host *h)
 
 static void backlog_serve(struct agent_host *h)
 {
-    bool congested = h->backlog && h->trail && trail_congested(h->trail) &&
+    /* An agent alone is never held: its own light requests are not others to protect. */
+    bool congested = h->backlog && h->n_agents > 1 && h->trail && trail_congested(h->trail) &&
                      util_now() - h->light_at < CONGESTED_LIGHT_SEC;
     if (congested) {
         if (!h->congested_tick) {

@@ -827,6 +827,33 @@ static void floods_go_on_without_a_timer(void **state)
     congested_close(&c);
 }
 
+/* One agent alone (corral mcp, corral exec --trail: one host) is not held back while the trail
+ * is congested, even when some of its reads bring one request: there is no other agent for the
+ * hold to protect. Before, its own light request counted as one, and its pipelined requests
+ * then waited for the tick (an hour here). */
+static void lone_host_not_held_while_trail_congested(void **state)
+{
+    struct congested c;
+    congested_open(&c);
+    struct server s;
+    struct client host;
+    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 3600}, c.t);
+    client_connect(&s, &host);
+    good_ping(&s, &host);
+    enum { N = 40 };
+    flood_pings(&host, N);
+    int got = 0;
+    for (int turns = 0; got < N && turns < 400; turns++) {
+        assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
+        got += count_lines(&host);
+    }
+    assert_int_equal(got, N);
+    assert_true(trail_congested(c.t));
+    client_close(&host);
+    server_stop(&s);
+    congested_close(&c);
+}
+
 /* Light agents do not starve a flood: five agents that each send one ping a turn (their lines
  * are handled in the turn they arrive, whatever the budget) and one agent with pipelined pings.
  * The host's budget of lines is the heavy agents' share of a turn, on top of the light lines:
@@ -1097,6 +1124,7 @@ int main(void)
         cmocka_unit_test(floods_go_on_while_trail_stays_congested),
         cmocka_unit_test(flood_not_starved_by_light_agents),
         cmocka_unit_test(floods_go_on_without_a_timer),
+        cmocka_unit_test(lone_host_not_held_while_trail_congested),
         cmocka_unit_test(eof_after_answers),
         cmocka_unit_test(free_while_call_runs),
         cmocka_unit_test(trail_records_messages),
