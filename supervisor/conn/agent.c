@@ -88,7 +88,10 @@ struct agent_host {
     struct loop_watch congested_w; /* the tick while the trail is congested (backlog_serve) */
     bool congested_armed, congested_tick;
     unsigned heavy_cap; /* turn_lines past which heavy agents wait (HOST_LINES_PER_TURN, or less) */
-    double light_at;    /* when a light agent's line was last handled (util_now) */
+    /* Light lines handled in the window begun at light_win_at, and in the window before it
+     * (light_busy: whether the floods are held back while the trail is congested). */
+    double light_win_at;
+    unsigned light_win_n, light_prev_n;
     struct loop_watch kick;
     bool trail_warned;       /* the first trail failure is said once on stderr */
     uint64_t trail_refusals; /* calls and answers refused for want of the trail */
@@ -677,7 +680,7 @@ static void on_kick(void *data, uint32_t events)
 /* The trail is congested (trail_congested: the WAL checkpoint is far behind the commits): the
  * floods' entries are what fill the WAL faster than it is copied, and past its bound starting it
  * over held the loop for 40-70 ms at a time (bench/run_flood.sh). Heavy agents then get one line
- * per tick between them, light agents go on as ever (while there are any: CONGESTED_LIGHT_SEC).
+ * per tick between them, light agents go on as ever (while they are busy: light_busy).
  * One line, not none: a reader that holds the WAL for long (an admin's open sqlite3 shell) keeps
  * it congested, and no agent may stall for good on that. The tick is a timer, not the eventfd,
  * which would spin the loop against the checkpoint's thread. */
@@ -706,15 +709,39 @@ static bool congested_arm(struct agent_host *h)
     return false;
 }
 
-/* Only while a light agent has been served within this long: with none to protect (one MCP
- * host pipelining its calls), holding the floods back would only slow them. */
-#define CONGESTED_LIGHT_SEC 1.0
+/* Only while light agents are busy: at least CONGESTED_LIGHT_LINES light lines in the current
+ * window of CONGESTED_LIGHT_WINDOW seconds or in it and the one before. With few light lines to
+ * protect, holding the floods back costs more than it saves: 256 workers pipelining 200 reads
+ * each, whose occasional single `complete` signal counted as a light agent, took 15-18 s
+ * instead of 9 (bench/run_scale.sh), while a well-behaved agent reading in turn, one line
+ * every few hundred microseconds, is what the hold is for (bench/run_flood.sh). */
+#define CONGESTED_LIGHT_WINDOW 0.25
+#define CONGESTED_LIGHT_LINES 25
+
+static void light_seen(struct agent_host *h)
+{
+    double now = util_now();
+    if (now - h->light_win_at >= CONGESTED_LIGHT_WINDOW) {
+        h->light_prev_n = now - h->light_win_at < 2 * CONGESTED_LIGHT_WINDOW ? h->light_win_n : 0;
+        h->light_win_n = 0;
+        h->light_win_at = now;
+    }
+    h->light_win_n++;
+}
+
+static bool light_busy(const struct agent_host *h)
+{
+    double age = util_now() - h->light_win_at;
+    if (age < CONGESTED_LIGHT_WINDOW)
+        return h->light_win_n + h->light_prev_n >= CONGESTED_LIGHT_LINES;
+    return age < 2 * CONGESTED_LIGHT_WINDOW && h->light_win_n >= CONGESTED_LIGHT_LINES;
+}
 
 static void backlog_serve(struct agent_host *h)
 {
     /* An agent alone is never held: its own light requests are not others to protect. */
     bool congested = h->backlog && h->n_agents > 1 && h->trail && trail_congested(h->trail) &&
-                     util_now() - h->light_at < CONGESTED_LIGHT_SEC;
+                     light_busy(h);
     if (congested) {
         if (!h->congested_tick) {
             congested_arm(h);
@@ -1005,7 +1032,7 @@ static void agent_pump(struct agent *a)
         a->pump_n++;
         h->turn_lines++;
         if (light_first)
-            h->light_at = util_now();
+            light_seen(h);
         const char *line;
         size_t len;
         enum rpc_frame f = rpc_reader_next(a->reader, &line, &len);
