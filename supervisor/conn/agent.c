@@ -680,7 +680,7 @@ static void on_kick(void *data, uint32_t events)
 /* The trail is congested (trail_congested: the WAL checkpoint is far behind the commits): the
  * floods' entries are what fill the WAL faster than it is copied, and past its bound starting it
  * over held the loop for 40-70 ms at a time (bench/run_flood.sh). Heavy agents then get one line
- * per tick between them, light agents go on as ever (while they are busy: light_busy).
+ * per tick between them while light agents are busy (light_busy), who go on as ever.
  * One line, not none: a reader that holds the WAL for long (an admin's open sqlite3 shell) keeps
  * it congested, and no agent may stall for good on that. The tick is a timer, not the eventfd,
  * which would spin the loop against the checkpoint's thread. */
@@ -743,11 +743,8 @@ static void backlog_serve(struct agent_host *h)
     bool congested = h->backlog && h->n_agents > 1 && h->trail && trail_congested(h->trail) &&
                      light_busy(h);
     if (congested) {
-        if (!h->congested_tick) {
-            congested_arm(h);
-            if (!h->congested_tick)
-                return;
-        }
+        if (!h->congested_tick && congested_arm(h))
+            return; /* the tick serves the next line (out of fds, congested_arm made it due) */
         h->congested_tick = false;
     }
     /* The heavy agents' share comes on top of the turn's light lines, which are counted in

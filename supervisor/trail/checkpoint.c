@@ -249,19 +249,29 @@ int trail_ckpt_start(sqlite3 *writer, const char *path, bool full, struct trail_
     return 0;
 }
 
+/* The WAL pages not yet copied into the database, as far as the writer can tell without asking
+ * SQLite (which would take a checkpoint): what the thread's last pass left, plus the frames
+ * committed since. After a restart (the writer's, or SQLite's own, seen by the WAL hook) no pass
+ * has measured the new WAL, and all its frames are owed. An estimate that errs low only until
+ * the next pass. Called with the mutex held. */
+static int ckpt_debt_locked(const struct trail_ckpt *c)
+{
+    int grown = c->wal_frames > c->pass_log ? c->wal_frames - c->pass_log : 0;
+    return c->pass_left + grown;
+}
+
 /* Early: what the thread's last pass left and what was committed since are at most
- * CKPT_RESIDUAL frames, so a RESTART now copies those few. The thread cannot do it itself while commits come
- * back to back: the writer's transaction is open for most of a busy turn, and the thread may
- * not wait for it (it would then hold the writer lock while waiting for readers). Tried once per
- * pass of the thread, so that a reader that keeps it from succeeding does not cost a flush at
- * every commit. */
+ * CKPT_RESIDUAL frames, so a RESTART now copies those few. The thread cannot do it itself
+ * while commits come back to back: the writer's transaction is open for most of a busy turn,
+ * and the thread may not wait for it (it would then hold the writer lock while waiting for
+ * readers). Tried once per pass of the thread, so that a reader that keeps it from succeeding
+ * does not cost a flush at every commit. */
 static bool ckpt_early(struct trail_ckpt *c)
 {
     if (c->wal_frames < CKPT_PAGES)
         return false;
     pthread_mutex_lock(&c->mu);
-    int grown = c->wal_frames > c->pass_log ? c->wal_frames - c->pass_log : 0;
-    bool now = c->passes != c->early_tried && c->pass_log > 0 && c->pass_left + grown <= CKPT_RESIDUAL;
+    bool now = c->passes != c->early_tried && c->pass_log > 0 && ckpt_debt_locked(c) <= CKPT_RESIDUAL;
     if (now)
         c->early_tried = c->passes;
     pthread_mutex_unlock(&c->mu);
@@ -293,17 +303,12 @@ void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c)
     trail_busy_wait(writer);
 }
 
-/* The WAL pages not yet copied into the database, as far as the writer can tell without asking
- * SQLite (which would take a checkpoint): what the thread's last pass left, plus the frames
- * committed since. A WAL started over since that pass (fewer frames than it saw) owes only what
- * was left. An estimate that errs low only until the next pass, which comes within a second. */
 int trail_ckpt_debt(struct trail_ckpt *c)
 {
     if (!c)
         return 0;
     pthread_mutex_lock(&c->mu);
-    int grown = c->wal_frames > c->pass_log ? c->wal_frames - c->pass_log : 0;
-    int debt = c->pass_left + grown;
+    int debt = ckpt_debt_locked(c);
     pthread_mutex_unlock(&c->mu);
     return debt;
 }

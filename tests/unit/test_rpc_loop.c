@@ -707,6 +707,50 @@ static void good_pings(struct server *s, struct client *good)
         good_ping(s, good);
 }
 
+/* Two flooding agents (N pipelined pings each) and a light one, on a congested trail: what the
+ * tests below share. */
+struct rig {
+    struct congested c;
+    struct server s;
+    struct client fl[2], good;
+    int got[2];
+};
+
+static void rig_open(struct rig *r, const struct agent_host_opts *o, bool busy, int n)
+{
+    memset(r, 0, sizeof(*r));
+    congested_open(&r->c);
+    server_start_trail(&r->s, o, r->c.t);
+    for (int i = 0; i < 2; i++)
+        client_connect(&r->s, &r->fl[i]);
+    client_connect(&r->s, &r->good);
+    if (busy)
+        good_pings(&r->s, &r->good);
+    else
+        good_ping(&r->s, &r->good);
+    for (int i = 0; i < 2; i++)
+        flood_pings(&r->fl[i], n);
+}
+
+/* One turn (waiting at most WAIT_MS), then the floods' answers it brought. */
+static void rig_turn(struct rig *r, int wait_ms)
+{
+    assert_true(loop_run_once(r->s.loop, wait_ms, NULL) >= 0);
+    for (int i = 0; i < 2; i++)
+        r->got[i] += count_lines(&r->fl[i]);
+}
+
+static void rig_close(struct rig *r, int n)
+{
+    assert_int_equal(r->got[0], n);
+    assert_int_equal(r->got[1], n);
+    for (int i = 0; i < 2; i++)
+        client_close(&r->fl[i]);
+    client_close(&r->good);
+    server_stop(&r->s);
+    congested_close(&r->c);
+}
+
 /* While the trail is congested, heavy agents wait in the backlog (here the tick that lets one
  * line through is an hour) and a light agent is answered as ever; once the checkpoint has
  * caught up, the floods are served in full. Before, the floods were served at the usual pace
@@ -714,46 +758,26 @@ static void good_pings(struct server *s, struct client *good)
  * (bench/run_flood.sh). */
 static void floods_wait_while_trail_congested(void **state)
 {
-    struct congested c;
-    congested_open(&c);
-    struct server s;
-    struct client fl[2], good;
-    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 3600}, c.t);
-    for (int i = 0; i < 2; i++)
-        client_connect(&s, &fl[i]);
-    client_connect(&s, &good);
-    good_pings(&s, &good);
     enum { N = 200 };
-    for (int i = 0; i < 2; i++)
-        flood_pings(&fl[i], N);
-    int got[2] = {0, 0};
+    struct rig r;
+    rig_open(&r, &(struct agent_host_opts){.congested_tick = 3600}, true, N);
     for (int round = 0; round < 5; round++) {
-        good_pings(&s, &good);
+        good_pings(&r.s, &r.good);
         for (int turns = 0; turns < 10; turns++)
-            assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
-        for (int i = 0; i < 2; i++)
-            got[i] += count_lines(&fl[i]);
+            rig_turn(&r, 5);
     }
-    if (got[0] + got[1] > 0)
-        fail_msg("%d flood answers while the trail was congested", got[0] + got[1]);
+    if (r.got[0] + r.got[1] > 0)
+        fail_msg("%d flood answers while the trail was congested", r.got[0] + r.got[1]);
 
     /* The reader lets go: the checkpoint catches up (its thread looks every second at most);
      * the light agent's pings make the turns that serve the backlog. */
-    congested_release(&c);
-    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 2000; turns++) {
-        good_ping(&s, &good);
-        assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
-        for (int i = 0; i < 2; i++)
-            got[i] += count_lines(&fl[i]);
+    congested_release(&r.c);
+    for (int turns = 0; r.got[0] + r.got[1] < 2 * N && turns < 2000; turns++) {
+        good_ping(&r.s, &r.good);
+        rig_turn(&r, 5);
     }
-    assert_int_equal(got[0], N);
-    assert_int_equal(got[1], N);
-    assert_false(trail_congested(c.t));
-    for (int i = 0; i < 2; i++)
-        client_close(&fl[i]);
-    client_close(&good);
-    server_stop(&s);
-    congested_close(&c);
+    assert_false(trail_congested(r.c.t));
+    rig_close(&r, N);
 }
 
 /* A trail that stays congested (the reader never lets go) slows the floods, never stops them:
@@ -761,55 +785,27 @@ static void floods_wait_while_trail_congested(void **state)
  * all along: pinging once, it let the hold lapse, and the test passed with the tick broken. */
 static void floods_go_on_while_trail_stays_congested(void **state)
 {
-    struct congested c;
-    congested_open(&c);
-    struct server s;
-    struct client fl[2], good;
-    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 0.001}, c.t);
-    for (int i = 0; i < 2; i++)
-        client_connect(&s, &fl[i]);
-    client_connect(&s, &good);
-    good_pings(&s, &good);
     enum { N = 40 };
-    for (int i = 0; i < 2; i++)
-        flood_pings(&fl[i], N);
-    int got[2] = {0, 0};
-    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 4000; turns++) {
-        good_ping(&s, &good);
-        assert_true(loop_run_once(s.loop, 50, NULL) >= 0);
-        for (int i = 0; i < 2; i++)
-            got[i] += count_lines(&fl[i]);
+    struct rig r;
+    rig_open(&r, &(struct agent_host_opts){.congested_tick = 0.001}, true, N);
+    for (int turns = 0; r.got[0] + r.got[1] < 2 * N && turns < 4000; turns++) {
+        good_ping(&r.s, &r.good);
+        rig_turn(&r, 50);
     }
-    assert_int_equal(got[0], N);
-    assert_int_equal(got[1], N);
-    assert_true(trail_congested(c.t));
-    for (int i = 0; i < 2; i++)
-        client_close(&fl[i]);
-    client_close(&good);
-    server_stop(&s);
-    congested_close(&c);
+    assert_true(trail_congested(r.c.t));
+    rig_close(&r, N);
 }
 
 /* Out of fds, the tick's timer cannot be made: the floods then get a line a turn, and the
  * eventfd makes those turns come. Before, the tick was only marked due and nothing woke the
  * loop again (the floods' pipes are unwatched while they wait in the backlog): they stalled
- * until some other agent happened to send something. */
+ * until some other agent happened to send something. Two floods, so that the backlog is never
+ * empty when the one served goes back to it (which would write the eventfd). */
 static void floods_go_on_without_a_timer(void **state)
 {
-    struct congested c;
-    congested_open(&c);
-    struct server s;
-    struct client fl[2], good;
-    server_start_trail(&s, NULL, c.t);
-    for (int i = 0; i < 2; i++)
-        client_connect(&s, &fl[i]);
-    client_connect(&s, &good);
-    good_pings(&s, &good);
-    /* Two, so that the backlog is never empty when the one served goes back to it (which
-     * would write the eventfd). */
     enum { N = 40 };
-    for (int i = 0; i < 2; i++)
-        flood_pings(&fl[i], N);
+    struct rig r;
+    rig_open(&r, NULL, true, N);
     /* No new fd from here on: the lowest free one is the limit. */
     struct rlimit was, none;
     assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
@@ -819,20 +815,10 @@ static void floods_go_on_without_a_timer(void **state)
     none = was;
     none.rlim_cur = (rlim_t)lowest;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
-    int got[2] = {0, 0};
-    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 400; turns++) {
-        assert_true(loop_run_once(s.loop, 50, NULL) >= 0);
-        for (int i = 0; i < 2; i++)
-            got[i] += count_lines(&fl[i]);
-    }
+    for (int turns = 0; r.got[0] + r.got[1] < 2 * N && turns < 400; turns++)
+        rig_turn(&r, 50);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
-    assert_int_equal(got[0], N);
-    assert_int_equal(got[1], N);
-    for (int i = 0; i < 2; i++)
-        client_close(&fl[i]);
-    client_close(&good);
-    server_stop(&s);
-    congested_close(&c);
+    rig_close(&r, N);
 }
 
 /* One agent alone (corral mcp, corral exec --trail: one host) is not held back while the trail
@@ -868,34 +854,16 @@ static void lone_host_not_held_while_trail_congested(void **state)
  * The tick is an hour here: held back, the floods would get nothing. */
 static void idle_light_agent_does_not_hold_floods(void **state)
 {
-    struct congested c;
-    congested_open(&c);
-    struct server s;
-    struct client fl[2], good;
-    server_start_trail(&s, &(struct agent_host_opts){.congested_tick = 3600}, c.t);
-    for (int i = 0; i < 2; i++)
-        client_connect(&s, &fl[i]);
-    client_connect(&s, &good);
-    good_ping(&s, &good);
     enum { N = 40 };
-    for (int i = 0; i < 2; i++)
-        flood_pings(&fl[i], N);
-    int got[2] = {0, 0};
-    for (int turns = 0; got[0] + got[1] < 2 * N && turns < 400; turns++) {
+    struct rig r;
+    rig_open(&r, &(struct agent_host_opts){.congested_tick = 3600}, false, N);
+    for (int turns = 0; r.got[0] + r.got[1] < 2 * N && turns < 400; turns++) {
         if (turns % 50 == 0)
-            good_ping(&s, &good);
-        assert_true(loop_run_once(s.loop, 5, NULL) >= 0);
-        for (int i = 0; i < 2; i++)
-            got[i] += count_lines(&fl[i]);
+            good_ping(&r.s, &r.good);
+        rig_turn(&r, 5);
     }
-    assert_int_equal(got[0], N);
-    assert_int_equal(got[1], N);
-    assert_true(trail_congested(c.t));
-    for (int i = 0; i < 2; i++)
-        client_close(&fl[i]);
-    client_close(&good);
-    server_stop(&s);
-    congested_close(&c);
+    assert_true(trail_congested(r.c.t));
+    rig_close(&r, N);
 }
 
 /* Light agents do not starve a flood: five agents that each send one ping a turn (their lines

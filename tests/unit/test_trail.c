@@ -950,6 +950,20 @@ static void test_wal_bounded(void **state)
     tmpdir_free(dir);
 }
 
+/* Puts N MiB of random blobs into the trail in one commit. */
+static void commit_mib(struct trail *t, int n)
+{
+    static unsigned char blob[1 << 20];
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 0; k < sizeof(blob); k += 4)
+            memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
+        char hex[65];
+        struct cerr err = {0};
+        assert_int_equal(trail_blob_put(t, blob, sizeof(blob), hex, &err), 0);
+    }
+    commit_ok(t);
+}
+
 /* The WAL starts over early, not at its bound: once the checkpoint thread has copied all but a
  * few frames, the writer's next commit restarts it with a RESTART that copies only those few.
  * SQLite restarts it by itself only when a pass copied everything before the next commit, which
@@ -964,16 +978,7 @@ static void test_wal_restarts_early(void **state)
     struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
     struct trail_ckpt *c = trail_ckpt_of(t);
     assert_non_null(c);
-    /* 5 MiB in one commit: past the thread's threshold (1000 pages), it is woken. */
-    static unsigned char blob[1 << 20];
-    for (int i = 0; i < 5; i++) {
-        for (size_t k = 0; k < sizeof(blob); k += 4)
-            memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
-        char hex[65];
-        struct cerr err = {0};
-        assert_int_equal(trail_blob_put(t, blob, sizeof(blob), hex, &err), 0);
-    }
-    commit_ok(t);
+    commit_mib(t, 5); /* past the thread's threshold (1000 pages): it is woken */
     sqlite3 *reader;
     assert_int_equal(sqlite3_open_v2(db, &reader, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM entries;", NULL, NULL, NULL),
@@ -1002,20 +1007,6 @@ static void test_wal_restarts_early(void **state)
     verify_ok(db, 0);
     free(db);
     tmpdir_free(dir);
-}
-
-/* Puts N MiB of random blobs into the trail in one commit. */
-static void commit_mib(struct trail *t, int n)
-{
-    static unsigned char blob[1 << 20];
-    for (int i = 0; i < n; i++) {
-        for (size_t k = 0; k < sizeof(blob); k += 4)
-            memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
-        char hex[65];
-        struct cerr err = {0};
-        assert_int_equal(trail_blob_put(t, blob, sizeof(blob), hex, &err), 0);
-    }
-    commit_ok(t);
 }
 
 /* Once the thread has copied the whole WAL, SQLite starts it over at the writer's next
