@@ -78,8 +78,13 @@ struct spawn_hooks {
     void (*refill_drop)(void *req);
     void (*drop_children)(const struct sandbox_child *parent);
     bool (*destroy_later)(struct cgroup *cg, const struct sandbox_child *parent);
+    bool (*release_later)(struct sandbox_child *c, const struct sandbox_child *parent);
 };
 void spawn_hooks_set(const struct spawn_hooks *h);
+/* The end of a sandbox whose init reported its program's end (sandbox_child_ended): reaps init
+ * (blocking until its exit is done), asks for the next sandbox of its profile, frees C. Run by
+ * the background thread (warm_release_later), or by sandbox_child_free when there is none. */
+void spawn_child_finish(struct sandbox_child *c);
 
 /* warm.c: prepared sandboxes (sandbox_prepare) kept for profiles that start commands again and
  * again, so a command's start is its program's alone. warm_take hands one whose profile matches
@@ -94,9 +99,8 @@ void warm_drop_children(const struct sandbox_child *parent);
 void warm_stop(void);
 /* Hands the cgroup of an ended sandbox nested in PARENT's to the background thread to remove;
  * false: remove it yourself (no thread, or no parent to order the removal against). */
-bool warm_destroy_later(
-    struct cgroup *cg,
-    const struct sandbox_child
-        *parent); /* ends the background thread and every prepared sandbox (zygote_stop) */
+bool warm_destroy_later(struct cgroup *cg, const struct sandbox_child *parent);
+/* The same for a sandbox whose init is exiting on its own: spawn_child_finish in the background. */
+bool warm_release_later(struct sandbox_child *c, const struct sandbox_child *parent);
 
 #endif

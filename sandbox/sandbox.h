@@ -161,6 +161,15 @@ int sandbox_child_take_notify_fd(struct sandbox_child *c);
  * sandbox/egress_sockets.h) into fds, handed over to the caller. -ENOENT if none or taken. */
 int sandbox_child_take_egress_fds(struct sandbox_child *c, int *fds, size_t n);
 
+/* Where to poll for the end of a started sandbox: init's control socket until init reports that
+ * the program ended (init has killed and reaped every other process of the sandbox by then), its
+ * pidfd once init died without a report. Ask again after each sandbox_child_ended that said no. */
+int sandbox_child_end_fd(const struct sandbox_child *c);
+/* Whether the sandbox has ended; takes init's report when there is one. Never blocks. After a
+ * yes, sandbox_child_wait(_status) returns at once: init's own exit (its namespaces' teardown)
+ * is left to sandbox_child_free, which hands it to the background when a zygote runs. */
+bool sandbox_child_ended(struct sandbox_child *c);
+
 /* SIGKILL: the whole sandbox at once. Any other signal: forwarded by init to every process. */
 int sandbox_child_signal(struct sandbox_child *c, int sig);
 

@@ -53,6 +53,10 @@ struct sandbox_child {
     struct cgroup *cg;
     double started;
     bool reaped;
+    bool waited;     /* child_wait ran */
+    bool status_got; /* init reported the program's end, every other process reaped: see init_main */
+    bool status_hup; /* init's socket hung up without a report (init was killed): its pidfd tells */
+    int status;      /* the program's wait status, when status_got */
 };
 
 /* Set by zygote_start (see spawn_hooks_set). */
@@ -574,8 +578,24 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
         int st;
         pid_t w = waitpid(-1, &st, 0);
         if (w == pid) {
+            /* The program ended: end everything else it left running, and reap it all, before
+             * the status goes out. The status then means "nothing of this sandbox runs any
+             * more" (its pipes hold all the output there will be), and the caller can answer
+             * on it without waiting for our own exit, which tears the namespaces down (0.4 ms
+             * and an RCU grace period here). Orphans are reparented to us, pid 1 of the
+             * namespace, so no child left means no process left; kill(-1) from pid 1 reaches
+             * every other process of the namespace, and one being forked meanwhile gets the
+             * signal too. */
+            pid_t more;
+            while ((more = waitpid(-1, NULL, WNOHANG)) < 0 && errno == EINTR)
+                ;
+            if (more >= 0) {
+                kill(-1, SIGKILL);
+                while (waitpid(-1, NULL, 0) >= 0 || errno == EINTR)
+                    ;
+            }
             (void)util_write_all(a->status_wr, &st, sizeof(st));
-            _exit(0); /* the kernel ends every other process of the namespace with us */
+            _exit(0);
         }
         if (w < 0 && errno == ECHILD)
             _exit(0);
@@ -1120,14 +1140,59 @@ int sandbox_child_usage(const struct sandbox_child *c, struct sandbox_result *r)
     return 0;
 }
 
+int sandbox_child_end_fd(const struct sandbox_child *c)
+{
+    return c->started_prog && c->status_fd >= 0 && !c->status_hup && !c->status_got ? c->status_fd
+                                                                                     : c->pidfd;
+}
+
+bool sandbox_child_ended(struct sandbox_child *c)
+{
+    if (c->status_got || c->reaped)
+        return true;
+    if (c->started_prog && c->status_fd >= 0 && !c->status_hup) {
+        struct pollfd pf = {.fd = c->status_fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) <= 0)
+            return false;
+        /* Init writes the 4 bytes at once, or hangs up without them. */
+        int st;
+        if (util_read_all(c->status_fd, &st, sizeof(st)) == (ssize_t)sizeof(st)) {
+            c->status = st;
+            c->status_got = true;
+            return true;
+        }
+        c->status_hup = true;
+    }
+    struct pollfd pf = {.fd = c->pidfd, .events = POLLIN};
+    return poll(&pf, 1, 0) > 0;
+}
+
+static void fill_status(struct sandbox_result *r, int st)
+{
+    r->exited = WIFEXITED(st);
+    r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+    r->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+}
+
 static int child_wait(struct sandbox_child *c, struct sandbox_result *r, bool usage, struct cerr *err)
 {
 #ifdef SPAWN_TRACE
     double t_w = util_now();
 #endif
     memset(r, 0, sizeof(*r));
-    if (c->reaped)
+    if (c->reaped || c->waited)
         return cerr_set(err, ECHILD, "sandbox already waited for");
+    c->waited = true;
+    if (c->status_got) {
+        /* Init reported the end and reaped everything else: nothing of the sandbox runs. Its
+         * own exit (the namespaces' teardown) is not waited for here: sandbox_child_free hands
+         * it to the background, and the cgroup goes once init is reaped. */
+        r->wall_sec = util_now() - c->started;
+        fill_status(r, c->status);
+        if (usage)
+            cgroup_usage(c->cg, r);
+        return 0;
+    }
     siginfo_t si = {0};
 #ifdef SPAWN_TRACE
     struct pollfd tp = {.fd = c->status_fd, .events = POLLIN};
@@ -1142,9 +1207,7 @@ static int child_wait(struct sandbox_child *c, struct sandbox_result *r, bool us
     int st;
     ssize_t n = c->status_fd >= 0 ? util_read_all(c->status_fd, &st, sizeof(st)) : -1;
     if (n == (ssize_t)sizeof(st)) {
-        r->exited = WIFEXITED(st);
-        r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-        r->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+        fill_status(r, st);
     } else if (si.si_code == CLD_EXITED) {
         r->exited = true;
         r->exit_code = si.si_status;
@@ -1180,10 +1243,29 @@ int sandbox_child_wait_status(struct sandbox_child *c, struct sandbox_result *r,
     return child_wait(c, r, false, err);
 }
 
+void spawn_child_finish(struct sandbox_child *c)
+{
+    siginfo_t si;
+    while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+        ;
+    c->reaped = true;
+    if (c->refill)
+        spawn_hooks.refill(c->refill); /* now that this one's cgroup is about to go */
+    c->refill = NULL;
+    sandbox_child_free(c);
+}
+
 void sandbox_child_free(struct sandbox_child *c)
 {
     if (!c)
         return;
+    /* Init reported the end and is exiting on its own: reaping it waits for its namespaces'
+     * teardown, which the background does when it can (off a command's answer). */
+    if (c->status_got && !c->reaped) {
+        if (!spawn_hooks.release_later || !spawn_hooks.release_later(c, c->parent))
+            spawn_child_finish(c);
+        return;
+    }
     if (spawn_hooks.drop_children)
         spawn_hooks.drop_children(c); /* prepared sandboxes nested in our cgroup go first */
     if (c->pid > 0 && !c->reaped) {

@@ -57,7 +57,8 @@ static struct warm_req *warm_queue;
 /* cgroups of ended command sandboxes, removed here rather than on the caller's path (a v1
  * rmdir in four hierarchies costs a command's answer a good part of a millisecond) */
 struct warm_rm {
-    struct cgroup *cg;
+    struct cgroup *cg;       /* a cgroup to remove, or */
+    struct sandbox_child *c; /* a sandbox whose init is exiting: reaped, then freed (its cgroup too) */
     const struct sandbox_child *parent;
     struct warm_rm *next;
 };
@@ -277,6 +278,15 @@ static struct sandbox_child *slot_clear(size_t i)
     return c;
 }
 
+static void rm_run(struct warm_rm *x)
+{
+    if (x->c)
+        spawn_child_finish(x->c);
+    else
+        cgroup_destroy(x->cg);
+    free(x);
+}
+
 static void *warm_main(void *arg)
 {
     (void)arg;
@@ -291,8 +301,7 @@ static void *warm_main(void *arg)
             warm_rm_queue = x->next;
             warm_busy_parent = x->parent;
             pthread_mutex_unlock(&warm_lock);
-            cgroup_destroy(x->cg);
-            free(x);
+            rm_run(x);
             pthread_mutex_lock(&warm_lock);
             warm_busy_parent = NULL;
             pthread_cond_broadcast(&warm_idle);
@@ -422,6 +431,18 @@ void warm_refill_drop(void *req)
     req_free(req);
 }
 
+/* Under warm_lock: the background thread, started when first needed. */
+static void thread_start_locked(void)
+{
+    if (warm_stopping || warm_thread_started)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals belong to the supervisor's loop */
+    warm_thread_started = pthread_create(&warm_thread, NULL, warm_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Queued when the sandbox that asked for it ends, not when it starts: the next one is then made
  * while the agent thinks, instead of competing for the CPUs with the command that runs. */
 void warm_refill(void *req)
@@ -436,13 +457,8 @@ void warm_refill(void *req)
         have = warm_slot[i].c && key_eq(&warm_slot[i].key, &r->key);
     for (struct warm_req *q = warm_queue; q && !have; q = q->next)
         have = key_eq(&q->key, &r->key);
-    if (!have && !warm_stopping && !warm_thread_started) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old); /* signals belong to the supervisor's loop */
-        warm_thread_started = pthread_create(&warm_thread, NULL, warm_main, NULL) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (!have)
+        thread_start_locked();
     if (!have && warm_thread_started && !warm_stopping) {
         struct warm_req **tail = &warm_queue;
         while (*tail)
@@ -455,17 +471,20 @@ void warm_refill(void *req)
     req_free(r);
 }
 
-bool warm_destroy_later(struct cgroup *cg, const struct sandbox_child *parent)
+static bool rm_later(struct cgroup *cg, struct sandbox_child *c, const struct sandbox_child *parent)
 {
-    if (!cg || !parent)
+    if (!parent)
         return false;
     struct warm_rm *x = malloc(sizeof(*x));
     if (!x)
         return false;
     pthread_mutex_lock(&warm_lock);
+    if (c)
+        thread_start_locked();
     bool ok = warm_thread_started && !warm_stopping;
     if (ok) {
         x->cg = cg;
+        x->c = c;
         x->parent = parent;
         x->next = warm_rm_queue;
         warm_rm_queue = x;
@@ -475,6 +494,16 @@ bool warm_destroy_later(struct cgroup *cg, const struct sandbox_child *parent)
     if (!ok)
         free(x);
     return ok;
+}
+
+bool warm_destroy_later(struct cgroup *cg, const struct sandbox_child *parent)
+{
+    return cg && rm_later(cg, NULL, parent);
+}
+
+bool warm_release_later(struct sandbox_child *c, const struct sandbox_child *parent)
+{
+    return c && rm_later(NULL, c, parent);
 }
 
 void warm_drop_children(const struct sandbox_child *parent)
@@ -523,8 +552,7 @@ void warm_drop_children(const struct sandbox_child *parent)
     while (rm) { /* nested in PARENT's cgroup: gone before it */
         struct warm_rm *x = rm;
         rm = x->next;
-        cgroup_destroy(x->cg);
-        free(x);
+        rm_run(x);
     }
     while (cancelled) {
         struct warm_req *x = cancelled;
@@ -559,8 +587,7 @@ void warm_stop(void)
     while (rm) {
         struct warm_rm *x = rm;
         rm = x->next;
-        cgroup_destroy(x->cg);
-        free(x);
+        rm_run(x);
     }
     for (size_t i = 0; i < n; i++)
         sandbox_child_free(drop[i]);

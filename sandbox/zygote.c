@@ -588,6 +588,7 @@ int zygote_start(struct cerr *err)
         .refill_drop = warm_refill_drop,
         .drop_children = warm_drop_children,
         .destroy_later = warm_destroy_later,
+        .release_later = warm_release_later,
     };
     spawn_hooks_set(&hooks);
     return 0;

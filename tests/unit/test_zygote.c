@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -536,6 +537,110 @@ static void prepared_sandboxes_match_their_profile(void **state)
     rmdir(b);
 }
 
+/* The processes in the cgroup of C, but init (a cgroup v1 hierarchy or v2), as "pid pid ...". */
+static void others_in(const struct sandbox_child *c, char *out, size_t cap)
+{
+    char path[512], buf[4096];
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/cgroup.procs", sandbox_child_cgroup(c));
+    struct stat st;
+    if (stat(path, &st) < 0)
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cgroup.procs", sandbox_child_cgroup(c));
+    out[0] = '\0';
+    if (util_read_file(path, buf, sizeof(buf)) < 0)
+        return;
+    size_t o = 0;
+    for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n"))
+        if (atol(tok) != sandbox_child_pid(c) && o < cap)
+            o += (size_t)snprintf(out + o, cap - o, "%s ", tok);
+}
+
+/* Polls C's end the way the command broker does; the sandbox_child_ended that said yes. */
+static void wait_ended(struct sandbox_child *c)
+{
+    for (int i = 0; i < 6000; i++) {
+        struct pollfd pf = {.fd = sandbox_child_end_fd(c), .events = POLLIN};
+        if (poll(&pf, 1, 10) > 0 && sandbox_child_ended(c))
+            return;
+    }
+    fail_msg("the sandbox did not end in 60 s");
+}
+
+/* A command's answer goes out when init reports the end, before init's own exit: by then the
+ * program and everything it left running (background jobs, a daemon that left its session) are
+ * reaped, so nothing writes the workspace or the pipes after the answer. And a sandbox whose
+ * init was killed (no report) still ends, by its pidfd. Its init and cgroup go in the
+ * background, and before the agent's cgroup. */
+static void ended_means_nothing_left_running(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    char agent_cg[512];
+    snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat cst;
+    if (stat(agent_cg, &cst) < 0)
+        snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    for (int round = 0; round < 3; round++) { /* a fresh sandbox, then prepared ones */
+        struct sandbox_profile p;
+        sandbox_profile_default(&p);
+        p.cgroup_parent = agent;
+        int op[2];
+        assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+        struct sandbox_stdio io = {-1, op[1], op[1]};
+        /* Three left running: a background job, one in a subshell (reparented to init at
+         * once), one in a session of its own; the pipe's write end stays with them. */
+        char *const argv[] = {"sh", "-c",
+                              "sleep 100 & (sleep 100 &); setsid sleep 100 & echo started; exit 3",
+                              NULL};
+        struct sandbox_child *c = NULL;
+        if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
+            fail_msg("spawn: %s", e.msg);
+        close(op[1]);
+        wait_ended(c);
+        char left[256];
+        others_in(c, left, sizeof(left));
+        assert_string_equal(left, ""); /* before the fix: the three sleeps */
+        char out[64];
+        fcntl(op[0], F_SETFL, O_NONBLOCK);
+        ssize_t n = read(op[0], out, sizeof(out) - 1);
+        out[n > 0 ? n : 0] = '\0';
+        assert_string_equal(out, "started\n");
+        assert_int_equal(read(op[0], out, 1), 0); /* EOF: no writer left */
+        close(op[0]);
+        struct sandbox_result r;
+        assert_int_equal(sandbox_child_wait_status(c, &r, &e), 0);
+        assert_true(r.exited);
+        assert_int_equal(r.exit_code, 3);
+        sandbox_child_free(c);
+    }
+    /* Init killed: no report, the hang-up of its socket, then its pidfd. */
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    p.cgroup_parent = agent;
+    char *const argv[] = {"sh", "-c", "sleep 100", NULL};
+    struct sandbox_child *c = NULL;
+    assert_int_equal(sandbox_spawn(&p, "/bin/sh", argv, NULL, &c, &e), 0);
+    assert_false(sandbox_child_ended(c));
+    assert_int_equal(sandbox_child_signal(c, SIGKILL), 0);
+    wait_ended(c);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait_status(c, &r, &e), 0);
+    assert_false(r.exited);
+    assert_int_equal(r.signal, SIGKILL);
+    sandbox_child_free(c);
+    /* The agent's end waits for what the background still holds of its commands. */
+    sandbox_child_signal(agent, SIGKILL);
+    assert_int_equal(sandbox_child_wait(agent, &r, &e), 0);
+    sandbox_child_free(agent);
+    assert_true(stat(agent_cg, &cst) < 0 && errno == ENOENT);
+}
+
 int main(void)
 {
     /* Before any thread, as the supervisor does. */
@@ -552,6 +657,7 @@ int main(void)
         cmocka_unit_test(proxy_sandbox_cloned_by_the_zygote),
         cmocka_unit_test(spawns_from_threads_through_the_zygote),
         cmocka_unit_test(prepared_sandboxes_match_their_profile),
+        cmocka_unit_test(ended_means_nothing_left_running),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     zygote_stop();

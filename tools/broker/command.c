@@ -334,7 +334,7 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
         if (open_err)
             pf[i_err = np++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
         if (!ended)
-            pf[i_pid = np++] = (struct pollfd){.fd = sandbox_child_pidfd(child), .events = POLLIN};
+            pf[i_pid = np++] = (struct pollfd){.fd = sandbox_child_end_fd(child), .events = POLLIN};
         double now = util_now();
         double until = killed ? now + 1.0 : termed ? kill_at : deadline;
         if (guard && !ended && !killed && check_at < until)
@@ -347,10 +347,11 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
             open_out = sink_drain(&sinks[0], &budget, &r->truncated);
         if (i_err >= 0 && pf[i_err].revents)
             open_err = sink_drain(&sinks[1], &budget, &r->truncated);
-        if (i_pid >= 0 && pf[i_pid].revents) {
+        if (i_pid >= 0 && pf[i_pid].revents && sandbox_child_ended(child)) {
             ended = true;
-            /* init is gone, and with it every process of the sandbox: what is left in the pipes
-             * is all there will be. */
+            /* Every process of the sandbox but init is gone (init reaped them before it reported
+             * the end; or init is gone itself, and they with it): what is left in the pipes is
+             * all there will be. Init's own exit is not waited for (sandbox_child_free). */
             if (open_out)
                 sink_drain(&sinks[0], &budget, &r->truncated);
             if (open_err)
