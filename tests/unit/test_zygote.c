@@ -4,7 +4,9 @@
  * zygote from several threads at once run, are this process's own children (waitable, as with
  * a direct clone), hold none of this process's fds, and see a workspace passed by fd. The
  * egress listener spec of a "proxy" sandbox round-trips, a malformed one is refused, and a
- * proxy sandbox is cloned by the zygote too, its listeners handed up. */
+ * proxy sandbox is cloned by the zygote too, its listeners handed up. A command sandbox's end
+ * (init's report) means nothing of it runs, and an init stopped between its report and its exit
+ * (a SIGSTOP from a host process of its uid) does not hold the background thread. */
 #include "sandbox/zygote.h"
 
 #include <fcntl.h>
