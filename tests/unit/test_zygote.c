@@ -649,9 +649,12 @@ static void ended_means_nothing_left_running(void **state)
 /* Holds init (pid) just after its report is written: traced to the exit of its write on the
  * control socket (fd 3), then left in a job-control stop, as a SIGSTOP from a host process of
  * the sandbox's uid (65534, "other local users" in docs/security.md) can leave it. */
-static void stop_init_after_report(pid_t pid, int release_fd)
+static bool stop_init_after_report(pid_t pid, int release_fd)
 {
-    assert_int_equal(ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD), 0);
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
+        close(release_fd);
+        return false; /* ptrace is not allowed here (yama's ptrace_scope 3) */
+    }
     assert_int_equal(ptrace(PTRACE_INTERRUPT, pid, 0, 0), 0);
     int st;
     assert_int_equal(waitpid(pid, &st, __WALL), pid);
@@ -682,11 +685,12 @@ static void stop_init_after_report(pid_t pid, int release_fd)
     for (int i = 0; i < 6000; i++) {
         const char *rp = util_read_file(path, buf, sizeof(buf)) < 0 ? NULL : strrchr(buf, ')');
         if (rp && rp[1] == ' ' && rp[2] == 'T')
-            return;
+            return true;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     fail_msg("init did not stop after its report");
+    return false;
 }
 
 /* Init has reported the end and has nothing left to do but exit, yet a host process of the
@@ -721,12 +725,19 @@ static void stopped_init_after_report_still_ends(void **state)
         fail_msg("spawn: %s", e.msg);
     close(ip[0]);
     pid_t pid = sandbox_child_pid(c);
-    stop_init_after_report(pid, ip[1]);
+    bool traced = stop_init_after_report(pid, ip[1]);
     wait_ended(c);
     struct sandbox_result r;
     assert_int_equal(sandbox_child_wait_status(c, &r, &e), 0);
     assert_true(r.exited);
     assert_int_equal(r.exit_code, 7);
+    if (!traced) {
+        sandbox_child_free(c);
+        sandbox_child_signal(agent, SIGKILL);
+        sandbox_child_wait(agent, &r, &e);
+        sandbox_child_free(agent);
+        skip();
+    }
     int pfd = fcntl(sandbox_child_pidfd(c), F_DUPFD_CLOEXEC, 3);
     assert_true(pfd >= 0);
     sandbox_child_free(c); /* to the background thread */
