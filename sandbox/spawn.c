@@ -1248,6 +1248,11 @@ int sandbox_child_wait_status(struct sandbox_child *c, struct sandbox_result *r,
 
 void spawn_child_finish(struct sandbox_child *c)
 {
+    /* Init has reported and has nothing left to do but exit; yet a host process of the
+     * sandbox's uid may signal it, and one stopped between its report and its exit would hold
+     * this wait for ever, and with it the background thread, the agent's end and corral's. A
+     * SIGKILL ends a stopped process too (test_zygote stopped_init_after_report_still_ends). */
+    syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
     siginfo_t si;
     while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
         ;

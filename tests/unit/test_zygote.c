@@ -4,7 +4,9 @@
  * zygote from several threads at once run, are this process's own children (waitable, as with
  * a direct clone), hold none of this process's fds, and see a workspace passed by fd. The
  * egress listener spec of a "proxy" sandbox round-trips, a malformed one is refused, and a
- * proxy sandbox is cloned by the zygote too, its listeners handed up. */
+ * proxy sandbox is cloned by the zygote too, its listeners handed up. A command sandbox's end
+ * (init's report) means nothing of it runs, and an init stopped between its report and its exit
+ * (a SIGSTOP from a host process of its uid) does not hold the background thread. */
 #include "sandbox/zygote.h"
 
 #include <fcntl.h>
@@ -21,7 +23,10 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <dirent.h>
 #include <unistd.h>
 
@@ -641,6 +646,115 @@ static void ended_means_nothing_left_running(void **state)
     assert_true(stat(agent_cg, &cst) < 0 && errno == ENOENT);
 }
 
+/* Holds init (pid) just after its report is written: traced to the exit of its write on the
+ * control socket (fd 3), then left in a job-control stop, as a SIGSTOP from a host process of
+ * the sandbox's uid (65534, "other local users" in docs/security.md) can leave it. */
+static bool stop_init_after_report(pid_t pid, int release_fd)
+{
+    if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD) < 0) {
+        close(release_fd);
+        return false; /* ptrace is not allowed here (yama's ptrace_scope 3) */
+    }
+    assert_int_equal(ptrace(PTRACE_INTERRUPT, pid, 0, 0), 0);
+    int st;
+    assert_int_equal(waitpid(pid, &st, __WALL), pid);
+    close(release_fd); /* the program ends; init, held, reaps it when we let it go */
+    bool in_write = false;
+    int sig = 0;
+    for (int i = 0; i < 100000; i++) {
+        assert_int_equal(ptrace(PTRACE_SYSCALL, pid, 0, sig), 0);
+        assert_int_equal(waitpid(pid, &st, __WALL), pid);
+        assert_true(WIFSTOPPED(st));
+        sig = 0;
+        if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+            struct __ptrace_syscall_info si;
+            assert_true(ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof(si), &si) > 0);
+            if (si.op == PTRACE_SYSCALL_INFO_ENTRY)
+                in_write = si.entry.nr == SYS_write && si.entry.args[0] == 3;
+            else if (si.op == PTRACE_SYSCALL_INFO_EXIT && in_write)
+                break; /* the report is in the socket */
+        } else if (st >> 16 == 0) {
+            sig = WSTOPSIG(st); /* a signal for init (SIGCHLD): delivered as it would be */
+        }
+        assert_true(i < 99999);
+    }
+    kill(pid, SIGSTOP); /* taken on its way back from the write, once we let go */
+    assert_int_equal(ptrace(PTRACE_DETACH, pid, 0, 0), 0);
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 6000; i++) {
+        const char *rp = util_read_file(path, buf, sizeof(buf)) < 0 ? NULL : strrchr(buf, ')');
+        if (rp && rp[1] == ' ' && rp[2] == 'T')
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("init did not stop after its report");
+    return false;
+}
+
+/* Init has reported the end and has nothing left to do but exit, yet a host process of the
+ * sandbox's uid may stop it in between. The background thread that reaps it must not wait on
+ * it for ever: that would hold every agent's prepared sandboxes and releases, the end of the
+ * agent (warm_drop_children) and the supervisor's exit (warm_stop). */
+static void stopped_init_after_report_still_ends(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    char agent_cg[512];
+    snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat cst;
+    if (stat(agent_cg, &cst) < 0)
+        snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    p.cgroup_parent = agent;
+    int ip[2];
+    assert_int_equal(pipe2(ip, O_CLOEXEC), 0);
+    struct sandbox_stdio io = {ip[0], -1, -1};
+    char *const argv[] = {"sh", "-c", "read x; exit 7", NULL};
+    struct sandbox_child *c = NULL;
+    if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
+        fail_msg("spawn: %s", e.msg);
+    close(ip[0]);
+    pid_t pid = sandbox_child_pid(c);
+    bool traced = stop_init_after_report(pid, ip[1]);
+    wait_ended(c);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait_status(c, &r, &e), 0);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 7);
+    if (!traced) {
+        sandbox_child_free(c);
+        sandbox_child_signal(agent, SIGKILL);
+        sandbox_child_wait(agent, &r, &e);
+        sandbox_child_free(agent);
+        skip();
+    }
+    int pfd = fcntl(sandbox_child_pidfd(c), F_DUPFD_CLOEXEC, 3);
+    assert_true(pfd >= 0);
+    sandbox_child_free(c); /* to the background thread */
+    struct pollfd pf = {.fd = pfd, .events = POLLIN};
+    int n = poll(&pf, 1, 30000);
+    if (n != 1) {
+        kill(pid, SIGCONT); /* let the thread go, or the rest of the run hangs */
+        close(pfd);
+        fail_msg("the background thread waits on a stopped init that reported its end");
+    }
+    close(pfd);
+    sandbox_child_signal(agent, SIGKILL);
+    assert_int_equal(sandbox_child_wait(agent, &r, &e), 0);
+    sandbox_child_free(agent);
+    assert_true(stat(agent_cg, &cst) < 0 && errno == ENOENT);
+}
+
 int main(void)
 {
     /* Before any thread, as the supervisor does. */
@@ -658,6 +772,7 @@ int main(void)
         cmocka_unit_test(spawns_from_threads_through_the_zygote),
         cmocka_unit_test(prepared_sandboxes_match_their_profile),
         cmocka_unit_test(ended_means_nothing_left_running),
+        cmocka_unit_test(stopped_init_after_report_still_ends),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     zygote_stop();
