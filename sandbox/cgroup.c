@@ -17,6 +17,7 @@
 
 enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUACCT, CG_NCTL };
 static const char *const cg_ctl_name[CG_NCTL] = {"memory", "pids", "cpu", "cpuacct"};
+_Static_assert(CG_NCTL <= CGROUP_MAX_TASK_FDS, "one tasks fd per hierarchy");
 
 struct cgroup {
     bool v2;
@@ -443,19 +444,10 @@ fail:
     return r;
 }
 
-int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err)
+int cgroup_task_fds(const struct cgroup *cg, int *fds, struct cerr *err)
 {
-    char v[32];
-    snprintf(v, sizeof(v), "%ld", (long)pid);
-    if (cg->v2) {
-        char p[4096];
-        snprintf(p, sizeof(p), "%s/cgroup.procs", cg->leaf);
-        int r = util_write_file(p, v);
-        return r < 0 ? cerr_set(err, r, "cgroup: cannot move the sandbox into %s: %s", cg->leaf,
-                                strerror(-r))
-                     : 0;
-    }
-    for (int i = 0; i < CG_NCTL; i++) {
+    int n = 0;
+    for (int i = 0; i < CG_NCTL && !cg->v2; i++) {
         if (!cg->dir[i])
             continue;
         bool seen = false;
@@ -463,11 +455,18 @@ int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err)
             seen |= cg->dir[j] == cg->dir[i];
         if (seen)
             continue;
-        int r = write_ctl(cg, i, "cgroup.procs", v, err);
-        if (r < 0)
-            return r;
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/tasks", cg->dir[i]);
+        int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            while (n > 0)
+                close(fds[--n]);
+            return cerr_set(err, e, "cgroup: cannot open %s: %s", p, strerror(e));
+        }
+        fds[n++] = fd;
     }
-    return 0;
+    return n;
 }
 
 static uint64_t read_u64(const struct cgroup *cg, int ctl, const char *file)

@@ -11,7 +11,14 @@
 struct cgroup;
 int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, struct cgroup **out,
                   struct cerr *err);
-int cgroup_attach(struct cgroup *cg, pid_t pid, struct cerr *err);
+/* cgroup v1: the `tasks` file of each hierarchy of CG, opened for writing into FDS (at most
+ * CGROUP_MAX_TASK_FDS); how many, or a negative code with err set; 0 on v2. Init moves itself
+ * with them (it writes "0": this thread, that is init, before it has children). A process that
+ * moves itself skips the kernel's threadgroup lock, whose writer waits for an RCU grace period
+ * (up to 15-18 ms here when another process is moved); the permission is checked against the
+ * opener of the file, corral. */
+#define CGROUP_MAX_TASK_FDS 4
+int cgroup_task_fds(const struct cgroup *cg, int *fds, struct cerr *err);
 void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r);
 const char *cgroup_path(const struct cgroup *cg); /* relative to the hierarchy root(s) */
 int cgroup_kill(struct cgroup *cg);               /* SIGKILL every process in it */

@@ -327,6 +327,65 @@ static int send_fd(int sock, int fd)
     return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
+/* The go byte, with FDS (the cgroup's tasks files, or none) as SCM_RIGHTS. */
+static int send_go(int sock, const int *fds, size_t n)
+{
+    char byte = 'g';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(CGROUP_MAX_TASK_FDS * sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof(u));
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (n) {
+        m.msg_control = u.buf;
+        m.msg_controllen = CMSG_SPACE(n * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(n * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    }
+    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* Init's side: the go byte, and into the cgroup (v1) by the tasks files that came with it. */
+static void init_receive_go(const struct spawn_args *a)
+{
+    int fd = a->err_wr;
+    char byte = 0;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(CGROUP_MAX_TASK_FDS * sizeof(int))];
+    } u;
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+    ssize_t got;
+    while ((got = recvmsg(a->go_rd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (got != 1 || byte != 'g')
+        _exit(125); /* the parent died or gave up before finishing our set-up */
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    CHILD_CHECK(!(m.msg_flags & MSG_CTRUNC), fd, "start: too many cgroup files");
+    if (!c)
+        return;
+    CHILD_CHECK(c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len >= CMSG_LEN(0),
+                fd, "start: a malformed go message");
+    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; i++) {
+        int t;
+        memcpy(&t, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        /* "0": the writer itself. One thread, no children yet: the whole of init. */
+        ssize_t w = write(t, "0", 1);
+        int e = errno;
+        close(t);
+        CHILD_CHECK(w == 1, fd, "cgroup: cannot move the sandbox into its cgroup: %s", strerror(e));
+    }
+}
+
 static void init_forward(int sig)
 {
     /* From pid 1, kill(-1) reaches every other process of the sandbox. */
@@ -470,9 +529,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     (void)prctl(PR_SET_NAME, "corral", 0, 0, 0); /* the supervisor's name, not the zygote's */
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
-    char c;
-    if (read(a->go_rd, &c, 1) != 1 || c != 'g')
-        _exit(125); /* the parent died or gave up before finishing our set-up */
+    init_receive_go(a);
 
     /* Files we create in our own tmpfs must belong to an id mapped in our user namespace. */
     (void)setfsgid(a->p->gid); /* returns the previous id, never an error */
@@ -489,11 +546,11 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     /* Still privileged in our namespaces: ports below 1024 (the DNS stub) are ours to bind. */
     if (a->egress_wr >= 0 && a->p->egress && sandbox_egress_hand_up(a->p->egress, a->egress_wr, &e) < 0)
         child_fail(fd, e.msg);
-    /* Phase two: the parent has put us in our cgroup and sends the seccomp filter it built
-     * (in parallel with the root above). A short read means it died or gave up. */
+    /* Phase two: the seccomp filter the parent built (in parallel with the root above). A
+     * short read means it died or gave up. */
     if (receive_filter(a) < 0)
         _exit(125);
-    /* Now that the parent has put us in our cgroup, make it the root of what we can see. */
+    /* We are in our cgroup (born there, or moved at the go byte): the root of what we see. */
     CHILD_CHECK(unshare(CLONE_NEWCGROUP) == 0, fd, "cgroup namespace: %s", strerror(errno));
 
     CTT("net+cgns");
@@ -872,8 +929,10 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     }
 
     TRACE_START();
-    /* The cgroup is made (and its budgets set) before the clone: only the move into it has to
-     * wait for the child, and that overlaps with the child building its root. */
+    /* The cgroup is made (and its budgets set) before the clone. On v2 init is born in it
+     * (CLONE_INTO_CGROUP); on v1 init moves itself into it when it gets the go byte, with the
+     * tasks files sent along (see cgroup_task_fds: a move made by another process waits for an
+     * RCU grace period). */
     if (!p->no_cgroup) {
         const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
         if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
@@ -926,14 +985,21 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
     CTT("idmaps");
-    if (util_write_all(go[1], "g", 1) < 0) {
+    /* The go byte; with a v1 cgroup, its tasks files, which init writes itself into first. */
+    int tfds[CGROUP_MAX_TASK_FDS];
+    int ntfds = c->cg && cgfd < 0 ? cgroup_task_fds(c->cg, tfds, err) : 0;
+    if (ntfds < 0) {
+        r = ntfds;
+        goto fail;
+    }
+    r = send_go(go[1], tfds, (size_t)ntfds);
+    for (int i = 0; i < ntfds; i++)
+        close(tfds[i]);
+    if (r < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
-    /* While init builds its root: into the cgroup, the filter, then phase two. */
-    if (c->cg && cgfd < 0 && (r = cgroup_attach(c->cg, pid, err)) < 0)
-        goto fail;
-    CTT("cgroup");
+    CTT("go-sent");
     if ((r = seccomp_build(&p->seccomp, (const void *)(uintptr_t)cl.exec_ptr, &prog, err)) < 0)
         goto fail;
     CTT("seccomp");

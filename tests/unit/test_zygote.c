@@ -755,6 +755,78 @@ static void stopped_init_after_report_still_ends(void **state)
     assert_true(stat(agent_cg, &cst) < 0 && errno == ENOENT);
 }
 
+/* Init moves itself into its cgroup (v1: by the tasks files sent with the go byte; v2: born in
+ * it), before its program exists: every hierarchy with a budget shows the sandbox's cgroup for
+ * init and for the program, so the budgets bind both from their first instruction. */
+static void sandbox_is_in_its_cgroup_in_every_hierarchy(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    struct sandbox_profile p;
+    sandbox_profile_default(&p);
+    int ip[2], op[2];
+    assert_int_equal(pipe2(ip, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(op, O_CLOEXEC), 0);
+    struct sandbox_stdio io = {ip[0], op[1], -1};
+    char *const argv[] = {"sh", "-c", "echo $$; read x", NULL};
+    struct sandbox_child *c = NULL;
+    struct cerr e;
+    if (sandbox_spawn(&p, "/bin/sh", argv, &io, &c, &e) < 0)
+        fail_msg("spawn: %s", e.msg);
+    close(ip[0]);
+    close(op[1]);
+    char out[32] = "";
+    ssize_t n = read(op[0], out, sizeof(out) - 1);
+    assert_true(n > 0); /* the program runs */
+    struct stat st;
+    bool v1 = stat("/sys/fs/cgroup/memory/cgroup.procs", &st) == 0;
+    const char *want = sandbox_child_cgroup(c);
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sandbox_child_pid(c),
+             (int)sandbox_child_pid(c));
+    assert_int_equal(util_read_file(path, buf, sizeof(buf)), 0);
+    pid_t prog = (pid_t)atol(buf);
+    assert_true(prog > 0);
+    pid_t pids[2] = {sandbox_child_pid(c), prog};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pids[k]);
+        assert_int_equal(util_read_file(path, buf, sizeof(buf)), 0);
+        int hits = 0;
+        for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+            char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+            if (!cg)
+                continue;
+            bool budgeted = !v1 && ctl[1] == ':';
+            for (char *t = ctl + 1; v1 && t < cg;) { /* "cpu,cpuacct" and the like */
+                size_t l = strcspn(t, ",:");
+                budgeted |= (l == 6 && !strncmp(t, "memory", 6)) || (l == 4 && !strncmp(t, "pids", 4)) ||
+                            (l == 3 && !strncmp(t, "cpu", 3)) || (l == 7 && !strncmp(t, "cpuacct", 7));
+                t += l + 1;
+            }
+            if (!budgeted)
+                continue;
+            /* v1: each hierarchy has corral's cgroup at a path of its own; the sandbox's is the
+             * same name beneath it (v2: DIR/main). */
+            const char *name = strrchr(want, '/') ? strrchr(want, '/') + 1 : want;
+            char *leaf = strrchr(cg + 1, '/');
+            if (leaf && !v1 && !strcmp(leaf, "/main")) {
+                *leaf = '\0';
+                leaf = strrchr(cg + 1, '/');
+            }
+            if (!leaf || strcmp(leaf + 1, name) != 0)
+                fail_msg("%s %s: not in the sandbox's cgroup %s", k ? "the program" : "init", line, want);
+            hits++;
+        }
+        assert_true(hits >= (v1 ? 3 : 1));
+    }
+    close(ip[1]);
+    close(op[0]);
+    struct sandbox_result r;
+    assert_int_equal(sandbox_child_wait(c, &r, &e), 0);
+    sandbox_child_free(c);
+}
+
 int main(void)
 {
     /* Before any thread, as the supervisor does. */
@@ -773,6 +845,7 @@ int main(void)
         cmocka_unit_test(prepared_sandboxes_match_their_profile),
         cmocka_unit_test(ended_means_nothing_left_running),
         cmocka_unit_test(stopped_init_after_report_still_ends),
+        cmocka_unit_test(sandbox_is_in_its_cgroup_in_every_hierarchy),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     zygote_stop();
