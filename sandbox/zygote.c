@@ -609,7 +609,7 @@ static void zygote_broken(void)
     zygote_sock = -1;
 }
 
-void zygote_stop(void)
+void zygote_release(void)
 {
     if (!zygote_started)
         return;
@@ -617,6 +617,13 @@ void zygote_stop(void)
     pthread_mutex_lock(&zygote_lock);
     zygote_broken(); /* EOF: it exits */
     pthread_mutex_unlock(&zygote_lock);
+}
+
+void zygote_stop(void)
+{
+    zygote_release();
+    if (zygote_pid <= 0)
+        return;
     while (waitpid(zygote_pid, NULL, 0) < 0 && errno == EINTR)
         ;
     zygote_pid = -1;

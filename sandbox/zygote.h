@@ -16,6 +16,10 @@ int zygote_start(struct cerr *err);
 bool zygote_running(void);
 /* Ends the prepared sandboxes (warm.c) and the zygote; call before exiting. */
 void zygote_stop(void);
+/* The same without waiting for the zygote's exit (zygote_stop reaps it): for a process that
+ * will ask for no more sandboxes (a bare `corral exec` once its sandbox runs), so that the
+ * zygote's exit overlaps with the program's run instead of following it. Later clones fail. */
+void zygote_release(void);
 
 /* Sends one clone request (the profile, program and F's fds over SCM_RIGHTS) and waits for
  * the answer: init's pid, pidfd and exec page. Safe from any thread (one request at a time). */

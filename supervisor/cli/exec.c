@@ -581,6 +581,8 @@ int cli_exec(int argc, char **argv)
         goto out_sig;
     }
     exec_record_spawned(&rec, sandbox_child_pid(child));
+    if (!o.workspace)
+        zygote_release(); /* no sandbox follows: the zygote exits while the program runs */
     int lfd = sandbox_child_take_notify_fd(child);
     if (lfd >= 0) {
         struct listener_opts no = {
