@@ -651,10 +651,11 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
                 while (waitpid(-1, NULL, 0) >= 0 || errno == EINTR)
                     ;
             }
-            /* What is left of us is our exit, off every caller's path: at idle priority, the
-             * caller the report wakes runs at once, not after our exit on this CPU. */
-            (void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){0});
             (void)util_write_all(a->status_wr, &st, sizeof(st));
+            /* What is left of us is our exit, off every caller's path: at idle priority, the
+             * caller the report woke runs at once, not after our exit on this CPU. Only after
+             * the report: at idle priority before it, a busy CPU would hold the report back. */
+            (void)sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){0});
             _exit(0);
         }
         if (w < 0 && errno == ECHILD)
