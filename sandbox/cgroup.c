@@ -447,7 +447,14 @@ fail:
 int cgroup_task_fds(const struct cgroup *cg, int *fds, struct cerr *err)
 {
     int n = 0;
-    for (int i = 0; i < CG_NCTL && !cg->v2; i++) {
+    if (cg->v2) { /* only when init could not be born in it (no directory fd) */
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/cgroup.procs", cg->leaf);
+        if ((fds[0] = open(p, O_WRONLY | O_CLOEXEC)) < 0)
+            return cerr_set(err, errno, "cgroup: cannot open %s: %s", p, strerror(errno));
+        return 1;
+    }
+    for (int i = 0; i < CG_NCTL; i++) {
         if (!cg->dir[i])
             continue;
         bool seen = false;
@@ -519,6 +526,12 @@ void cgroup_usage(const struct cgroup *cg, struct sandbox_result *r)
 const char *cgroup_path(const struct cgroup *cg)
 {
     return cg ? cg->rel : NULL;
+}
+
+bool cgroup_born_in(void)
+{
+    cg_host_load();
+    return cg_host.v2;
 }
 
 int cgroup_clone_fd(const struct cgroup *cg)

@@ -12,8 +12,9 @@ struct cgroup;
 int cgroup_create(const struct sandbox_limits *l, const struct cgroup *parent, struct cgroup **out,
                   struct cerr *err);
 /* cgroup v1: the `tasks` file of each hierarchy of CG, opened for writing into FDS (at most
- * CGROUP_MAX_TASK_FDS); how many, or a negative code with err set; 0 on v2. Init moves itself
- * with them (it writes "0": this thread, that is init, before it has children). A process that
+ * CGROUP_MAX_TASK_FDS); how many, or a negative code with err set (v2, where init is born in its
+ * cgroup unless its directory could not be opened: the leaf's cgroup.procs). Init moves itself
+ * with them (it writes "0": itself, that is init, before its program exists). A process that
  * moves itself skips the kernel's threadgroup lock, whose writer waits for an RCU grace period
  * (up to 15-18 ms here when another process is moved); the permission is checked against the
  * opener of the file, corral. */
@@ -26,6 +27,9 @@ void cgroup_destroy(struct cgroup *cg);           /* kill what is left, rmdir, f
 /* cgroup v2: an fd of the directory the sandbox's processes live in, for CLONE_INTO_CGROUP;
  * -1 on v1 (there the pid is moved after the clone). */
 int cgroup_clone_fd(const struct cgroup *cg);
+/* Whether sandboxes are born in their cgroup (v2: CLONE_INTO_CGROUP), so that it must exist
+ * before the clone; on v1 it is made while init builds its root. */
+bool cgroup_born_in(void);
 
 /* seccomp.c: the filter as raw BPF, built in the parent so failures are reported before clone.
  * exec_ptr: when the profile does not allow exec after start, the one execve allowed is the one

@@ -327,10 +327,10 @@ static int send_fd(int sock, int fd)
     return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-/* The go byte, with FDS (the cgroup's tasks files, or none) as SCM_RIGHTS. */
-static int send_go(int sock, const int *fds, size_t n)
+/* One step byte of init's set-up ('g': the id maps are written; 'c': the cgroup is made), with
+ * FDS (the v1 cgroup's tasks files, or none) as SCM_RIGHTS. */
+static int send_step(int sock, char byte, const int *fds, size_t n)
 {
-    char byte = 'g';
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
         struct cmsghdr h;
@@ -350,8 +350,9 @@ static int send_go(int sock, const int *fds, size_t n)
     return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
-/* Init's side: the go byte, and into the cgroup (v1) by the tasks files that came with it. */
-static void init_receive_go(const struct spawn_args *a)
+/* Init's side: the step byte WANT, and into the cgroup (v1) by the tasks files that came with
+ * it. */
+static void init_receive_step(const struct spawn_args *a, char want)
 {
     int fd = a->err_wr;
     char byte = 0;
@@ -365,7 +366,7 @@ static void init_receive_go(const struct spawn_args *a)
     ssize_t got;
     while ((got = recvmsg(a->go_rd, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
-    if (got != 1 || byte != 'g')
+    if (got != 1 || byte != want)
         _exit(125); /* the parent died or gave up before finishing our set-up */
     struct cmsghdr *c = CMSG_FIRSTHDR(&m);
     CHILD_CHECK(!(m.msg_flags & MSG_CTRUNC), fd, "start: too many cgroup files");
@@ -529,7 +530,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     (void)prctl(PR_SET_NAME, "corral", 0, 0, 0); /* the supervisor's name, not the zygote's */
     /* If corral dies, so does the whole sandbox (killing pid 1 kills the namespace). */
     CHILD_CHECK(prctl(PR_SET_PDEATHSIG, SIGKILL) == 0, fd, "pdeathsig: %s", strerror(errno));
-    init_receive_go(a);
+    init_receive_step(a, 'g');
 
     /* Files we create in our own tmpfs must belong to an id mapped in our user namespace. */
     (void)setfsgid(a->p->gid); /* returns the previous id, never an error */
@@ -546,11 +547,12 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     /* Still privileged in our namespaces: ports below 1024 (the DNS stub) are ours to bind. */
     if (a->egress_wr >= 0 && a->p->egress && sandbox_egress_hand_up(a->p->egress, a->egress_wr, &e) < 0)
         child_fail(fd, e.msg);
-    /* Phase two: the seccomp filter the parent built (in parallel with the root above). A
-     * short read means it died or gave up. */
+    /* Phase two: into the cgroup the parent made meanwhile (v1), then the seccomp filter it
+     * built. A short read means it died or gave up. */
+    init_receive_step(a, 'c');
     if (receive_filter(a) < 0)
         _exit(125);
-    /* We are in our cgroup (born there, or moved at the go byte): the root of what we see. */
+    /* We are in our cgroup (born there, or moved ourselves): the root of what we see. */
     CHILD_CHECK(unshare(CLONE_NEWCGROUP) == 0, fd, "cgroup namespace: %s", strerror(errno));
 
     CTT("net+cgns");
@@ -930,11 +932,15 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     }
 
     TRACE_START();
-    /* The cgroup is made (and its budgets set) before the clone. On v2 init is born in it
-     * (CLONE_INTO_CGROUP); on v1 init moves itself into it when it gets the go byte, with the
-     * tasks files sent along (see cgroup_task_fds: a move made by another process waits for an
-     * RCU grace period). */
-    if (!p->no_cgroup) {
+    /* On v2 init is born in its cgroup (CLONE_INTO_CGROUP): the cgroup is made (and its budgets
+     * set) before the clone. On v1 it is made while init builds its root, and init moves itself
+     * into it with the tasks files sent after that (see cgroup_task_fds: a move made by another
+     * process waits for an RCU grace period). */
+    /* Not root: made first all the same, so that a corral without the rights to make sandboxes
+     * fails on the cgroup, with its fix in the message, rather than on whatever step of init's
+     * set-up comes first (tests/e2e/exec_sandbox.sh). */
+    bool early = !p->no_cgroup && (cgroup_born_in() || geteuid() != 0);
+    if (early) {
         const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
         if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
             goto fail;
@@ -986,21 +992,32 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
     CTT("idmaps");
-    /* The go byte; with a v1 cgroup, its tasks files, which init writes itself into first. */
-    int tfds[CGROUP_MAX_TASK_FDS];
-    int ntfds = c->cg && cgfd < 0 ? cgroup_task_fds(c->cg, tfds, err) : 0;
-    if (ntfds < 0) {
-        r = ntfds;
-        goto fail;
-    }
-    r = send_go(go[1], tfds, (size_t)ntfds);
-    for (int i = 0; i < ntfds; i++)
-        close(tfds[i]);
-    if (r < 0) {
+    if (send_step(go[1], 'g', NULL, 0) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
     CTT("go-sent");
+    /* While init builds its root: a v1 cgroup, and its tasks files for init to move itself. */
+    int tfds[CGROUP_MAX_TASK_FDS];
+    int ntfds = 0;
+    if (!p->no_cgroup && !early) {
+        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
+        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
+            goto fail;
+    }
+    if (c->cg && cgfd < 0 && (ntfds = cgroup_task_fds(c->cg, tfds, err)) < 0) {
+        r = ntfds;
+        goto fail;
+    }
+    r = send_step(go[1], 'c', tfds, (size_t)ntfds);
+    for (int i = 0; i < ntfds; i++)
+        close(tfds[i]);
+    if (r < 0) {
+        r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
+        (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
+        goto fail;
+    }
+    CTT("cgroup");
     if ((r = seccomp_build(&p->seccomp, (const void *)(uintptr_t)cl.exec_ptr, &prog, err)) < 0)
         goto fail;
     CTT("seccomp");
