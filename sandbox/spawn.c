@@ -350,6 +350,29 @@ static int send_step(int sock, char byte, const int *fds, size_t n)
     return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
 }
 
+/* A move into the cgroup failed: say into which hierarchy, and why when the cause is known. */
+__attribute__((noreturn)) static void init_move_failed(int fd, int t, int e)
+{
+    char link[32], path[512];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", t);
+    ssize_t n = readlink(link, path, sizeof(path) - 1); /* the host's /proc: no root built yet */
+    path[n > 0 ? n : 0] = '\0';
+    char *slash = n > 0 ? strrchr(path, '/') : NULL;
+    if (slash)
+        *slash = '\0'; /* the cgroup, not its tasks file */
+    /* The kernel admits a real-time task only into a cpu cgroup given rt runtime, which a
+     * sandbox's is not: EINVAL (sched_rt_can_attach). */
+    int pol = sched_getscheduler(0);
+    bool rt = e == EINVAL && (pol == SCHED_FIFO || pol == SCHED_RR);
+    struct cerr err;
+    cerr_set(&err, e, "cgroup: cannot move the sandbox into %s: %s%s", slash ? path : "its cgroup",
+             strerror(e),
+             rt ? " (corral runs under a real-time scheduling policy, which a sandbox's cpu cgroup "
+                  "does not admit; start corral under SCHED_OTHER)"
+                : "");
+    child_fail(fd, err.msg);
+}
+
 /* Init's side: the step byte WANT, and into the cgroup (v1) by the tasks files that came with
  * it. */
 static void init_receive_step(const struct spawn_args *a, char want)
@@ -380,10 +403,9 @@ static void init_receive_step(const struct spawn_args *a, char want)
         int t;
         memcpy(&t, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         /* "0": the writer itself. One thread, no children yet: the whole of init. */
-        ssize_t w = write(t, "0", 1);
-        int e = errno;
+        if (write(t, "0", 1) != 1)
+            init_move_failed(fd, t, errno);
         close(t);
-        CHILD_CHECK(w == 1, fd, "cgroup: cannot move the sandbox into its cgroup: %s", strerror(e));
     }
 }
 

@@ -166,6 +166,18 @@ expect_nomatch "memory hog did not get past 64 MiB" 'RESULT allocated (64|[1-9][
 run_capture out err rc "$CORRAL" exec --cpus 0.2 -- "$P" spin 1.5
 pct=$(printf '%s\n' "$out" | sed -n 's/^RESULT cpu-share-pct //p')
 if [ -n "$pct" ] && [ "$pct" -le 40 ]; then ok "cpu spinner held to its share (0.2 CPU: ${pct}%)"; else fail "cpu spinner held to its share" "cpu share ${pct}% of wall time with --cpus 0.2"; fi
+# init moves itself into its cgroup (v1: by the tasks files corral sends it); when the kernel
+# refuses (a real-time task and a cpu cgroup without rt runtime: EINVAL), the error names the
+# hierarchy and the cause, and nothing runs outside the cgroup.
+if [ -f /sys/fs/cgroup/cpu/cpu.rt_runtime_us ] && chrt -f 1 /bin/true 2>/dev/null; then
+    run_capture out err rc chrt -f 1 "$CORRAL" exec -- /bin/echo ran
+    expect_status "a real-time corral: the start fails (125)" 125 "$rc" "$err"
+    expect_nomatch "a real-time corral: the program never ran" '^ran' "$out"
+    expect_match "a real-time corral: the error names the cpu cgroup and the cause" \
+        'cannot move the sandbox into /sys/fs/cgroup/cpu[^ ]*/corral-[0-9]+-[0-9]+: Invalid argument \(corral runs under a real-time scheduling policy' "$err"
+else
+    ok "a real-time corral # SKIP no v1 cpu hierarchy with rt group scheduling, or no chrt"
+fi
 run_capture out err rc "$CORRAL" exec --stats -- /bin/true
 expect_match "--stats reports usage" 'corral: stats: wall=[0-9.]+s cpu=[0-9.]+s memory_peak=' "$err"
 
