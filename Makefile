@@ -28,7 +28,7 @@ DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev l
 # CA (curl, openssl).
 DEB_TOOLS := util-linux procps e2fsprogs python3-jsonschema clang libclang-rt-14-dev \
              bubblewrap ripgrep hyperfine universal-ctags diffutils clang-format socat nodejs \
-             chromium debhelper dpkg-dev lintian bash-completion systemd curl openssl
+             chromium debhelper dpkg-dev lintian bash-completion systemd curl openssl strace
 # npm projects installed by `make deps` from their committed package-lock.json (npm ci), never at
 # run time: tests/mcp holds @modelcontextprotocol/sdk, inspector and server-filesystem.
 NPM_DIRS  := tests/mcp

@@ -815,6 +815,20 @@ static int read_setup_outcome(int fd, const char *program, struct cerr *err)
     return cerr_set(err, EPERM, "sandbox set-up failed: %s", buf + 1);
 }
 
+/* A send of init's set-up on SOCK failed with E: init died (EPIPE; its own reason, when it sent
+ * one, comes from EP), or it lives and waits for what was not sent (ENOMEM, say). The socket is
+ * shut first, so that a living init reads EOF and leaves rather than hold EP open: the outcome
+ * is then read at once, not after read_setup_outcome's 60 s. */
+static int setup_send_failed(int sock, int ep, const char *program, int e, struct cerr *err)
+{
+    int r = e == EPIPE ? cerr_set(err, EPIPE, "the sandbox's init died during set-up")
+                       : cerr_set(err, e, "start: cannot send the sandbox's init its set-up: %s",
+                                  strerror(e));
+    (void)shutdown(sock, SHUT_WR);
+    (void)read_setup_outcome(ep, program, err);
+    return r;
+}
+
 /* The half of a start that needs a process to clone from: the root's detached mounts (host
  * lookups, id-mapped binds), the exec page, and clone3 of init. It runs in the zygote (a fork
  * server made before the supervisor had threads; see zygote.c) or, when none was started, in
@@ -1032,20 +1046,19 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
         goto fail;
     }
     r = send_step(go[1], 'c', tfds, (size_t)ntfds);
+    int send_errno = errno;
     for (int i = 0; i < ntfds; i++)
         close(tfds[i]);
     if (r < 0) {
-        r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
-        (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
+        r = setup_send_failed(go[1], ep[0], program, send_errno, err);
         goto fail;
     }
     CTT("cgroup");
     if ((r = seccomp_build(&p->seccomp, (const void *)(uintptr_t)cl.exec_ptr, &prog, err)) < 0)
         goto fail;
     CTT("seccomp");
-    if (send_filter(go[1], &prog) < 0) {
-        r = cerr_set(err, EPIPE, "the sandbox's init died during set-up");
-        (void)read_setup_outcome(ep[0], program, err); /* its own reason, when it sent one */
+    if ((r = send_filter(go[1], &prog)) < 0) {
+        r = setup_send_failed(go[1], ep[0], program, -r, err);
         goto fail;
     }
     CTT("go");

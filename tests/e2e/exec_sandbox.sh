@@ -178,6 +178,25 @@ if [ -f /sys/fs/cgroup/cpu/cpu.rt_runtime_us ] && chrt -f 1 /bin/true 2>/dev/nul
 else
     ok "a real-time corral # SKIP no v1 cpu hierarchy with rt group scheduling, or no chrt"
 fi
+# A set-up step corral cannot send while init lives (ENOMEM, injected by strace on corral's third
+# sendmsg: the zygote's request, the go byte 'g', then the cgroup step 'c'): init is told to leave,
+# and the start fails at once with that cause, not on read_setup_outcome's 60 s timeout with init
+# still waiting for the step.
+if command -v strace >/dev/null 2>&1 && strace -o /dev/null /bin/true 2>/dev/null; then
+    run_capture out err rc strace -o "$T_TMP/strace" -e trace=sendmsg -e inject=sendmsg:error=ENOMEM:when=3 \
+        "$CORRAL" exec -- /bin/echo ran
+    if grep -q 'iov_base="c".*(INJECTED)' "$T_TMP/strace"; then
+        expect_status "a cgroup step that cannot be sent: the start fails (125)" 125 "$rc" "$err"
+        expect_match "a cgroup step that cannot be sent: the error gives the cause, not a timeout" \
+            "cannot send the sandbox's init its set-up: Cannot allocate memory" "$err"
+        expect_nomatch "a cgroup step that cannot be sent: the program never ran" '^ran' "$out"
+    else
+        fail "a cgroup step that cannot be sent: the injected sendmsg was the 'c' step" \
+            "corral's sendmsg calls changed; adjust when= in this test:" "$(cat "$T_TMP/strace")"
+    fi
+else
+    ok "a cgroup step that cannot be sent # SKIP no strace (make deps installs it)"
+fi
 run_capture out err rc "$CORRAL" exec --stats -- /bin/true
 expect_match "--stats reports usage" 'corral: stats: wall=[0-9.]+s cpu=[0-9.]+s memory_peak=' "$err"
 
