@@ -355,7 +355,9 @@ __attribute__((noreturn)) static void init_move_failed(int fd, int t, int e)
 {
     char link[32], path[512];
     snprintf(link, sizeof(link), "/proc/self/fd/%d", t);
-    ssize_t n = readlink(link, path, sizeof(path) - 1); /* the host's /proc: no root built yet */
+    /* The sandbox's /proc by now (the root is built): the file lies outside that root, and the
+     * kernel names it from the host's root all the same. */
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
     path[n > 0 ? n : 0] = '\0';
     char *slash = n > 0 ? strrchr(path, '/') : NULL;
     if (slash)
