@@ -1374,6 +1374,10 @@ void spawn_child_finish(struct sandbox_child *c)
      * this wait for ever, and with it the background thread, the agent's end and corral's. A
      * SIGKILL ends a stopped process too (test_zygote stopped_init_after_report_still_ends). */
     syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+    /* It left for its exit at idle priority (init_main), which a busy CPU would put off for
+     * ever; its exit is now on the path of the next prepared sandbox: normal priority again.
+     * (It is our unreaped child: the pid cannot have been reused.) */
+    (void)sched_setscheduler(c->pid, SCHED_OTHER, &(struct sched_param){0});
     siginfo_t si;
     while (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED) < 0 && errno == EINTR)
         ;
