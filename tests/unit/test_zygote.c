@@ -570,6 +570,23 @@ static void wait_ended(struct sandbox_child *c)
     fail_msg("the sandbox did not end in 60 s");
 }
 
+/* An agent sandbox (sleep) for commands to nest in; CG: its memory cgroup's directory (v1) or
+ * its cgroup (v2), which must be gone once the agent has ended. */
+static struct sandbox_child *spawn_agent(char *cg, size_t cap)
+{
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    snprintf(cg, cap, "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat st;
+    if (stat(cg, &st) < 0)
+        snprintf(cg, cap, "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    return agent;
+}
+
 /* A command's answer goes out when init reports the end, before init's own exit: by then the
  * program and everything it left running (background jobs, a daemon that left its session) are
  * reaped, so nothing writes the workspace or the pipes after the answer. And a sandbox whose
@@ -580,17 +597,10 @@ static void ended_means_nothing_left_running(void **state)
     (void)state;
     if (geteuid() != 0)
         skip();
-    struct sandbox_profile ap;
-    sandbox_profile_default(&ap);
-    char *const sargv[] = {"sleep", "100", NULL};
-    struct sandbox_child *agent = NULL;
-    struct cerr e;
-    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
     char agent_cg[512];
-    snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct sandbox_child *agent = spawn_agent(agent_cg, sizeof(agent_cg));
+    struct cerr e;
     struct stat cst;
-    if (stat(agent_cg, &cst) < 0)
-        snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
     for (int round = 0; round < 3; round++) { /* a fresh sandbox, then prepared ones */
         struct sandbox_profile p;
         sandbox_profile_default(&p);
@@ -702,17 +712,10 @@ static void stopped_init_after_report_still_ends(void **state)
     (void)state;
     if (geteuid() != 0)
         skip();
-    struct sandbox_profile ap;
-    sandbox_profile_default(&ap);
-    char *const sargv[] = {"sleep", "100", NULL};
-    struct sandbox_child *agent = NULL;
-    struct cerr e;
-    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
     char agent_cg[512];
-    snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct sandbox_child *agent = spawn_agent(agent_cg, sizeof(agent_cg));
+    struct cerr e;
     struct stat cst;
-    if (stat(agent_cg, &cst) < 0)
-        snprintf(agent_cg, sizeof(agent_cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
     struct sandbox_profile p;
     sandbox_profile_default(&p);
     p.cgroup_parent = agent;
