@@ -473,7 +473,9 @@ void warm_refill(void *req)
 
 static bool rm_later(struct cgroup *cg, struct sandbox_child *c, const struct sandbox_child *parent)
 {
-    if (!parent)
+    /* A cgroup nested in PARENT's goes before PARENT's (warm_drop_children); a sandbox without
+     * one (a host's command) has no order to keep, but a bare cgroup is removed by its caller. */
+    if (!parent && !c)
         return false;
     struct warm_rm *x = malloc(sizeof(*x));
     if (!x)

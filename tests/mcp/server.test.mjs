@@ -198,4 +198,21 @@ for (const surface of Object.keys(ARGS)) {
     await c2.client.close();
 }
 
+// ---- a host's commands run in sandboxes prepared while it was idle ----
+// corral mcp has no agent sandbox for its commands to nest in; the next command's sandbox is
+// prepared in the background all the same once one ends (sandbox/warm.c). Seen from inside: the
+// sandbox's init (pid 1) started well before the command it runs, not with it.
+{
+    const ws = workspace({});
+    const { client } = await connect(['--workspace', ws]);
+    const first = await client.callTool({ name: 'executeCommand', arguments: { command: 'true' } });
+    ok(!first.isError, 'a first command runs', first);
+    await new Promise((r) => setTimeout(r, 1500));
+    const r = await client.callTool({ name: 'executeCommand', arguments: { command: "cut -d' ' -f22 /proc/1/stat /proc/self/stat" } });
+    const [init, self] = seed(r).stdout.trim().split('\n').map(Number);
+    ok(!r.isError && self - init >= 50,
+        `the next command's sandbox was prepared while the host was idle (its init ${self - init} ticks older than the command)`, r);
+    await client.close();
+}
+
 finish();

@@ -232,6 +232,10 @@ int broker_command(const struct tool_ctx *ctx, const struct broker_command_opts 
     p.seccomp.network = proxy;
     p.landlock = true;
     p.cgroup_parent = ctx->cgroup_parent;
+    /* The next command's sandbox is prepared in the background once this one ends
+     * (sandbox/warm.c): an agent's commands are (they nest in its cgroup), and so are those of a
+     * host with no agent sandbox to nest in (corral mcp), whose every command was a cold start. */
+    p.prepare_next = true;
     p.seccomp.notify = ctx->adopt_listener != NULL;
     /* Under a storage budget no file the command writes may grow past the room left (the
      * kernel's RLIMIT_FSIZE: the write fails, SIGXFSZ); many files are caught by the measures
