@@ -8,7 +8,8 @@
  * privileges dropped, init waiting), and the next sandbox_spawn of that profile takes it.
  *
  * Only sandboxes nested in another's cgroup (commands of an agent) and profiles that ask for it
- * (prepare_next: a run's agents, whose workers share a profile) are kept warm, and only in a
+ * (prepare_next: every command, a host's too; a run's agents, whose workers share a profile)
+ * are kept warm, and only in a
  * supervisor with a zygote: a one-shot `corral exec` never leaves an unused sandbox behind. At
  * most one per profile and WARM_MAX in all; those of an agent end
  * before its own cgroup goes (warm_drop_children), the rest at zygote_stop. A prepared sandbox
