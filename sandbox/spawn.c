@@ -305,31 +305,12 @@ static int program_start(void *arg)
     program_main(arg);
 }
 
-/* One fd as SCM_RIGHTS: the message holds a reference, so the sender may close its copy at once
- * (no round trip, unlike pidfd_getfd, where init would have to keep it until the parent took
- * it, and the parent would need ptrace access to init). */
-static int send_fd(int sock, int fd)
-{
-    char byte = 'L';
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof(u));
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
-/* One step byte of init's set-up ('g': the id maps are written; 'c': the cgroup is made), with
- * FDS (the v1 cgroup's tasks files, or none) as SCM_RIGHTS. */
-static int send_step(int sock, char byte, const int *fds, size_t n)
+/* One byte with FDS (at most CGROUP_MAX_TASK_FDS, or none) as SCM_RIGHTS: a step of init's
+ * set-up ('g': the id maps are written; 'c': the cgroup is made, with a v1 cgroup's tasks
+ * files), or init's seccomp listener ('L'). The message holds a reference to each fd, so the
+ * sender may close its copy at once (no round trip, unlike pidfd_getfd, where init would have
+ * to keep the listener until the parent took it, and the parent would need ptrace access). */
+static int send_byte_fds(int sock, char byte, const int *fds, size_t n)
 {
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
     union {
@@ -628,7 +609,7 @@ __attribute__((noreturn)) static void init_main(struct spawn_args *a)
     init_prog_pid = pid;
     if (a->notify_wr >= 0) {
         /* Before anything below reuses fd numbers; the close_range below closes both. */
-        if (a->listener < 0 || send_fd(a->notify_wr, a->listener) < 0) {
+        if (a->listener < 0 || send_byte_fds(a->notify_wr, 'L', &a->listener, 1) < 0) {
             kill(pid, SIGKILL);
             CHILD_CHECK(0, fd, "seccomp: cannot pass the listener to the supervisor: %s",
                         strerror(errno));
@@ -973,14 +954,14 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     /* On v2 init is born in its cgroup (CLONE_INTO_CGROUP): the cgroup is made (and its budgets
      * set) before the clone. On v1 it is made while init builds its root, and init moves itself
      * into it with the tasks files sent after that (see cgroup_task_fds: a move made by another
-     * process waits for an RCU grace period). */
-    /* Not root: made first all the same, so that a corral without the rights to make sandboxes
-     * fails on the cgroup, with its fix in the message, rather than on whatever step of init's
-     * set-up comes first (tests/e2e/exec_sandbox.sh). */
+     * process waits for an RCU grace period). Not root: made first all the same, so that a
+     * corral without the rights to make sandboxes fails on the cgroup, with its fix in the
+     * message, rather than on whatever step of init's set-up comes first
+     * (tests/e2e/exec_sandbox.sh). */
+    const struct cgroup *cg_parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
     bool early = !p->no_cgroup && (cgroup_born_in() || geteuid() != 0);
     if (early) {
-        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
-        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
+        if ((r = cgroup_create(&p->limits, cg_parent, &c->cg, err)) < 0)
             goto fail;
         cgfd = cgroup_clone_fd(c->cg);
     }
@@ -1030,7 +1011,7 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     if ((r = write_id_maps(pid, p, err)) < 0)
         goto fail;
     CTT("idmaps");
-    if (send_step(go[1], 'g', NULL, 0) < 0) {
+    if (send_byte_fds(go[1], 'g', NULL, 0) < 0) {
         r = cerr_set(err, EPIPE, "the sandbox's init died before set-up");
         goto fail;
     }
@@ -1038,16 +1019,13 @@ int sandbox_prepare(const struct sandbox_profile *p, const char *program, struct
     /* While init builds its root: a v1 cgroup, and its tasks files for init to move itself. */
     int tfds[CGROUP_MAX_TASK_FDS];
     int ntfds = 0;
-    if (!p->no_cgroup && !early) {
-        const struct cgroup *parent = p->cgroup_parent ? p->cgroup_parent->cg : NULL;
-        if ((r = cgroup_create(&p->limits, parent, &c->cg, err)) < 0)
-            goto fail;
-    }
+    if (!p->no_cgroup && !early && (r = cgroup_create(&p->limits, cg_parent, &c->cg, err)) < 0)
+        goto fail;
     if (c->cg && cgfd < 0 && (ntfds = cgroup_task_fds(c->cg, tfds, err)) < 0) {
         r = ntfds;
         goto fail;
     }
-    r = send_step(go[1], 'c', tfds, (size_t)ntfds);
+    r = send_byte_fds(go[1], 'c', tfds, (size_t)ntfds);
     int send_errno = errno;
     for (int i = 0; i < ntfds; i++)
         close(tfds[i]);
