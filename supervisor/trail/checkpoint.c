@@ -38,7 +38,7 @@ struct trail_ckpt {
     pthread_cond_t cv;
     bool stop, poked;
     int frames;     /* WAL frames after the writer's last commit, until the thread takes them */
-    int wal_frames; /* the same, kept for the writer's own check (its thread only) */
+    int wal_frames; /* the same, kept for the writer's own check (written under mu by the applier) */
     /* What the thread's last pass left, for the writer's measure of its debt (trail_ckpt_debt):
      * the WAL's frames then, and how many of them it had not copied. */
     int pass_log, pass_left;
@@ -167,9 +167,9 @@ static int ckpt_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     int wrote = 0, most = 0;
     if (sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_WRITE, &wrote, &most, 1) != SQLITE_OK)
         wrote = frames; /* unknown: taken as started over, which errs high until the next pass */
+    pthread_mutex_lock(&c->mu);
     bool restarted = frames < c->wal_frames || frames <= wrote;
     c->wal_frames = frames;
-    pthread_mutex_lock(&c->mu);
     if (restarted) {
         c->gen++;
         c->pass_log = c->pass_left = 0;
@@ -290,12 +290,12 @@ void trail_ckpt_cap(sqlite3 *writer, struct trail_ckpt *c)
      * once, and the next commit tries again. What it copies is only what PASSIVE has not. */
     sqlite3_busy_timeout(writer, 0);
     if (sqlite3_wal_checkpoint_v2(writer, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL) == SQLITE_OK) {
-        c->wal_frames = 0;
         if (cap)
             c->cap_restarts++;
         else
             c->early_restarts++;
         pthread_mutex_lock(&c->mu);
+        c->wal_frames = 0;
         c->gen++;
         c->pass_log = c->pass_left = 0;
         pthread_mutex_unlock(&c->mu);

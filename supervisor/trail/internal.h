@@ -5,6 +5,7 @@
 
 #include "supervisor/trail/trail.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 /* "crlt" in the SQLite header's application_id; user_version holds TRAIL_FORMAT. */
@@ -98,6 +99,141 @@ int trail_verify_ranges_damage(const char *path, int ranges, uint64_t range_min,
 /* True if a body key holds blob references: "blob", "*_blob" (one hash) or "blobs" (*list set:
  * an array of hashes). */
 bool trail_blob_ref_key(const char *key, size_t len, bool *list);
+
+
+/* ---- the ahead log (ahead.c) and its applier (apply.c) ------------------------------------- */
+
+#define TRAIL_REC_HDR 32              /* a record's header */
+#define TRAIL_AHEAD_LAP (4u << 20)    /* the ahead log starts over at 0 once past this, when it may */
+#define TRAIL_AHEAD_MAX (64u << 20)   /* past this, a commit waits for the applier to catch up */
+#define TRAIL_AHEAD_BUSY (16u << 20)  /* batches not yet in SQLite past which the trail is congested */
+
+struct trail_rec_hdr {
+    uint32_t items;
+    uint64_t len, first, last; /* the record's bytes; its first and last entry's seq (0: none) */
+};
+struct trail_rec_item {
+    char kind; /* 'B' blob, 'E' entry */
+    const uint8_t *blob_hash; /* 'B' */
+    const void *data;
+    size_t size;
+    struct trail_fields f; /* 'E' */
+    const uint8_t *hash;
+};
+int trail_rec_begin(struct trail_buf *b);
+int trail_rec_put_blob(struct trail_buf *b, const uint8_t hash[TRAIL_HASH_LEN], const void *data,
+                       size_t len);
+int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f,
+                        const uint8_t hash[TRAIL_HASH_LEN]);
+void trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last);
+/* The header of the record at p: 0, or -EINVAL if it is not one. */
+int trail_rec_header(const uint8_t *p, size_t len, struct trail_rec_hdr *h);
+/* The record's next item from *pos (start at TRAIL_REC_HDR): 1 and *it, 0 at the end, -EINVAL
+ * when the bytes are not an item (pointers into p, bounds checked). */
+int trail_rec_next(const uint8_t *p, size_t len, size_t *pos, struct trail_rec_item *it);
+
+/* Opens (creating them, 0600) the two segments, FILE-ahead and FILE-ahead2, and locks the first:
+ * -EBUSY when another writer holds it. */
+int trail_ahead_open(const char *db_path, int fds[2], struct cerr *err);
+/* The records of one segment from offset 0 on, while each continues the one before (*out,
+ * malloc'd). */
+struct trail_rec_ref {
+    uint64_t off;
+    struct trail_rec_hdr h;
+};
+int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n);
+/* One record at off (and fdatasync when sync): 0 or -errno. */
+int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync);
+void trail_ahead_remove(const char *db_path);
+/* Whether FILE-ahead is there, not empty and not locked by a writer: a writer died with it. */
+bool trail_ahead_left(const char *db_path);
+
+/* A workspace entry waiting for the next sorted run into ws_index. name belongs to a_ws. */
+struct trail_idx_item {
+    const char *name;
+    size_t len;
+    uint64_t seq;
+};
+
+/* A committed batch on its way into SQLite: its record, as written to the ahead log. */
+struct trail_batch {
+    struct trail_batch *next;
+    uint64_t no; /* 1, 2, ...: the commit's number */
+    struct trail_buf rec;
+};
+
+/* A blob put in a batch not yet in SQLite, for the references of later bodies. */
+struct trail_pblob {
+    uint8_t h[TRAIL_HASH_LEN];
+    uint64_t batch;
+};
+
+struct trail {
+    sqlite3 *db; /* the applier's while it runs (dbmu) */
+    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *head_st, *ins_idx, *ins_mark;
+    char *path;
+    enum trail_durability durability;
+    char trail_id[33];
+    size_t pending;
+    /* staged head (moves with each append) and committed head (moves with each commit) */
+    uint64_t seq, c_seq;
+    int64_t ts, c_ts;
+    uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
+    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
+    struct trail_buf body, scratch;
+    bool degraded;
+    char why[512];
+    struct trail_ckpt *ckpt; /* NULL: SQLite's automatic checkpoint, on the commit */
+
+    /* The batch being staged, as its ahead-log record, and the log itself (the writer's). */
+    struct trail_buf rec;
+    uint32_t rec_items;
+    uint64_t rec_first;
+    int afd[2];                   /* the ahead log's two segments */
+    int cur;                      /* the one being written */
+    uint64_t aoff;                /* where the next record goes in it */
+    uint64_t seg_last[2];         /* the last batch written to each (0: none) */
+    struct trail_pblob *pblobs;   /* blobs of batches not yet applied, and of the staged one */
+    size_t pblob_n, pblob_cap;
+    sqlite3 *rdb;                 /* the writer's own read connection, for blob references */
+    sqlite3_stmt *has_blob;
+
+    /* The applier: a thread that puts committed batches into SQLite (apply.c). */
+    pthread_t athread;
+    bool athread_on;
+    pthread_mutex_t amu; /* the queue and the counters below */
+    pthread_cond_t awork, adone;
+    pthread_mutex_t dbmu; /* db and everything below: the applier's, or whoever holds it */
+    struct trail_batch *q_head, *q_tail;
+    uint64_t q_bytes;
+    uint64_t written, applied, synced; /* batches: committed, in SQLite, flushed there */
+    bool astop, afailed, aretry, ahold;
+    char awhy[512];
+    /* What SQLite holds, the applier's view: the one-writer check compares it with the file. */
+    uint64_t a_seq;
+    uint8_t a_head[TRAIL_HASH_LEN];
+    struct trail_wsmap a_ws; /* names of the idx items */
+    struct trail_idx_item *idx; /* workspace entries not yet in ws_index, in seq order */
+    size_t idx_n, idx_cap;
+    bool idx_lost; /* a failed transaction took a run with it: reload before the next */
+    int walfd;     /* FILE-wal, flushed before the ahead log starts over (full) */
+    bool sync_init; /* the mutexes and conditions exist */
+};
+
+/* apply.c. Puts batches into SQLite in one transaction (begun: already open): 0, or an SQLite
+ * code (rolled back; *what says which step). Called with dbmu held. */
+int trail_apply(struct trail *t, struct trail_batch *list, bool begun, const char **what);
+/* fdatasync of FILE-wal (dbmu held): what SQLite committed is then on disk. */
+int trail_wal_flush(struct trail *t);
+/* The workspace entries not yet in ws_index, from the file (dbmu held). */
+int trail_idx_load(struct trail *t, struct cerr *err);
+int trail_applier_start(struct trail *t);
+/* Waits until every committed batch is in SQLite: 0, or -EIO when the applier failed. */
+int trail_applier_wait(struct trail *t);
+/* Applies what is left and stops the thread. */
+void trail_applier_stop(struct trail *t);
+/* Tests: hold the applier (batches stay in the ahead log only) or let it go. */
+void trail_applier_hold(struct trail *t, bool hold);
 
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */
 sqlite3 *trail_db_handle(struct trail *t);

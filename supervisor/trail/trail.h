@@ -59,6 +59,11 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
  * written, so the supervisor refuses new work. Committing an empty batch is a no-op. */
 int trail_commit(struct trail *t, struct cerr *err);
 bool trail_degraded(const struct trail *t);
+/* Waits until every committed entry is in the SQLite file, where readers (trail_reader_open)
+ * see it: a commit is acknowledged once it is in the ahead log, and the applier thread puts it
+ * into SQLite soon after (docs/trail.md, "The ahead log"). For code that reads back what it
+ * has just committed. 0, or -EIO (degraded) when it cannot get there. */
+int trail_sync(struct trail *t, struct cerr *err);
 /* Whether the background checkpoint is far behind the commits (16 MiB of WAL it has not copied
  * into the database): work that can wait (a flooding agent's next requests) should, so that the
  * WAL never reaches its bound, where starting it over lands on a commit and on every answer

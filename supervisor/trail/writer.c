@@ -484,27 +484,6 @@ static const char schema_sql[] =
 
 /* ---- writer --------------------------------------------------------------------------------- */
 
-struct trail {
-    sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *rollback, *ins_entry, *ins_blob, *has_blob, *head_st, *ins_idx,
-        *ins_mark;
-    char *path;
-    char trail_id[33];
-    bool in_txn;
-    size_t pending;
-    /* staged head (moves with each append) and committed head (moves with each commit) */
-    uint64_t seq, c_seq;
-    int64_t ts, c_ts;
-    uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
-    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
-    struct idx_item *idx;  /* workspace entries not yet in ws_index, in seq order */
-    size_t idx_n, idx_cap;
-    struct trail_buf body, scratch;
-    bool degraded;
-    char why[512];
-    struct trail_ckpt *ckpt; /* NULL: SQLite's automatic checkpoint, on the commit */
-};
-
 static int sql_err(struct cerr *err, sqlite3 *db, int rc, const char *path, const char *what)
 {
     int code = (rc == SQLITE_FULL) ? -ENOSPC : (rc == SQLITE_READONLY) ? -EROFS : -EIO;
@@ -542,132 +521,52 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* A commit that could not be written to the ahead log: its batch never happened, and nothing
+ * more is written until trail_retry (degraded mode, docs/trail.md). The staged state goes back
+ * to the last commit; the workspace heads are reloaded by trail_retry. */
 static void degrade(struct trail *t, int rc, const char *what)
 {
     if (!t->degraded && what)
-        snprintf(t->why, sizeof(t->why), "%s failed: %s", what,
-                 rc ? sqlite3_errstr(rc) : sqlite3_errmsg(t->db));
+        snprintf(t->why, sizeof(t->why), "%s failed: %s", what, rc ? strerror(rc) : "unknown error");
     t->degraded = true;
-    if (t->in_txn) {
-        sqlite3_reset(t->rollback);
-        sqlite3_step(t->rollback); /* may fail if SQLite already rolled back: nothing to keep */
-        sqlite3_reset(t->rollback);
-    }
-    t->in_txn = false;
     t->pending = 0;
+    t->rec.len = 0;
+    t->rec_items = 0;
+    t->rec_first = 0;
     t->seq = t->c_seq;
     t->ts = t->c_ts;
     memcpy(t->head, t->c_head, sizeof(t->head));
-    t->idx_n = 0; /* its names belong to the map */
     trail_wsmap_clear(&t->ws);
+    while (t->pblob_n && t->pblobs[t->pblob_n - 1].batch > t->written)
+        t->pblob_n--;
+}
+
+/* Why the applier failed ("" if it has not): its batches are in the ahead log, acknowledged, and
+ * wait in its queue for trail_retry. */
+static bool applier_failed(struct trail *t, char *why, size_t cap)
+{
+    pthread_mutex_lock(&t->amu);
+    bool f = t->afailed;
+    if (f && why)
+        snprintf(why, cap, "%s", t->awhy);
+    pthread_mutex_unlock(&t->amu);
+    return f;
 }
 
 static int degraded_err(struct trail *t, struct cerr *err)
 {
+    char why[512];
+    if (!t->degraded && applier_failed(t, why, sizeof(why)))
+        snprintf(t->why, sizeof(t->why), "%s", why);
     return cerr_set(err, EIO,
                     "trail %s cannot be written (%s); corral records nothing more and refuses new "
                     "work: free space or fix the file's storage, then restart",
                     t->path, t->why);
 }
 
-static int step_done(sqlite3_stmt *st)
+static bool is_degraded(struct trail *t)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
-
-/* A workspace entry waiting for the next sorted run into ws_index. name belongs to t->ws. */
-struct idx_item {
-    const char *name;
-    size_t len;
-    uint64_t seq;
-};
-
-static int idx_push(struct trail *t, const struct trail_wshead *h, uint64_t seq)
-{
-    if (t->idx_n == t->idx_cap) {
-        size_t cap = t->idx_cap ? t->idx_cap * 2 : 1024;
-        struct idx_item *p = reallocarray(t->idx, cap, sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        t->idx = p;
-        t->idx_cap = cap;
-    }
-    t->idx[t->idx_n++] = (struct idx_item){h->name, h->len, seq};
-    return 0;
-}
-
-static int idx_cmp(const void *a, const void *b)
-{
-    const struct idx_item *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->name, y->name, n);
-    if (c)
-        return c;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Writes the waiting workspace entries into ws_index as one sorted run, in the transaction of the
- * batch being started: each index page is touched once per run rather than once per commit. */
-static int idx_flush(struct trail *t)
-{
-    qsort(t->idx, t->idx_n, sizeof(*t->idx), idx_cmp);
-    for (size_t i = 0; i < t->idx_n; i++) {
-        sqlite3_bind_text(t->ins_idx, 1, t->idx[i].name, (int)t->idx[i].len, SQLITE_STATIC);
-        sqlite3_bind_int64(t->ins_idx, 2, (sqlite3_int64)t->idx[i].seq);
-        int rc = step_done(t->ins_idx);
-        if (rc != SQLITE_OK)
-            return rc;
-    }
-    sqlite3_clear_bindings(t->ins_idx);
-    sqlite3_bind_int64(t->ins_mark, 1, (sqlite3_int64)t->c_seq);
-    int rc = step_done(t->ins_mark);
-    if (rc == SQLITE_OK)
-        t->idx_n = 0;
-    return rc;
-}
-
-static int ensure_txn(struct trail *t, struct cerr *err)
-{
-    if (t->in_txn)
-        return 0;
-    int rc = step_done(t->begin);
-    if (rc != SQLITE_OK) {
-        degrade(t, rc, "starting a transaction");
-        return degraded_err(t, err);
-    }
-    t->in_txn = true;
-    /* One writer per trail: if the file's head is not the one this writer committed, another
-     * process has written to it, and appending here would fork the chain. */
-    sqlite3_stmt *st = t->head_st;
-    rc = sqlite3_step(st);
-    bool mine = rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
-                sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
-                memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0;
-    long long found = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE && t->c_seq == 0)
-        mine = true; /* a trail being created */
-    if (!mine) {
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-            degrade(t, rc, "reading the head");
-        } else {
-            snprintf(t->why, sizeof(t->why),
-                     "another process wrote to it (its last entry is %lld, this writer's is %llu); one "
-                     "writer per trail file",
-                     found, (unsigned long long)t->c_seq);
-            degrade(t, 0, NULL);
-        }
-        return degraded_err(t, err);
-    }
-    if (t->idx_n >= TRAIL_INDEX_RUN && (rc = idx_flush(t)) != SQLITE_OK) {
-        degrade(t, rc, "writing the workspace index");
-        return degraded_err(t, err);
-    }
-    return 0;
+    return t->degraded || applier_failed(t, NULL, 0);
 }
 
 static int check_name(const char *what, const char *s, struct cerr *err)
@@ -688,6 +587,47 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list)
            (len >= 5 && !memcmp(key + len - 5, "_blob", 5));
 }
 
+/* Whether the blob is in this trail: put in the staged batch or one not yet applied (pblobs),
+ * else in SQLite, asked through the writer's own read connection (the applier holds the other).
+ * A blob leaves pblobs only after the transaction that stored it has committed, so one it no
+ * longer lists is in the file. 1, 0, or -(SQLite code). */
+static int blob_known(struct trail *t, const uint8_t h[TRAIL_HASH_LEN])
+{
+    pthread_mutex_lock(&t->amu);
+    uint64_t applied = t->applied;
+    pthread_mutex_unlock(&t->amu);
+    size_t k = 0;
+    bool found = false;
+    for (size_t i = 0; i < t->pblob_n; i++) {
+        if (t->pblobs[i].batch <= applied)
+            continue; /* in SQLite now: forgotten */
+        found = found || !memcmp(t->pblobs[i].h, h, TRAIL_HASH_LEN);
+        t->pblobs[k++] = t->pblobs[i];
+    }
+    t->pblob_n = k;
+    if (found)
+        return 1;
+    if (!t->rdb) {
+        int rc = sqlite3_open_v2(t->path, &t->rdb,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_prepare_v3(t->rdb, "SELECT 1 FROM blobs WHERE hash = ?1", -1,
+                                    SQLITE_PREPARE_PERSISTENT, &t->has_blob, NULL);
+        if (rc != SQLITE_OK) {
+            sqlite3_close(t->rdb);
+            t->rdb = NULL;
+            return -rc;
+        }
+        sqlite3_busy_timeout(t->rdb, 1000);
+    }
+    sqlite3_stmt *st = t->has_blob;
+    sqlite3_bind_blob(st, 1, h, TRAIL_HASH_LEN, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -rc;
+}
+
 /* One reference: 64 lowercase hex digits naming a blob already put in this trail (committed or in
  * this batch), so that a body never points at content the trail does not hold. */
 static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, struct cerr *err)
@@ -704,17 +644,12 @@ static int check_blob_ref(struct trail *t, const cJSON *v, const char *type, str
                         "BLAKE2b-256 hash (keys 'blob', '*_blob' and 'blobs' hold blob references)",
                         type);
     sodium_hex2bin(h, sizeof(h), s, n, NULL, NULL, NULL);
-    sqlite3_stmt *st = t->has_blob;
-    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc == SQLITE_ROW)
+    int rc = blob_known(t, h);
+    if (rc == 1)
         return 0;
-    if (rc != SQLITE_DONE) {
-        degrade(t, rc, "looking up a blob");
-        return degraded_err(t, err);
-    }
+    if (rc < 0)
+        return cerr_set(err, EIO, "trail %s: looking up a blob failed: %s", t->path,
+                        sqlite3_errstr(-rc));
     return cerr_set(err, EINVAL,
                     "trail: a '%s' body references blob %s, which is not in the trail: put it with "
                     "trail_blob_put first",
@@ -789,8 +724,8 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
                         type, t->body.len, TRAIL_BODY_MAX);
     if ((r = check_blob_refs(t, body, type, 0, err)) < 0)
         return r;
-    if ((r = ensure_txn(t, err)) < 0)
-        return r;
+    if (t->rec.len == 0 && trail_rec_begin(&t->rec) < 0)
+        return cerr_set(err, ENOMEM, "trail: out of memory");
 
     struct trail_wshead *h = NULL;
     size_t ws_len = workspace ? strlen(workspace) : 0;
@@ -828,40 +763,11 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     if ((r = trail_hash_entry(&t->scratch, &f, gh)) < 0)
         return cerr_set(err, r, "trail: out of memory");
 
-    sqlite3_stmt *st = t->ins_entry;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
-    sqlite3_bind_text(st, 2, id, id_len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, ts);
-    if (workspace)
-        sqlite3_bind_text(st, 4, workspace, (int)ws_len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, actor, (int)f.actor_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, type, (int)f.type_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, f.body, (int)f.body_len, SQLITE_STATIC);
-    if (h)
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)f.local_seq);
-    else
-        sqlite3_bind_null(st, 8);
-    if (f.local_prev)
-        sqlite3_bind_blob(st, 9, f.local_prev, TRAIL_HASH_LEN, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 9);
-    if (f.prev_hash)
-        sqlite3_bind_blob(st, 10, f.prev_hash, TRAIL_HASH_LEN, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 10);
-    sqlite3_bind_blob(st, 11, gh, TRAIL_HASH_LEN, SQLITE_STATIC);
-    int rc = step_done(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_OK) {
-        degrade(t, rc, "appending an entry");
-        return degraded_err(t, err);
-    }
-    if (h && idx_push(t, h, seq) < 0) {
-        degrade(t, SQLITE_NOMEM, "queueing an index entry");
-        return degraded_err(t, err);
-    }
+    if (trail_rec_put_entry(&t->rec, &f, gh) < 0)
+        return cerr_set(err, ENOMEM, "trail: out of memory");
+    if (!t->rec_first)
+        t->rec_first = seq;
+    t->rec_items++;
     t->seq = seq;
     t->ts = ts;
     memcpy(t->head, gh, sizeof(gh));
@@ -886,20 +792,47 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
                         TRAIL_BLOB_MAX);
     uint8_t h[TRAIL_HASH_LEN];
     crypto_generichash(h, sizeof(h), data, len, NULL, 0);
-    int r = ensure_txn(t, err);
-    if (r < 0)
-        return r;
-    sqlite3_stmt *st = t->ins_blob;
-    sqlite3_bind_blob(st, 1, h, sizeof(h), SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)len);
-    sqlite3_bind_blob(st, 3, len ? data : "", (int)len, SQLITE_STATIC);
-    int rc = step_done(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_OK) {
-        degrade(t, rc, "storing a blob");
-        return degraded_err(t, err);
+    if (t->pblob_n == t->pblob_cap) {
+        size_t cap = t->pblob_cap ? t->pblob_cap * 2 : 64;
+        struct trail_pblob *p = reallocarray(t->pblobs, cap, sizeof(*p));
+        if (!p)
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+        t->pblobs = p;
+        t->pblob_cap = cap;
     }
+    if ((t->rec.len == 0 && trail_rec_begin(&t->rec) < 0) || trail_rec_put_blob(&t->rec, h, data, len) < 0)
+        return cerr_set(err, ENOMEM, "trail: out of memory");
+    memcpy(t->pblobs[t->pblob_n].h, h, sizeof(h));
+    t->pblobs[t->pblob_n++].batch = t->written + 1;
+    t->rec_items++;
     sodium_bin2hex(hash_hex, 65, h, sizeof(h));
+    return 0;
+}
+
+/* Where the next record goes: after the last one in the current segment; in the other segment,
+ * from 0, once the current one is past its lap and every record of the other is in SQLite
+ * (flushed there, in `full`); and past TRAIL_AHEAD_MAX, only after waiting for the applier to
+ * get there (a flood far ahead of SQLite: its memory is bounded too). */
+static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, struct cerr *err)
+{
+    pthread_mutex_lock(&t->amu);
+    for (;;) {
+        uint64_t need = t->seg_last[1 - t->cur];
+        if (t->aoff + len > TRAIL_AHEAD_LAP && t->aoff > 0 && t->applied >= need && t->synced >= need) {
+            t->cur = 1 - t->cur;
+            t->aoff = 0;
+        }
+        if (t->aoff + len <= TRAIL_AHEAD_MAX || t->aoff == 0)
+            break;
+        if (t->afailed) {
+            pthread_mutex_unlock(&t->amu);
+            return degraded_err(t, err);
+        }
+        pthread_cond_wait(&t->adone, &t->amu);
+    }
+    *seg = t->cur;
+    *off = t->aoff;
+    pthread_mutex_unlock(&t->amu);
     return 0;
 }
 
@@ -907,21 +840,59 @@ int trail_commit(struct trail *t, struct cerr *err)
 {
     if (!t)
         return cerr_set(err, EINVAL, "trail_commit: no trail");
-    if (t->degraded)
+    if (is_degraded(t))
         return degraded_err(t, err);
-    if (!t->in_txn)
+    /* Blobs alone wait for the next batch with an entry (none refers to them yet): every record
+     * holds an entry, so that the records' sequence numbers follow each other. */
+    if (!t->rec_first)
         return 0;
-    int rc = step_done(t->commit);
-    if (rc != SQLITE_OK) {
-        degrade(t, rc, "committing");
+    trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq);
+    struct trail_batch *b = calloc(1, sizeof(*b));
+    if (!b) {
+        degrade(t, ENOMEM, "committing");
         return degraded_err(t, err);
     }
-    t->in_txn = false;
+    uint64_t off = 0;
+    int seg = 0;
+    int r = record_place(t, t->rec.len, &seg, &off, err);
+    if (r < 0) {
+        free(b);
+        return r;
+    }
+    r = trail_ahead_write(t->afd[seg], t->rec.p, t->rec.len, off, t->durability == TRAIL_DURABILITY_FULL);
+    if (r < 0) {
+        free(b);
+        degrade(t, -r, "writing the ahead log");
+        return degraded_err(t, err);
+    }
+    /* Acknowledged: the batch is in the ahead log. The applier takes it from here. */
+    b->rec = t->rec;
+    t->rec = (struct trail_buf){0};
+    pthread_mutex_lock(&t->amu);
+    t->aoff = off + b->rec.len;
+    b->no = ++t->written;
+    t->seg_last[seg] = b->no;
+    if (t->q_tail)
+        t->q_tail->next = b;
+    else
+        t->q_head = b;
+    t->q_tail = b;
+    t->q_bytes += b->rec.len;
+    pthread_cond_signal(&t->awork);
+    pthread_mutex_unlock(&t->amu);
+    t->rec_items = 0;
+    t->rec_first = 0;
     t->pending = 0;
     t->c_seq = t->seq;
     t->c_ts = t->ts;
     memcpy(t->c_head, t->head, sizeof(t->head));
-    trail_ckpt_cap(t->db, t->ckpt);
+    return 0;
+}
+
+int trail_sync(struct trail *t, struct cerr *err)
+{
+    if (t && trail_applier_wait(t) < 0)
+        return degraded_err(t, err);
     return 0;
 }
 
@@ -941,41 +912,66 @@ struct trail_ckpt *trail_ckpt_of(struct trail *t)
     return t ? t->ckpt : NULL;
 }
 
+/* Congested: the checkpoint far behind the commits, or the applier (16 MiB of committed batches
+ * not yet in SQLite). Work that can wait should (a flooding agent's next requests). */
 bool trail_congested(const struct trail *t)
 {
-    return t && t->ckpt && trail_ckpt_congested(t->ckpt);
+    if (!t)
+        return false;
+    struct trail *w = (struct trail *)t; /* its mutex */
+    pthread_mutex_lock(&w->amu);
+    bool behind = w->q_bytes >= TRAIL_AHEAD_BUSY;
+    pthread_mutex_unlock(&w->amu);
+    return behind || (t->ckpt && trail_ckpt_congested(t->ckpt));
 }
 
 bool trail_degraded(const struct trail *t)
 {
-    return t && t->degraded;
+    return t && is_degraded((struct trail *)t);
 }
 
 static int load_ws_heads(struct trail *t, struct cerr *err);
 
-/* Degraded mode's way back (docs/trail.md): the batch that failed was rolled back, so the file
- * ends at this writer's committed head; when it still does, the staged state is rebuilt from the
- * file and writing may be tried again. A write that fails again degrades it again. */
+/* Degraded mode's way back (docs/trail.md). If the applier failed, it tries again the batches it
+ * holds (acknowledged: they are in the ahead log). If a commit could not be written, its batch
+ * was dropped; once everything before it is in SQLite and the file still ends at this writer's
+ * committed head, the staged state is rebuilt from the file. A write that fails again degrades
+ * it again. */
 int trail_retry(struct trail *t, struct cerr *err)
 {
+    if (!is_degraded(t))
+        return 0;
+    pthread_mutex_lock(&t->amu);
+    if (t->afailed) {
+        t->aretry = true;
+        pthread_cond_broadcast(&t->awork);
+        while (t->aretry && t->athread_on)
+            pthread_cond_wait(&t->adone, &t->amu);
+    }
+    bool failed = t->afailed;
+    char why[512];
+    snprintf(why, sizeof(why), "%s", t->awhy);
+    pthread_mutex_unlock(&t->amu);
+    if (failed)
+        return cerr_set(err, EIO, "trail %s: its committed entries still cannot be stored (%s)", t->path,
+                        why);
+    if (trail_applier_wait(t) < 0)
+        return cerr_set(err, EIO, "trail %s: its committed entries still cannot be stored", t->path);
     if (!t->degraded)
         return 0;
-    sqlite3_stmt *st = t->head_st;
-    int rc = sqlite3_step(st);
-    bool mine = (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == t->c_seq &&
-                 sqlite3_column_bytes(st, 1) == TRAIL_HASH_LEN &&
-                 memcmp(sqlite3_column_blob(st, 1), t->c_head, TRAIL_HASH_LEN) == 0) ||
-                (rc == SQLITE_DONE && t->c_seq == 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return cerr_set(err, EIO, "trail %s: its head cannot be read (%s)", t->path, sqlite3_errstr(rc));
-    if (!mine)
-        return cerr_set(err, EIO, "trail %s: its last entry is not the one this writer committed (%s)",
-                        t->path, t->why);
-    trail_wsmap_clear(&t->ws);
-    t->idx_n = 0;
-    if (load_ws_heads(t, err) < 0)
-        return -EIO;
+    pthread_mutex_lock(&t->dbmu);
+    bool mine = t->a_seq == t->c_seq && !memcmp(t->a_head, t->c_head, TRAIL_HASH_LEN);
+    int r = 0;
+    if (!mine) {
+        r = cerr_set(err, EIO, "trail %s: its last entry is not the one this writer committed (%s)",
+                     t->path, t->why);
+    } else {
+        trail_wsmap_clear(&t->ws);
+        r = load_ws_heads(t, err) < 0 ? -EIO : 0;
+    }
+    pthread_mutex_unlock(&t->dbmu);
+    if (r < 0)
+        return r;
     t->degraded = false;
     t->why[0] = '\0';
     return 0;
@@ -983,7 +979,13 @@ int trail_retry(struct trail *t, struct cerr *err)
 
 const char *trail_degraded_why(const struct trail *t)
 {
-    return t && t->degraded ? t->why : "";
+    if (!t || !is_degraded((struct trail *)t))
+        return "";
+    if (!t->degraded) {
+        struct trail *w = (struct trail *)t;
+        applier_failed(w, w->why, sizeof(w->why));
+    }
+    return t->why;
 }
 
 size_t trail_pending(const struct trail *t)
@@ -998,6 +1000,7 @@ uint64_t trail_head_seq(const struct trail *t)
 
 sqlite3 *trail_db_handle(struct trail *t)
 {
+    trail_applier_wait(t); /* the applier's connection: idle once it has caught up */
     return t->db;
 }
 
@@ -1005,23 +1008,47 @@ void trail_close(struct trail *t)
 {
     if (!t)
         return;
-    if (t->in_txn && t->rollback)
-        step_done(t->rollback);
+    /* Whatever was committed goes into SQLite first; staged entries are dropped. */
+    if (t->athread_on)
+        trail_applier_stop(t);
+    bool all_in = !t->afailed && t->applied == t->written;
+    if (all_in && t->db && t->durability == TRAIL_DURABILITY_FULL && t->written)
+        all_in = t->walfd < 0 ? true : fdatasync(t->walfd) == 0;
     trail_ckpt_stop(t->db, t->ckpt);
     sqlite3_finalize(t->begin);
     sqlite3_finalize(t->commit);
     sqlite3_finalize(t->rollback);
     sqlite3_finalize(t->ins_entry);
     sqlite3_finalize(t->ins_blob);
-    sqlite3_finalize(t->has_blob);
     sqlite3_finalize(t->head_st);
     sqlite3_finalize(t->ins_idx);
     sqlite3_finalize(t->ins_mark);
+    sqlite3_finalize(t->has_blob);
+    sqlite3_close(t->rdb);
     free(t->idx);
-    sqlite3_close(t->db);
+    int closed = sqlite3_close(t->db);
+    /* Everything it held is in SQLite: the ahead log goes (while still locked, so that no other
+     * writer takes it first). Else it stays, for the next writer to apply. */
+    if (t->afd[0] >= 0) {
+        if (all_in && closed == SQLITE_OK && t->path)
+            trail_ahead_remove(t->path);
+        close(t->afd[0]);
+        close(t->afd[1]);
+    }
+    if (t->walfd >= 0)
+        close(t->walfd);
+    if (t->sync_init) {
+        pthread_cond_destroy(&t->awork);
+        pthread_cond_destroy(&t->adone);
+        pthread_mutex_destroy(&t->amu);
+        pthread_mutex_destroy(&t->dbmu);
+    }
     trail_wsmap_clear(&t->ws);
+    trail_wsmap_clear(&t->a_ws);
     trail_buf_free(&t->body);
     trail_buf_free(&t->scratch);
+    trail_buf_free(&t->rec);
+    free(t->pblobs);
     free(t->path);
     free(t);
 }
@@ -1049,23 +1076,13 @@ static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct c
     return 0;
 }
 
-/* Every workspace's local-chain head, and the entries not yet in ws_index, in one scan at open. */
+/* Every workspace's local-chain head, in one scan at open (and after a failed commit). */
 static int load_ws_heads(struct trail *t, struct cerr *err)
 {
     sqlite3_stmt *st = NULL;
-    int64_t upto = 0;
-    int rc = sqlite3_prepare_v2(t->db, "SELECT max(upto) FROM ws_index_marks", -1, &st, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        upto = sqlite3_column_int64(st, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc != SQLITE_OK)
-        return sql_err(err, t->db, rc, t->path, "reading the workspace index mark");
-    rc = sqlite3_prepare_v2(
+    int rc = sqlite3_prepare_v2(
         t->db,
-        "SELECT workspace, local_seq, hash, seq FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
+        "SELECT workspace, local_seq, hash FROM entries WHERE workspace IS NOT NULL ORDER BY seq",
         -1, &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *ws = sqlite3_column_blob(st, 0);
@@ -1082,11 +1099,6 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
         }
         h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
         memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
-        if (sqlite3_column_int64(st, 3) > upto &&
-            idx_push(t, h, (uint64_t)sqlite3_column_int64(st, 3)) < 0) {
-            sqlite3_finalize(st);
-            return cerr_set(err, ENOMEM, "trail: out of memory");
-        }
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -1139,10 +1151,165 @@ static int load_head(struct trail *t, struct cerr *err)
     }
     snprintf(t->trail_id, sizeof(t->trail_id), "%s", id->valuestring);
     cJSON_Delete(b);
+    t->c_seq = t->a_seq = t->seq;
+    t->c_ts = t->ts;
+    memcpy(t->c_head, t->head, sizeof(t->head));
+    memcpy(t->a_head, t->head, sizeof(t->head));
+    int r = load_ws_heads(t, err);
+    return r < 0 ? r : trail_idx_load(t, err);
+}
+
+/* ---- recovery: what a writer that died had committed to the ahead log and not to SQLite ---- */
+
+/* One entry read back from the ahead log, checked against the staged head as trail_append would
+ * have made it: sequence, time, id, names, type, both links and the hash recomputed. The staged
+ * head then moves past it. -EINVAL and why when it does not continue the trail. */
+static int recover_entry(struct trail *t, const struct trail_fields *f, const uint8_t *hash,
+                         const char **why)
+{
+    char name[TRAIL_NAME_MAX + 1], id[64];
+    *why = "the sequence does not continue";
+    if (f->seq != t->seq + 1)
+        return -EINVAL;
+    *why = "its time is not after the previous entry's";
+    if (f->ts_us <= t->ts)
+        return -EINVAL;
+    *why = "its id is not this trail's";
+    int n = snprintf(id, sizeof(id), "%s-%llu", t->trail_id, (unsigned long long)f->seq);
+    if (n < 0 || (size_t)n != f->id_len || memcmp(id, f->id, f->id_len))
+        return -EINVAL;
+    *why = "a name or type is not valid";
+    if (f->actor_len == 0 || f->actor_len > TRAIL_NAME_MAX || f->type_len >= sizeof(name) ||
+        f->ws_len > TRAIL_NAME_MAX || f->body_len > TRAIL_BODY_MAX)
+        return -EINVAL;
+    memcpy(name, f->type, f->type_len);
+    name[f->type_len] = '\0';
+    if (!trail_event_known(name))
+        return -EINVAL;
+    *why = "it does not link to the entry before it";
+    if (f->seq > 1 ? (!f->prev_hash || memcmp(f->prev_hash, t->head, TRAIL_HASH_LEN)) : !!f->prev_hash)
+        return -EINVAL;
+    struct trail_wshead *h = NULL;
+    if (f->workspace) {
+        bool created;
+        if (!(h = trail_wsmap_get(&t->ws, f->workspace, f->ws_len, &created)))
+            return -ENOMEM;
+        *why = "it does not link to its workspace's entry before it";
+        if (f->local_seq != h->local_seq + 1 ||
+            (h->local_seq ? (!f->local_prev || memcmp(f->local_prev, h->last_hash, TRAIL_HASH_LEN))
+                          : !!f->local_prev))
+            return -EINVAL;
+    } else if (f->local_seq || f->local_prev) {
+        return -EINVAL;
+    }
+    uint8_t gh[TRAIL_HASH_LEN];
+    *why = "its content does not match its hash";
+    if (trail_hash_entry(&t->scratch, f, gh) < 0)
+        return -ENOMEM;
+    if (memcmp(gh, hash, TRAIL_HASH_LEN))
+        return -EINVAL;
+    t->seq = f->seq;
+    t->ts = f->ts_us;
+    memcpy(t->head, gh, sizeof(gh));
+    if (h) {
+        h->local_seq = f->local_seq;
+        memcpy(h->last_hash, gh, sizeof(gh));
+    }
+    return 0;
+}
+
+/* One record read back: checked entry by entry against the staged head (recover_entry) and its
+ * blobs against their hashes, then applied. 1 applied, 0 not (it does not continue the trail:
+ * never acknowledged, a write cut short by the crash, or damage; said on stderr), <0 error. */
+static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *ref, struct trail_buf *b,
+                          struct cerr *err)
+{
+    b->len = 0;
+    if (ref->h.len > SIZE_MAX || trail_buf_reserve(b, (size_t)ref->h.len) < 0)
+        return cerr_set(err, ENOMEM, "trail: out of memory");
+    size_t len = (size_t)ref->h.len;
+    const char *why = "the record is cut short";
+    size_t pos = TRAIL_REC_HDR;
+    uint32_t items = 0;
+    uint64_t first = 0;
+    struct trail_rec_item it;
+    int r = pread(fd, b->p, len, (off_t)ref->off) == (ssize_t)len ? 1 : -EINVAL;
+    while (r > 0 && (r = trail_rec_next(b->p, len, &pos, &it)) > 0) {
+        items++;
+        if (it.kind == 'B') {
+            uint8_t h[TRAIL_HASH_LEN];
+            crypto_generichash(h, sizeof(h), it.data, it.size, NULL, 0);
+            why = "a blob's content does not match its hash";
+            if (memcmp(h, it.blob_hash, sizeof(h)))
+                r = -EINVAL;
+        } else {
+            first = first ? first : it.f.seq;
+            r = recover_entry(t, &it.f, it.hash, &why);
+            r = r < 0 ? r : 1;
+        }
+    }
+    if (r == 0 && (items != ref->h.items || first != ref->h.first || t->seq != ref->h.last || pos != len)) {
+        why = "the record's header does not match its items";
+        r = -EINVAL;
+    }
+    if (r == -ENOMEM)
+        return cerr_set(err, ENOMEM, "trail: out of memory");
+    if (r < 0) {
+        fprintf(stderr,
+                "corral: trail %s: its ahead log's entries from %llu on were not applied (%s): a "
+                "write cut short by a crash, or damage\n",
+                t->path, (unsigned long long)ref->h.first, why);
+        t->seq = t->c_seq;
+        t->ts = t->c_ts;
+        memcpy(t->head, t->c_head, sizeof(t->head));
+        trail_wsmap_clear(&t->ws);
+        return load_ws_heads(t, err) < 0 ? -EIO : 0;
+    }
+    struct trail_batch batch = {.rec = {b->p, len, len}};
+    const char *what;
+    int rc = trail_apply(t, &batch, false, &what);
+    if (rc != SQLITE_OK)
+        return sql_err(err, t->db, rc, t->path, what);
     t->c_seq = t->seq;
     t->c_ts = t->ts;
     memcpy(t->c_head, t->head, sizeof(t->head));
-    return load_ws_heads(t, err);
+    return 1;
+}
+
+/* At open: what a writer that died had acknowledged (in the ahead log) and not put into SQLite
+ * is applied, record by record from whichever segment continues the head, then made durable
+ * there, so that both segments may be written over. */
+static int ahead_recover(struct trail *t, struct cerr *err)
+{
+    struct trail_rec_ref *refs[2] = {NULL, NULL};
+    size_t n[2] = {0, 0}, at[2] = {0, 0};
+    int r = 0;
+    for (int s = 0; s < 2 && r == 0; s++)
+        if ((r = trail_ahead_index(t->afd[s], &refs[s], &n[s])) < 0)
+            r = cerr_set(err, -r, "trail %s: reading its ahead log failed: %s", t->path, strerror(-r));
+    struct trail_buf b = {0};
+    bool any = n[0] || n[1];
+    while (r == 0) {
+        int s = -1;
+        for (int k = 0; k < 2; k++) {
+            while (at[k] < n[k] && refs[k][at[k]].h.last <= t->c_seq)
+                at[k]++; /* in SQLite already */
+            if (at[k] < n[k] && refs[k][at[k]].h.first == t->c_seq + 1)
+                s = k;
+        }
+        if (s < 0)
+            break;
+        r = recover_record(t, t->afd[s], &refs[s][at[s]], &b, err);
+        r = r == 1 ? 0 : r == 0 ? 1 : r;
+    }
+    trail_buf_free(&b);
+    free(refs[0]);
+    free(refs[1]);
+    if (r < 0)
+        return r;
+    if (any && (r = trail_wal_flush(t)) < 0)
+        return cerr_set(err, -r, "trail %s: flushing its WAL failed: %s", t->path, strerror(-r));
+    return 0;
 }
 
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err)
@@ -1157,14 +1324,20 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         free(t);
         return cerr_set(err, ENOMEM, "trail: out of memory");
     }
+    t->afd[0] = t->afd[1] = t->walfd = -1;
+    t->durability = d;
+    pthread_mutex_init(&t->amu, NULL);
+    pthread_mutex_init(&t->dbmu, NULL);
+    pthread_cond_init(&t->awork, NULL);
+    pthread_cond_init(&t->adone, NULL);
+    t->sync_init = true;
     /* Never through a symbolic link: whoever made the link would choose where root's writes go
      * (a file created, or an empty one filled, anywhere). SQLITE_OPEN_NOFOLLOW refuses a link
      * anywhere in the path, and the -wal and -shm files are opened O_NOFOLLOW beside the real
      * one; the lstat first only words the refusal. */
     struct stat lst;
     if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        free(t->path);
-        free(t);
+        trail_close(t);
         return cerr_set(err, ELOOP,
                         "trail %s is a symbolic link: give the trail file's own path (a link would let "
                         "whoever made it choose where corral writes)",
@@ -1201,6 +1374,9 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                      path);
         goto fail;
     }
+    /* The ahead log's lock: one writer per trail, before anything is written. */
+    if ((r = trail_ahead_open(path, t->afd, err)) < 0)
+        goto fail;
     trail_busy_wait(t->db);
     int64_t app = 0, ver = 0, tables = 0;
     if ((rc = pragma_int(t->db, "PRAGMA application_id", &app)) != SQLITE_OK ||
@@ -1213,7 +1389,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                 : sql_err(err, t->db, rc, path, "reading its header");
         goto fail;
     }
-    bool fresh = (app == 0 && tables == 0);
+    bool fresh = (app == 0 && tables == 0), begun = false;
     if (!fresh && app != TRAIL_APPLICATION_ID) {
         r = cerr_set(err, EINVAL, "%s is an SQLite database but not a corral trail; choose another file",
                      path);
@@ -1226,8 +1402,11 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         goto fail;
     }
     char *msg = NULL;
-    const char *sync = d == TRAIL_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
-                                                  : "PRAGMA synchronous=NORMAL";
+    /* NORMAL in both modes: in `full` a commit is durable once its ahead-log record is flushed,
+     * and the WAL is flushed (off the callers' path) before a segment holding records it has
+     * not flushed may be written over (apply.c). FULL here would add an fsync per transaction
+     * of the applier, on the same disk as the callers' flushes. */
+    const char *sync = "PRAGMA synchronous=NORMAL";
     if ((rc = sqlite3_exec(t->db, "PRAGMA journal_mode=WAL", NULL, NULL, &msg)) != SQLITE_OK ||
         (rc = sqlite3_exec(t->db, sync, NULL, NULL, &msg)) != SQLITE_OK) {
         r = cerr_set(err, EIO, "trail %s: cannot set WAL mode: %s", path,
@@ -1260,7 +1439,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
             sqlite3_free(msg);
             goto fail;
         }
-        t->in_txn = true;
+        begun = true;
     }
     if ((r = prepare(t, "BEGIN IMMEDIATE", &t->begin, err)) < 0 ||
         (r = prepare(t, "COMMIT", &t->commit, err)) < 0 ||
@@ -1273,7 +1452,6 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
                      "INSERT INTO blobs (hash, size, data) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 "
                      "FROM blobs WHERE hash = ?1)",
                      &t->ins_blob, err)) < 0 ||
-        (r = prepare(t, "SELECT 1 FROM blobs WHERE hash = ?1", &t->has_blob, err)) < 0 ||
         (r = prepare(t, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1", &t->head_st, err)) <
             0 ||
         (r = prepare(t, "INSERT INTO ws_index (workspace, seq) VALUES (?1, ?2)", &t->ins_idx, err)) <
@@ -1296,9 +1474,28 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         }
         r = trail_append(t, NULL, "system", "trail_created", b, NULL, err);
         cJSON_Delete(b);
-        if (r < 0 || (r = trail_commit(t, err)) < 0)
+        if (r < 0)
             goto fail;
-    } else if ((r = load_head(t, err)) < 0) {
+        /* Entry 1 commits with the schema, in the same transaction: never an empty trail. */
+        trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq);
+        struct trail_batch first = {.rec = t->rec};
+        const char *what;
+        if ((rc = trail_apply(t, &first, begun, &what)) != SQLITE_OK) {
+            r = sql_err(err, t->db, rc, path, what);
+            goto fail;
+        }
+        t->rec.len = 0;
+        t->rec_items = 0;
+        t->rec_first = 0;
+        t->pending = 0;
+        t->c_seq = t->seq;
+        t->c_ts = t->ts;
+        memcpy(t->c_head, t->head, sizeof(t->head));
+    } else if ((r = load_head(t, err)) < 0 || (r = ahead_recover(t, err)) < 0) {
+        goto fail;
+    }
+    if ((r = trail_applier_start(t)) < 0) {
+        r = cerr_set(err, -r, "trail %s: cannot start its applier thread: %s", path, strerror(-r));
         goto fail;
     }
     /* Without its own thread (it could not start) the trail still works: SQLite then checkpoints

@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -59,6 +62,15 @@ static void commit_ok(struct trail *t)
     struct cerr err = {0};
     if (trail_commit(t, &err) != 0)
         fail_msg("commit: %s", err.msg);
+}
+
+/* A commit is acknowledged once it is in the ahead log; readers see it once the applier has put
+ * it into SQLite (trail_sync waits for that). */
+static void sync_ok(struct trail *t)
+{
+    struct cerr err = {0};
+    if (trail_sync(t, &err) != 0)
+        fail_msg("sync: %s", err.msg);
 }
 
 static struct trail *open_ok(const char *path, enum trail_durability d)
@@ -737,6 +749,7 @@ static void test_read_while_writing(void **state)
     for (int i = 0; i < 10; i++)
         append_json(t, "w", "worker", "tool_call", "{\"i\":1}", NULL);
     commit_ok(t);
+    sync_ok(t);
     struct trail_reader *r = NULL;
     struct cerr err = {0};
     assert_int_equal(trail_reader_open(db, &r, &err), 0);
@@ -753,6 +766,7 @@ static void test_read_while_writing(void **state)
     got_free(g);
     verify_ok(db, 11);
     commit_ok(t);
+    sync_ok(t);
     g = calloc(1, sizeof(*g));
     assert_int_equal(trail_query(r, NULL, collect, g, &err), 0);
     assert_int_equal(g->n, 16);
@@ -906,19 +920,140 @@ static void test_one_writer(void **state)
     struct stat sb;
     assert_int_equal(stat(db, &sb), 0);
     assert_int_equal(sb.st_mode & 0777, 0600); /* it holds file contents: owner only */
-    struct trail *b = open_ok(db, TRAIL_DURABILITY_FULL);
-    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
-    commit_ok(a);
-    /* b's view of the head is stale: appending would fork the chain, so it refuses and degrades */
+    /* A second writer is refused at open, naming the lock its ahead log holds: appending from
+     * two would fork the chain. */
+    struct trail *b = NULL;
     struct cerr err = {0};
-    assert_int_equal(trail_append(b, "w", "worker", "tool_call", NULL, NULL, &err), -EIO);
-    assert_non_null(strstr(err.msg, "another process wrote to it"));
-    assert_true(trail_degraded(b));
-    trail_close(b);
+    assert_int_equal(trail_open(db, TRAIL_DURABILITY_FULL, &b, &err), -EBUSY);
+    assert_null(b);
+    assert_non_null(strstr(err.msg, "being written by another corral process"));
     append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
     commit_ok(a);
+    /* A process that writes the file behind the writer's back (raw SQLite) is still caught:
+     * the applier finds the file's head is not its own and the trail degrades. */
+    sync_ok(a);
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw,
+                                  "INSERT INTO entries (seq, id, ts, actor, type, body, hash) VALUES "
+                                  "(3, 'x-3', 1, 'system', 'trail_created', '{}', zeroblob(32))",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(raw);
+    append_json(a, "w", "worker", "tool_call", "{\"by\":\"a\"}", NULL);
+    commit_ok(a);
+    assert_int_equal(trail_sync(a, &err), -EIO);
+    assert_true(trail_degraded(a));
+    assert_non_null(strstr(trail_degraded_why(a), "another process wrote"));
     trail_close(a);
-    verify_ok(db, 3);
+    /* Its committed entry stays in the ahead log; the file, written by someone else, fails
+     * verification, and the next writer says why it cannot apply it. */
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* Crash recovery through the ahead log: a child writer commits batches its applier is held
+ * from putting into SQLite (so they are only in the ahead log, acknowledged) and dies without
+ * closing. The next writer applies them; a record cut short by the crash is not applied, and
+ * neither is anything after a damaged one. */
+static int64_t sqlite_count(const char *db)
+{
+    sqlite3 *raw;
+    int64_t n = -1;
+    sqlite3_stmt *st;
+    if (sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(raw, "SELECT count(*) FROM entries", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(raw);
+    return n;
+}
+
+static void crash_after(const char *db, int batches, enum trail_durability d)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, d, &t, &err) < 0)
+            _exit(2);
+        trail_applier_hold(t, true);
+        for (int b = 0; b < batches; b++) {
+            char hex[65], body[160];
+            char data[64];
+            snprintf(data, sizeof(data), "content %d", b);
+            if (trail_blob_put(t, data, strlen(data), hex, &err) < 0)
+                _exit(3);
+            snprintf(body, sizeof(body), "{\"b\":%d,\"content_blob\":\"%s\"}", b, hex);
+            cJSON *j = cJSON_Parse(body);
+            for (int k = 0; k < 3; k++)
+                if (trail_append(t, k == 1 ? NULL : "w", "worker", "tool_call", j, NULL, &err) < 0)
+                    _exit(4);
+            cJSON_Delete(j);
+            if (trail_commit(t, &err) < 0)
+                _exit(5);
+        }
+        _exit(0); /* no trail_close: a crash */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void test_ahead_recovery(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *seg = path_in(dir, "t.db-ahead");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    trail_close(t);
+    struct stat sb;
+    assert_int_equal(stat(seg, &sb), -1); /* a clean close leaves no ahead log */
+    assert_true(trail_ahead_left(db) == false);
+
+    crash_after(db, 5, TRAIL_DURABILITY_FULL);
+    assert_int_equal(sqlite_count(db), 1); /* 15 acknowledged entries are only in the ahead log */
+    assert_true(trail_ahead_left(db));
+    t = open_ok(db, TRAIL_DURABILITY_FULL);
+    assert_int_equal(trail_head_seq(t), 16);
+    append_json(t, "w", "worker", "tool_call", "{\"after\":true}", NULL);
+    commit_ok(t);
+    trail_close(t);
+    verify_ok(db, 17);
+    assert_int_equal(sqlite_count(db), 17);
+
+    /* A record cut short: the crash came in the middle of its write (never acknowledged). */
+    crash_after(db, 3, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(stat(seg, &sb), 0);
+    assert_int_equal(truncate(seg, sb.st_size - 7), 0);
+    t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 17 + 6); /* the first two batches, not the third */
+    trail_close(t);
+    verify_ok(db, 23);
+
+    /* Damage in the second of three records: the first is applied, nothing from it on. */
+    crash_after(db, 3, TRAIL_DURABILITY_NORMAL);
+    int fd = open(seg, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t buf[4096];
+    ssize_t n = pread(fd, buf, sizeof(buf), 0);
+    assert_true(n > 64);
+    uint64_t len0 = 0;
+    for (int k = 0; k < 8; k++)
+        len0 |= (uint64_t)buf[8 + k] << (8 * k);
+    char *at = memmem(buf + len0, (size_t)n - len0, "\"b\":1", 5);
+    assert_non_null(at);
+    at[4] = '7'; /* the body no longer matches the entry's hash */
+    assert_int_equal(pwrite(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 23 + 3);
+    trail_close(t);
+    verify_ok(db, 26);
+    free(seg);
     free(db);
     tmpdir_free(dir);
 }
@@ -961,6 +1096,8 @@ static void commit_mib(struct trail *t, int n)
         struct cerr err = {0};
         assert_int_equal(trail_blob_put(t, blob, sizeof(blob), hex, &err), 0);
     }
+    /* Blobs commit with an entry (alone they wait for the next batch that has one). */
+    append_json(t, "w", "protocol", "tool_call", "{\"agent\":\"a\",\"phase\":\"end\"}", NULL);
     commit_ok(t);
 }
 
@@ -979,12 +1116,14 @@ static void test_wal_restarts_early(void **state)
     struct trail_ckpt *c = trail_ckpt_of(t);
     assert_non_null(c);
     commit_mib(t, 5); /* past the thread's threshold (1000 pages): it is woken */
+    sync_ok(t);
     sqlite3 *reader;
     assert_int_equal(sqlite3_open_v2(db, &reader, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM entries;", NULL, NULL, NULL),
                      SQLITE_OK);
     append_json(t, "w", "protocol", "tool_call", "{\"agent\":\"a\",\"phase\":\"start\"}", NULL);
     commit_ok(t);
+    sync_ok(t);
     /* The thread's pass copies all but that last commit (within a second or two). */
     for (int i = 0; i < 500 && trail_ckpt_debt(c) > 64; i++)
         usleep(10000);
@@ -997,6 +1136,7 @@ static void test_wal_restarts_early(void **state)
     for (int i = 0; i < 300 && !early; i++) {
         append_json(t, "w", "protocol", "tool_call", "{\"agent\":\"a\",\"phase\":\"start\"}", NULL);
         commit_ok(t);
+        sync_ok(t); /* the applier's transaction, after which the writer's restart is tried */
         trail_ckpt_restarts(c, &cap, &early);
         if (!early)
             usleep(10000);
@@ -1022,11 +1162,13 @@ static void test_wal_debt_after_reset(void **state)
     struct trail_ckpt *c = trail_ckpt_of(t);
     assert_non_null(c);
     commit_mib(t, 8); /* past the thread's threshold: it copies all of it */
+    sync_ok(t);
     for (int i = 0; i < 500 && trail_ckpt_debt(c) > 0; i++)
         usleep(10000);
     assert_int_equal(trail_ckpt_debt(c), 0);
     /* The thread's pass has just ended: it waits a quarter of a second before the next one. */
     commit_mib(t, 5); /* a new WAL, smaller than the one the thread measured */
+    sync_ok(t);
     /* Read at once: a pass of the thread (woken by that commit, if its pause is over) takes
      * milliseconds to copy those pages. */
     int debt = trail_ckpt_debt(c);
@@ -1160,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_read_while_writing),
         cmocka_unit_test(test_workspace_index),
         cmocka_unit_test(test_one_writer),
+        cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
         cmocka_unit_test(test_wal_debt_after_reset),

@@ -1,0 +1,344 @@
+/* supervisor/trail/ahead.c: the trail's ahead log, two segment files beside the SQLite file
+ * (FILE-ahead and FILE-ahead2). A commit writes its batch into the current segment as one record
+ * (one pwrite, and one fdatasync in `full`) and is then acknowledged; the applier thread
+ * (apply.c) puts the batch into SQLite afterwards. So a call pays one append on its path instead
+ * of SQLite's insert, b-tree and WAL work, about 150 us of CPU per tool call (docs/trail.md, "The
+ * ahead log"). After a crash the next writer applies what SQLite lacks.
+ *
+ * A record is a header and items, all integers little-endian:
+ *   header: u32 magic "CRA1" | u32 items | u64 length (header included) | u64 first | u64 last
+ *           (the sequence numbers of its first and last entry: every record holds one or more)
+ *   blob:   'B' | hash[32] | u64 size | data
+ *   entry:  'E' | u64 seq | i64 ts | u64 local_seq | u8 flags (1 workspace, 2 local_prev,
+ *           4 prev_hash) | u16 id | u16 workspace | u16 actor | u16 type | u32 body (lengths)
+ *           | id | workspace | actor | type | body | [local_prev 32] | [prev_hash 32] | hash 32
+ * No checksum: every byte is covered by an entry's chained hash or a blob's content hash, which
+ * recovery recomputes (writer.c), so a torn or stale record never links to the trail's head.
+ * Records follow each other in a segment from offset 0. Once the current segment is past
+ * TRAIL_AHEAD_LAP the writer switches to the other one and starts it over at 0, which it may
+ * only when every record there is in SQLite (and flushed there, in `full`): it was written a
+ * whole lap ago. Overwriting in place keeps a `full` commit's fdatasync to its data (no size
+ * change to journal). Recovery reads each segment from 0 while the records continue each other
+ * and applies, across both, the one that continues the trail's head, until none does. */
+#include "supervisor/trail/internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REC_MAGIC 0x31415243u /* "CRA1" */
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+int trail_rec_begin(struct trail_buf *b)
+{
+    b->len = 0;
+    int r = trail_buf_reserve(b, TRAIL_REC_HDR);
+    if (r == 0) {
+        memset(b->p, 0, TRAIL_REC_HDR);
+        b->len = TRAIL_REC_HDR;
+    }
+    return r;
+}
+
+int trail_rec_put_blob(struct trail_buf *b, const uint8_t hash[TRAIL_HASH_LEN], const void *data,
+                       size_t len)
+{
+    int r = trail_buf_reserve(b, 1 + TRAIL_HASH_LEN + 8 + len);
+    if (r < 0)
+        return r;
+    uint8_t *p = b->p + b->len;
+    *p++ = 'B';
+    memcpy(p, hash, TRAIL_HASH_LEN);
+    p += TRAIL_HASH_LEN;
+    put_le(p, len, 8);
+    p += 8;
+    if (len)
+        memcpy(p, data, len);
+    b->len += 1 + TRAIL_HASH_LEN + 8 + len;
+    return 0;
+}
+
+int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f,
+                        const uint8_t hash[TRAIL_HASH_LEN])
+{
+    size_t n = 1 + 8 + 8 + 8 + 1 + 2 * 4 + 4 + f->id_len + f->ws_len + f->actor_len + f->type_len +
+               f->body_len + (f->local_prev ? TRAIL_HASH_LEN : 0) + (f->prev_hash ? TRAIL_HASH_LEN : 0) +
+               TRAIL_HASH_LEN;
+    int r = trail_buf_reserve(b, n);
+    if (r < 0)
+        return r;
+    uint8_t *p = b->p + b->len;
+    *p++ = 'E';
+    put_le(p, f->seq, 8);
+    put_le(p + 8, (uint64_t)f->ts_us, 8);
+    put_le(p + 16, f->local_seq, 8);
+    p[24] = (uint8_t)((f->workspace ? 1 : 0) | (f->local_prev ? 2 : 0) | (f->prev_hash ? 4 : 0));
+    put_le(p + 25, f->id_len, 2);
+    put_le(p + 27, f->ws_len, 2);
+    put_le(p + 29, f->actor_len, 2);
+    put_le(p + 31, f->type_len, 2);
+    put_le(p + 33, f->body_len, 4);
+    p += 37;
+    memcpy(p, f->id, f->id_len);
+    p += f->id_len;
+    if (f->ws_len)
+        memcpy(p, f->workspace, f->ws_len);
+    p += f->ws_len;
+    memcpy(p, f->actor, f->actor_len);
+    p += f->actor_len;
+    memcpy(p, f->type, f->type_len);
+    p += f->type_len;
+    memcpy(p, f->body, f->body_len);
+    p += f->body_len;
+    if (f->local_prev) {
+        memcpy(p, f->local_prev, TRAIL_HASH_LEN);
+        p += TRAIL_HASH_LEN;
+    }
+    if (f->prev_hash) {
+        memcpy(p, f->prev_hash, TRAIL_HASH_LEN);
+        p += TRAIL_HASH_LEN;
+    }
+    memcpy(p, hash, TRAIL_HASH_LEN);
+    b->len += n;
+    return 0;
+}
+
+void trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last)
+{
+    put_le(b->p, REC_MAGIC, 4);
+    put_le(b->p + 4, items, 4);
+    put_le(b->p + 8, b->len, 8);
+    put_le(b->p + 16, first, 8);
+    put_le(b->p + 24, last, 8);
+}
+
+int trail_rec_header(const uint8_t *p, size_t len, struct trail_rec_hdr *h)
+{
+    if (len < TRAIL_REC_HDR || get_le(p, 4) != REC_MAGIC)
+        return -EINVAL;
+    h->items = (uint32_t)get_le(p + 4, 4);
+    h->len = get_le(p + 8, 8);
+    h->first = get_le(p + 16, 8);
+    h->last = get_le(p + 24, 8);
+    if (h->len < TRAIL_REC_HDR || h->items == 0 || h->first > h->last)
+        return -EINVAL;
+    return 0;
+}
+
+/* Bounds-checked: a record read back after a crash may be torn anywhere (fuzz_trail_ahead.c). */
+int trail_rec_next(const uint8_t *p, size_t len, size_t *pos, struct trail_rec_item *it)
+{
+    size_t at = *pos;
+    if (at >= len)
+        return 0;
+    memset(it, 0, sizeof(*it));
+    size_t left = len - at;
+    const uint8_t *q = p + at;
+    it->kind = (char)q[0];
+    if (q[0] == 'B') {
+        if (left < 1 + TRAIL_HASH_LEN + 8)
+            return -EINVAL;
+        uint64_t size = get_le(q + 1 + TRAIL_HASH_LEN, 8);
+        if (size > TRAIL_BLOB_MAX || size > left - (1 + TRAIL_HASH_LEN + 8))
+            return -EINVAL;
+        it->blob_hash = q + 1;
+        it->data = q + 1 + TRAIL_HASH_LEN + 8;
+        it->size = (size_t)size;
+        *pos = at + 1 + TRAIL_HASH_LEN + 8 + (size_t)size;
+        return 1;
+    }
+    if (q[0] != 'E' || left < 38)
+        return -EINVAL;
+    struct trail_fields *f = &it->f;
+    f->seq = get_le(q + 1, 8);
+    f->ts_us = (int64_t)get_le(q + 9, 8);
+    f->local_seq = get_le(q + 17, 8);
+    uint8_t flags = q[25];
+    f->id_len = (size_t)get_le(q + 26, 2);
+    f->ws_len = (size_t)get_le(q + 28, 2);
+    f->actor_len = (size_t)get_le(q + 30, 2);
+    f->type_len = (size_t)get_le(q + 32, 2);
+    f->body_len = (size_t)get_le(q + 34, 4);
+    if ((flags & ~7u) || !(flags & 1) != !f->ws_len || ((flags & 2) && !(flags & 1)))
+        return -EINVAL;
+    uint64_t need = 38 + (uint64_t)f->id_len + f->ws_len + f->actor_len + f->type_len + f->body_len +
+                    ((flags & 2) ? TRAIL_HASH_LEN : 0) + ((flags & 4) ? TRAIL_HASH_LEN : 0) +
+                    TRAIL_HASH_LEN;
+    if (need > left)
+        return -EINVAL;
+    const char *s = (const char *)q + 38;
+    f->id = s;
+    s += f->id_len;
+    f->workspace = (flags & 1) ? s : NULL;
+    s += f->ws_len;
+    f->actor = s;
+    s += f->actor_len;
+    f->type = s;
+    s += f->type_len;
+    f->body = s;
+    s += f->body_len;
+    const uint8_t *h = (const uint8_t *)s;
+    if (flags & 2) {
+        f->local_prev = h;
+        h += TRAIL_HASH_LEN;
+    }
+    if (flags & 4) {
+        f->prev_hash = h;
+        h += TRAIL_HASH_LEN;
+    }
+    it->hash = h;
+    *pos = at + (size_t)need;
+    return 1;
+}
+
+/* ---- the file ------------------------------------------------------------------------------ */
+
+static int seg_path(char *buf, size_t cap, const char *db_path, int seg)
+{
+    return (size_t)snprintf(buf, cap, "%s-ahead%s", db_path, seg ? "2" : "") < cap ? 0 : -ENAMETOOLONG;
+}
+
+static int seg_open(const char *db_path, const char *path, struct stat *st, struct cerr *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return cerr_set(err, errno, "trail %s: cannot open its ahead log %s: %s", db_path, path,
+                        strerror(errno));
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_uid != geteuid()) {
+        close(fd);
+        return cerr_set(err, EPERM,
+                        "trail %s: its ahead log %s is not a regular file of this user with one link; "
+                        "move it away (it is corral's, beside the trail)",
+                        db_path, path);
+    }
+    return fd;
+}
+
+int trail_ahead_open(const char *db_path, int fds[2], struct cerr *err)
+{
+    char path[PATH_MAX], path2[PATH_MAX];
+    if (seg_path(path, sizeof(path), db_path, 0) < 0 || seg_path(path2, sizeof(path2), db_path, 1) < 0)
+        return cerr_set(err, ENAMETOOLONG, "trail %s: the path is too long", db_path);
+    /* The lock on the first segment says who writes the trail. A writer that closes unlinks the
+     * files: if that happened between our open and our lock, we hold a lock on a file nobody
+     * will find, so look again. */
+    for (int tries = 0; tries < 8; tries++) {
+        struct stat st, pst;
+        int fd = seg_open(db_path, path, &st, err);
+        if (fd < 0)
+            return fd;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            int e = errno;
+            close(fd);
+            if (e == EWOULDBLOCK)
+                return cerr_set(err, EBUSY,
+                                "trail %s is being written by another corral process (it holds the "
+                                "lock on %s): one writer per trail file; stop it or choose another "
+                                "trail",
+                                db_path, path);
+            return cerr_set(err, e, "trail %s: cannot lock %s: %s", db_path, path, strerror(e));
+        }
+        if (stat(path, &pst) < 0 || pst.st_ino != st.st_ino || pst.st_dev != st.st_dev) {
+            close(fd);
+            continue;
+        }
+        int fd2 = seg_open(db_path, path2, &st, err);
+        if (fd2 < 0) {
+            close(fd);
+            return fd2;
+        }
+        fds[0] = fd;
+        fds[1] = fd2;
+        return 0;
+    }
+    return cerr_set(err, EBUSY, "trail %s: its ahead log %s keeps being replaced", db_path, path);
+}
+
+int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    uint64_t size = (uint64_t)st.st_size, off = 0;
+    size_t cap = 0;
+    uint8_t hdr[TRAIL_REC_HDR];
+    while (off + TRAIL_REC_HDR <= size) {
+        struct trail_rec_hdr h;
+        if (pread(fd, hdr, sizeof(hdr), (off_t)off) != (ssize_t)sizeof(hdr) ||
+            trail_rec_header(hdr, sizeof(hdr), &h) < 0 || h.len > size - off || h.first == 0 ||
+            (*n && h.first != (*out)[*n - 1].h.last + 1))
+            break; /* the end of this lap: what follows is older, or torn */
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct trail_rec_ref *p = reallocarray(*out, cap, sizeof(*p));
+            if (!p) {
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return -ENOMEM;
+            }
+            *out = p;
+        }
+        (*out)[(*n)++] = (struct trail_rec_ref){.off = off, .h = h};
+        off += h.len;
+    }
+    return 0;
+}
+
+int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync)
+{
+    const uint8_t *q = p;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = pwrite(fd, q + done, len - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -ENOSPC;
+        done += (size_t)w;
+    }
+    if (sync && fdatasync(fd) < 0)
+        return -errno;
+    return 0;
+}
+
+void trail_ahead_remove(const char *db_path)
+{
+    char path[PATH_MAX];
+    for (int seg = 1; seg >= 0; seg--)
+        if (seg_path(path, sizeof(path), db_path, seg) == 0)
+            unlink(path);
+}
+
+bool trail_ahead_left(const char *db_path)
+{
+    char path[PATH_MAX];
+    if (seg_path(path, sizeof(path), db_path, 0) < 0)
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool left = fstat(fd, &st) == 0 && st.st_size > 0 && flock(fd, LOCK_SH | LOCK_NB) == 0;
+    close(fd);
+    return left;
+}
