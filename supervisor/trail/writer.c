@@ -692,7 +692,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
 {
     if (!t || !actor || !type)
         return cerr_set(err, EINVAL, "trail_append: trail, actor and type are required");
-    if (t->degraded)
+    if (is_degraded(t))
         return degraded_err(t, err);
     if (!trail_event_known(type))
         return cerr_set(
@@ -785,7 +785,7 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
 {
     if (!t || (!data && len))
         return cerr_set(err, EINVAL, "trail_blob_put: trail and data are required");
-    if (t->degraded)
+    if (is_degraded(t))
         return degraded_err(t, err);
     if (len > TRAIL_BLOB_MAX)
         return cerr_set(err, E2BIG, "trail: a blob of %zu bytes is over the %u limit", len,
