@@ -87,6 +87,12 @@ static int check_unfinished(struct run_opts *o, bool resume)
 {
     struct recovery_scan sc;
     struct cerr err = {0};
+    /* What a supervisor that died had committed may still be only in the trail's ahead log:
+     * applied first, so that the scan sees every entry it acknowledged. */
+    if (trail_ahead_pending(o->trail_path) && trail_settle(o->trail_path, NULL, &err) < 0) {
+        fprintf(stderr, "corral run: cannot apply the trail's ahead log: %s\n", err.msg);
+        return CORRAL_EXIT_INTERNAL;
+    }
     if (recovery_scan_file(o->trail_path, o->policy, &sc, &err) < 0) {
         fprintf(stderr, "corral run: cannot read the trail %s: %s\n", o->trail_path, err.msg);
         return CORRAL_EXIT_INTERNAL;

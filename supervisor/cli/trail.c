@@ -1,5 +1,6 @@
 /* supervisor/cli/trail.c: `corral trail` (print, filter, --json, --follow), `corral trail verify`
- * and `corral trail export`, all over a read-only connection to the trail file. */
+ * and `corral trail export`, all over a read-only connection to the trail file; and `corral trail
+ * apply`, the one that writes: it applies what a writer that died left in the ahead log. */
 #include "supervisor/cli/cli.h"
 #include "supervisor/trail/trail.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -18,6 +20,7 @@ static const char query_usage[] =
     "       corral trail verify --db FILE [--anchor SEQ:HASH]\n"
     "       corral trail export --db FILE [--output FILE]\n"
     "       corral trail report --db FILE [--output FILE.html]\n"
+    "       corral trail apply --db FILE\n"
     "\n"
     "Print the entries of a trail in sequence order, as a table or as JSON lines.\n"
     "\n"
@@ -59,6 +62,29 @@ static const char export_usage[] =
     "\n"
     "Exit status: 0 ok, 2 usage error (a --db that does not exist included), 125 the trail could not be "
     "read or the output written.\n";
+
+static const char apply_usage[] =
+    "usage: corral trail apply --db FILE\n"
+    "\n"
+    "Apply to the trail what a writer that stopped without closing it (a crash, SIGKILL) had\n"
+    "committed to its ahead log (FILE-ahead, FILE-ahead2) and not yet put into FILE: entries it\n"
+    "acknowledged, which readers ('corral trail', verify, export, report) do not see until a writer\n"
+    "applies them. Any writer does so when it opens the trail ('corral run --resume' included);\n"
+    "this command does only that. It refuses while a writer is running.\n"
+    "\n"
+    "Exit status: 0 and 'applied: the trail ends at entry N'; 2 usage error; 125 the trail could\n"
+    "not be opened for writing (another corral writing it included).\n";
+
+/* Readers see what is in FILE; what a dead writer left in the ahead log is not, yet. */
+static void ahead_note(const char *cmd, const char *db)
+{
+    if (trail_ahead_pending(db))
+        fprintf(stderr,
+                "corral %s: note: %s-ahead holds entries a writer committed and had not put into %s "
+                "when it stopped (a crash); they are not shown: 'corral trail apply --db %s' applies "
+                "them\n",
+                cmd, db, db, db);
+}
 
 /* A missing or foreign file is the caller's mistake (2); anything else is ours or the disk's. */
 static int open_status(const struct cerr *e)
@@ -230,7 +256,7 @@ static int cmd_query(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr,
-                "corral trail: unexpected argument '%s'; the subcommands are 'verify', 'export' and "
+                "corral trail: unexpected argument '%s'; the subcommands are 'verify', 'export', 'apply' and "
                 "'report'\n",
                 argv[optind]);
         return CORRAL_EXIT_USAGE;
@@ -499,8 +525,35 @@ static int cmd_export(int argc, char **argv)
     return status;
 }
 
+static int cmd_apply(int argc, char **argv)
+{
+    const char *db = NULL;
+    int rc = parse_db_output(argc, argv, apply_usage, &db, NULL, NULL);
+    if (rc)
+        return rc < 0 ? CORRAL_EXIT_OK : rc;
+    if (access(db, F_OK) < 0) {
+        fprintf(stderr, "corral trail apply: %s: %s; pass an existing trail file\n", db, strerror(errno));
+        return CORRAL_EXIT_USAGE;
+    }
+    struct cerr err = {0};
+    uint64_t head = 0;
+    if (trail_settle(db, &head, &err) < 0) {
+        fprintf(stderr, "corral trail apply: %s\n", err.msg);
+        return open_status(&err);
+    }
+    printf("applied: the trail ends at entry %llu\n", (unsigned long long)head);
+    return CORRAL_EXIT_OK;
+}
+
 int cli_trail(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "apply"))
+        return cmd_apply(argc - 1, argv + 1);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--db")) {
+            ahead_note(argc >= 2 && !strcmp(argv[1], "verify") ? "trail verify" : "trail", argv[i + 1]);
+            break;
+        }
     if (argc >= 2 && !strcmp(argv[1], "verify"))
         return cmd_verify(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "export"))

@@ -944,6 +944,10 @@ static int hook_trail_query(void *data, const char *ws, const char *type, uint64
                             struct cerr *err)
 {
     struct run *r = data;
+    /* What this run committed is in the ahead log at once and in the file soon after: the
+     * query sees all of it. */
+    if (trail_sync(r->trail, err) < 0)
+        return -EIO;
     if (!r->reader) {
         int rc = trail_reader_open(r->o->trail_path, &r->reader, err);
         if (rc < 0)
@@ -1526,6 +1530,8 @@ static int resume_run(struct run *r, struct cerr *err)
 {
     uint64_t examined = 0;
     int64_t last_us = 0;
+    if (trail_sync(r->trail, err) < 0)
+        return -EIO;
     int rc = recovery_replay(r->o->trail_path, r->o->resume_seq, r->o->quarantine, r->w, &examined,
                              &last_us, err);
     if (rc < 0)

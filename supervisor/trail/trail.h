@@ -36,8 +36,15 @@ int trail_durability_parse(const char *s, enum trail_durability *out);
  * owned by the caller (trail_close). -EROFS if the file cannot be written, -EINVAL if it is not a
  * corral trail. */
 int trail_open(const char *path, enum trail_durability d, struct trail **out, struct cerr *err);
-/* NULL ok. Staged entries not yet committed are dropped: their effects never happened. */
+/* NULL ok. Staged entries not yet committed are dropped: their effects never happened. What was
+ * committed is put into the SQLite file first; the ahead log is then removed. */
 void trail_close(struct trail *t);
+/* Whether FILE-ahead holds what a writer that stopped without closing (a crash, SIGKILL) had
+ * committed: entries readers do not see until a writer applies them (trail_open does, first). */
+bool trail_ahead_pending(const char *path);
+/* Applies them: opens the trail for writing and closes it. *head (may be NULL) gets the last
+ * entry's sequence number after. 0, or the open's error (-EBUSY: a writer is running). */
+int trail_settle(const char *path, uint64_t *head, struct cerr *err);
 
 /* Stages one entry in the current batch. workspace may be NULL (system-level event); actor is a
  * role name, "protocol", "system" or a user id; type must be in the closed registry (else

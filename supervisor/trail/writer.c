@@ -896,6 +896,49 @@ int trail_sync(struct trail *t, struct cerr *err)
     return 0;
 }
 
+static int pragma_int(sqlite3 *db, const char *sql, int64_t *out);
+
+/* The segments of a writer that died hold records beyond the file's last entry. Read-only: the
+ * file is not changed (a reader's question). */
+bool trail_ahead_pending(const char *path)
+{
+    if (!path || !trail_ahead_left(path))
+        return false;
+    uint64_t last = 0;
+    for (int seg = 0; seg < 2; seg++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), "%s-ahead%s", path, seg ? "2" : "");
+        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct trail_rec_ref *refs = NULL;
+        size_t n = 0;
+        if (fd >= 0 && trail_ahead_index(fd, &refs, &n) == 0 && n && refs[n - 1].h.last > last)
+            last = refs[n - 1].h.last;
+        free(refs);
+        if (fd >= 0)
+            close(fd);
+    }
+    sqlite3 *db = NULL;
+    struct cerr err = {0};
+    int64_t head = 0;
+    if (last == 0 || trail_db_open_readonly(path, &db, &err) < 0)
+        return last > 0;
+    bool ok = pragma_int(db, "SELECT coalesce(max(seq), 0) FROM entries", &head) == SQLITE_OK;
+    sqlite3_close(db);
+    return !ok || last > (uint64_t)head;
+}
+
+int trail_settle(const char *path, uint64_t *head, struct cerr *err)
+{
+    struct trail *t = NULL;
+    int r = trail_open(path, TRAIL_DURABILITY_FULL, &t, err);
+    if (r < 0)
+        return r;
+    if (head)
+        *head = trail_head_seq(t);
+    trail_close(t);
+    return 0;
+}
+
 int trail_durability_parse(const char *s, enum trail_durability *out)
 {
     if (s && !strcmp(s, "full"))

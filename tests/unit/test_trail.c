@@ -1004,6 +1004,44 @@ static void crash_after(const char *db, int batches, enum trail_durability d)
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* The ahead log's segments are root's writes beside the trail: a symbolic link or a hard link
+ * planted in their place would send them over another file. */
+static void test_ahead_no_links(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *victim = path_in(dir, "victim");
+    char *seg = path_in(dir, "t.db-ahead"), *seg2 = path_in(dir, "t.db-ahead2");
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    struct trail *t = NULL;
+    struct cerr err = {0};
+    assert_int_equal(symlink(victim, seg2), 0);
+    assert_true(trail_open(db, TRAIL_DURABILITY_FULL, &t, &err) < 0);
+    assert_null(t);
+    unlink(seg2);
+    unlink(seg); /* made by the refused open, empty */
+    assert_int_equal(link(victim, seg), 0);
+    err = (struct cerr){0};
+    assert_int_equal(trail_open(db, TRAIL_DURABILITY_FULL, &t, &err), -EPERM);
+    assert_non_null(strstr(err.msg, "one link"));
+    unlink(seg);
+    f = fopen(victim, "r");
+    char line[32] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_string_equal(line, "precious\n");
+    t = open_ok(db, TRAIL_DURABILITY_FULL);
+    trail_close(t);
+    verify_ok(db, 1);
+    free(seg);
+    free(seg2);
+    free(victim);
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_ahead_recovery(void **state)
 {
     (void)state;
@@ -1303,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_workspace_index),
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
+        cmocka_unit_test(test_ahead_no_links),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
         cmocka_unit_test(test_wal_debt_after_reset),
