@@ -129,7 +129,9 @@ crash_once() {
     [ "$n" -ge "$k" ] || echo "the run ended at $n entries, before the kill point $k"
     if [ -n "$k2" ]; then
         # "+N": N entries past what the dead run committed (+1: the resume's own start, so the
-        # resumer dies inside its recovery or right after it)
+        # resumer dies inside its recovery or right after it). What it committed may be partly in
+        # the trail's ahead log: applied first, as the resumer would.
+        "$CORRAL" trail apply --db "$d/t.db" >/dev/null || echo "corral trail apply failed"
         case $k2 in +*) k2=$(($("$CORRAL" trail --db "$d/t.db" --json | wc -l) ${k2})) ;; esac
         crash "$d/t.db" "$k2" "$d/o1" "$d/e1" \
             "$CORRAL" run "$T_TMP/policy.json" --workspace "$d/ws" --trail "$d/t.db" --resume --timeout 120 >"$d/n2"
