@@ -262,8 +262,23 @@ static void *applier_main(void *arg)
     struct trail *t = arg;
     pthread_mutex_lock(&t->amu);
     for (;;) {
-        while (!t->astop && (!t->q_head || t->ahold || (t->afailed && !t->aretry)))
+        while (!t->astop && !t->aretry && (!t->q_head || t->ahold || t->afailed))
             pthread_cond_wait(&t->awork, &t->amu);
+        if (t->aretry && !t->q_head) {
+            /* Asked to try again with nothing queued: what failed was the WAL's flush. */
+            pthread_mutex_unlock(&t->amu);
+            pthread_mutex_lock(&t->dbmu);
+            int fr = t->afailed ? trail_wal_flush(t) : 0;
+            pthread_mutex_unlock(&t->dbmu);
+            pthread_mutex_lock(&t->amu);
+            t->aretry = false;
+            if (fr == 0) {
+                t->afailed = false;
+                t->synced = t->applied;
+            }
+            pthread_cond_broadcast(&t->adone);
+            continue;
+        }
         if (!t->q_head || (t->afailed && !t->aretry))
             break; /* stopping, with nothing it may apply */
         /* The whole queue, detached: batches committed meanwhile wait for the next round. */

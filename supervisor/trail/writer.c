@@ -931,9 +931,10 @@ void trail_close(struct trail *t)
     /* Whatever was committed goes into SQLite first; staged entries are dropped. */
     if (t->athread_on)
         trail_applier_stop(t);
+    /* In `full` the ahead log goes only once what it held is flushed in SQLite too. */
     bool all_in = !t->afailed && t->applied == t->written;
     if (all_in && t->db && t->durability == TRAIL_DURABILITY_FULL && t->written)
-        all_in = t->walfd < 0 ? true : fdatasync(t->walfd) == 0;
+        all_in = trail_wal_flush(t) == 0;
     trail_ckpt_stop(t->db, t->ckpt);
     sqlite3_finalize(t->begin);
     sqlite3_finalize(t->commit);

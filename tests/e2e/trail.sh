@@ -283,12 +283,16 @@ run_capture out err rc "$CORRAL" trail verify --db "$DB"
 expect_match "the trail holds the live entries" "^ok: 30 entries verified$" "$out"
 
 # --- a disk that fills up: the writer degrades, nothing unrecorded, what was acknowledged stays
+# (in the trail, or in its ahead log until there is room to apply it: the disk grows, then
+# `corral trail apply`)
 mkdir -p "$T_TMP/tiny"
 run_capture out err rc unshare -m sh -c '
     mount --make-rprivate / && mount -t tmpfs -o size=1m tmpfs "$1" || exit 99
     "$2" "$1/t.db" full; echo "writer=$?"
+    mount -o remount,size=8m "$1" && "$3" trail apply --db "$1/t.db"; echo "apply=$?"
     "$3" trail verify --db "$1/t.db"; echo "verify=$?"
 ' sh "$T_TMP/tiny" "$WRITER" "$CORRAL"
+expect_match "once the disk has room, what the ahead log held is applied" "apply=0" "$out" "$err"
 expect_match "the writer on a full disk stops with an error" "writer=3" "$out" "$err"
 expect_match "the full-disk error says the trail cannot be written" "cannot be written.*refuses new work" "$err"
 acked=$(printf '%s\n' "$out" | sed -n 's/^acked //p')
