@@ -257,6 +257,7 @@ int trail_wal_flush(struct trail *t)
     return fdatasync(t->walfd) < 0 ? -errno : 0;
 }
 
+
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;

@@ -106,7 +106,7 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 #define TRAIL_REC_HDR 32              /* a record's header */
 #define TRAIL_AHEAD_LAP (4u << 20)    /* the ahead log starts over at 0 once past this, when it may */
 #define TRAIL_AHEAD_MAX (64u << 20)   /* past this, a commit waits for the applier to catch up */
-#define TRAIL_AHEAD_BUSY (16u << 20)  /* batches not yet in SQLite past which the trail is congested */
+#define TRAIL_AHEAD_BUSY (1u << 20)   /* batches not yet in SQLite past which the trail is congested */
 
 struct trail_rec_hdr {
     uint32_t items;

@@ -50,12 +50,13 @@ static void child(const char *dir)
         child_fail("unshare(CLONE_NEWNS): %s", strerror(errno));
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         child_fail("making mounts private: %s", strerror(errno));
-    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=1536k,mode=0755") < 0)
+    if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=4096k,mode=0755") < 0)
         child_fail("mounting a tiny tmpfs: %s", strerror(errno));
-    /* ballast the "admin" deletes later to free space */
+    /* ballast the "admin" deletes later to free space: more than the trail's ahead log can
+     * have run ahead of SQLite when the disk filled, which the retry must then store */
     char *ballast = util_printf("%s/ballast", dir);
     int fd = open(ballast, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    static char zeros[1024 << 10];
+    static char zeros[3072 << 10];
     if (fd < 0 || write(fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros || close(fd) < 0)
         child_fail("ballast: %s", strerror(errno));
     char *db = util_printf("%s/t.db", dir);
