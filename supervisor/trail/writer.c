@@ -1141,9 +1141,9 @@ static int recover_entry(struct trail *t, const struct trail_fields *f, const ui
 
 /* One record read back: checked entry by entry against the staged head (recover_entry) and its
  * blobs against their hashes, then applied. 1 applied, 0 not (it does not continue the trail:
- * never acknowledged, a write cut short by the crash, or damage; said on stderr), <0 error. */
+ * never acknowledged, a write cut short by the crash, or damage; *why_out says why), <0 error. */
 static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *ref, struct trail_buf *b,
-                          struct cerr *err)
+                          const char **why_out, struct cerr *err)
 {
     b->len = 0;
     if (ref->h.len > SIZE_MAX || trail_buf_reserve(b, (size_t)ref->h.len) < 0)
@@ -1176,10 +1176,7 @@ static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *r
     if (r == -ENOMEM)
         return cerr_set(err, ENOMEM, "trail: out of memory");
     if (r < 0) {
-        fprintf(stderr,
-                "corral: trail %s: its ahead log's entries from %llu on were not applied (%s): a "
-                "write cut short by a crash, or damage\n",
-                t->path, (unsigned long long)ref->h.first, why);
+        *why_out = why;
         t->seq = t->c_seq;
         t->ts = t->c_ts;
         memcpy(t->head, t->c_head, sizeof(t->head));
@@ -1210,19 +1207,36 @@ static int ahead_recover(struct trail *t, struct cerr *err)
             r = cerr_set(err, -r, "trail %s: reading its ahead log failed: %s", t->path, strerror(-r));
     struct trail_buf b = {0};
     bool any = n[0] || n[1];
+    const char *why = NULL;
+    uint64_t bad = 0;
     while (r == 0) {
         int s = -1;
         for (int k = 0; k < 2; k++) {
             while (at[k] < n[k] && refs[k][at[k]].h.last <= t->c_seq)
                 at[k]++; /* in SQLite already */
-            if (at[k] < n[k] && refs[k][at[k]].h.first == t->c_seq + 1)
+            if (s < 0 && at[k] < n[k] && refs[k][at[k]].h.first == t->c_seq + 1)
                 s = k;
         }
         if (s < 0)
             break;
-        r = recover_record(t, t->afd[s], &refs[s][at[s]], &b, err);
-        r = r == 1 ? 0 : r == 0 ? 1 : r;
+        /* Both segments may hold a record that starts here: a dead writer's that never continued
+         * the trail (cut short, damaged) and the next writer's, acknowledged, in the other. One
+         * that does not continue it ends its segment (what follows it there cannot either), and
+         * the other segment's is tried. */
+        const char *w = NULL;
+        r = recover_record(t, t->afd[s], &refs[s][at[s]], &b, &w, err);
+        if (r == 0) {
+            why = w;
+            bad = refs[s][at[s]].h.first;
+            at[s] = n[s];
+        }
+        r = r < 0 ? r : 0;
     }
+    if (r == 0 && why && bad > t->c_seq)
+        fprintf(stderr,
+                "corral: trail %s: its ahead log's entries from %llu on were not applied (%s): a "
+                "write cut short by a crash, or damage\n",
+                t->path, (unsigned long long)bad, why);
     trail_buf_free(&b);
     free(refs[0]);
     free(refs[1]);

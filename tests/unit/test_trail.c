@@ -1096,6 +1096,42 @@ static void test_ahead_recovery(void **state)
     tmpdir_free(dir);
 }
 
+/* Both segments hold a record that starts right after the file's head: one that never
+ * continued it (a write a crash cut short, here damaged in place) left in FILE-ahead2 by a
+ * writer that died, and the acknowledged one the next writer, which also died, wrote to
+ * FILE-ahead. Recovery used to try only the second segment's candidate, reject it and stop: the
+ * acknowledged batch was never applied, and the next writer wrote over it. */
+static void test_ahead_recovery_both_segments(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    char *seg = path_in(dir, "t.db-ahead"), *seg2 = path_in(dir, "t.db-ahead2");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    trail_close(t);
+    crash_after(db, 1, TRAIL_DURABILITY_NORMAL); /* entries 2-4, only in FILE-ahead */
+    int fd = open(seg, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t buf[4096];
+    ssize_t n = pread(fd, buf, sizeof(buf), 0);
+    assert_true(n > 64);
+    char *at = memmem(buf, (size_t)n, "\"b\":0", 5);
+    assert_non_null(at);
+    at[4] = '7'; /* it no longer continues the trail */
+    assert_int_equal(pwrite(fd, buf, (size_t)n, 0), n);
+    close(fd);
+    assert_int_equal(rename(seg, seg2), 0); /* the dead writer's other segment */
+    crash_after(db, 1, TRAIL_DURABILITY_NORMAL); /* rejects it; its own 2-4 go to FILE-ahead */
+    assert_int_equal(sqlite_count(db), 1);
+    t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 4);
+    trail_close(t);
+    verify_ok(db, 4);
+    free(seg);
+    free(seg2);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Commits back to back (a flooding agent) never let a PASSIVE checkpoint copy the whole WAL, so
  * it never started over: 443 MB after these 20,000 commits. The writer now restarts it once it
  * passes its bound (64 MiB), and every entry is still there. */
@@ -1341,6 +1377,7 @@ int main(void)
         cmocka_unit_test(test_workspace_index),
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
+        cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_ahead_no_links),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
