@@ -321,6 +321,17 @@ int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync
     return 0;
 }
 
+/* A record whose write or flush failed was never acknowledged: its batch never happened. Its
+ * header is zeroed so that a crash before the next record is written over it does not leave a
+ * whole record for recovery to apply (a failed fdatasync leaves the pwrite's bytes in place).
+ * Best effort: after an I/O error the disk may keep either. */
+void trail_ahead_erase(int fd, uint64_t off, bool sync)
+{
+    static const uint8_t zero[TRAIL_REC_HDR];
+    if (pwrite(fd, zero, sizeof(zero), (off_t)off) == (ssize_t)sizeof(zero) && sync)
+        (void)fdatasync(fd);
+}
+
 void trail_ahead_remove(const char *db_path)
 {
     char path[PATH_MAX];

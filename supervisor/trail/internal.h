@@ -144,6 +144,8 @@ struct trail_rec_ref {
 int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n);
 /* One record at off (and fdatasync when sync): 0 or -errno. */
 int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync);
+/* Zeroes the header of a record whose write failed (never acknowledged). */
+void trail_ahead_erase(int fd, uint64_t off, bool sync);
 void trail_ahead_remove(const char *db_path);
 /* Whether FILE-ahead is there, not empty and not locked by a writer: a writer died with it. */
 bool trail_ahead_left(const char *db_path);

@@ -739,6 +739,7 @@ int trail_commit(struct trail *t, struct cerr *err)
     r = trail_ahead_write(t->afd[seg], t->rec.p, t->rec.len, off, t->durability == TRAIL_DURABILITY_FULL);
     if (r < 0) {
         free(b);
+        trail_ahead_erase(t->afd[seg], off, t->durability == TRAIL_DURABILITY_FULL);
         degrade(t, -r, "writing the ahead log");
         return degraded_err(t, err);
     }

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <seccomp.h>
 
 static char *tmpdir_new(void)
 {
@@ -306,12 +307,57 @@ static void test_sigkill_anywhere(void **state)
     tmpdir_free(dir);
 }
 
+/* A commit whose record was written but whose flush failed (an I/O error, here fdatasync made to
+ * fail by a seccomp filter on every thread) failed: its caller dropped the batch's effects. The
+ * record used to stay whole in the ahead log, so when the writer died before anything wrote over
+ * it, the next open applied a batch that never happened. */
+static void test_failed_flush_not_recovered(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = util_printf("%s/t.db", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, TRAIL_DURABILITY_FULL, &t, &err) < 0)
+            child_fail("open: %s", err.msg);
+        cJSON *b = body_with_text(40, 1);
+        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) < 0 ||
+            trail_commit(t, &err) < 0 || trail_sync(t, &err) < 0)
+            child_fail("first commit: %s", err.msg);
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EIO), SCMP_SYS(fdatasync), 0) < 0 ||
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EIO), SCMP_SYS(fsync), 0) < 0 ||
+            seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) < 0 || seccomp_load(ctx) < 0)
+            child_fail("seccomp");
+        if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) < 0)
+            child_fail("second append: %s", err.msg);
+        if (trail_commit(t, &err) != -EIO)
+            child_fail("the commit whose flush failed was acknowledged");
+        cJSON_Delete(b);
+        _exit(0); /* dies before anything writes over the failed record */
+    }
+    wait_child_ok(pid);
+    struct trail *t = NULL;
+    struct cerr err = {0};
+    assert_int_equal(trail_open(db, TRAIL_DURABILITY_FULL, &t, &err), 0);
+    assert_int_equal(trail_head_seq(t), 2);
+    trail_close(t);
+    uint64_t n = 0, bad_seq = 0;
+    assert_int_equal(trail_verify_file_count(db, &n, &bad_seq, &err), 0);
+    assert_int_equal(n, 2);
+    free(db);
+    tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_disk),
         cmocka_unit_test(test_read_only_file),
         cmocka_unit_test(test_sigkill_anywhere),
+        cmocka_unit_test(test_failed_flush_not_recovered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
