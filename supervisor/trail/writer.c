@@ -713,12 +713,23 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
     return 0;
 }
 
+/* A commit refused because the trail is degraded (the applier failed, maybe while this batch was
+ * staged) fails like one whose write failed: its caller drops the batch's effects, so the batch
+ * goes too, and trail_retry rebuilds the staged state from the file before the next one. */
+static int commit_refused(struct trail *t, struct cerr *err)
+{
+    int r = degraded_err(t, err); /* the applier's reason, before t->degraded hides it */
+    if (t->rec.len || t->pending)
+        degrade(t, 0, NULL);
+    return r;
+}
+
 int trail_commit(struct trail *t, struct cerr *err)
 {
     if (!t)
         return cerr_set(err, EINVAL, "trail_commit: no trail");
     if (is_degraded(t))
-        return degraded_err(t, err);
+        return commit_refused(t, err);
     /* Blobs alone wait for the next batch with an entry (none refers to them yet): every record
      * holds an entry, so that the records' sequence numbers follow each other. */
     if (!t->rec_first)
@@ -734,7 +745,7 @@ int trail_commit(struct trail *t, struct cerr *err)
     int r = record_place(t, t->rec.len, &seg, &off, err);
     if (r < 0) {
         free(b);
-        return r;
+        return commit_refused(t, err);
     }
     r = trail_ahead_write(t->afd[seg], t->rec.p, t->rec.len, off, t->durability == TRAIL_DURABILITY_FULL);
     if (r < 0) {

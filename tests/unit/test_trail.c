@@ -1096,6 +1096,46 @@ static void test_ahead_recovery(void **state)
     tmpdir_free(dir);
 }
 
+/* A commit refused because the applier failed (SQLite refused its transaction: here another
+ * connection holds the write lock past the busy timeout) is a failed commit like any other: the
+ * caller drops the batch's effects, so the batch must go too. It used to stay staged, and once
+ * trail_retry had the applier store the acknowledged batches, the next commit recorded it. */
+static void test_refused_commit_dropped(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":2}", NULL);
+    commit_ok(t);
+    sync_ok(t);
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    trail_applier_hold(t, true);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":3}", NULL);
+    commit_ok(t); /* acknowledged: in the ahead log */
+    append_json(t, "w", "worker", "tool_call", "{\"dropped\":true}", NULL);
+    trail_applier_hold(t, false);
+    struct cerr err = {0};
+    assert_int_equal(trail_sync(t, &err), -EIO); /* the applier gave up on the lock */
+    assert_int_equal(trail_commit(t, &err), -EIO);
+    assert_int_equal(trail_pending(t), 0);
+    assert_int_equal(trail_head_seq(t), 3);
+    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    err = (struct cerr){0};
+    if (trail_retry(t, &err) != 0)
+        fail_msg("retry: %s", err.msg);
+    uint64_t seq = 0;
+    append_json(t, "w", "worker", "tool_call", "{\"after\":true}", &seq);
+    assert_int_equal(seq, 4);
+    commit_ok(t);
+    trail_close(t);
+    verify_ok(db, 4); /* entries 1-3 and "after": the dropped one nowhere */
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Both segments hold a record that starts right after the file's head: one that never
  * continued it (a write a crash cut short, here damaged in place) left in FILE-ahead2 by a
  * writer that died, and the acknowledged one the next writer, which also died, wrote to
@@ -1378,6 +1418,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
+        cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_no_links),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
