@@ -281,7 +281,9 @@ int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n)
     uint64_t size = (uint64_t)st.st_size, off = 0;
     size_t cap = 0;
     uint8_t hdr[TRAIL_REC_HDR];
-    while (off + TRAIL_REC_HDR <= size) {
+    /* No record starts past TRAIL_AHEAD_MAX (record_place): what does is not the writer's, and
+     * a reader's memory stays bounded whatever file it is given. */
+    while (off + TRAIL_REC_HDR <= size && off < TRAIL_AHEAD_MAX) {
         struct trail_rec_hdr h;
         if (pread(fd, hdr, sizeof(hdr), (off_t)off) != (ssize_t)sizeof(hdr) ||
             trail_rec_header(hdr, sizeof(hdr), &h) < 0 || h.len > size - off || h.first == 0 ||
@@ -340,12 +342,25 @@ void trail_ahead_remove(const char *db_path)
             unlink(path);
 }
 
-bool trail_ahead_left(const char *db_path)
+/* For readers: whoever can write the trail's directory may have put anything there, and an
+ * open of a FIFO for reading would wait for a writer forever (O_NONBLOCK). Regular files only. */
+int trail_ahead_open_read(const char *db_path, int seg)
 {
     char path[PATH_MAX];
-    if (seg_path(path, sizeof(path), db_path, 0) < 0)
-        return false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (seg_path(path, sizeof(path), db_path, seg) < 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+bool trail_ahead_left(const char *db_path)
+{
+    int fd = trail_ahead_open_read(db_path, 0);
     if (fd < 0)
         return false;
     struct stat st;

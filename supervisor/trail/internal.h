@@ -147,6 +147,8 @@ int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync
 /* Zeroes the header of a record whose write failed (never acknowledged). */
 void trail_ahead_erase(int fd, uint64_t off, bool sync);
 void trail_ahead_remove(const char *db_path);
+/* A segment (0 or 1) opened for reading, if it is a regular file: the fd, or -1. */
+int trail_ahead_open_read(const char *db_path, int seg);
 /* Whether FILE-ahead is there, not empty and not locked by a writer: a writer died with it. */
 bool trail_ahead_left(const char *db_path);
 

@@ -795,9 +795,7 @@ bool trail_ahead_pending(const char *path)
         return false;
     uint64_t last = 0;
     for (int seg = 0; seg < 2; seg++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof(p), "%s-ahead%s", path, seg ? "2" : "");
-        int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        int fd = trail_ahead_open_read(path, seg);
         struct trail_rec_ref *refs = NULL;
         size_t n = 0;
         if (fd >= 0 && trail_ahead_index(fd, &refs, &n) == 0 && n && refs[n - 1].h.last > last)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1096,6 +1097,66 @@ static void test_ahead_recovery(void **state)
     tmpdir_free(dir);
 }
 
+/* Readers (corral trail, corral run before it looks for an unfinished run) ask whether a dead
+ * writer left an ahead log. A local user who can write the trail's directory planted a FIFO in
+ * its place: root's open of it for reading blocked until someone opened it for writing, that is
+ * forever. The child gives up after 20 s (SIGALRM) so a hang fails the test. */
+static void test_ahead_readers_hostile(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    char *seg = path_in(dir, "t.db-ahead"), *seg2 = path_in(dir, "t.db-ahead2");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    trail_close(t);
+    for (int k = 0; k < 2; k++) {
+        unlink(seg);
+        unlink(seg2);
+        if (k == 1) {
+            int fd = open(seg, O_CREAT | O_WRONLY, 0600);
+            assert_true(fd >= 0);
+            assert_int_equal(write(fd, "x", 1), 1); /* not empty: the second segment is read */
+            close(fd);
+        }
+        assert_int_equal(mkfifo(k ? seg2 : seg, 0666), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(20);
+            _exit(trail_ahead_pending(db) ? 1 : 0);
+        }
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("trail_ahead_pending with a FIFO as segment %d: status 0x%x", k + 1, st);
+    }
+    /* A regular file of chained headers past TRAIL_AHEAD_MAX, where no writer puts a record:
+     * the index stops there (it grew an entry per 32 bytes for as long as the file went on). */
+    unlink(seg);
+    unlink(seg2);
+    int fd = open(seg, O_CREAT | O_RDWR, 0600);
+    assert_true(fd >= 0);
+    size_t total = TRAIL_AHEAD_MAX + (1u << 20);
+    uint8_t *big = calloc(1, total);
+    assert_non_null(big);
+    for (size_t off = 0, k = 1; off + TRAIL_REC_HDR <= total; off += TRAIL_REC_HDR, k++) {
+        struct trail_buf b = {big + off, TRAIL_REC_HDR, TRAIL_REC_HDR};
+        trail_rec_end(&b, 1, k, k);
+    }
+    assert_int_equal(write(fd, big, total), (ssize_t)total);
+    free(big);
+    struct trail_rec_ref *refs = NULL;
+    size_t n = 0;
+    assert_int_equal(trail_ahead_index(fd, &refs, &n), 0);
+    assert_int_equal(n, TRAIL_AHEAD_MAX / TRAIL_REC_HDR);
+    free(refs);
+    close(fd);
+    unlink(seg);
+    free(seg);
+    free(seg2);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* A commit refused because the applier failed (SQLite refused its transaction: here another
  * connection holds the write lock past the busy timeout) is a failed commit like any other: the
  * caller drops the batch's effects, so the batch must go too. It used to stay staged, and once
@@ -1419,6 +1480,7 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_refused_commit_dropped),
+        cmocka_unit_test(test_ahead_readers_hostile),
         cmocka_unit_test(test_ahead_no_links),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
