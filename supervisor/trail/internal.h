@@ -222,6 +222,7 @@ struct trail {
     bool idx_lost; /* a failed transaction took a run with it: reload before the next */
     int walfd;     /* FILE-wal, flushed before the ahead log starts over (full) */
     bool sync_init; /* the mutexes and conditions exist */
+    bool opened;    /* trail_open succeeded: its close may remove the ahead log */
 };
 
 /* apply.c. Puts batches into SQLite in one transaction (begun: already open): 0, or an SQLite

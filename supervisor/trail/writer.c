@@ -959,9 +959,14 @@ void trail_close(struct trail *t)
     free(t->idx);
     int closed = sqlite3_close(t->db);
     /* Everything it held is in SQLite: the ahead log goes (while still locked, so that no other
-     * writer takes it first). Else it stays, for the next writer to apply. */
+     * writer takes it first). Else it stays, for the next writer to apply; so does it after an
+     * open that failed, whose recovery may not have applied what a dead writer left there,
+     * unless both segments are empty (this open made them). */
     if (t->afd[0] >= 0) {
-        if (all_in && closed == SQLITE_OK && t->path)
+        struct stat s0, s1;
+        bool empty = fstat(t->afd[0], &s0) == 0 && fstat(t->afd[1], &s1) == 0 && !s0.st_size &&
+                     !s1.st_size;
+        if (all_in && closed == SQLITE_OK && t->path && (t->opened || empty))
             trail_ahead_remove(t->path);
         close(t->afd[0]);
         close(t->afd[1]);
@@ -1446,6 +1451,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     /* Without its own thread (it could not start) the trail still works: SQLite then checkpoints
      * on the commit, as before. */
     trail_ckpt_start(t->db, path, d == TRAIL_DURABILITY_FULL, &t->ckpt);
+    t->opened = true;
     *out = t;
     return 0;
 fail:

@@ -1197,6 +1197,34 @@ static void test_refused_commit_dropped(void **state)
     tmpdir_free(dir);
 }
 
+/* An open that fails after it has taken the ahead log (here its recovery: another connection
+ * holds SQLite's write lock past the busy timeout; a full disk does the same) must leave the ahead
+ * log alone: the failed open's trail_close used to find nothing of its own unapplied and remove
+ * both segments, with every acknowledged entry a dead writer had left in them. */
+static void test_failed_open_keeps_ahead(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    trail_close(t);
+    crash_after(db, 2, TRAIL_DURABILITY_FULL); /* entries 2-7, only in the ahead log */
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct cerr err = {0};
+    assert_true(trail_open(db, TRAIL_DURABILITY_FULL, &t, &err) < 0);
+    assert_null(t);
+    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_true(trail_ahead_left(db));
+    t = open_ok(db, TRAIL_DURABILITY_FULL);
+    assert_int_equal(trail_head_seq(t), 7);
+    trail_close(t);
+    verify_ok(db, 7);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Both segments hold a record that starts right after the file's head: one that never
  * continued it (a write a crash cut short, here damaged in place) left in FILE-ahead2 by a
  * writer that died, and the acknowledged one the next writer, which also died, wrote to
@@ -1479,6 +1507,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
+        cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
         cmocka_unit_test(test_ahead_no_links),
