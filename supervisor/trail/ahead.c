@@ -259,6 +259,16 @@ int trail_ahead_open(const char *db_path, int fds[2], struct cerr *err)
             close(fd);
             continue;
         }
+        /* And a record lock on the same open file, which readers test (F_OFD_GETLK) without
+         * taking anything: a reader that took the flock, even shared and for microseconds, made
+         * a writer opening at that moment fail. Both go with the open file (fork, close). */
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+            int e = errno;
+            close(fd);
+            return cerr_set(err, e == EAGAIN || e == EACCES ? EBUSY : e,
+                            "trail %s: cannot lock %s: %s", db_path, path, strerror(e));
+        }
         int fd2 = seg_open(db_path, path2, &st, err);
         if (fd2 < 0) {
             close(fd);
@@ -364,7 +374,9 @@ bool trail_ahead_left(const char *db_path)
     if (fd < 0)
         return false;
     struct stat st;
-    bool left = fstat(fd, &st) == 0 && st.st_size > 0 && flock(fd, LOCK_SH | LOCK_NB) == 0;
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+    bool left = fstat(fd, &st) == 0 && st.st_size > 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 &&
+                fl.l_type == F_UNLCK; /* no writer holds it */
     close(fd);
     return left;
 }

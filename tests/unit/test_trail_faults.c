@@ -351,6 +351,74 @@ static void test_failed_flush_not_recovered(void **state)
     tmpdir_free(dir);
 }
 
+/* Readers ask whether a writer died with its ahead log (trail_ahead_left: corral trail, corral
+ * run before it looks for an unfinished run). They used to take a shared flock on FILE-ahead for
+ * that, and a writer opening the trail at that moment failed with EBUSY ("being written by
+ * another corral process"). Now they only test the writer's lock: with flock itself refused (a
+ * seccomp filter), the answers are still right. */
+static void test_readers_take_no_lock(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = util_printf("%s/t.db", dir);
+    struct trail *t = NULL;
+    struct cerr err = {0};
+    assert_int_equal(trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    trail_close(t);
+    for (int round = 0; round < 2; round++) {
+        int p[2], q[2];
+        assert_int_equal(pipe(p), 0);
+        assert_int_equal(pipe(q), 0);
+        pid_t writer = fork();
+        assert_true(writer >= 0);
+        if (writer == 0) { /* commits, then stays (round 0) or dies without closing (round 1) */
+            close(p[0]);
+            close(q[1]);
+            if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
+                child_fail("open: %s", err.msg);
+            trail_applier_hold(t, true);
+            cJSON *b = body_with_text(40, 1);
+            if (trail_append(t, "w", "worker", "tool_call", b, NULL, &err) < 0 ||
+                trail_commit(t, &err) < 0)
+                child_fail("commit: %s", err.msg);
+            cJSON_Delete(b);
+            char c = 'x';
+            if (write(p[1], &c, 1) != 1)
+                child_fail("write");
+            if (round == 0 && read(q[0], &c, 1) < 0)
+                child_fail("read");
+            _exit(0);
+        }
+        close(p[1]);
+        close(q[0]);
+        char c;
+        assert_int_equal(read(p[0], &c, 1), 1);
+        if (round == 1)
+            wait_child_ok(writer);
+        pid_t reader = fork();
+        assert_true(reader >= 0);
+        if (reader == 0) {
+            scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+            if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(flock), 0) < 0 ||
+                seccomp_load(ctx) < 0)
+                child_fail("seccomp");
+            bool left = trail_ahead_left(db);
+            if (left != (round == 1))
+                child_fail("round %d: trail_ahead_left said %d", round, left);
+            _exit(0);
+        }
+        wait_child_ok(reader);
+        close(q[1]);
+        close(p[0]);
+        if (round == 0)
+            wait_child_ok(writer);
+    }
+    assert_int_equal(trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err), 0);
+    assert_int_equal(trail_head_seq(t), 3);
+    trail_close(t);
+    free(db);
+    tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_read_only_file),
         cmocka_unit_test(test_sigkill_anywhere),
         cmocka_unit_test(test_failed_flush_not_recovered),
+        cmocka_unit_test(test_readers_take_no_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
