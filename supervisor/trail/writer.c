@@ -745,6 +745,7 @@ int trail_commit(struct trail *t, struct cerr *err)
     /* Acknowledged: the batch is in the ahead log. The applier takes it from here. */
     b->rec = t->rec;
     t->rec = (struct trail_buf){0};
+    (void)trail_buf_reserve(&t->rec, b->rec.len); /* the next batch is likely the same size */
     pthread_mutex_lock(&t->amu);
     t->aoff = off + b->rec.len;
     b->no = ++t->written;
