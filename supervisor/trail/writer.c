@@ -705,6 +705,7 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
             pthread_mutex_unlock(&t->amu);
             return degraded_err(t, err);
         }
+        pthread_cond_signal(&t->awork); /* a quiet commit's batch may be waiting for it */
         pthread_cond_wait(&t->adone, &t->amu);
     }
     *seg = t->cur;
@@ -713,7 +714,30 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
     return 0;
 }
 
+static int commit_batch(struct trail *t, bool wake, struct cerr *err);
+
 int trail_commit(struct trail *t, struct cerr *err)
+{
+    return commit_batch(t, true, err);
+}
+
+int trail_commit_quiet(struct trail *t, struct cerr *err)
+{
+    return commit_batch(t, false, err);
+}
+
+void trail_wake(struct trail *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->amu);
+    if (t->wake_due)
+        pthread_cond_signal(&t->awork);
+    t->wake_due = false;
+    pthread_mutex_unlock(&t->amu);
+}
+
+static int commit_batch(struct trail *t, bool wake, struct cerr *err)
 {
     if (!t)
         return cerr_set(err, EINVAL, "trail_commit: no trail");
@@ -756,7 +780,9 @@ int trail_commit(struct trail *t, struct cerr *err)
         t->q_head = b;
     t->q_tail = b;
     t->q_bytes += b->rec.len;
-    pthread_cond_signal(&t->awork);
+    if (wake)
+        pthread_cond_signal(&t->awork);
+    t->wake_due = !wake;
     pthread_mutex_unlock(&t->amu);
     t->rec_items = 0;
     t->rec_first = 0;
