@@ -2,6 +2,7 @@
  * and `corral trail export`, all over a read-only connection to the trail file; and `corral trail
  * apply`, the one that writes: it applies what a writer that died left in the ahead log. */
 #include "supervisor/cli/cli.h"
+#include "supervisor/runtime/rundir.h"
 #include "supervisor/trail/trail.h"
 
 #include <getopt.h>
@@ -537,6 +538,12 @@ static int cmd_apply(int argc, char **argv)
     }
     struct cerr err = {0};
     uint64_t head = 0;
+    /* It writes, as root: the same places a writer accepts (rundir.c: no link on the way, no
+     * directory others can write). */
+    if (rundir_check_file(db, "the trail", false, &err) < 0) {
+        fprintf(stderr, "corral trail apply: %s\n", err.msg);
+        return CORRAL_EXIT_USAGE;
+    }
     if (trail_settle(db, &head, &err) < 0) {
         fprintf(stderr, "corral trail apply: %s\n", err.msg);
         return open_status(&err);

@@ -415,7 +415,8 @@ static int host_trail_commit(struct agent_host *h)
     if (!h->trail)
         return 0;
     struct cerr err = {0};
-    int r = trail_commit(h->trail, &err);
+    /* The applier is woken at the end of the turn, once the answers are out (trail_wake). */
+    int r = trail_commit_quiet(h->trail, &err);
     if (r < 0 && !h->trail_warned) {
         h->trail_warned = true;
         fprintf(stderr, "corral: trail: %s: refusing tool calls from now on\n", err.msg);
@@ -1555,6 +1556,7 @@ static void host_turn_end(void *data)
         h->graveyard = a->grave_next;
         agent_really_free(a);
     }
+    trail_wake(h->trail);
 }
 
 /* Commits what the turn staged, starts its pool jobs and releases its answers. Releasing

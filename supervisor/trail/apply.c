@@ -365,6 +365,7 @@ int trail_applier_start(struct trail *t)
 int trail_applier_wait(struct trail *t)
 {
     pthread_mutex_lock(&t->amu);
+    pthread_cond_signal(&t->awork); /* a quiet commit's batch may be waiting for it */
     while (t->athread_on && t->applied < t->written && !t->afailed && !t->ahold)
         pthread_cond_wait(&t->adone, &t->amu);
     int r = t->applied < t->written ? -EIO : 0;

@@ -212,6 +212,7 @@ struct trail {
     uint64_t q_bytes;
     uint64_t written, applied, synced; /* batches: committed, in SQLite, flushed there */
     bool astop, afailed, aretry, ahold;
+    bool wake_due; /* a quiet commit queued a batch the applier was not woken for */
     char awhy[512];
     /* What SQLite holds, the applier's view: the one-writer check compares it with the file. */
     uint64_t a_seq;

@@ -705,6 +705,7 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
             pthread_mutex_unlock(&t->amu);
             return degraded_err(t, err);
         }
+        pthread_cond_signal(&t->awork); /* a quiet commit's batch may be waiting for it */
         pthread_cond_wait(&t->adone, &t->amu);
     }
     *seg = t->cur;
@@ -724,7 +725,30 @@ static int commit_refused(struct trail *t, struct cerr *err)
     return r;
 }
 
+static int commit_batch(struct trail *t, bool wake, struct cerr *err);
+
 int trail_commit(struct trail *t, struct cerr *err)
+{
+    return commit_batch(t, true, err);
+}
+
+int trail_commit_quiet(struct trail *t, struct cerr *err)
+{
+    return commit_batch(t, false, err);
+}
+
+void trail_wake(struct trail *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->amu);
+    if (t->wake_due)
+        pthread_cond_signal(&t->awork);
+    t->wake_due = false;
+    pthread_mutex_unlock(&t->amu);
+}
+
+static int commit_batch(struct trail *t, bool wake, struct cerr *err)
 {
     if (!t)
         return cerr_set(err, EINVAL, "trail_commit: no trail");
@@ -757,6 +781,7 @@ int trail_commit(struct trail *t, struct cerr *err)
     /* Acknowledged: the batch is in the ahead log. The applier takes it from here. */
     b->rec = t->rec;
     t->rec = (struct trail_buf){0};
+    (void)trail_buf_reserve(&t->rec, b->rec.len); /* the next batch is likely the same size */
     pthread_mutex_lock(&t->amu);
     t->aoff = off + b->rec.len;
     b->no = ++t->written;
@@ -767,7 +792,9 @@ int trail_commit(struct trail *t, struct cerr *err)
         t->q_head = b;
     t->q_tail = b;
     t->q_bytes += b->rec.len;
-    pthread_cond_signal(&t->awork);
+    if (wake)
+        pthread_cond_signal(&t->awork);
+    t->wake_due = !wake;
     pthread_mutex_unlock(&t->amu);
     t->rec_items = 0;
     t->rec_first = 0;

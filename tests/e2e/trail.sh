@@ -287,7 +287,7 @@ expect_match "the trail holds the live entries" "^ok: 30 entries verified$" "$ou
 # `corral trail apply`)
 mkdir -p "$T_TMP/tiny"
 run_capture out err rc unshare -m sh -c '
-    mount --make-rprivate / && mount -t tmpfs -o size=1m tmpfs "$1" || exit 99
+    mount --make-rprivate / && mount -t tmpfs -o size=1m,mode=0755 tmpfs "$1" || exit 99
     "$2" "$1/t.db" full; echo "writer=$?"
     mount -o remount,size=8m "$1" && "$3" trail apply --db "$1/t.db"; echo "apply=$?"
     "$3" trail verify --db "$1/t.db"; echo "verify=$?"
