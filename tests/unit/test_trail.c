@@ -1121,7 +1121,7 @@ static void test_ahead_readers_hostile(void **state)
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-            alarm(20);
+            alarm(120);
             _exit(trail_ahead_pending(db) ? 1 : 0);
         }
         int st;
@@ -1221,6 +1221,53 @@ static void test_failed_open_keeps_ahead(void **state)
     assert_int_equal(trail_head_seq(t), 7);
     trail_close(t);
     verify_ok(db, 7);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
+ * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
+ * free a segment (both hold batches not yet in SQLite, and the current one is at
+ * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
+ * quiet commits fill one segment past its lap and the other to its bound; the child gives up
+ * after 120 s (SIGALRM), so a hang fails the test. */
+static void test_quiet_commits_never_wait_forever(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(120);
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
+            _exit(2);
+        static unsigned char blob[1 << 20];
+        const int mib[3] = {5, 64, 0};
+        for (int c = 0; c < 3; c++) {
+            for (int i = 0; i < mib[c]; i++) {
+                for (size_t k = 0; k < sizeof(blob); k += 4)
+                    memcpy(blob + k, &(uint32_t){(uint32_t)rand()}, 4);
+                char hex[65];
+                if (trail_blob_put(t, blob, sizeof(blob), hex, &err) < 0)
+                    _exit(3);
+            }
+            cJSON *b = cJSON_CreateObject();
+            if (trail_append(t, "w", "protocol", "tool_call", b, NULL, &err) < 0 ||
+                trail_commit_quiet(t, &err) < 0)
+                _exit(4);
+            cJSON_Delete(b);
+        }
+        trail_wake(t);
+        trail_close(t);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the writer with quiet commits: status 0x%x (0xe: it hung)", st);
+    verify_ok(db, 4);
     free(db);
     tmpdir_free(dir);
 }
@@ -1507,6 +1554,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
+        cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
