@@ -1071,6 +1071,11 @@ static void on_wacp(struct agent *a, const struct rpc_msg *m, void *data)
      * the flooding agent alone. */
     if (!strcmp(e.code, "rate_limited"))
         agent_count_abuse(a);
+    /* The trail failed during the request (its applier can fail between the check above and
+     * the request's first entry): the answer names why, as the refusals above do. */
+    if (!strcmp(e.code, "trail_unavailable") && trail_degraded_why(s->r->trail)[0])
+        snprintf(e.msg, sizeof(e.msg), "the trail cannot be written (%.300s), so nothing was done",
+                 trail_degraded_why(s->r->trail));
     cJSON *d = cJSON_CreateObject();
     if (d && e.code[0])
         cJSON_AddStringToObject(d, "code", e.code);

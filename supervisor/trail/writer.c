@@ -446,6 +446,18 @@ static bool is_degraded(struct trail *t)
     return t->degraded || applier_failed(t, NULL, 0);
 }
 
+/* A write refused because the trail is degraded (the applier failed too: its batches are safe
+ * in the ahead log). What is staged goes, as a failed commit's batch does: the caller is told
+ * it was not recorded (corral run records its model's entries again after system_degraded), so
+ * it must not reach the file later. */
+static int refuse(struct trail *t, struct cerr *err)
+{
+    int r = degraded_err(t, err); /* the reason into t->why first: degrade keeps it */
+    if (t->pending || t->rec_items)
+        degrade(t, 0, NULL);
+    return r;
+}
+
 static int check_name(const char *what, const char *s, struct cerr *err)
 {
     size_t n = strnlen(s, TRAIL_NAME_MAX + 1);
@@ -570,7 +582,7 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
     if (!t || !actor || !type)
         return cerr_set(err, EINVAL, "trail_append: trail, actor and type are required");
     if (is_degraded(t))
-        return degraded_err(t, err);
+        return refuse(t, err);
     if (!trail_event_known(type))
         return cerr_set(
             err, EINVAL,
@@ -663,7 +675,7 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
     if (!t || (!data && len))
         return cerr_set(err, EINVAL, "trail_blob_put: trail and data are required");
     if (is_degraded(t))
-        return degraded_err(t, err);
+        return refuse(t, err);
     if (len > TRAIL_BLOB_MAX)
         return cerr_set(err, E2BIG, "trail: a blob of %zu bytes is over the %u limit", len,
                         TRAIL_BLOB_MAX);
@@ -714,17 +726,6 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
     return 0;
 }
 
-/* A commit refused because the trail is degraded (the applier failed, maybe while this batch was
- * staged) fails like one whose write failed: its caller drops the batch's effects, so the batch
- * goes too, and trail_retry rebuilds the staged state from the file before the next one. */
-static int commit_refused(struct trail *t, struct cerr *err)
-{
-    int r = degraded_err(t, err); /* the applier's reason, before t->degraded hides it */
-    if (t->rec.len || t->pending)
-        degrade(t, 0, NULL);
-    return r;
-}
-
 static int commit_batch(struct trail *t, bool wake, struct cerr *err);
 
 int trail_commit(struct trail *t, struct cerr *err)
@@ -753,7 +754,7 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
     if (!t)
         return cerr_set(err, EINVAL, "trail_commit: no trail");
     if (is_degraded(t))
-        return commit_refused(t, err);
+        return refuse(t, err);
     /* Blobs alone wait for the next batch with an entry (none refers to them yet): every record
      * holds an entry, so that the records' sequence numbers follow each other. */
     if (!t->rec_first)
@@ -769,7 +770,7 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
     int r = record_place(t, t->rec.len, &seg, &off, err);
     if (r < 0) {
         free(b);
-        return commit_refused(t, err);
+        return refuse(t, err); /* the applier failed while this commit waited for it */
     }
     r = trail_ahead_write(t->afd[seg], t->rec.p, t->rec.len, off, t->durability == TRAIL_DURABILITY_FULL);
     if (r < 0) {

@@ -6,7 +6,9 @@
 # the model had made the task. The old code stopped the run there; now the lost
 # entries are kept and, once the ballast is deleted, recorded again right after
 # system_degraded. The run ends well, `corral trail verify` is ok, and every checkpoint the
-# model holds (wacp/checkpoint.list) is on the trail.
+# model holds (wacp/checkpoint.list) is on the trail. (With the trail's ahead log, a batch is
+# lost only when the full disk refuses the ahead log's write; when it refuses SQLite's, the
+# batch is safe and nothing needs recording again: both are accepted, and said.)
 . "$TOP/tests/lib.sh"
 if "$CORRAL" run --help 2>&1 | grep -q 'not available: the WACP runtime is not built'; then
     echo "ok - SKIP run_degraded_model: corral run is not built yet"
@@ -64,10 +66,23 @@ expect_match "the disk filled up: a task was refused, naming the trail's problem
     '^< wacp/task.create error=.*(full|disk)' "$(cat "$flog" 2>/dev/null)"
 expect_status "the run ends well after the outage (the lost state changes did not stop it)" 0 \
     "$(cat "$d/rc")" "$err" "$(printf '%s\n' "$logs" | tail -20)"
-expect_match "corral run said it recorded the lost state changes again" \
-    'entr(y|ies) of WACP state changes the failed batch lost recorded again after system_degraded' "$err"
 sd=$(printf '%s\n' "$entries" | grep '"type":"system_degraded"')
-expect_match "system_degraded names how many lost entries follow it" '"replayed_entries":[1-9]' "$sd"
+# Which commit the full disk refused decides whether a batch was lost: the ahead log's write
+# (the batch with the model's task_created is lost: its entries are recorded again after
+# system_degraded), or SQLite's (the batch is safe in the ahead log; the next request is refused
+# before the model acts, and nothing needs recording again). Both must leave every task the
+# model holds on the trail (below).
+lost=no
+printf '%s\n' "$sd" | grep -q '"replayed_entries":[1-9]' && lost=yes
+if [ $lost = yes ]; then
+    expect_match "corral run said it recorded the lost state changes again" \
+        'entr(y|ies) of WACP state changes the failed batch lost recorded again after system_degraded' "$err"
+    expect_match "system_degraded names how many lost entries follow it" '"replayed_entries":[1-9]' "$sd"
+else
+    expect_nomatch "no batch was lost (the ahead log held it): corral run records nothing again" \
+        'recorded again after system_degraded' "$err"
+    expect_match "system_degraded says no entry was recorded again" '"replayed_entries":0' "$sd"
+fi
 expect_status "corral trail verify is ok after the outage" 0 "$(cat "$d/verify_rc")" "$(cat "$d/verify")"
 # Every task the model holds (its list after the outage) is on the trail.
 list=$(grep '^< wacp/task.list ok' "$flog" 2>/dev/null)
@@ -80,4 +95,8 @@ else fail "every task the model holds is on the trail" "held $nheld, missing: $m
 # The refused task itself: made by the model, lost by the disk, recorded right after the gap.
 sd_seq=$(printf '%s\n' "$sd" | head -1 | sed -n 's/.*"seq":\([0-9]*\).*/\1/p')
 next=$(printf '%s\n' "$entries" | awk -v s="$sd_seq" 'match($0, /"seq":[0-9]+/) { n = substr($0, RSTART + 6, RLENGTH - 6) + 0; if (n > s && n <= s + 3) print }')
-expect_match "the lost task_created is recorded again right after system_degraded" '"type":"task_created".*"name":"fill"' "$next"
+if [ $lost = yes ]; then
+    expect_match "the lost task_created is recorded again right after system_degraded" '"type":"task_created".*"name":"fill"' "$next"
+else
+    ok "no task_created was lost, so none follows system_degraded"
+fi

@@ -1043,6 +1043,59 @@ static void test_ahead_no_links(void **state)
     tmpdir_free(dir);
 }
 
+static int deny_all(void *u, int action, const char *a, const char *b, const char *c, const char *d)
+{
+    (void)u, (void)action, (void)a, (void)b, (void)c, (void)d;
+    return SQLITE_DENY;
+}
+
+/* SQLite refuses the applier's transaction: the batches already committed stay (the ahead log,
+ * the applier's queue) and reach the file after trail_retry; a batch staged meanwhile is
+ * refused at its commit and dropped, never written later (the caller was told it failed: corral
+ * run records its model's entries again after system_degraded, and they must not be there
+ * twice). */
+static void test_applier_failure(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_FULL);
+    struct cerr err = {0};
+    trail_applier_hold(t, true);
+    assert_int_equal(sqlite3_set_authorizer(trail_db_handle(t), deny_all, NULL), SQLITE_OK);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":\"a\"}", NULL);
+    commit_ok(t); /* acknowledged: in the ahead log */
+    append_json(t, "w", "worker", "tool_call", "{\"n\":\"b\"}", NULL); /* staged */
+    trail_applier_hold(t, false);
+    assert_int_equal(trail_sync(t, &err), -EIO);
+    assert_true(trail_degraded(t));
+    assert_non_null(strstr(trail_degraded_why(t), "authorization denied"));
+    err = (struct cerr){0};
+    assert_int_equal(trail_commit(t, &err), -EIO); /* b is refused, and dropped */
+    assert_non_null(strstr(err.msg, "cannot be written"));
+    assert_int_equal(trail_pending(t), 0);
+    assert_int_equal(trail_retry(t, &err), -EIO); /* SQLite still refuses */
+    assert_int_equal(sqlite3_set_authorizer(trail_db_handle(t), NULL, NULL), SQLITE_OK);
+    err = (struct cerr){0};
+    if (trail_retry(t, &err) != 0)
+        fail_msg("retry: %s", err.msg);
+    assert_false(trail_degraded(t));
+    append_json(t, "w", "worker", "tool_call", "{\"n\":\"c\"}", NULL);
+    commit_ok(t);
+    trail_close(t);
+    verify_ok(db, 3);
+    struct trail_reader *r = NULL;
+    assert_int_equal(trail_reader_open(db, &r, &err), 0);
+    struct got *g = calloc(1, sizeof(*g));
+    assert_int_equal(trail_query(r, NULL, collect, g, &err), 0);
+    assert_int_equal(g->n, 3);
+    assert_non_null(strstr(g->body[1], "\"a\""));
+    assert_non_null(strstr(g->body[2], "\"c\""));
+    got_free(g);
+    trail_reader_close(r);
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_ahead_recovery(void **state)
 {
     (void)state;
@@ -1558,6 +1611,7 @@ int main(void)
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
+        cmocka_unit_test(test_applier_failure),
         cmocka_unit_test(test_ahead_no_links),
         cmocka_unit_test(test_wal_bounded),
         cmocka_unit_test(test_wal_restarts_early),
