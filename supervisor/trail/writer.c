@@ -728,6 +728,17 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
 
 static int commit_batch(struct trail *t, bool wake, struct cerr *err);
 
+/* The staged batch is committed: the committed head moves to the staged one. */
+static void staged_committed(struct trail *t)
+{
+    t->rec_items = 0;
+    t->rec_first = 0;
+    t->pending = 0;
+    t->c_seq = t->seq;
+    t->c_ts = t->ts;
+    memcpy(t->c_head, t->head, sizeof(t->head));
+}
+
 int trail_commit(struct trail *t, struct cerr *err)
 {
     return commit_batch(t, true, err);
@@ -797,12 +808,7 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
         pthread_cond_signal(&t->awork);
     t->wake_due = !wake;
     pthread_mutex_unlock(&t->amu);
-    t->rec_items = 0;
-    t->rec_first = 0;
-    t->pending = 0;
-    t->c_seq = t->seq;
-    t->c_ts = t->ts;
-    memcpy(t->c_head, t->head, sizeof(t->head));
+    staged_committed(t);
     return 0;
 }
 
@@ -1463,12 +1469,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
             goto fail;
         }
         t->rec.len = 0;
-        t->rec_items = 0;
-        t->rec_first = 0;
-        t->pending = 0;
-        t->c_seq = t->seq;
-        t->c_ts = t->ts;
-        memcpy(t->c_head, t->head, sizeof(t->head));
+        staged_committed(t);
     } else if ((r = load_head(t, err)) < 0 || (r = ahead_recover(t, err)) < 0) {
         goto fail;
     }
