@@ -77,13 +77,14 @@ bool trail_degraded(const struct trail *t);
  * into SQLite soon after (docs/trail.md, "The ahead log"). For code that reads back what it
  * has just committed. 0, or -EIO (degraded) when it cannot get there. */
 int trail_sync(struct trail *t, struct cerr *err);
-/* Whether the background checkpoint is far behind the commits (16 MiB of WAL it has not copied
- * into the database): work that can wait (a flooding agent's next requests) should, so that the
- * WAL never reaches its bound, where starting it over lands on a commit and on every answer
- * waiting for it (checkpoint.c). False without a checkpoint thread. */
+/* Whether the trail's background work is far behind the commits: the checkpoint (16 MiB of WAL it
+ * has not copied into the database, checkpoint.c) or the applier (1 MiB of committed batches not
+ * yet in SQLite, apply.c). Work that can wait (a flooding agent's next requests) should, so that
+ * neither reaches its bound, where the wait lands on a commit and on every answer waiting for it,
+ * nor takes the CPU the loop needs. */
 bool trail_congested(const struct trail *t);
-/* A degraded trail whose file still ends at the last committed entry (the failed batch rolled
- * back) becomes writable again: 0, or -EIO while it cannot (the caller retries later, bounded).
+/* A degraded trail becomes writable again once the applier has stored what it holds and the file
+ * still ends at the last committed entry: 0, or -EIO while it cannot (the caller retries later, bounded).
  * The caller records system_degraded when its next commit succeeds. No-op when not degraded. */
 int trail_retry(struct trail *t, struct cerr *err);
 /* Why it is degraded ("" when it is not). */

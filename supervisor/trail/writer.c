@@ -876,8 +876,8 @@ struct trail_ckpt *trail_ckpt_of(struct trail *t)
     return t ? t->ckpt : NULL;
 }
 
-/* Congested: the checkpoint far behind the commits, or the applier (16 MiB of committed batches
- * not yet in SQLite). Work that can wait should (a flooding agent's next requests). */
+/* Congested: the checkpoint far behind the commits, or the applier (TRAIL_AHEAD_BUSY of committed
+ * batches not yet in SQLite). Work that can wait should (a flooding agent's next requests). */
 bool trail_congested(const struct trail *t)
 {
     if (!t)

@@ -467,6 +467,23 @@ static int wait_prepared(const char *cg, int n, pid_t *out, int max)
     return k;
 }
 
+/* An agent sandbox (sleep) for commands to nest in; CG: its memory cgroup's directory (v1) or
+ * its cgroup (v2), which must be gone once the agent has ended. */
+static struct sandbox_child *spawn_agent(char *cg, size_t cap)
+{
+    struct sandbox_profile ap;
+    sandbox_profile_default(&ap);
+    char *const sargv[] = {"sleep", "100", NULL};
+    struct sandbox_child *agent = NULL;
+    struct cerr e;
+    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
+    snprintf(cg, cap, "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct stat st;
+    if (stat(cg, &st) < 0)
+        snprintf(cg, cap, "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    return agent;
+}
+
 static void prepared_sandboxes_match_their_profile(void **state)
 {
     (void)state;
@@ -486,17 +503,10 @@ static void prepared_sandboxes_match_their_profile(void **state)
     close(fd);
     chown(a, 65534, 65534);
     chown(b, 65534, 65534);
-    struct sandbox_profile ap;
-    sandbox_profile_default(&ap);
-    char *const sargv[] = {"sleep", "100", NULL};
-    struct sandbox_child *agent = NULL;
-    struct cerr e;
-    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
     char cg[512];
-    snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
+    struct sandbox_child *agent = spawn_agent(cg, sizeof(cg));
     struct stat cst;
-    if (stat(cg, &cst) < 0) /* cgroup v2 */
-        snprintf(cg, sizeof(cg), "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
+    struct cerr e;
     assert_int_equal(stat(cg, &cst), 0);
     /* After a command ends, a sandbox of its profile is prepared when none is left; the next
      * command of that profile takes it. So once the pool has settled (one prepared per profile
@@ -568,23 +578,6 @@ static void wait_ended(struct sandbox_child *c)
             return;
     }
     fail_msg("the sandbox did not end in 60 s");
-}
-
-/* An agent sandbox (sleep) for commands to nest in; CG: its memory cgroup's directory (v1) or
- * its cgroup (v2), which must be gone once the agent has ended. */
-static struct sandbox_child *spawn_agent(char *cg, size_t cap)
-{
-    struct sandbox_profile ap;
-    sandbox_profile_default(&ap);
-    char *const sargv[] = {"sleep", "100", NULL};
-    struct sandbox_child *agent = NULL;
-    struct cerr e;
-    assert_int_equal(sandbox_spawn(&ap, "/bin/sleep", sargv, NULL, &agent, &e), 0);
-    snprintf(cg, cap, "/sys/fs/cgroup/memory%s", sandbox_child_cgroup(agent));
-    struct stat st;
-    if (stat(cg, &st) < 0)
-        snprintf(cg, cap, "/sys/fs/cgroup%s", sandbox_child_cgroup(agent));
-    return agent;
 }
 
 /* A command's answer goes out when init reports the end, before init's own exit: by then the
