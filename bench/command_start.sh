@@ -13,7 +13,7 @@ n=${1:-300}
 ns=$((n / 10)); [ $ns -ge 10 ] || ns=10
 work=$top/build/bench
 mkdir -p "$work"
-cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c"
+cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c" -lm
 cc -O2 -o "$work/start_driver" "$top/bench/start_driver.c"
 srt=$work/npm-srt/node_modules/.bin/srt
 if [ ! -x "$srt" ]; then

@@ -13,7 +13,7 @@ n=${1:-5000}
 starts=${2:-20}
 work=$top/build/bench
 mkdir -p "$work"
-cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c"
+cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c" -lm
 drv=$work/rt_driver
 peer=$top/tests/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
 if [ ! -f "$peer" ]; then

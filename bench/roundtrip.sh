@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-5000}
 work=$top/build/bench
 mkdir -p "$work"
-cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c"
+cc -O2 -Wall -Wextra -Werror -o "$work/rt_driver" "$top/bench/rt_driver.c" -lm
 drv=$work/rt_driver
 
 # The peer, installed by `make deps` (npm ci in tests/mcp; never fetched here).

@@ -7,6 +7,7 @@
  * Prints one line on stderr:
  *   RESULT tool=T n=N init_us=I p50_us=P p99_us=Q mean_us=M max_us=X calls_per_s=R bytes=B errors=E */
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,6 +176,9 @@ int main(int argc, char **argv)
         put(req, (size_t)k);
         char *l = answer(id, &len);
         double b = now_us();
+        if (getenv("RT_TRACE")) /* a timeline to line up with a -DSPAWN_TRACE corral's */
+            fprintf(stderr, "  driver: sent @%.3f answered @%.3f: %.3f ms\n", fmod(a / 1e3, 1e5),
+                    fmod(b / 1e3, 1e5), (b - a) / 1e3);
         if (strstr(l, "\"isError\":true") || strstr(l, "\"error\":{"))
             errors++;
         if (i >= 0) {

@@ -43,6 +43,10 @@ struct seccomp_prog {
 int seccomp_build(const struct sandbox_seccomp *s, const void *exec_ptr, struct seccomp_prog *out,
                   struct cerr *err);
 void seccomp_prog_release(struct seccomp_prog *p);
+/* Whether the filter S makes allows every call a sandbox's init and its program make once the
+ * filter is loaded early, by init, while the sandbox is prepared (spawn.c, init_load_filter):
+ * then the program inherits it and its start has no load to pay. */
+bool seccomp_may_load_early(const struct sandbox_seccomp *s);
 
 /* net.c: bring `lo` up in the current network namespace. The request is built (libnl) in the
  * parent; the child sends it without allocating anything. */
@@ -68,6 +72,7 @@ int landlock_restrict_to(int rs, struct cerr *err);
 struct spawn_fds {
     int go_rd, err_wr, status_wr, notify_wr, in, out, err, cgroup;
     int egress_wr; /* SANDBOX_NET_PROXY: where init passes its listeners; -1: none */
+    bool filter_early; /* init loads the filter while prepared: seccomp_may_load_early(profile) */
 };
 struct spawn_cloned {
     pid_t pid;

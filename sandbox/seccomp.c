@@ -3,8 +3,9 @@
  * Default deny: anything not allowed answers EPERM and the program keeps running, so it can
  * report the denial. With a trail (sandbox_seccomp.notify) the default action is a user
  * notification instead: the supervisor records the denial, then answers EPERM (the program sees
- * the same thing). The filter is exported to raw BPF in the parent and loaded by the child right
- * before execve. */
+ * the same thing). The filter is exported to raw BPF in the parent and loaded by init at the end of
+ * its set-up when the profile allows what init does after that (seccomp_may_load_early), else by
+ * the program right before its execve. */
 #include "sandbox/internal.h"
 
 #include <fcntl.h>
@@ -439,6 +440,33 @@ int sandbox_seccomp_export(const struct sandbox_seccomp *s, int fd, struct cerr 
     if (r < 0)
         return cerr_set(err, r, "seccomp: cannot export the filter: %s", strerror(-r));
     return 0;
+}
+
+/* What init and the program call once init has loaded the filter: init waits for the start
+ * message (recvmsg, mmap, read), starts the program (rt_sigprocmask, clone for vfork, whose
+ * flags the clone rule allows), passes a notifying filter's listener (sendmsg), makes its fd table
+ * final (dup, dup2, close_range), forwards signals (rt_sigaction, kill, rt_sigreturn), waits
+ * (wait4, restart_syscall) and reports (write); the program sets itself up (setsid, dup2,
+ * close_range, chdir, landlock_restrict_self) and calls execve, which the filter allows on its
+ * own terms (the first exec). A profile that denies any of them has the program load the
+ * filter itself, right before its execve, as the only call after the load. */
+static const char *const early_calls[] = {
+    "read",         "write",        "close",        "close_range", "dup",         "dup2",
+    "chdir",        "exit",         "exit_group",   "wait4",       "setsid",      "clone",
+    "landlock_restrict_self",       "rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "kill",
+    "restart_syscall", "mmap",      "recvmsg",      "sendmsg",      "sched_yield",
+};
+
+bool seccomp_may_load_early(const struct sandbox_seccomp *s)
+{
+    const uint32_t need = SANDBOX_SC_BASIC_IO | SANDBOX_SC_FILE_READ | SANDBOX_SC_PROCESS |
+                          SANDBOX_SC_SIGNAL | SANDBOX_SC_MEMORY | SANDBOX_SC_NETWORK_IO;
+    if ((s->groups & need) != need)
+        return false;
+    for (size_t i = 0; i < ARRAY_SIZE(early_calls); i++)
+        if (!allowed(s, early_calls[i]))
+            return false;
+    return true;
 }
 
 /* ---- the exported filter, cached ----

@@ -103,6 +103,7 @@ enum {
     ZF_CWD = 1u << 2,
     ZF_HOSTNAME = 1u << 3,
     ZF_EGRESS = 1u << 4, /* the egress listener spec follows the environment */
+    ZF_FILTER_EARLY = 1u << 5, /* init loads the filter while prepared (the profile allows it) */
     ZB_WRITABLE = 1u << 0,
     ZB_OPTIONAL = 1u << 1,
     ZB_INSIDE = 1u << 2,
@@ -137,7 +138,8 @@ static size_t count_strv(char *const *v)
 
 /* Only what the cloning side reads: the root (binds, tmp size, ids), init's set-up (hostname,
  * network, rlimits, landlock, cwd) and the program's argv and environment. Budgets, seccomp and
- * the cgroup stay with the supervisor, which applies them. */
+ * the cgroup stay with the supervisor, which applies them; of the filter only whether init may load
+ * it while prepared (ZF_FILTER_EARLY). */
 int zygote_encode(const struct sandbox_profile *p, const char *program, char *const argv[],
                   unsigned char **buf, size_t *len, int *bind_fds, size_t *n_bind_fds, struct cerr *err)
 {
@@ -146,7 +148,8 @@ int zygote_encode(const struct sandbox_profile *p, const char *program, char *co
     /* The listener spec only with network "proxy" (spawn.c ignores it otherwise). */
     const struct sandbox_egress *eg = p->net == SANDBOX_NET_PROXY ? p->egress : NULL;
     uint32_t flags = (p->landlock ? ZF_LANDLOCK : 0) | (p->envp ? ZF_ENVP : 0) | (p->cwd ? ZF_CWD : 0) |
-                     (p->hostname ? ZF_HOSTNAME : 0) | (eg ? ZF_EGRESS : 0);
+                     (p->hostname ? ZF_HOSTNAME : 0) | (eg ? ZF_EGRESS : 0) |
+                     (seccomp_may_load_early(&p->seccomp) ? ZF_FILTER_EARLY : 0);
     size_t argc = count_strv(argv), envc = count_strv(p->envp);
     zb_u32(&z, (uint32_t)p->net);
     zb_u32(&z, flags);
@@ -316,6 +319,7 @@ int zygote_decode(const unsigned char *buf, size_t len, const int *bind_fds, siz
         return cerr_set(err, EPROTO, "zygote: the egress listeners come with network \"proxy\" only");
     p->net = (enum sandbox_net)net;
     p->landlock = flags & ZF_LANDLOCK;
+    d->filter_early = flags & ZF_FILTER_EARLY;
     /* Each string takes at least 5 bytes: a count the body cannot hold is refused before any
      * allocation. */
     size_t left = len - r.off;
@@ -484,7 +488,7 @@ static void zygote_serve_one(int sock)
     for (int i = 0; i < ZYGOTE_NFDS; i++)
         slot[i] = (h.fdmask & (1u << i)) ? fds[k++] : -1;
     struct spawn_fds f = {slot[0], slot[1], slot[2], slot[3], slot[4],
-                          slot[5], slot[6], slot[7], slot[8]};
+                          slot[5], slot[6], slot[7], slot[8], false};
     struct cerr e = {0};
     struct spawn_cloned cl = {.pid = -1, .pidfd = -1};
     struct zygote_decoded d;
@@ -494,6 +498,7 @@ static void zygote_serve_one(int sock)
     if (r == 0 && (d.p.net == SANDBOX_NET_PROXY) != (f.egress_wr >= 0))
         r = cerr_set(&e, EPROTO, "zygote: network \"proxy\" needs its egress socket, and only it");
     if (r == 0) {
+        f.filter_early = d.filter_early;
         r = spawn_clone(&d.p, d.program, &f, true, &cl, &e);
         zygote_decoded_free(&d);
     }

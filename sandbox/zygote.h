@@ -37,6 +37,7 @@ struct zygote_decoded {
     struct sandbox_bind *binds;
     char (*fd_paths)[32];         /* "/proc/self/fd/N" of the binds that came as fds */
     struct sandbox_egress egress; /* p.egress points here with network "proxy" */
+    bool filter_early;            /* the supervisor's seccomp_may_load_early of the profile */
 };
 /* Binds whose host is "/proc/self/fd/N" go as fd N: encode lists them in BIND_FDS (room for 8;
  * NULL: sent as paths), decode names the received ones in their place. */
