@@ -167,7 +167,14 @@ size_t rpc_utf8_check(const char *s, size_t len)
     while (i < len) {
         unsigned c = p[i];
         if (c < 0x80) {
+            /* ASCII, a word at a time: a tool answer's trail entry is checked whole on the
+             * loop, and it is mostly ASCII (a byte at a time cost a 4 KiB read about 8 us). */
             i++;
+            for (uint64_t w; len - i >= 8; i += 8) {
+                memcpy(&w, p + i, 8);
+                if (w & 0x8080808080808080ull)
+                    break;
+            }
             continue;
         }
         size_t n;

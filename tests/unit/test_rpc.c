@@ -121,6 +121,57 @@ static void utf8_table(void **state)
         assert_int_equal(rpc_utf8_check(cases[i].s, cases[i].len), cases[i].bad);
 }
 
+/* The byte-at-a-time reading of RFC 3629 that rpc_utf8_check's word-at-a-time ASCII run must
+ * agree with, wherever the bad byte falls in or across a word. */
+static size_t utf8_ref(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i], n, lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        else
+            return i;
+        if (len - i < n || p[i + 1] < lo || p[i + 1] > hi)
+            return i;
+        for (unsigned k = 2; k < n; k++)
+            if (p[i + k] < 0x80 || p[i + k] > 0xBF)
+                return i;
+        i += n;
+    }
+    return len;
+}
+
+static void utf8_words_agree(void **state)
+{
+    static const char *const bits[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xff",
+                                       "\x80",     "\xe2\x82",     "\xc3",             "\xed\xa0\x80"};
+    unsigned char buf[64];
+    srand(7);
+    for (int round = 0; round < 200000; round++) {
+        size_t len = (size_t)(rand() % 40);
+        memset(buf, 'a', sizeof(buf));
+        if (rand() % 2) { /* one multi-byte or bad sequence somewhere, at any offset */
+            const char *b = bits[rand() % ARRAY_SIZE(bits)];
+            size_t at = len ? (size_t)rand() % len : 0, bl = strlen(b);
+            memcpy(buf + at, b, bl);
+            if (at + bl > len)
+                len = at + bl;
+        }
+        size_t off = (size_t)(rand() % 8); /* every alignment of the start */
+        memmove(buf + off, buf, len);
+        assert_int_equal(rpc_utf8_check((const char *)buf + off, len), utf8_ref(buf + off, len));
+    }
+}
+
 static void depth_table(void **state)
 {
     assert_int_equal(rpc_json_depth("{}", 2, 64), 1);
@@ -448,6 +499,7 @@ int main(void)
         cmocka_unit_test(framing_sticky_failure),
         cmocka_unit_test(framing_space_commit),
         cmocka_unit_test(utf8_table),
+        cmocka_unit_test(utf8_words_agree),
         cmocka_unit_test(depth_table),
         cmocka_unit_test(values_table),
         cmocka_unit_test(decode_valid),
