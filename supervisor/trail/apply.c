@@ -13,6 +13,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int step_done(sqlite3_stmt *st)
@@ -258,13 +261,62 @@ int trail_wal_flush(struct trail *t)
 }
 
 
+/* Whether the queued batches go into SQLite now (amu held); if not, *due says when they do. */
+static bool apply_now(struct trail *t, struct timespec *due)
+{
+
+    if (t->astop || t->aretry || t->await_n || t->q_bytes >= TRAIL_APPLY_BYTES)
+        return true;
+    int64_t ns = t->q_since.tv_nsec + t->apply_delay_ns % 1000000000;
+    due->tv_sec = t->q_since.tv_sec + (time_t)(t->apply_delay_ns / 1000000000) + (time_t)(ns / 1000000000);
+    due->tv_nsec = ns % 1000000000;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > due->tv_sec || (now.tv_sec == due->tv_sec && now.tv_nsec >= due->tv_nsec);
+}
+
+void trail_applier_waiter(struct trail *t, bool waiting)
+{
+    if (waiting) {
+        t->await_n++;
+        pthread_cond_signal(&t->awork); /* it may be gathering: it applies at once */
+    } else {
+        t->await_n--;
+    }
+}
+
+void trail_apply_delay(struct trail *t, int64_t ns)
+{
+    pthread_mutex_lock(&t->amu);
+    t->apply_delay_ns = ns;
+    pthread_cond_broadcast(&t->awork);
+    pthread_mutex_unlock(&t->amu);
+}
+
+/* The applier's nice value: its work is off every answer's path, and on few CPUs it competed
+ * with the loop and the agents for them (CFS weight 110 against 1024 at 0). Under a sustained
+ * flood it falls behind instead; the trail is then congested (trail_congested) and the floods
+ * wait, and past TRAIL_AHEAD_MAX commits wait for it. */
+#define APPLIER_NICE 10
+
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;
+    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
+     * allowed, and a failure leaves it at the loop's. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), APPLIER_NICE);
     pthread_mutex_lock(&t->amu);
     for (;;) {
-        while (!t->astop && !t->aretry && (!t->q_head || t->ahold || t->afailed))
-            pthread_cond_wait(&t->awork, &t->amu);
+        struct timespec due;
+        for (;;) {
+            while (!t->astop && !t->aretry && (!t->q_head || t->ahold || t->afailed))
+                pthread_cond_wait(&t->awork, &t->amu);
+            /* Batches gather until the oldest is TRAIL_APPLY_DELAY_NS old: a commit's wake-up
+             * found the queue empty, later ones do not wake this thread (commit_batch). */
+            if (!t->q_head || apply_now(t, &due))
+                break;
+            pthread_cond_timedwait(&t->awork, &t->amu, &due);
+        }
         if (t->aretry && !t->q_head) {
             /* Asked to try again with nothing queued: what failed was the WAL's flush. */
             pthread_mutex_unlock(&t->amu);
@@ -365,9 +417,10 @@ int trail_applier_start(struct trail *t)
 int trail_applier_wait(struct trail *t)
 {
     pthread_mutex_lock(&t->amu);
-    pthread_cond_signal(&t->awork); /* a quiet commit's batch may be waiting for it */
+    trail_applier_waiter(t, true);
     while (t->athread_on && t->applied < t->written && !t->afailed && !t->ahold)
         pthread_cond_wait(&t->adone, &t->amu);
+    trail_applier_waiter(t, false);
     int r = t->applied < t->written ? -EIO : 0;
     pthread_mutex_unlock(&t->amu);
     return r;

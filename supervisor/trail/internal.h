@@ -106,6 +106,14 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 #define TRAIL_REC_HDR 32              /* a record's header */
 #define TRAIL_AHEAD_LAP (4u << 20)    /* the ahead log starts over at 0 once past this, when it may */
 #define TRAIL_AHEAD_MAX (64u << 20)   /* past this, a commit waits for the applier to catch up */
+/* The applier gathers batches: it starts a transaction once the oldest waiting batch is
+ * TRAIL_APPLY_DELAY_NS old, or TRAIL_APPLY_BYTES wait, or somebody waits for it (a reader of its
+ * own entries, a commit that needs the space, the close). One transaction per call cost the
+ * applier SQLite's per-transaction work (the b-tree's path and the index pages written to the
+ * WAL again) for every call, about one CPU while calls came back to back, which the loop and
+ * the agents then shared the other CPU against. */
+#define TRAIL_APPLY_DELAY_NS (4 * 1000 * 1000)
+#define TRAIL_APPLY_BYTES (256u << 10)
 #define TRAIL_AHEAD_BUSY (1u << 20)   /* batches not yet in SQLite past which the trail is congested */
 
 struct trail_rec_hdr {
@@ -213,6 +221,9 @@ struct trail {
     uint64_t written, applied, synced; /* batches: committed, in SQLite, flushed there */
     bool astop, afailed, aretry, ahold;
     bool wake_due; /* a quiet commit queued a batch the applier was not woken for */
+    unsigned await_n;             /* threads waiting on adone for the applier: it applies at once */
+    struct timespec q_since;      /* when the oldest waiting batch was queued (CLOCK_MONOTONIC) */
+    int64_t apply_delay_ns;       /* TRAIL_APPLY_DELAY_NS, or a test's (trail_apply_delay) */
     char awhy[512];
     /* What SQLite holds, the applier's view: the one-writer check compares it with the file. */
     uint64_t a_seq;
@@ -240,6 +251,11 @@ int trail_applier_wait(struct trail *t);
 void trail_applier_stop(struct trail *t);
 /* Tests: hold the applier (batches stay in the ahead log only) or let it go. */
 void trail_applier_hold(struct trail *t, bool hold);
+/* Tests: how long the applier lets batches gather (TRAIL_APPLY_DELAY_NS by default). */
+void trail_apply_delay(struct trail *t, int64_t ns);
+/* Called with amu held, by a thread about to wait on adone for the applier (and after): while
+ * one waits, the applier gathers nothing and applies at once. */
+void trail_applier_waiter(struct trail *t, bool waiting);
 
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */
 sqlite3 *trail_db_handle(struct trail *t);

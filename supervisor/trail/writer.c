@@ -717,8 +717,9 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
             pthread_mutex_unlock(&t->amu);
             return degraded_err(t, err);
         }
-        pthread_cond_signal(&t->awork); /* a quiet commit's batch may be waiting for it */
+        trail_applier_waiter(t, true); /* it may be gathering: it applies at once */
         pthread_cond_wait(&t->adone, &t->amu);
+        trail_applier_waiter(t, false);
     }
     *seg = t->cur;
     *off = t->aoff;
@@ -798,15 +799,25 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
     t->aoff = off + b->rec.len;
     b->no = ++t->written;
     t->seg_last[seg] = b->no;
+    /* The applier needs telling only when this batch is the first it has to gather (it waits
+     * for work without a deadline), or the one past TRAIL_APPLY_BYTES: while it gathers, it
+     * wakes by itself at the oldest batch's deadline, and a wake-up per commit would cost the
+     * answer's CPU a cross-CPU interrupt for nothing. */
+    bool tell = !t->q_head || (t->q_bytes < TRAIL_APPLY_BYTES && t->q_bytes + b->rec.len >= TRAIL_APPLY_BYTES);
     if (t->q_tail)
         t->q_tail->next = b;
-    else
+    else {
         t->q_head = b;
+        clock_gettime(CLOCK_MONOTONIC, &t->q_since);
+    }
     t->q_tail = b;
     t->q_bytes += b->rec.len;
-    if (wake)
+    if (wake && (tell || t->wake_due)) {
         pthread_cond_signal(&t->awork);
-    t->wake_due = !wake;
+        t->wake_due = false;
+    } else if (!wake && tell) {
+        t->wake_due = true;
+    }
     pthread_mutex_unlock(&t->amu);
     staged_committed(t);
     return 0;
@@ -1312,7 +1323,14 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
     t->durability = d;
     pthread_mutex_init(&t->amu, NULL);
     pthread_mutex_init(&t->dbmu, NULL);
-    pthread_cond_init(&t->awork, NULL);
+    /* The applier's deadlines are CLOCK_MONOTONIC ones (apply.c): a clock set back must not
+     * hold committed batches out of SQLite. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->awork, &ca);
+    pthread_condattr_destroy(&ca);
+    t->apply_delay_ns = TRAIL_APPLY_DELAY_NS;
     pthread_cond_init(&t->adone, NULL);
     t->sync_init = true;
     /* Never through a symbolic link: whoever made the link would choose where root's writes go

@@ -1284,6 +1284,73 @@ static void test_failed_open_keeps_ahead(void **state)
  * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
  * quiet commits fill one segment past its lap and the other to its bound; the child gives up
  * after 120 s (SIGALRM), so a hang fails the test. */
+/* Waits (up to 60 s: liveness, not speed) for the file to hold n entries. */
+static bool count_reaches(const char *db, int64_t n)
+{
+    for (int i = 0; i < 6000; i++) {
+        if (sqlite_count(db) >= n)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* The applier gathers committed batches into one transaction: nothing reaches SQLite before the
+ * oldest batch's deadline unless somebody waits for it (trail_sync, the close) or
+ * TRAIL_APPLY_BYTES wait; at the deadline it applies by itself, with no later commit to wake
+ * it. An hour's delay stands for "never" in the first part: if a reader's wait did not cut it
+ * short, the alarm ends the test. */
+static void test_applier_gathers(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    sync_ok(t);
+    int64_t base = sqlite_count(db);
+    alarm(120);
+    trail_apply_delay(t, 3600LL * 1000000000);
+    for (int i = 0; i < 20; i++) {
+        append_json(t, "w", "worker", "tool_call", "{\"n\":1}", NULL);
+        commit_ok(t);
+    }
+    usleep(50000); /* a wrongly eager applier would have applied by now */
+    assert_int_equal(sqlite_count(db), base); /* acknowledged, in the ahead log only */
+    sync_ok(t);                               /* a reader's wait: applied at once */
+    assert_int_equal(sqlite_count(db), base + 20);
+
+    /* TRAIL_APPLY_BYTES waiting: applied with nobody waiting and no deadline reached. */
+    static char big[8200];
+    memset(big, 'x', sizeof(big));
+    memcpy(big, "{\"s\":\"", 6);
+    memcpy(big + sizeof(big) - 3, "\"}", 3);
+    int n = (int)(TRAIL_APPLY_BYTES / 8000) + 2;
+    for (int i = 0; i < n; i++) {
+        for (size_t k = 6; k + 3 < sizeof(big); k++) /* no two alike (blobs are shared) */
+            big[k] = (char)('a' + (rand() % 26));
+        append_json(t, "w", "worker", "tool_call", big, NULL);
+        commit_ok(t);
+    }
+    assert_true(count_reaches(db, base + 21)); /* the batches up to the one past the bound */
+
+    /* The deadline: the rest, and one batch with no later commit and no waiter. */
+    trail_apply_delay(t, 1000000);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":2}", NULL);
+    commit_ok(t);
+    assert_true(count_reaches(db, base + 21 + n));
+
+    /* The close applies what gathers. */
+    trail_apply_delay(t, 3600LL * 1000000000);
+    for (int i = 0; i < 5; i++) {
+        append_json(t, "w", "worker", "tool_call", "{\"n\":3}", NULL);
+        commit_ok(t);
+    }
+    trail_close(t);
+    alarm(0);
+    verify_ok(db, (uint64_t)(base + 26 + n));
+    free(db);
+    tmpdir_free(dir);
+}
+
 static void test_quiet_commits_never_wait_forever(void **state)
 {
     (void)state;
@@ -1608,6 +1675,7 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
+        cmocka_unit_test(test_applier_gathers),
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
