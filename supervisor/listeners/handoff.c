@@ -157,6 +157,13 @@ void handoff_free(struct handoff *c)
     for (struct watched *x = c->live, *n; x; x = n) {
         n = x->next;
         loop_watch_del(c->loop, &x->w);
+        /* Not hung up yet is not still running: the sandbox's init holds the filter too when it
+         * loaded it (sandbox/spawn.c), until the background reaps it, after the command's end.
+         * What waits is answered and the per-syscall totals staged, as at a hang-up (the caller
+         * commits them). */
+        struct cerr e = {0};
+        (void)listener_handle(x->n, 64, NULL, &e);
+        listener_finish(x->n);
         watched_free(x);
     }
     pthread_mutex_destroy(&c->lock);

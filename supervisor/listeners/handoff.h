@@ -14,7 +14,8 @@ struct handoff;
 
 /* TRAIL must not be NULL: without a trail no listener is asked for. */
 int handoff_new(struct loop *loop, struct trail *trail, struct handoff **out, struct cerr *err);
-/* Closes every listener (a process still filtered then gets ENOSYS). NULL is a no-op. */
+/* Answers what waits on each listener, stages its per-syscall totals (listener_finish: the caller
+ * commits them), then closes it (a process still filtered then gets ENOSYS). NULL is a no-op. */
 void handoff_free(struct handoff *c);
 
 /* tool_ctx.adopt_listener: from any thread. Takes LISTENER in every case (closed when it cannot

@@ -1802,6 +1802,12 @@ out:
     r.ending = true;
     pool_free(r.pool); /* joins the last tool calls before their contexts go */
     handoff_free(r.cmd_denials);
+    /* What handoff_free staged: the totals of command sandboxes not hung up yet. */
+    if (r.trail && trail_pending(r.trail) > 0) {
+        struct cerr e = {0};
+        if (trail_commit(r.trail, &e) < 0 && rc == 0)
+            rc = cerr_set(err, EIO, "%s", e.msg);
+    }
     control_free(r.ctl);
     if (r.loop) {
         loop_watch_del(r.loop, &r.deadline_watch);
