@@ -293,18 +293,24 @@ void trail_apply_delay(struct trail *t, int64_t ns)
     pthread_mutex_unlock(&t->amu);
 }
 
-/* The applier's nice value: its work is off every answer's path, and on few CPUs it competed
- * with the loop and the agents for them (CFS weight 110 against 1024 at 0). Under a sustained
- * flood it falls behind instead; the trail is then congested (trail_congested) and the floods
- * wait, and past TRAIL_AHEAD_MAX commits wait for it. */
-#define APPLIER_NICE 10
+/* The nice value of the trail's own threads, the applier and the checkpoint thread: their work
+ * is off every answer's path, and on few CPUs it competed with the loop and the agents (CFS
+ * weight 110 against 1024 at 0). Under a sustained flood they fall behind instead; the trail is
+ * then congested (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait
+ * for the applier. */
+#define TRAIL_THREAD_NICE 10
+
+void trail_thread_background(void)
+{
+    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
+     * allowed, and a failure leaves it at the loop's. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIL_THREAD_NICE);
+}
 
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;
-    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
-     * allowed, and a failure leaves it at the loop's. */
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), APPLIER_NICE);
+    trail_thread_background();
     pthread_mutex_lock(&t->amu);
     for (;;) {
         struct timespec due;
