@@ -13,7 +13,7 @@ N=${2:-2000}
 M=${FLOOD:-3000}
 S=$top/build/tests/agents/wacp_script
 mkdir -p "$top/build/bench"
-cc -O2 -Wall -Wextra -Werror -o "$top/build/bench/rt_driver" "$top/bench/rt_driver.c"
+cc -O2 -Wall -Wextra -Werror -o "$top/build/bench/rt_driver" "$top/bench/rt_driver.c" -lm || exit 2
 drv=$top/build/bench/rt_driver
 one() { # FLOODERS -> prints the probe's RESULT line
     d=$(mktemp -d /tmp/corral-flood.XXXXXX)
@@ -51,12 +51,17 @@ PY
     done
     kill -TERM $pid 2>/dev/null
     wait $pid 2>/dev/null
+    [ -n "$r" ] || cat "$d/err" >&2
     printf '%s\n' "$r"
     rm -rf "$d"
 }
 field() { printf '%s\n' "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
 alone=$(one 0)
 flooded=$(one "$F")
+# A run that failed has no RESULT: say so rather than print zeros.
+for r in "$alone" "$flooded"; do
+    case $r in *RESULT*) ;; *) echo "bench/run_flood.sh: a run gave no result (its probe did not finish): see corral run's errors above" >&2; exit 1 ;; esac
+done
 echo "a well-behaved agent's readFile round trips (corral run, trail normal), $N sequential calls"
 printf '  alone:                p50 %8.1f us  p99 %8.1f us\n' "$(field "$alone" p50_us)" "$(field "$alone" p99_us)"
 printf '  beside %3d flooders:  p50 %8.1f us  p99 %8.1f us\n' "$F" "$(field "$flooded" p50_us)" "$(field "$flooded" p99_us)"
