@@ -13,8 +13,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -291,20 +289,6 @@ void trail_apply_delay(struct trail *t, int64_t ns)
     t->apply_delay_ns = ns;
     pthread_cond_broadcast(&t->awork);
     pthread_mutex_unlock(&t->amu);
-}
-
-/* The nice value of the trail's own threads, the applier and the checkpoint thread: their work
- * is off every answer's path, and on few CPUs it competed with the loop and the agents (CFS
- * weight 110 against 1024 at 0). Under a sustained flood they fall behind instead; the trail is
- * then congested (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait
- * for the applier. */
-#define TRAIL_THREAD_NICE 10
-
-void trail_thread_background(void)
-{
-    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
-     * allowed, and a failure leaves it at the loop's. */
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIL_THREAD_NICE);
 }
 
 static void *applier_main(void *arg)

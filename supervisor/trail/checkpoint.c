@@ -18,6 +18,9 @@
 #include "supervisor/trail/internal.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <time.h>
@@ -117,6 +120,20 @@ static void ckpt_run(struct trail_ckpt *c)
             return;
         }
     }
+}
+
+/* The nice value of the trail's own threads, the applier and the checkpoint thread: their work
+ * is off every answer's path, and on few CPUs it competed with the loop and the agents (CFS
+ * weight 110 against 1024 at 0). Under a sustained flood they fall behind instead; the trail is
+ * then congested (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait
+ * for the applier. */
+#define TRAIL_THREAD_NICE 10
+
+void trail_thread_background(void)
+{
+    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
+     * allowed, and a failure leaves it at the loop's. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIL_THREAD_NICE);
 }
 
 static void *ckpt_main(void *arg)
