@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -291,10 +293,21 @@ void trail_apply_delay(struct trail *t, int64_t ns)
     pthread_mutex_unlock(&t->amu);
 }
 
+/* In `normal`, the applier runs at this nice value: its work is off every answer's path, and on
+ * two CPUs it competed with the loop and the agents (CFS weight 110 against 1024 at 0). Under
+ * a sustained flood it falls behind instead; the trail is then congested (trail_congested) and
+ * the floods wait, and past TRAIL_AHEAD_MAX commits wait for it. Not in `full`: there the
+ * flush bounds a call, not the CPU (no gain measured), and a lagging applier let SQLite and
+ * its WAL fall behind under load (a tight disk filled; readers saw entries late). */
+#define APPLIER_NICE 10
+
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;
-    trail_thread_background();
+    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
+     * allowed, and a failure leaves it at the loop's. */
+    if (t->durability == TRAIL_DURABILITY_NORMAL)
+        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), APPLIER_NICE);
     pthread_mutex_lock(&t->amu);
     for (;;) {
         struct timespec due;

@@ -18,9 +18,6 @@
 #include "supervisor/trail/internal.h"
 
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <time.h>
@@ -122,25 +119,10 @@ static void ckpt_run(struct trail_ckpt *c)
     }
 }
 
-/* The nice value of the trail's own threads, the applier and the checkpoint thread: their work
- * is off every answer's path, and on few CPUs it competed with the loop and the agents (CFS
- * weight 110 against 1024 at 0). Under a sustained flood they fall behind instead; the trail is
- * then congested (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait
- * for the applier. */
-#define TRAIL_THREAD_NICE 10
-
-void trail_thread_background(void)
-{
-    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
-     * allowed, and a failure leaves it at the loop's. */
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIL_THREAD_NICE);
-}
-
 static void *ckpt_main(void *arg)
 {
     struct trail_ckpt *c = arg;
     struct timespec ts;
-    trail_thread_background();
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         if (!c->poked) {
