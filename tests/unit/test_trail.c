@@ -1278,12 +1278,6 @@ static void test_failed_open_keeps_ahead(void **state)
     tmpdir_free(dir);
 }
 
-/* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
- * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
- * free a segment (both hold batches not yet in SQLite, and the current one is at
- * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
- * quiet commits fill one segment past its lap and the other to its bound; the child gives up
- * after 120 s (SIGALRM), so a hang fails the test. */
 /* Waits (up to 60 s: liveness, not speed) for the file to hold n entries. */
 static bool count_reaches(const char *db, int64_t n)
 {
@@ -1351,6 +1345,12 @@ static void test_applier_gathers(void **state)
     tmpdir_free(dir);
 }
 
+/* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
+ * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
+ * free a segment (both hold batches not yet in SQLite, and the current one is at
+ * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
+ * quiet commits fill one segment past its lap and the other to its bound; the child gives up
+ * after 120 s (SIGALRM), so a hang fails the test. */
 static void test_quiet_commits_never_wait_forever(void **state)
 {
     (void)state;
