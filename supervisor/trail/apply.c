@@ -293,24 +293,36 @@ void trail_apply_delay(struct trail *t, int64_t ns)
     pthread_mutex_unlock(&t->amu);
 }
 
-/* The nice value of the trail's own threads, the applier and the checkpoint thread: their work
- * is off every answer's path, and on few CPUs it competed with the loop and the agents (CFS
- * weight 110 against 1024 at 0). Under a sustained flood they fall behind instead; the trail is
- * then congested (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait
- * for the applier. */
+/* How much nicer than the loop the trail's own threads run, the applier and the checkpoint
+ * thread: their work is off every answer's path, and on few CPUs it competed with the loop and
+ * the agents (CFS weight 110 against 1024, ten steps apart). Under a sustained flood they fall
+ * behind instead; the trail is then congested (trail_congested) and the floods wait, and past
+ * TRAIL_AHEAD_MAX commits wait for the applier. */
 #define TRAIL_THREAD_NICE 10
 
-void trail_thread_background(void)
+bool trail_thread_background(int *loop_nice, int *own_nice)
 {
-    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
-     * allowed, and a failure leaves it at the loop's. */
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIL_THREAD_NICE);
+    /* Per thread on Linux (PRIO_PROCESS with the tid). Relative to the nice value the thread
+     * inherited from the loop's: an absolute 10 raised the threads of a supervisor started at
+     * nice 11-19 above its loop (root may), and put those of one at -5 fifteen steps below it.
+     * Lowering one's own priority is always allowed; a failure leaves it at the loop's. */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, tid);
+    if (base == -1 && errno)
+        return false;
+    int v = base + TRAIL_THREAD_NICE < 19 ? base + TRAIL_THREAD_NICE : 19;
+    if (loop_nice)
+        *loop_nice = base;
+    if (own_nice)
+        *own_nice = v;
+    return setpriority(PRIO_PROCESS, tid, v) == 0;
 }
 
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;
-    trail_thread_background();
+    trail_thread_background(NULL, NULL);
     pthread_mutex_lock(&t->amu);
     for (;;) {
         struct timespec due;

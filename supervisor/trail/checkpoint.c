@@ -123,7 +123,7 @@ static void *ckpt_main(void *arg)
 {
     struct trail_ckpt *c = arg;
     struct timespec ts;
-    trail_thread_background();
+    trail_thread_background(NULL, NULL);
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         if (!c->poked) {

@@ -251,8 +251,10 @@ int trail_applier_wait(struct trail *t);
 void trail_applier_stop(struct trail *t);
 /* Tests: hold the applier (batches stay in the ahead log only) or let it go. */
 void trail_applier_hold(struct trail *t, bool hold);
-/* Lowers the calling thread's priority (nice 10): the applier's and the checkpoint thread's. */
-void trail_thread_background(void);
+/* Lowers the calling thread's priority, ten nice steps below the loop's it inherited (at most
+ * 19): the applier's and the checkpoint thread's. Says whether it did, the loop's nice value
+ * and its own (either pointer may be NULL). */
+bool trail_thread_background(int *loop_nice, int *own_nice);
 /* Tests: how long the applier lets batches gather (TRAIL_APPLY_DELAY_NS by default). */
 void trail_apply_delay(struct trail *t, int64_t ns);
 /* Called with amu held, by a thread about to wait on adone for the applier (and after): while

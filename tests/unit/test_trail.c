@@ -9,8 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1345,6 +1350,62 @@ static void test_applier_gathers(void **state)
     tmpdir_free(dir);
 }
 
+/* The nice value of one of this process's threads (-100: unreadable). */
+static int thread_nice_of(pid_t tid)
+{
+    errno = 0;
+    int v = getpriority(PRIO_PROCESS, (id_t)tid);
+    return v == -1 && errno ? -100 : v;
+}
+
+/* The trail's own threads (the applier, the checkpoint thread) run ten nice steps below the
+ * loop, not at nice 10 whatever the loop's: a supervisor started at nice 12 had them at 10,
+ * above its loop (root may raise a thread's priority). Checked in a child started at 12: every
+ * thread but the child's first is at 19, within 10 s (each lowers itself as it starts). */
+static void test_trail_threads_below_the_loop(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(60);
+        pid_t me = (pid_t)syscall(SYS_gettid);
+        if (setpriority(PRIO_PROCESS, (id_t)me, 12) < 0)
+            _exit(2);
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
+            _exit(3);
+        int others = 0, low = 0;
+        for (int i = 0; i < 1000 && !(others >= 2 && low == others); i++) {
+            usleep(10000);
+            others = low = 0;
+            DIR *d = opendir("/proc/self/task");
+            if (!d)
+                _exit(4);
+            for (struct dirent *e; (e = readdir(d));) {
+                pid_t tid = (pid_t)atoi(e->d_name);
+                if (tid <= 0 || tid == me)
+                    continue;
+                others++;
+                low += thread_nice_of(tid) == 19;
+            }
+            closedir(d);
+        }
+        if (thread_nice_of(me) != 12)
+            _exit(5);
+        trail_close(t);
+        _exit(others >= 2 && low == others ? 0 : 6);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("a writer started at nice 12: status 0x%x (0x600: its threads were not at 19)", st);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
  * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
  * free a segment (both hold batches not yet in SQLite, and the current one is at
@@ -1676,6 +1737,7 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test(test_applier_gathers),
+        cmocka_unit_test(test_trail_threads_below_the_loop),
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
