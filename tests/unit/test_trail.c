@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -1406,6 +1407,71 @@ static void test_trail_threads_below_the_loop(void **state)
     tmpdir_free(dir);
 }
 
+struct sync_arg {
+    struct trail *t;
+    int r;
+};
+
+static void *sync_thread(void *p)
+{
+    struct sync_arg *a = p;
+    struct cerr err = {0};
+    a->r = trail_sync(a->t, &err);
+    return NULL;
+}
+
+/* While somebody waits for the applier (the loop: a wacp/trail.query's trail_sync, a commit that
+ * needs room, the close) it runs at the loop's priority, not ten nice steps below: the loop's
+ * wait lasted several times longer on CPUs others kept busy. Here the applier is held in its
+ * transaction by another connection's write lock while a thread waits in trail_sync. */
+static void test_applier_waited_for_at_loop_priority(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    sync_ok(t);
+    int64_t base = sqlite_count(db);
+    int loop = thread_nice_of((pid_t)syscall(SYS_gettid));
+    int low = loop + 10 < 19 ? loop + 10 : 19;
+    pid_t tid = 0;
+    for (int i = 0; i < 1000 && !tid; i++) { /* it lowers itself as it starts */
+        pthread_mutex_lock(&t->amu);
+        tid = t->atid;
+        pthread_mutex_unlock(&t->amu);
+        if (!tid)
+            usleep(10000);
+    }
+    assert_true(tid > 0);
+    assert_int_equal(thread_nice_of(tid), low);
+
+    trail_apply_delay(t, 3600LL * 1000000000);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":1}", NULL);
+    commit_ok(t);
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    sqlite3_busy_timeout(raw, 5000);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct sync_arg a = {t, 1};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sync_thread, &a), 0);
+    bool raised = false; /* within 3 s, inside the applier's busy timeout (TRAIL_BUSY_MS) */
+    for (int i = 0; i < 600 && !raised; i++) {
+        usleep(5000);
+        raised = thread_nice_of(tid) == loop;
+    }
+    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    pthread_join(th, NULL);
+    assert_int_equal(a.r, 0);
+    assert_true(raised);
+    assert_int_equal(thread_nice_of(tid), low); /* nobody waits: lowered again */
+    assert_int_equal(sqlite_count(db), base + 1);
+    trail_close(t);
+    verify_ok(db, (uint64_t)base + 1);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
  * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
  * free a segment (both hold batches not yet in SQLite, and the current one is at
@@ -1738,6 +1804,7 @@ int main(void)
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test(test_applier_gathers),
         cmocka_unit_test(test_trail_threads_below_the_loop),
+        cmocka_unit_test(test_applier_waited_for_at_loop_priority),
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
