@@ -275,13 +275,28 @@ static bool apply_now(struct trail *t, struct timespec *due)
     return now.tv_sec > due->tv_sec || (now.tv_sec == due->tv_sec && now.tv_nsec >= due->tv_nsec);
 }
 
+/* The applier's priority (amu held): the loop's while somebody waits for it, else lowered
+ * (trail_thread_background). Whoever waits is the loop, or holds it up: lowered, on CPUs the
+ * agents and their commands keep busy, the applier got a fraction of the loop's share, and the
+ * loop's wait (a wacp/trail.query, a commit that needs room, a retry, the close) lasted several
+ * times longer (a trail_sync of 1,000 entries beside four busy processes on two CPUs: a mean of
+ * 219 ms in the median run, against 49 ms). Raising it again needs CAP_SYS_NICE (the supervisor
+ * runs as root): without it, it stays lowered. atid is cleared under amu before the thread
+ * ends, so the id set here is never another task's. */
+static void applier_priority(struct trail *t, bool waited)
+{
+    if (t->atid > 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)t->atid, waited ? t->anice_loop : t->anice);
+}
+
 void trail_applier_waiter(struct trail *t, bool waiting)
 {
     if (waiting) {
-        t->await_n++;
+        if (t->await_n++ == 0)
+            applier_priority(t, true);
         pthread_cond_signal(&t->awork); /* it may be gathering: it applies at once */
-    } else {
-        t->await_n--;
+    } else if (--t->await_n == 0 && !t->astop) {
+        applier_priority(t, false);
     }
 }
 
@@ -293,22 +308,43 @@ void trail_apply_delay(struct trail *t, int64_t ns)
     pthread_mutex_unlock(&t->amu);
 }
 
-/* In `normal`, the applier runs at this nice value: its work is off every answer's path, and on
- * two CPUs it competed with the loop and the agents (CFS weight 110 against 1024 at 0). Under
- * a sustained flood it falls behind instead; the trail is then congested (trail_congested) and
- * the floods wait, and past TRAIL_AHEAD_MAX commits wait for it. Not in `full`: there the
- * flush bounds a call, not the CPU (no gain measured), and a lagging applier let SQLite and
- * its WAL fall behind under load (a tight disk filled; readers saw entries late). */
+/* In `normal`, the applier runs this many nice steps below the loop (CFS weight 110 against
+ * 1024): its work is off every answer's path, and on two CPUs it competed with the loop and the
+ * agents. Under a sustained flood it falls behind instead; the trail is then congested
+ * (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait for it, at the
+ * loop's priority again (applier_priority). Not in `full`: there the flush bounds a call, not
+ * the CPU (no gain measured), and a lagging applier let SQLite and its WAL fall behind under
+ * load (a tight disk filled; readers saw entries late). */
 #define APPLIER_NICE 10
+
+/* Lowers the calling thread, APPLIER_NICE steps below the nice value it inherited from the loop
+ * (at most 19). Says whether it did, the loop's nice value and its own. */
+static bool applier_background(int *loop_nice, int *own_nice)
+{
+    /* Per thread on Linux (PRIO_PROCESS with the tid). Relative to the nice value the thread
+     * inherited from the loop's: an absolute 10 raised the thread of a supervisor started at
+     * nice 11-19 above its loop (root may), and put that of one at -5 fifteen steps below it.
+     * Lowering one's own priority is always allowed; a failure leaves it at the loop's. */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, tid);
+    if (base == -1 && errno)
+        return false;
+    int v = base + APPLIER_NICE < 19 ? base + APPLIER_NICE : 19;
+    *loop_nice = base;
+    *own_nice = v;
+    return setpriority(PRIO_PROCESS, tid, v) == 0;
+}
 
 static void *applier_main(void *arg)
 {
     struct trail *t = arg;
-    /* Per thread on Linux (PRIO_PROCESS with the tid); lowering one's own priority is always
-     * allowed, and a failure leaves it at the loop's. */
-    if (t->durability == TRAIL_DURABILITY_NORMAL)
-        (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), APPLIER_NICE);
     pthread_mutex_lock(&t->amu);
+    if (t->durability == TRAIL_DURABILITY_NORMAL && applier_background(&t->anice_loop, &t->anice)) {
+        t->atid = (pid_t)syscall(SYS_gettid);
+        if (t->await_n || t->astop)
+            applier_priority(t, true);
+    }
     for (;;) {
         struct timespec due;
         for (;;) {
@@ -399,6 +435,7 @@ static void *applier_main(void *arg)
         }
         pthread_mutex_lock(&t->amu);
     }
+    t->atid = 0; /* ending: nobody may set this id's priority from now on */
     pthread_cond_broadcast(&t->adone);
     pthread_mutex_unlock(&t->amu);
     return NULL;
@@ -443,6 +480,7 @@ void trail_applier_stop(struct trail *t)
         return;
     pthread_mutex_lock(&t->amu);
     t->astop = true;
+    applier_priority(t, true); /* the close waits for it */
     pthread_cond_broadcast(&t->awork);
     pthread_mutex_unlock(&t->amu);
     pthread_join(t->athread, NULL);

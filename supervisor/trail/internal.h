@@ -224,6 +224,10 @@ struct trail {
     unsigned await_n;             /* threads waiting on adone for the applier: it applies at once */
     struct timespec q_since;      /* when the oldest waiting batch was queued (CLOCK_MONOTONIC) */
     int64_t apply_delay_ns;       /* TRAIL_APPLY_DELAY_NS, or a test's (trail_apply_delay) */
+    /* The applier's thread id while it runs lowered (0: not, or gone), its nice value then, and
+     * the loop's, which it runs at while somebody waits for it (trail_applier_waiter). */
+    pid_t atid;
+    int anice, anice_loop;
     char awhy[512];
     /* What SQLite holds, the applier's view: the one-writer check compares it with the file. */
     uint64_t a_seq;
@@ -254,7 +258,7 @@ void trail_applier_hold(struct trail *t, bool hold);
 /* Tests: how long the applier lets batches gather (TRAIL_APPLY_DELAY_NS by default). */
 void trail_apply_delay(struct trail *t, int64_t ns);
 /* Called with amu held, by a thread about to wait on adone for the applier (and after): while
- * one waits, the applier gathers nothing and applies at once. */
+ * one waits, the applier gathers nothing and applies at once, at the loop's priority. */
 void trail_applier_waiter(struct trail *t, bool waiting);
 
 /* The writer's connection, for tests that prove the authorizer refuses UPDATE and DELETE. */

@@ -920,8 +920,10 @@ int trail_retry(struct trail *t, struct cerr *err)
     if (t->afailed) {
         t->aretry = true;
         pthread_cond_broadcast(&t->awork);
+        trail_applier_waiter(t, true);
         while (t->aretry && t->athread_on)
             pthread_cond_wait(&t->adone, &t->amu);
+        trail_applier_waiter(t, false);
     }
     bool failed = t->afailed;
     char why[512];

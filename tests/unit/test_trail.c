@@ -9,8 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1278,12 +1284,6 @@ static void test_failed_open_keeps_ahead(void **state)
     tmpdir_free(dir);
 }
 
-/* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
- * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
- * free a segment (both hold batches not yet in SQLite, and the current one is at
- * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
- * quiet commits fill one segment past its lap and the other to its bound; the child gives up
- * after 120 s (SIGALRM), so a hang fails the test. */
 /* Waits (up to 60 s: liveness, not speed) for the file to hold n entries. */
 static bool count_reaches(const char *db, int64_t n)
 {
@@ -1351,6 +1351,151 @@ static void test_applier_gathers(void **state)
     tmpdir_free(dir);
 }
 
+/* The nice value of one of this process's threads (-100: unreadable). */
+static int thread_nice_of(pid_t tid)
+{
+    errno = 0;
+    int v = getpriority(PRIO_PROCESS, (id_t)tid);
+    return v == -1 && errno ? -100 : v;
+}
+
+/* Counts this process's threads other than ME, and those of them at nice 19. */
+static void threads_at_19(pid_t me, int *others, int *low)
+{
+    *others = *low = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        _exit(4);
+    for (struct dirent *e; (e = readdir(d));) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == me)
+            continue;
+        (*others)++;
+        *low += thread_nice_of(tid) == 19;
+    }
+    closedir(d);
+}
+
+/* In `normal` the applier runs ten nice steps below the loop, not at nice 10 whatever the loop's:
+ * a supervisor started at nice 12 had it at 10, above its loop (root may raise a thread's
+ * priority). Checked in a child started at 12, once a trail_sync has had the applier apply (it
+ * lowers itself before its first transaction, and the waiter lowers it again after its wait):
+ * the applier at 19, the checkpoint thread and the child at 12. In `full` no thread is lowered. */
+static void test_trail_threads_below_the_loop(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *db2 = path_in(dir, "f.db");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(60);
+        pid_t me = (pid_t)syscall(SYS_gettid);
+        if (setpriority(PRIO_PROCESS, (id_t)me, 12) < 0)
+            _exit(2);
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        cJSON *b = cJSON_CreateObject();
+        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0 ||
+            trail_append(t, "w", "worker", "tool_call", b, NULL, &err) < 0 || trail_commit(t, &err) < 0 ||
+            trail_sync(t, &err) < 0)
+            _exit(3);
+        int others, low;
+        threads_at_19(me, &others, &low);
+        if (thread_nice_of(me) != 12)
+            _exit(5);
+        if (others < 2 || low != 1)
+            _exit(6);
+        trail_close(t);
+        if (trail_open(db2, TRAIL_DURABILITY_FULL, &t, &err) < 0 ||
+            trail_append(t, "w", "worker", "tool_call", b, NULL, &err) < 0 || trail_commit(t, &err) < 0 ||
+            trail_sync(t, &err) < 0)
+            _exit(3);
+        threads_at_19(me, &others, &low);
+        trail_close(t);
+        cJSON_Delete(b);
+        _exit(others >= 2 && low == 0 ? 0 : 7);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("a writer started at nice 12: status 0x%x (0x600: normal's applier not at 19, or "
+                 "another thread was; 0x700: a thread of a full trail was)", st);
+    free(db);
+    free(db2);
+    tmpdir_free(dir);
+}
+
+struct sync_arg {
+    struct trail *t;
+    int r;
+};
+
+static void *sync_thread(void *p)
+{
+    struct sync_arg *a = p;
+    struct cerr err = {0};
+    a->r = trail_sync(a->t, &err);
+    return NULL;
+}
+
+/* While somebody waits for the applier (the loop: a wacp/trail.query's trail_sync, a commit that
+ * needs room, the close) it runs at the loop's priority, not ten nice steps below: the loop's
+ * wait lasted several times longer on CPUs others kept busy. Here the applier is held in its
+ * transaction by another connection's write lock while a thread waits in trail_sync. */
+static void test_applier_waited_for_at_loop_priority(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    sync_ok(t);
+    int64_t base = sqlite_count(db);
+    int loop = thread_nice_of((pid_t)syscall(SYS_gettid));
+    int low = loop + 10 < 19 ? loop + 10 : 19;
+    pid_t tid = 0;
+    for (int i = 0; i < 1000 && !tid; i++) { /* it lowers itself as it starts */
+        pthread_mutex_lock(&t->amu);
+        tid = t->atid;
+        pthread_mutex_unlock(&t->amu);
+        if (!tid)
+            usleep(10000);
+    }
+    assert_true(tid > 0);
+    assert_int_equal(thread_nice_of(tid), low);
+
+    trail_apply_delay(t, 3600LL * 1000000000);
+    append_json(t, "w", "worker", "tool_call", "{\"n\":1}", NULL);
+    commit_ok(t);
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    sqlite3_busy_timeout(raw, 5000);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct sync_arg a = {t, 1};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, sync_thread, &a), 0);
+    bool raised = false; /* within 3 s, inside the applier's busy timeout (TRAIL_BUSY_MS) */
+    for (int i = 0; i < 600 && !raised; i++) {
+        usleep(5000);
+        raised = thread_nice_of(tid) == loop;
+    }
+    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    pthread_join(th, NULL);
+    assert_int_equal(a.r, 0);
+    assert_true(raised);
+    assert_int_equal(thread_nice_of(tid), low); /* nobody waits: lowered again */
+    assert_int_equal(sqlite_count(db), base + 1);
+    trail_close(t);
+    verify_ok(db, (uint64_t)base + 1);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* Quiet commits (trail_commit_quiet: the agent host's, several per loop turn) do not wake the
+ * applier; trail_wake does at the end of the turn. A commit that must wait for the applier to
+ * free a segment (both hold batches not yet in SQLite, and the current one is at
+ * TRAIL_AHEAD_MAX) waited for a thread nobody had woken: the loop hung for good. Here a turn's
+ * quiet commits fill one segment past its lap and the other to its bound; the child gives up
+ * after 120 s (SIGALRM), so a hang fails the test. */
 static void test_quiet_commits_never_wait_forever(void **state)
 {
     (void)state;
@@ -1676,6 +1821,8 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test(test_applier_gathers),
+        cmocka_unit_test(test_trail_threads_below_the_loop),
+        cmocka_unit_test(test_applier_waited_for_at_loop_priority),
         cmocka_unit_test(test_failed_open_keeps_ahead),
         cmocka_unit_test(test_refused_commit_dropped),
         cmocka_unit_test(test_ahead_readers_hostile),
