@@ -264,7 +264,6 @@ int trail_wal_flush(struct trail *t)
 /* Whether the queued batches go into SQLite now (amu held); if not, *due says when they do. */
 static bool apply_now(struct trail *t, struct timespec *due)
 {
-
     if (t->astop || t->aretry || t->await_n || t->q_bytes >= TRAIL_APPLY_BYTES)
         return true;
     int64_t ns = t->q_since.tv_nsec + t->apply_delay_ns % 1000000000;
@@ -275,8 +274,8 @@ static bool apply_now(struct trail *t, struct timespec *due)
     return now.tv_sec > due->tv_sec || (now.tv_sec == due->tv_sec && now.tv_nsec >= due->tv_nsec);
 }
 
-/* The applier's priority (amu held): the loop's while somebody waits for it, else lowered
- * (trail_thread_background). Whoever waits is the loop, or holds it up: lowered, on CPUs the
+/* The applier's priority (amu held), when it lowered itself (in `normal`, applier_background):
+ * the loop's while somebody waits for it, else lowered. Whoever waits is the loop, or holds it up: lowered, on CPUs the
  * agents and their commands keep busy, the applier got a fraction of the loop's share, and the
  * loop's wait (a wacp/trail.query, a commit that needs room, a retry, the close) lasted several
  * times longer (a trail_sync of 1,000 entries beside four busy processes on two CPUs: a mean of
