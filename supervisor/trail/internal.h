@@ -107,8 +107,9 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 #define TRAIL_AHEAD_LAP (4u << 20)    /* the ahead log starts over at 0 once past this, when it may */
 #define TRAIL_AHEAD_MAX (64u << 20)   /* past this, a commit waits for the applier to catch up */
 /* The applier gathers batches (in `normal`; in `full` it applies at once, see trail_open): it
- * starts a transaction once the oldest waiting batch is TRAIL_APPLY_DELAY_NS old, or TRAIL_APPLY_BYTES wait, or somebody waits for it (a reader of its
- * own entries, a commit that needs the space, the close). One transaction per call cost the
+ * starts a transaction once the oldest waiting batch is TRAIL_APPLY_DELAY_NS old, or
+ * TRAIL_APPLY_BYTES wait, or somebody waits for it (a reader of its own entries, a commit that
+ * needs the space, the close). One transaction per call cost the
  * applier SQLite's per-transaction work (the b-tree's path and the index pages written to the
  * WAL again) for every call, about one CPU while calls came back to back, which the loop and
  * the agents then shared the other CPU against. */

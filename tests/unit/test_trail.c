@@ -1295,6 +1295,15 @@ static bool count_reaches(const char *db, int64_t n)
     return false;
 }
 
+/* Teardown of a test that arms an alarm: a failed assertion leaves the test before its alarm(0),
+ * and the alarm would then end a later test. */
+static int alarm_off(void **state)
+{
+    (void)state;
+    alarm(0);
+    return 0;
+}
+
 /* The applier gathers committed batches into one transaction: nothing reaches SQLite before the
  * oldest batch's deadline unless somebody waits for it (trail_sync, the close) or
  * TRAIL_APPLY_BYTES wait; at the deadline it applies by itself, with no later commit to wake
@@ -1820,7 +1829,7 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
-        cmocka_unit_test(test_applier_gathers),
+        cmocka_unit_test_teardown(test_applier_gathers, alarm_off),
         cmocka_unit_test(test_trail_threads_below_the_loop),
         cmocka_unit_test(test_applier_waited_for_at_loop_priority),
         cmocka_unit_test(test_failed_open_keeps_ahead),
