@@ -12,13 +12,14 @@
 #   make deb        the Debian packages in build/deb/ (debhelper; lintian-clean)
 #   make test-package  build, install, use and purge the packages (tests/package/)
 
-PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 \
+             libxxhash
 # Graphviz lays out the report's task graph; it is loaded (dlopen) when a report is made, so only
 # its headers are built against (docs/report.md).
 PKGS_DLOPEN := libgvc
 DEB_PKGS  := gcc make pkg-config python3 libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev \
              libsqlite3-dev libcjson-dev libsodium-dev libpcre2-dev libyaml-dev libcmocka-dev \
-             libgraphviz-dev
+             libgraphviz-dev libxxhash-dev
 # Tools the tests use (unshare, pgrep, chattr, the policy schema check), the fuzzers (clang's
 # libFuzzer), the benchmarks' peers (bwrap, ripgrep, hyperfine, socat for srt; `make bench-deps`
 # fetches the npm peers), the Kward surface's outliner and differ (universal-ctags, diffutils; run
@@ -57,7 +58,7 @@ LDFLAGS += $(SANFLAGS)
 LDLIBS  := $(PKG_LIBS) -lm
 # The corral binary links the libraries that ship a static archive statically: resolving a dozen
 # shared libraries at every start cost 1.4 ms of a sandbox's ~13 ms (bench/exec_start.sh).
-STATIC_CANDIDATES := seccomp cap nl-route-3 nl-3 sqlite3 sodium pcre2-8 yaml
+STATIC_CANDIDATES := seccomp cap nl-route-3 nl-3 sqlite3 sodium pcre2-8 yaml xxhash
 STATIC_FOUND := $(foreach l,$(STATIC_CANDIDATES),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(l).a 2>/dev/null)),$(l)))
 CORRAL_LIBS := -Wl,-Bstatic $(addprefix -l,$(STATIC_FOUND)) -Wl,-Bdynamic $(PKG_LIBS) -lm
 

@@ -13,7 +13,7 @@ mkdir -p "$build/bench"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags libcjson) -o "$build/bench/flood_bench" \
     "$top/bench/flood_bench.c" "$build/libcorral.a" \
-    $(pkg-config --libs libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1) -lm -lpthread
+    $(pkg-config --libs libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 libxxhash) -lm -lpthread
 dir=$(mktemp -d /var/tmp/corral-flood.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 head -c 3072 /dev/urandom | base64 -w 76 | head -c 4096 >"$dir/file4k.txt"

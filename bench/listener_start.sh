@@ -5,7 +5,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 [ -f "$build/libcorral.a" ] || { echo "bench/listener_start.sh: $build/libcorral.a is missing: run 'make' first" >&2; exit 2; }
-pkgs="libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1"
+pkgs="libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 libxxhash"
 mkdir -p "$build/bench"
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags $pkgs) -o "$build/bench/listener_start" \
     "$top/bench/listener_start.c" "$build/libcorral.a" $(pkg-config --libs $pkgs) -lm

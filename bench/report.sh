@@ -16,7 +16,7 @@ bin="$build/bench/trail_bench"
 mkdir -p "$build/bench"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags sqlite3 libsodium libcjson) -o "$bin" \
-    "$top/bench/trail_bench.c" "$build/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson libgvc) -lm
+    "$top/bench/trail_bench.c" "$build/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson libgvc libxxhash) -lm
 "$bin" fill "$dir/big.db" "$entries" >/dev/null
 echo "== corral trail report against corral trail export: $entries entries, 64 workspaces, $(nproc) CPUs"
 for i in 1 2 3; do

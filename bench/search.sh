@@ -18,7 +18,7 @@ tmp=$(mktemp -d /tmp/corral-bench-search.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # The bench program is not part of the Makefile build: compiled here against libcorral.a.
-pkgs="libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1"
+pkgs="libseccomp libcap libnl-3.0 libnl-route-3.0 sqlite3 libcjson libsodium libpcre2-8 yaml-0.1 libxxhash"
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags $pkgs) -o "$tmp/search_bench" \
     "$top/bench/search_bench.c" "$lib" $(pkg-config --libs $pkgs) -lm
 

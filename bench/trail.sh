@@ -22,7 +22,7 @@ bin="$build/bench/trail_bench"
 mkdir -p "$build/bench"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -D_GNU_SOURCE -I"$top" $(pkg-config --cflags sqlite3 libsodium libcjson) -o "$bin" \
-    "$top/bench/trail_bench.c" "$build/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson) -lm
+    "$top/bench/trail_bench.c" "$build/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson libxxhash) -lm
 
 echo "== trail benchmarks: $(nproc) CPUs, files in $dir ($(df -PT "$dir" | awk 'NR==2 {print $2 " on " $1}'))"
 "$bin" throughput "$dir" "$turns"

@@ -196,8 +196,15 @@ int trail_apply(struct trail *t, struct trail_batch *list, bool begun, const cha
     for (struct trail_batch *b = list; b; b = b->next) {
         size_t pos = TRAIL_REC_HDR;
         struct trail_rec_item it;
-        int r;
-        while ((r = trail_rec_next(b->rec.p, b->rec.len, &pos, &it)) > 0) {
+        struct trail_rec_hdr h;
+        const char *why;
+        int r = trail_rec_header(b->rec.p, b->rec.len, &h);
+        if (r == 0 && !b->chained && (r = trail_chain_batch(t, b, &why)) == -ENOMEM) {
+            *what = "hashing the entries";
+            rc = SQLITE_NOMEM;
+            goto fail;
+        }
+        while (r >= 0 && (r = trail_rec_next(b->rec.p, h.end, &pos, &it)) > 0) {
             if (it.kind == 'B') {
                 *what = "storing a blob";
                 rc = insert_blob(t, &it);

@@ -120,6 +120,9 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 struct trail_rec_hdr {
     uint32_t items;
     uint64_t len, first, last; /* the record's bytes; its first and last entry's seq (0: none) */
+    bool hashed; /* "CRA1", a writer before CRA2: its entries carry their links and hashes, and
+                  * it has no checksum (recovery reads one a writer of that version left) */
+    size_t end;  /* where its items end: len, less the checksum of a CRA2 record */
 };
 struct trail_rec_item {
     char kind; /* 'B' blob, 'E' entry */
@@ -132,11 +135,16 @@ struct trail_rec_item {
 int trail_rec_begin(struct trail_buf *b);
 int trail_rec_put_blob(struct trail_buf *b, const uint8_t hash[TRAIL_HASH_LEN], const void *data,
                        size_t len);
-int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f,
-                        const uint8_t hash[TRAIL_HASH_LEN]);
-void trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last);
+/* An entry without its hashes (CRA2): f's local_prev and prev_hash say only whether the entry
+ * has those links (non-NULL: a slot of zeros); trail_chain_batch fills the slots and the hash. */
+int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f);
+/* Writes the header and appends the checksum: 0, or -ENOMEM. */
+int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last);
 /* The header of the record at p: 0, or -EINVAL if it is not one. */
 int trail_rec_header(const uint8_t *p, size_t len, struct trail_rec_hdr *h);
+/* Whether the whole record (p, h->len bytes) matches its checksum (CRA2; a CRA1 record has none,
+ * its hashes are checked instead): 0 or -EINVAL. */
+int trail_rec_check(const uint8_t *p, const struct trail_rec_hdr *h);
 /* The record's next item from *pos (start at TRAIL_REC_HDR): 1 and *it, 0 at the end, -EINVAL
  * when the bytes are not an item (pointers into p, bounds checked). */
 int trail_rec_next(const uint8_t *p, size_t len, size_t *pos, struct trail_rec_item *it);
@@ -173,6 +181,7 @@ struct trail_batch {
     struct trail_batch *next;
     uint64_t no; /* 1, 2, ...: the commit's number */
     struct trail_buf rec;
+    bool chained; /* trail_chain_batch has filled its hashes (a retried transaction keeps them) */
 };
 
 /* A blob put in a batch not yet in SQLite, for the references of later bodies. */
@@ -191,8 +200,9 @@ struct trail {
     /* staged head (moves with each append) and committed head (moves with each commit) */
     uint64_t seq, c_seq;
     int64_t ts, c_ts;
-    uint8_t head[TRAIL_HASH_LEN], c_head[TRAIL_HASH_LEN];
-    struct trail_wsmap ws; /* every workspace's local-chain head, staged (loaded at open) */
+    /* The loop does not hash (the applier does, trail_chain_batch): it keeps the sequence
+     * numbers only, every workspace's local_seq in ws (its last_hash is not used). */
+    struct trail_wsmap ws; /* every workspace's last local_seq, staged (loaded at open) */
     struct trail_buf body, scratch;
     bool degraded;
     char why[512];
@@ -233,7 +243,14 @@ struct trail {
     /* What SQLite holds, the applier's view: the one-writer check compares it with the file. */
     uint64_t a_seq;
     uint8_t a_head[TRAIL_HASH_LEN];
-    struct trail_wsmap a_ws; /* names of the idx items */
+    /* The chain as far as it is hashed (trail_chain_batch: ahead of SQLite by the batches hashed
+     * and not yet applied): the last entry's seq and hash, and in a_ws every workspace's last
+     * local_seq and hash. a_ws also names the idx items, so it is never cleared while a writer
+     * runs (a reload from SQLite resets its heads instead: writer.c, load_ws_heads). */
+    uint64_t h_seq;
+    uint8_t h_head[TRAIL_HASH_LEN];
+    struct trail_wsmap a_ws;
+    struct trail_buf a_scratch; /* the hashing's */
     struct trail_idx_item *idx; /* workspace entries not yet in ws_index, in seq order */
     size_t idx_n, idx_cap;
     bool idx_lost; /* a failed transaction took a run with it: reload before the next */
@@ -242,8 +259,14 @@ struct trail {
     bool opened;    /* trail_open succeeded: its close may remove the ahead log */
 };
 
-/* apply.c. Puts batches into SQLite in one transaction (begun: already open): 0, or an SQLite
- * code (rolled back; *what says which step). Called with dbmu held. */
+/* chain.c. Hashes a batch's entries, in order, from the chain's head (h_seq, h_head, a_ws), and
+ * moves the head past them: a CRA2 record gets its links and hashes filled in; a CRA1 record's
+ * must be the ones computed (-EINVAL and *why if not; the head is then partly moved: recovery
+ * reloads it from SQLite). A CRA2 batch is all or nothing: -ENOMEM leaves the head as it was.
+ * Called by the applier (dbmu held) or before it starts (recovery). */
+int trail_chain_batch(struct trail *t, struct trail_batch *b, const char **why);
+/* apply.c. Puts batches into SQLite in one transaction (begun: already open), hashing those not
+ * hashed yet: 0, or an SQLite code (rolled back; *what says which step). Called with dbmu held. */
 int trail_apply(struct trail *t, struct trail_batch *list, bool begun, const char **what);
 /* fdatasync of FILE-wal (dbmu held): what SQLite committed is then on disk. */
 int trail_wal_flush(struct trail *t);

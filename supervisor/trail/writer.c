@@ -1,5 +1,5 @@
-/* supervisor/trail/writer.c: the trail's writer (open, append, blob_put, group commit, degraded mode),
- * its closed event registry, canonical JSON and the hash chain shared with readers. */
+/* supervisor/trail/writer.c: the trail's writer (open, append, blob_put, group commit, degraded mode,
+ * recovery), its closed event registry and canonical JSON. */
 #include "supervisor/trail/internal.h"
 
 #include <fcntl.h>
@@ -235,80 +235,6 @@ int trail_canonical_json(const cJSON *j, struct trail_buf *out)
     return canon(j, out, 0);
 }
 
-/* ---- hash chain ----------------------------------------------------------------------------- */
-
-static void enc_u64(struct trail_buf *b, uint64_t v)
-{
-    uint8_t *p = b->p + b->len;
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-    b->len += 8;
-}
-
-static void enc_lp(struct trail_buf *b, const void *s, size_t n)
-{
-    uint8_t *p = b->p + b->len;
-    p[0] = (uint8_t)(n >> 24);
-    p[1] = (uint8_t)(n >> 16);
-    p[2] = (uint8_t)(n >> 8);
-    p[3] = (uint8_t)n;
-    if (n)
-        memcpy(p + 4, s, n);
-    b->len += 4 + n;
-}
-
-static void enc_hash_opt(struct trail_buf *b, const uint8_t *h)
-{
-    b->p[b->len++] = h ? 1 : 0;
-    if (h) {
-        memcpy(b->p + b->len, h, TRAIL_HASH_LEN);
-        b->len += TRAIL_HASH_LEN;
-    }
-}
-
-/* The entry's own fields, C in docs/trail.md. */
-static void enc_content(struct trail_buf *b, const struct trail_fields *f)
-{
-    enc_lp(b, f->id, f->id_len);
-    enc_u64(b, (uint64_t)f->ts_us);
-    b->p[b->len++] = f->workspace ? 1 : 0;
-    if (f->workspace)
-        enc_lp(b, f->workspace, f->ws_len);
-    enc_lp(b, f->actor, f->actor_len);
-    enc_lp(b, f->type, f->type_len);
-    enc_lp(b, f->body, f->body_len);
-}
-
-static const char tag_entry[] = "crlt.entry.v1"; /* with its NUL: 14 bytes */
-
-int trail_hash_entry(struct trail_buf *scratch, const struct trail_fields *f,
-                     uint8_t hash[TRAIL_HASH_LEN])
-{
-    /* Lengths are encoded on 4 bytes: every string is far below 4 GiB (SQLite's own limit is
-     * 1 GB), and the sum below cannot wrap for the same reason. */
-    if (f->id_len > UINT32_MAX || f->ws_len > UINT32_MAX || f->actor_len > UINT32_MAX ||
-        f->type_len > UINT32_MAX || f->body_len > UINT32_MAX)
-        return -E2BIG;
-    size_t need = sizeof(tag_entry) + 2 * (1 + TRAIL_HASH_LEN + 8) + 8 + 1 + 5 * 4 + f->id_len +
-                  f->ws_len + f->actor_len + f->type_len + f->body_len;
-    scratch->len = 0;
-    int r = trail_buf_reserve(scratch, need);
-    if (r < 0)
-        return r;
-    struct trail_buf *b = scratch;
-    memcpy(b->p, tag_entry, sizeof(tag_entry));
-    b->len = sizeof(tag_entry);
-    enc_hash_opt(b, f->prev_hash);
-    enc_u64(b, f->seq);
-    enc_hash_opt(b, f->local_prev);
-    enc_u64(b, f->local_seq);
-    enc_content(b, f);
-    crypto_generichash(hash, TRAIL_HASH_LEN, b->p, b->len, NULL, 0);
-    return 0;
-}
-
 /* ---- schema --------------------------------------------------------------------------------- */
 
 static const char schema_sql[] =
@@ -412,7 +338,6 @@ static void degrade(struct trail *t, int rc, const char *what)
     t->rec_first = 0;
     t->seq = t->c_seq;
     t->ts = t->c_ts;
-    memcpy(t->head, t->c_head, sizeof(t->head));
     trail_wsmap_clear(&t->ws);
     while (t->pblob_n && t->pblobs[t->pblob_n - 1].batch > t->written)
         t->pblob_n--;
@@ -576,6 +501,8 @@ static int check_blob_refs(struct trail *t, const cJSON *j, const char *type, in
     return 0;
 }
 
+static const uint8_t hash_slot[TRAIL_HASH_LEN]; /* a link's place in an unhashed entry */
+
 int trail_append(struct trail *t, const char *workspace, const char *actor, const char *type,
                  const cJSON *body, uint64_t *seq_out, struct cerr *err)
 {
@@ -645,25 +572,20 @@ int trail_append(struct trail *t, const char *workspace, const char *actor, cons
         .body = (const char *)t->body.p,
         .body_len = t->body.len,
         .local_seq = h ? h->local_seq + 1 : 0,
-        .local_prev = (h && h->local_seq) ? h->last_hash : NULL,
-        .prev_hash = seq > 1 ? t->head : NULL,
+        /* Which links the entry has; the applier hashes it and fills them (trail_chain_batch):
+         * the loop spends no time on BLAKE2b (docs/trail.md, "The ahead log"). */
+        .local_prev = (h && h->local_seq) ? hash_slot : NULL,
+        .prev_hash = seq > 1 ? hash_slot : NULL,
     };
-    uint8_t gh[TRAIL_HASH_LEN];
-    if ((r = trail_hash_entry(&t->scratch, &f, gh)) < 0)
-        return cerr_set(err, r, "trail: out of memory");
-
-    if (trail_rec_put_entry(&t->rec, &f, gh) < 0)
+    if (trail_rec_put_entry(&t->rec, &f) < 0)
         return cerr_set(err, ENOMEM, "trail: out of memory");
     if (!t->rec_first)
         t->rec_first = seq;
     t->rec_items++;
     t->seq = seq;
     t->ts = ts;
-    memcpy(t->head, gh, sizeof(gh));
-    if (h) {
+    if (h)
         h->local_seq = f.local_seq;
-        memcpy(h->last_hash, gh, sizeof(gh));
-    }
     t->pending++;
     if (seq_out)
         *seq_out = seq;
@@ -737,7 +659,6 @@ static void staged_committed(struct trail *t)
     t->pending = 0;
     t->c_seq = t->seq;
     t->c_ts = t->ts;
-    memcpy(t->c_head, t->head, sizeof(t->head));
 }
 
 int trail_commit(struct trail *t, struct cerr *err)
@@ -771,9 +692,9 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
      * holds an entry, so that the records' sequence numbers follow each other. */
     if (!t->rec_first)
         return 0;
-    trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq);
     struct trail_batch *b = calloc(1, sizeof(*b));
-    if (!b) {
+    if (!b || trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq) < 0) {
+        free(b);
         degrade(t, ENOMEM, "committing");
         return degraded_err(t, err);
     }
@@ -905,7 +826,7 @@ bool trail_degraded(const struct trail *t)
     return t && is_degraded((struct trail *)t);
 }
 
-static int load_ws_heads(struct trail *t, struct cerr *err);
+static int load_ws_heads(struct trail *t, bool chain, struct cerr *err);
 
 /* Degraded mode's way back (docs/trail.md). If the applier failed, it tries again the batches it
  * holds (acknowledged: they are in the ahead log). If a commit could not be written, its batch
@@ -937,14 +858,16 @@ int trail_retry(struct trail *t, struct cerr *err)
     if (!t->degraded)
         return 0;
     pthread_mutex_lock(&t->dbmu);
-    bool mine = t->a_seq == t->c_seq && !memcmp(t->a_head, t->c_head, TRAIL_HASH_LEN);
+    /* SQLite ends at this writer's last commit: the applier, which put it there, checked at
+     * each transaction that nobody else wrote (apply.c, check_head). */
+    bool mine = t->a_seq == t->c_seq;
     int r = 0;
     if (!mine) {
         r = cerr_set(err, EIO, "trail %s: its last entry is not the one this writer committed (%s)",
                      t->path, t->why);
     } else {
         trail_wsmap_clear(&t->ws);
-        r = load_ws_heads(t, err) < 0 ? -EIO : 0;
+        r = load_ws_heads(t, false, err) < 0 ? -EIO : 0;
     }
     pthread_mutex_unlock(&t->dbmu);
     if (r < 0)
@@ -1030,6 +953,7 @@ void trail_close(struct trail *t)
     trail_wsmap_clear(&t->a_ws);
     trail_buf_free(&t->body);
     trail_buf_free(&t->scratch);
+    trail_buf_free(&t->a_scratch);
     trail_buf_free(&t->rec);
     free(t->pblobs);
     free(t->path);
@@ -1059,9 +983,17 @@ static int prepare(struct trail *t, const char *sql, sqlite3_stmt **st, struct c
     return 0;
 }
 
-/* Every workspace's local-chain head, in one scan at open (and after a failed commit). */
-static int load_ws_heads(struct trail *t, struct cerr *err)
+/* Every workspace's last local_seq, in one scan at open (and after a failed commit); with chain,
+ * the chain's head too (h_seq, h_head and a_ws, whose heads are reset first: it names the idx
+ * items, so it is never cleared). */
+static int load_ws_heads(struct trail *t, bool chain, struct cerr *err)
 {
+    if (chain) {
+        t->h_seq = t->a_seq;
+        memcpy(t->h_head, t->a_head, TRAIL_HASH_LEN);
+        for (size_t i = 0; i < t->a_ws.cap; i++)
+            t->a_ws.slots[i].local_seq = 0;
+    }
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
         t->db,
@@ -1081,7 +1013,15 @@ static int load_ws_heads(struct trail *t, struct cerr *err)
                      : cerr_set(err, ENOMEM, "trail: out of memory");
         }
         h->local_seq = (uint64_t)sqlite3_column_int64(st, 1);
-        memcpy(h->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        struct trail_wshead *c = chain ? trail_wsmap_get(&t->a_ws, ws, len, &created) : NULL;
+        if (chain && !c) {
+            sqlite3_finalize(st);
+            return cerr_set(err, ENOMEM, "trail: out of memory");
+        }
+        if (c) {
+            c->local_seq = h->local_seq;
+            memcpy(c->last_hash, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        }
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -1106,7 +1046,7 @@ static int load_head(struct trail *t, struct cerr *err)
                 "trail %s: its last entry has no valid hash; run 'corral trail verify --db %s'", t->path,
                 t->path);
         }
-        memcpy(t->head, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
+        memcpy(t->a_head, sqlite3_column_blob(st, 2), TRAIL_HASH_LEN);
         rc = SQLITE_OK;
     } else if (rc == SQLITE_DONE) {
         sqlite3_finalize(st);
@@ -1136,19 +1076,17 @@ static int load_head(struct trail *t, struct cerr *err)
     cJSON_Delete(b);
     t->c_seq = t->a_seq = t->seq;
     t->c_ts = t->ts;
-    memcpy(t->c_head, t->head, sizeof(t->head));
-    memcpy(t->a_head, t->head, sizeof(t->head));
-    int r = load_ws_heads(t, err);
+    int r = load_ws_heads(t, true, err);
     return r < 0 ? r : trail_idx_load(t, err);
 }
 
 /* ---- recovery: what a writer that died had committed to the ahead log and not to SQLite ---- */
 
 /* One entry read back from the ahead log, checked against the staged head as trail_append would
- * have made it: sequence, time, id, names, type, both links and the hash recomputed. The staged
- * head then moves past it. -EINVAL and why when it does not continue the trail. */
-static int recover_entry(struct trail *t, const struct trail_fields *f, const uint8_t *hash,
-                         const char **why)
+ * have made it: sequence, time, id, names, type, its workspace's sequence. The staged head then
+ * moves past it. Its links and hash are the chain's business (trail_chain_batch, for the whole
+ * record). -EINVAL and why when it does not continue the trail. */
+static int recover_entry(struct trail *t, const struct trail_fields *f, const char **why)
 {
     char name[TRAIL_NAME_MAX + 1], id[64];
     *why = "the sequence does not continue";
@@ -1169,41 +1107,29 @@ static int recover_entry(struct trail *t, const struct trail_fields *f, const ui
     name[f->type_len] = '\0';
     if (!trail_event_known(name))
         return -EINVAL;
-    *why = "it does not link to the entry before it";
-    if (f->seq > 1 ? (!f->prev_hash || memcmp(f->prev_hash, t->head, TRAIL_HASH_LEN)) : !!f->prev_hash)
-        return -EINVAL;
     struct trail_wshead *h = NULL;
+    *why = "it does not follow its workspace's entry before it";
     if (f->workspace) {
         bool created;
         if (!(h = trail_wsmap_get(&t->ws, f->workspace, f->ws_len, &created)))
             return -ENOMEM;
-        *why = "it does not link to its workspace's entry before it";
-        if (f->local_seq != h->local_seq + 1 ||
-            (h->local_seq ? (!f->local_prev || memcmp(f->local_prev, h->last_hash, TRAIL_HASH_LEN))
-                          : !!f->local_prev))
+        if (f->local_seq != h->local_seq + 1)
             return -EINVAL;
     } else if (f->local_seq || f->local_prev) {
         return -EINVAL;
     }
-    uint8_t gh[TRAIL_HASH_LEN];
-    *why = "its content does not match its hash";
-    if (trail_hash_entry(&t->scratch, f, gh) < 0)
-        return -ENOMEM;
-    if (memcmp(gh, hash, TRAIL_HASH_LEN))
-        return -EINVAL;
     t->seq = f->seq;
     t->ts = f->ts_us;
-    memcpy(t->head, gh, sizeof(gh));
-    if (h) {
+    if (h)
         h->local_seq = f->local_seq;
-        memcpy(h->last_hash, gh, sizeof(gh));
-    }
     return 0;
 }
 
-/* One record read back: checked entry by entry against the staged head (recover_entry) and its
- * blobs against their hashes, then applied. 1 applied, 0 not (it does not continue the trail:
- * never acknowledged, a write cut short by the crash, or damage; *why_out says why), <0 error. */
+/* One record read back: its checksum (CRA2), each entry against the staged head
+ * (recover_entry), its blobs against their hashes, its chain (trail_chain_batch: hashed, or for
+ * CRA1 the hashes it carries checked), then applied. 1 applied, 0 not (it does not continue the
+ * trail: never acknowledged, a write cut short by the crash, or damage; *why_out says why), <0
+ * error. */
 static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *ref, struct trail_buf *b,
                           const char **why_out, struct cerr *err)
 {
@@ -1216,43 +1142,51 @@ static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *r
     uint32_t items = 0;
     uint64_t first = 0;
     struct trail_rec_item it;
+    struct trail_rec_hdr h;
     int r = pread(fd, b->p, len, (off_t)ref->off) == (ssize_t)len ? 1 : -EINVAL;
-    while (r > 0 && (r = trail_rec_next(b->p, len, &pos, &it)) > 0) {
+    if (r > 0) {
+        why = "the record does not match its checksum";
+        r = trail_rec_header(b->p, len, &h) == 0 && h.len == len && trail_rec_check(b->p, &h) == 0
+                ? 1
+                : -EINVAL;
+    }
+    while (r > 0 && (r = trail_rec_next(b->p, h.end, &pos, &it)) > 0) {
         items++;
         if (it.kind == 'B') {
-            uint8_t h[TRAIL_HASH_LEN];
-            crypto_generichash(h, sizeof(h), it.data, it.size, NULL, 0);
+            uint8_t bh[TRAIL_HASH_LEN];
+            crypto_generichash(bh, sizeof(bh), it.data, it.size, NULL, 0);
             why = "a blob's content does not match its hash";
-            if (memcmp(h, it.blob_hash, sizeof(h)))
+            if (memcmp(bh, it.blob_hash, sizeof(bh)))
                 r = -EINVAL;
         } else {
             first = first ? first : it.f.seq;
-            r = recover_entry(t, &it.f, it.hash, &why);
+            r = recover_entry(t, &it.f, &why);
             r = r < 0 ? r : 1;
         }
     }
-    if (r == 0 && (items != ref->h.items || first != ref->h.first || t->seq != ref->h.last || pos != len)) {
+    if (r == 0 && (items != h.items || first != h.first || t->seq != h.last || pos != h.end)) {
         why = "the record's header does not match its items";
         r = -EINVAL;
     }
+    b->len = len;
+    struct trail_batch batch = {.rec = *b};
+    if (r == 0)
+        r = trail_chain_batch(t, &batch, &why);
     if (r == -ENOMEM)
         return cerr_set(err, ENOMEM, "trail: out of memory");
     if (r < 0) {
         *why_out = why;
         t->seq = t->c_seq;
         t->ts = t->c_ts;
-        memcpy(t->head, t->c_head, sizeof(t->head));
         trail_wsmap_clear(&t->ws);
-        return load_ws_heads(t, err) < 0 ? -EIO : 0;
+        return load_ws_heads(t, true, err) < 0 ? -EIO : 0;
     }
-    struct trail_batch batch = {.rec = {b->p, len, len}};
     const char *what;
     int rc = trail_apply(t, &batch, false, &what);
     if (rc != SQLITE_OK)
         return sql_err(err, t->db, rc, t->path, what);
     t->c_seq = t->seq;
     t->c_ts = t->ts;
-    memcpy(t->c_head, t->head, sizeof(t->head));
     return 1;
 }
 
@@ -1484,7 +1418,10 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         if (r < 0)
             goto fail;
         /* Entry 1 commits with the schema, in the same transaction: never an empty trail. */
-        trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq);
+        if (trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq) < 0) {
+            r = cerr_set(err, ENOMEM, "trail: out of memory");
+            goto fail;
+        }
         struct trail_batch first = {.rec = t->rec};
         const char *what;
         if ((rc = trail_apply(t, &first, begun, &what)) != SQLITE_OK) {

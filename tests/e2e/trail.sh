@@ -83,7 +83,7 @@ case "$BUILD" in */asan) san="-fsanitize=address,undefined -fno-omit-frame-point
 WRITER="$T_TMP/writer"
 # shellcheck disable=SC2086
 if cc -std=gnu11 -D_GNU_SOURCE -I"$TOP" $(pkg-config --cflags libcjson) $san -o "$WRITER" "$T_TMP/writer.c" \
-    "$BUILD/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson) -lm 2>"$T_TMP/cc.err"; then
+    "$BUILD/libcorral.a" $(pkg-config --libs sqlite3 libsodium libcjson libxxhash) -lm 2>"$T_TMP/cc.err"; then
     ok "trail writer builds against libcorral"
 else
     fail "trail writer builds against libcorral" "$(cat "$T_TMP/cc.err")"

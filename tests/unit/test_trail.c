@@ -1156,6 +1156,98 @@ static void test_ahead_recovery(void **state)
     tmpdir_free(dir);
 }
 
+/* The event loop does not hash: an entry's links and hash are zeros in its ahead-log record (the
+ * applier fills them in memory, recovery from the record read back), and the record carries a
+ * checksum instead. A record of the format before ("CRA1", written with its hashes and no
+ * checksum) that a writer of that version left is still recovered, and one whose hashes are not
+ * the chain's is not. */
+static void cra1_from(const char *db, const char *seg, bool spoil)
+{
+    int fd = open(seg, O_RDWR);
+    assert_true(fd >= 0);
+    struct stat sb;
+    assert_int_equal(fstat(fd, &sb), 0);
+    uint8_t *buf = malloc((size_t)sb.st_size);
+    assert_non_null(buf);
+    assert_int_equal(pread(fd, buf, (size_t)sb.st_size, 0), sb.st_size);
+    struct trail_rec_hdr h;
+    assert_int_equal(trail_rec_header(buf, (size_t)sb.st_size, &h), 0);
+    assert_false(h.hashed);
+    assert_int_equal(trail_rec_check(buf, &h), 0);
+    /* The last entry's hash slot, just before the checksum: zeros, as the loop wrote it. */
+    static const uint8_t zeros[TRAIL_HASH_LEN];
+    assert_memory_equal(buf + h.end - TRAIL_HASH_LEN, zeros, TRAIL_HASH_LEN);
+
+    /* Hashed by the applier's own code, from the file's head: the record a CRA1 writer made. */
+    struct trail *fake = calloc(1, sizeof(*fake));
+    assert_non_null(fake);
+    sqlite3 *raw;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    fake->h_seq = (uint64_t)sqlite3_column_int64(st, 0);
+    memcpy(fake->h_head, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_prepare_v2(raw,
+                                        "SELECT local_seq, hash FROM entries WHERE workspace = 'w' "
+                                        "ORDER BY seq DESC LIMIT 1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW) { /* workspace w's local chain, as the applier loads it */
+        bool created;
+        struct trail_wshead *w = trail_wsmap_get(&fake->a_ws, "w", 1, &created);
+        assert_non_null(w);
+        w->local_seq = (uint64_t)sqlite3_column_int64(st, 0);
+        memcpy(w->last_hash, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    struct trail_batch b = {.rec = {buf, (size_t)sb.st_size, (size_t)sb.st_size}};
+    const char *why = NULL;
+    assert_int_equal(trail_chain_batch(fake, &b, &why), 0);
+    assert_memory_not_equal(buf + h.end - TRAIL_HASH_LEN, zeros, TRAIL_HASH_LEN);
+    trail_wsmap_clear(&fake->a_ws);
+    trail_buf_free(&fake->a_scratch);
+    free(fake);
+    if (spoil)
+        buf[h.end - 1] ^= 1;
+    memcpy(buf, "CRA1", 4);
+    for (int k = 0; k < 8; k++)
+        buf[8 + k] = (uint8_t)(h.end >> (8 * k));
+    assert_int_equal(pwrite(fd, buf, h.end, 0), (ssize_t)h.end);
+    assert_int_equal(ftruncate(fd, (off_t)h.end), 0);
+    close(fd);
+    free(buf);
+}
+
+static void test_ahead_unhashed_and_cra1(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *seg = path_in(dir, "t.db-ahead");
+    trail_close(open_ok(db, TRAIL_DURABILITY_NORMAL));
+    crash_after(db, 1, TRAIL_DURABILITY_NORMAL); /* entries 2-4, only in the ahead log */
+    cra1_from(db, seg, false);
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 4);
+    trail_close(t);
+    verify_ok(db, 4);
+
+    crash_after(db, 1, TRAIL_DURABILITY_NORMAL); /* entries 5-7 */
+    cra1_from(db, seg, true);                    /* the last hash is not the chain's */
+    t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    assert_int_equal(trail_head_seq(t), 4);
+    append_json(t, "w", "worker", "tool_call", "{\"after\":true}", NULL);
+    commit_ok(t);
+    trail_close(t);
+    verify_ok(db, 5);
+    free(seg);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Readers (corral trail, corral run before it looks for an unfinished run) ask whether a dead
  * writer left an ahead log. A local user who can write the trail's directory planted a FIFO in
  * its place: root's open of it for reading blocked until someone opened it for writing, that is
@@ -1189,7 +1281,7 @@ static void test_ahead_readers_hostile(void **state)
             fail_msg("trail_ahead_pending with a FIFO as segment %d: status 0x%x", k + 1, st);
     }
     /* A regular file of chained headers past TRAIL_AHEAD_MAX, where no writer puts a record:
-     * the index stops there (it grew an entry per 32 bytes for as long as the file went on). */
+     * the index stops there (it grew an entry per 40 bytes for as long as the file went on). */
     unlink(seg);
     unlink(seg2);
     int fd = open(seg, O_CREAT | O_RDWR, 0600);
@@ -1197,16 +1289,18 @@ static void test_ahead_readers_hostile(void **state)
     size_t total = TRAIL_AHEAD_MAX + (1u << 20);
     uint8_t *big = calloc(1, total);
     assert_non_null(big);
-    for (size_t off = 0, k = 1; off + TRAIL_REC_HDR <= total; off += TRAIL_REC_HDR, k++) {
-        struct trail_buf b = {big + off, TRAIL_REC_HDR, TRAIL_REC_HDR};
-        trail_rec_end(&b, 1, k, k);
+    size_t rec = TRAIL_REC_HDR + 8; /* a header and its checksum */
+    for (size_t off = 0, k = 1; off + rec <= total; off += rec, k++) {
+        struct trail_buf b = {big + off, TRAIL_REC_HDR, rec};
+        assert_int_equal(trail_rec_end(&b, 1, k, k), 0);
+        assert_int_equal(b.len, rec);
     }
     assert_int_equal(write(fd, big, total), (ssize_t)total);
     free(big);
     struct trail_rec_ref *refs = NULL;
     size_t n = 0;
     assert_int_equal(trail_ahead_index(fd, &refs, &n), 0);
-    assert_int_equal(n, TRAIL_AHEAD_MAX / TRAIL_REC_HDR);
+    assert_int_equal(n, (TRAIL_AHEAD_MAX + rec - 1) / rec);
     free(refs);
     close(fd);
     unlink(seg);
@@ -1828,6 +1922,7 @@ int main(void)
         cmocka_unit_test(test_one_writer),
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
+        cmocka_unit_test(test_ahead_unhashed_and_cra1),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test_teardown(test_applier_gathers, alarm_off),
         cmocka_unit_test(test_trail_threads_below_the_loop),
