@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1676,6 +1677,227 @@ static void test_ahead_recovery_both_segments(void **state)
     tmpdir_free(dir);
 }
 
+/* The trail's id, from its first entry (trail_created). */
+static void trail_id_of(const char *db, char id[33])
+{
+    sqlite3 *raw;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT body FROM entries WHERE seq = 1", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    cJSON *b = parse((const char *)sqlite3_column_text(st, 0));
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, "trail_id");
+    assert_true(cJSON_IsString(v) && strlen(v->valuestring) < 33);
+    snprintf(id, 33, "%s", v->valuestring);
+    cJSON_Delete(b);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+}
+
+/* Entry 2, as a writer makes it while the wall clock is an hour ahead: the clock set back after,
+ * every writer stamps its entries head+1 us, head+2 us, ... (trail_append), the same times for
+ * the same sequence numbers. A sound entry (the chain and verify accept it). */
+static void append_from_the_future(const char *db)
+{
+    char tid[33], id[64];
+    trail_id_of(db, tid);
+    sqlite3 *raw;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(st, 0), 1);
+    uint8_t prev[TRAIL_HASH_LEN], h[TRAIL_HASH_LEN];
+    memcpy(prev, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
+    sqlite3_finalize(st);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int n = snprintf(id, sizeof(id), "%s-2", tid);
+    struct trail_fields f = {.seq = 2, .id = id, .id_len = (size_t)n,
+                             .ts_us = ((int64_t)now.tv_sec + 3600) * 1000000,
+                             .actor = "system", .actor_len = 6, .type = "supervisor_started",
+                             .type_len = 18, .body = "{}", .body_len = 2, .prev_hash = prev};
+    struct trail_buf scratch = {0};
+    assert_int_equal(trail_hash_entry(&scratch, &f, h), 0);
+    trail_buf_free(&scratch);
+    assert_int_equal(sqlite3_prepare_v2(raw,
+                                        "INSERT INTO entries (" TRAIL_COLS
+                                        ") VALUES (2, ?1, ?2, NULL, 'system', 'supervisor_started', "
+                                        "'{}', NULL, NULL, ?3, ?4)",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, id, n, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, f.ts_us);
+    sqlite3_bind_blob(st, 3, prev, TRAIL_HASH_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, h, TRAIL_HASH_LEN, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    verify_ok(db, 2);
+}
+
+/* crash_after, each batch's content tagged: two writers' batches then differ in their bytes (a
+ * blob, and the body naming it), not in their lengths. */
+static void crash_after_tagged(const char *db, int batches, const char *tag)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
+            _exit(2);
+        trail_applier_hold(t, true);
+        for (int b = 0; b < batches; b++) {
+            char hex[65], body[160], data[64];
+            snprintf(data, sizeof(data), "content %s %d", tag, b);
+            if (trail_blob_put(t, data, strlen(data), hex, &err) < 0)
+                _exit(3);
+            snprintf(body, sizeof(body), "{\"b\":%d,\"content_blob\":\"%s\"}", b, hex);
+            cJSON *j = cJSON_Parse(body);
+            for (int k = 0; k < 3; k++)
+                if (trail_append(t, k == 1 ? NULL : "w", "worker", "tool_call", j, NULL, &err) < 0)
+                    _exit(4);
+            cJSON_Delete(j);
+            if (trail_commit(t, &err) < 0)
+                _exit(5);
+        }
+        _exit(0); /* no trail_close: a crash */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Writer A commits entries 3-5 and 6-8 and dies; the first record is damaged (a power loss in
+ * `normal` wrote the second record's pages and not all of the first's), so writer B's recovery
+ * applies neither: the trail ends at 2 and B writes its own 3-5, which go over A's first record
+ * in FILE-ahead, and dies. A's 6-8 were never chained after B's 3-5: the next recovery must not
+ * apply them. With CRA1 their prev_hash (A's entry 5) was not B's entry 5's hash; with CRA2 only
+ * the times told, and they do not while the clock is behind the trail's head. */
+static void test_ahead_no_splice_of_abandoned_records(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *seg = path_in(dir, "t.db-ahead");
+    trail_close(open_ok(db, TRAIL_DURABILITY_NORMAL));
+    append_from_the_future(db);
+    crash_after_tagged(db, 2, "A"); /* A: 3-5 and 6-8, only in FILE-ahead */
+    int fd = open(seg, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t byte;
+    assert_int_equal(pread(fd, &byte, 1, 100), 1);
+    byte ^= 0x10; /* inside A's first record */
+    assert_int_equal(pwrite(fd, &byte, 1, 100), 1);
+    close(fd);
+    crash_after_tagged(db, 1, "B"); /* rejects A's records; its own 3-5 */
+    assert_int_equal(sqlite_count(db), 2);
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    if (trail_head_seq(t) != 5)
+        fail_msg("recovery applied %llu entries after B's 3-5 (writer A's, chained after B's)",
+                 (unsigned long long)trail_head_seq(t) - 5);
+    trail_close(t);
+    verify_ok(db, 5);
+    free(seg);
+    free(db);
+    tmpdir_free(dir);
+}
+
+/* Where a record ends in a segment, the bytes that follow are a record of an earlier lap, and
+ * may be anywhere in it: in a blob, content an agent chose (a file it wrote and had read). An
+ * agent that can see the trail's id and sequence (wacp/trail.query) lays out a record there; the
+ * writer dies once its own records end right before it. With CRA1 the forged record had to carry
+ * the hash of the entry before it, not known when the blob was written; with CRA2, nothing the
+ * agent could not know. The record here is built the way the agent would, with the library. */
+#define FORGED_AT (1u << 20) /* where the forged record lies in FILE-ahead, and record C's length */
+
+static void forged_record(const char *tid, struct trail_buf *fk)
+{
+    static const uint8_t slot[TRAIL_HASH_LEN];
+    char id[64];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int n = snprintf(id, sizeof(id), "%s-5", tid);
+    struct trail_fields f = {.seq = 5, .id = id, .id_len = (size_t)n,
+                             .ts_us = ((int64_t)now.tv_sec + 86400) * 1000000, .actor = "system",
+                             .actor_len = 6, .type = "supervisor_started", .type_len = 18,
+                             .body = "{\"forged\":true}", .body_len = 15, .prev_hash = slot};
+    if (trail_rec_begin(fk) < 0 || trail_rec_put_entry(fk, &f) < 0 ||
+        trail_rec_end(fk, 1, 5, 5) < 0)
+        _exit(10);
+}
+
+static void blob_and_entry(struct trail *t, const uint8_t *data, size_t len)
+{
+    char hex[65], body[128];
+    struct cerr err = {0};
+    if (trail_blob_put(t, data, len, hex, &err) < 0)
+        _exit(11);
+    snprintf(body, sizeof(body), "{\"content_blob\":\"%s\"}", hex);
+    cJSON *j = cJSON_Parse(body);
+    if (trail_append(t, NULL, "worker", "tool_call", j, NULL, &err) < 0 || trail_commit(t, &err) < 0)
+        _exit(12);
+    cJSON_Delete(j);
+}
+
+static void test_ahead_lap_remnant_not_applied(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    trail_close(open_ok(db, TRAIL_DURABILITY_NORMAL));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct trail *t = NULL;
+        struct cerr err = {0};
+        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
+            _exit(2);
+        size_t big = (4u << 20) + (512u << 10); /* each past a lap: the next record switches */
+        uint8_t *data = malloc(big);
+        if (!data)
+            _exit(3);
+        /* A (entry 2), at 0 in FILE-ahead: its blob holds the forged record at FORGED_AT. The
+         * blob's bytes start at 73: header 32, 'B', hash 32, size 8. */
+        struct trail_buf fk = {0};
+        forged_record(t->trail_id, &fk);
+        memset(data, 'a', big);
+        memcpy(data + FORGED_AT - 73, fk.p, fk.len);
+        trail_buf_free(&fk);
+        blob_and_entry(t, data, big);
+        /* B (entry 3), at 0 in FILE-ahead2 */
+        memset(data, 'b', big);
+        blob_and_entry(t, data, big);
+        if (trail_sync(t, &err) < 0 || t->cur != 1)
+            _exit(4);
+        /* C (entry 4), at 0 in FILE-ahead again, over A, FORGED_AT long; not in SQLite */
+        trail_applier_hold(t, true);
+        memset(data, 'c', big);
+        blob_and_entry(t, data, FORGED_AT - 299);
+        if (t->cur != 0 || t->aoff != FORGED_AT) {
+            fprintf(stderr, "child: record C ends at %llu in segment %d, not %u in 0\n",
+                    (unsigned long long)t->aoff, t->cur, FORGED_AT);
+            _exit(5);
+        }
+        _exit(0); /* a crash */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(sqlite_count(db), 3);
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    uint64_t head = trail_head_seq(t);
+    trail_close(t);
+    if (head != 4)
+        fail_msg("recovery applied the forged record: the trail ends at %llu", (unsigned long long)head);
+    verify_ok(db, 4);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Commits back to back (a flooding agent) never let a PASSIVE checkpoint copy the whole WAL, so
  * it never started over: 443 MB after these 20,000 commits. The writer now restarts it once it
  * passes its bound (64 MiB), and every entry is still there. */
@@ -1923,6 +2145,8 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_ahead_unhashed_and_cra1),
+        cmocka_unit_test(test_ahead_no_splice_of_abandoned_records),
+        cmocka_unit_test(test_ahead_lap_remnant_not_applied),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
         cmocka_unit_test_teardown(test_applier_gathers, alarm_off),
         cmocka_unit_test(test_trail_threads_below_the_loop),
