@@ -13,13 +13,20 @@
  *   entry:  'E' | u64 seq | i64 ts | u64 local_seq | u8 flags (1 workspace, 2 local_prev,
  *           4 prev_hash) | u16 id | u16 workspace | u16 actor | u16 type | u32 body (lengths)
  *           | id | workspace | actor | type | body | [local_prev 32] | [prev_hash 32] | hash 32
- *   checksum: u64 XXH3-64 of every byte before it
+ *   checksum: u64 XXH3-64 of every byte before it, seeded with the checksum of the record before
+ *           it in its segment (0 for the record at offset 0)
  * An entry's links and hash are zeros in the file: the event loop that writes the record does
  * not hash (BLAKE2b over a 4 KiB read's answer was a fifth of the loop's time per call); the
  * applier hashes the chain from the record in memory (apply.c, trail_chain_batch), and recovery
  * from the record read back, in the same order. So the checksum, not the chain, is what tells a
  * torn or damaged record, and the sequence numbers and the trail's id in each entry's id, checked
- * by recovery (writer.c), what tells a stale one or another trail's.
+ * by recovery (writer.c), what tells a stale one or another trail's. The seed ties a record to the
+ * one the writer put before it: bytes left in a segment from an earlier lap (a blob's: content an
+ * agent chose) are never taken for a record that continues the one before them, as a CRA1 record
+ * had to carry the hash of the entry before it, which nobody knew when those bytes were written.
+ * A writer's recovery empties both segments once what it applied is flushed, so records another
+ * writer left and that recovery did not apply (an abandoned history: their sequence numbers are
+ * then used again) are never applied later (trail_ahead_clear).
  * "CRA1" records (the format before, written with their hashes and no checksum) are still read
  * by recovery, which then checks the hashes it computes against theirs.
  * Records follow each other in a segment from offset 0. Once the current segment is past
@@ -42,7 +49,7 @@
 
 #define REC_MAGIC 0x32415243u  /* "CRA2" */
 #define REC_MAGIC1 0x31415243u /* "CRA1" */
-#define REC_SUM 8              /* the checksum at a CRA2 record's end */
+#define REC_SUM TRAIL_REC_SUM  /* the checksum at a CRA2 record's end */
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {
@@ -124,7 +131,7 @@ int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f)
     return 0;
 }
 
-int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last)
+int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last, uint64_t seed)
 {
     int r = trail_buf_reserve(b, REC_SUM);
     if (r < 0)
@@ -134,7 +141,7 @@ int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t 
     put_le(b->p + 8, b->len + REC_SUM, 8);
     put_le(b->p + 16, first, 8);
     put_le(b->p + 24, last, 8);
-    put_le(b->p + b->len, XXH3_64bits(b->p, b->len), REC_SUM);
+    put_le(b->p + b->len, XXH3_64bits_withSeed(b->p, b->len, seed), REC_SUM);
     b->len += REC_SUM;
     return 0;
 }
@@ -156,11 +163,16 @@ int trail_rec_header(const uint8_t *p, size_t len, struct trail_rec_hdr *h)
     return 0;
 }
 
-int trail_rec_check(const uint8_t *p, const struct trail_rec_hdr *h)
+int trail_rec_check(const uint8_t *p, const struct trail_rec_hdr *h, uint64_t seed)
 {
     if (h->hashed)
         return 0;
-    return XXH3_64bits(p, h->end) == get_le(p + h->end, REC_SUM) ? 0 : -EINVAL;
+    return XXH3_64bits_withSeed(p, h->end, seed) == get_le(p + h->end, REC_SUM) ? 0 : -EINVAL;
+}
+
+uint64_t trail_rec_sum(const uint8_t *p, size_t len)
+{
+    return len >= TRAIL_REC_HDR + REC_SUM ? get_le(p + len - REC_SUM, REC_SUM) : 0;
 }
 
 /* Bounds-checked: a record read back after a crash may be torn anywhere (fuzz_trail_ahead.c). */
@@ -309,16 +321,18 @@ int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n)
     struct stat st;
     if (fstat(fd, &st) < 0)
         return -errno;
-    uint64_t size = (uint64_t)st.st_size, off = 0;
+    uint64_t size = (uint64_t)st.st_size, off = 0, seed = 0;
     size_t cap = 0;
-    uint8_t hdr[TRAIL_REC_HDR];
+    uint8_t hdr[TRAIL_REC_HDR], sum[REC_SUM];
     /* No record starts past TRAIL_AHEAD_MAX (record_place): what does is not the writer's, and
      * a reader's memory stays bounded whatever file it is given. */
     while (off + TRAIL_REC_HDR <= size && off < TRAIL_AHEAD_MAX) {
         struct trail_rec_hdr h;
         if (pread(fd, hdr, sizeof(hdr), (off_t)off) != (ssize_t)sizeof(hdr) ||
             trail_rec_header(hdr, sizeof(hdr), &h) < 0 || h.len > size - off || h.first == 0 ||
-            (*n && h.first != (*out)[*n - 1].h.last + 1))
+            (*n && h.first != (*out)[*n - 1].h.last + 1) ||
+            (!h.hashed &&
+             pread(fd, sum, sizeof(sum), (off_t)(off + h.len - REC_SUM)) != (ssize_t)sizeof(sum)))
             break; /* the end of this lap: what follows is older, or torn */
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
@@ -331,7 +345,8 @@ int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n)
             }
             *out = p;
         }
-        (*out)[(*n)++] = (struct trail_rec_ref){.off = off, .h = h};
+        (*out)[(*n)++] = (struct trail_rec_ref){.off = off, .h = h, .seed = seed};
+        seed = h.hashed ? 0 : get_le(sum, REC_SUM); /* the next record's seed */
         off += h.len;
     }
     return 0;
@@ -363,6 +378,18 @@ void trail_ahead_erase(int fd, uint64_t off, bool sync)
     static const uint8_t zero[TRAIL_REC_HDR];
     if (pwrite(fd, zero, sizeof(zero), (off_t)off) == (ssize_t)sizeof(zero) && sync)
         (void)fdatasync(fd);
+}
+
+int trail_ahead_clear(const int fds[2])
+{
+    for (int s = 0; s < 2; s++) {
+        struct stat st;
+        if (fstat(fds[s], &st) < 0)
+            return -errno;
+        if (st.st_size && (ftruncate(fds[s], 0) < 0 || fdatasync(fds[s]) < 0))
+            return -errno;
+    }
+    return 0;
 }
 
 void trail_ahead_remove(const char *db_path)

@@ -104,6 +104,7 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 /* ---- the ahead log (ahead.c) and its applier (apply.c) ------------------------------------- */
 
 #define TRAIL_REC_HDR 32              /* a record's header */
+#define TRAIL_REC_SUM 8               /* a CRA2 record's checksum, at its end */
 #define TRAIL_AHEAD_LAP (4u << 20)    /* the ahead log starts over at 0 once past this, when it may */
 #define TRAIL_AHEAD_MAX (64u << 20)   /* past this, a commit waits for the applier to catch up */
 /* The applier gathers batches (in `normal`; in `full` it applies at once, see trail_open): it
@@ -138,13 +139,17 @@ int trail_rec_put_blob(struct trail_buf *b, const uint8_t hash[TRAIL_HASH_LEN], 
 /* An entry without its hashes (CRA2): f's local_prev and prev_hash say only whether the entry
  * has those links (non-NULL: a slot of zeros); trail_chain_batch fills the slots and the hash. */
 int trail_rec_put_entry(struct trail_buf *b, const struct trail_fields *f);
-/* Writes the header and appends the checksum: 0, or -ENOMEM. */
-int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last);
+/* Writes the header and appends the checksum, seeded with seed: the checksum of the record
+ * before it in its segment, 0 for one at offset 0. 0, or -ENOMEM (never once TRAIL_REC_SUM bytes
+ * are reserved). */
+int trail_rec_end(struct trail_buf *b, uint32_t items, uint64_t first, uint64_t last, uint64_t seed);
 /* The header of the record at p: 0, or -EINVAL if it is not one. */
 int trail_rec_header(const uint8_t *p, size_t len, struct trail_rec_hdr *h);
-/* Whether the whole record (p, h->len bytes) matches its checksum (CRA2; a CRA1 record has none,
- * its hashes are checked instead): 0 or -EINVAL. */
-int trail_rec_check(const uint8_t *p, const struct trail_rec_hdr *h);
+/* Whether the whole record (p, h->len bytes) matches its checksum seeded with seed (CRA2; a CRA1
+ * record has none, its hashes are checked instead): 0 or -EINVAL. */
+int trail_rec_check(const uint8_t *p, const struct trail_rec_hdr *h, uint64_t seed);
+/* The checksum a CRA2 record of len bytes at p ends with: the seed of the record after it. */
+uint64_t trail_rec_sum(const uint8_t *p, size_t len);
 /* The record's next item from *pos (start at TRAIL_REC_HDR): 1 and *it, 0 at the end, -EINVAL
  * when the bytes are not an item (pointers into p, bounds checked). */
 int trail_rec_next(const uint8_t *p, size_t len, size_t *pos, struct trail_rec_item *it);
@@ -157,12 +162,17 @@ int trail_ahead_open(const char *db_path, int fds[2], struct cerr *err);
 struct trail_rec_ref {
     uint64_t off;
     struct trail_rec_hdr h;
+    uint64_t seed; /* the checksum the record before it ends with (0: none, or a CRA1 record) */
 };
 int trail_ahead_index(int fd, struct trail_rec_ref **out, size_t *n);
 /* One record at off (and fdatasync when sync): 0 or -errno. */
 int trail_ahead_write(int fd, const void *p, size_t len, uint64_t off, bool sync);
 /* Zeroes the header of a record whose write failed (never acknowledged). */
 void trail_ahead_erase(int fd, uint64_t off, bool sync);
+/* Empties both segments (and flushes that): recovery's, once what it applied is flushed in
+ * SQLite. What is left is in SQLite or was not applied, and never will be: its sequence numbers
+ * are this writer's to use again. 0 or -errno. */
+int trail_ahead_clear(const int fds[2]);
 void trail_ahead_remove(const char *db_path);
 /* A segment (0 or 1) opened for reading, if it is a regular file: the fd, or -1. */
 int trail_ahead_open_read(const char *db_path, int seg);
@@ -215,6 +225,7 @@ struct trail {
     int afd[2];                   /* the ahead log's two segments */
     int cur;                      /* the one being written */
     uint64_t aoff;                /* where the next record goes in it */
+    uint64_t aseed;               /* the checksum of the record that ends at aoff (when aoff > 0) */
     uint64_t seg_last[2];         /* the last batch written to each (0: none) */
     struct trail_pblob *pblobs;   /* blobs of batches not yet applied, and of the staged one */
     size_t pblob_n, pblob_cap;

@@ -693,18 +693,21 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
     if (!t->rec_first)
         return 0;
     struct trail_batch *b = calloc(1, sizeof(*b));
-    if (!b || trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq) < 0) {
+    if (!b || trail_buf_reserve(&t->rec, TRAIL_REC_SUM) < 0) {
         free(b);
         degrade(t, ENOMEM, "committing");
         return degraded_err(t, err);
     }
     uint64_t off = 0;
     int seg = 0;
-    int r = record_place(t, t->rec.len, &seg, &off, err);
+    int r = record_place(t, t->rec.len + TRAIL_REC_SUM, &seg, &off, err);
     if (r < 0) {
         free(b);
         return refuse(t, err); /* the applier failed while this commit waited for it */
     }
+    /* Its checksum is seeded with that of the record before it in the segment (ahead.c); the
+     * room for it is reserved above. */
+    (void)trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq, off ? t->aseed : 0);
     r = trail_ahead_write(t->afd[seg], t->rec.p, t->rec.len, off, t->durability == TRAIL_DURABILITY_FULL);
     if (r < 0) {
         free(b);
@@ -716,6 +719,7 @@ static int commit_batch(struct trail *t, bool wake, struct cerr *err)
     b->rec = t->rec;
     t->rec = (struct trail_buf){0};
     (void)trail_buf_reserve(&t->rec, b->rec.len); /* the next batch is likely the same size */
+    t->aseed = trail_rec_sum(b->rec.p, b->rec.len);
     pthread_mutex_lock(&t->amu);
     t->aoff = off + b->rec.len;
     b->no = ++t->written;
@@ -1146,7 +1150,8 @@ static int recover_record(struct trail *t, int fd, const struct trail_rec_ref *r
     int r = pread(fd, b->p, len, (off_t)ref->off) == (ssize_t)len ? 1 : -EINVAL;
     if (r > 0) {
         why = "the record does not match its checksum";
-        r = trail_rec_header(b->p, len, &h) == 0 && h.len == len && trail_rec_check(b->p, &h) == 0
+        r = trail_rec_header(b->p, len, &h) == 0 && h.len == len &&
+                    trail_rec_check(b->p, &h, ref->seed) == 0
                 ? 1
                 : -EINVAL;
     }
@@ -1240,6 +1245,12 @@ static int ahead_recover(struct trail *t, struct cerr *err)
         return r;
     if (any && (r = trail_wal_flush(t)) < 0)
         return cerr_set(err, -r, "trail %s: flushing its WAL failed: %s", t->path, strerror(-r));
+    /* What is left is not applied and never will be: this writer uses its sequence numbers
+     * again, and a later recovery could find such a record right after this writer's own (over
+     * the same offsets, or in the other segment) and apply another history's entries after
+     * them, which the chain, hashed from this writer's head, would accept. */
+    if ((r = trail_ahead_clear(t->afd)) < 0)
+        return cerr_set(err, -r, "trail %s: emptying its ahead log failed: %s", t->path, strerror(-r));
     return 0;
 }
 
@@ -1418,7 +1429,7 @@ int trail_open(const char *path, enum trail_durability d, struct trail **out, st
         if (r < 0)
             goto fail;
         /* Entry 1 commits with the schema, in the same transaction: never an empty trail. */
-        if (trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq) < 0) {
+        if (trail_rec_end(&t->rec, t->rec_items, t->rec_first, t->seq, 0) < 0) {
             r = cerr_set(err, ENOMEM, "trail: out of memory");
             goto fail;
         }

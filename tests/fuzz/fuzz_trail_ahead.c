@@ -2,7 +2,8 @@
  * when it may be cut short or overwritten anywhere, and its bytes hold agent content (bodies,
  * blobs). The header and item parser must take any bytes without reading outside them, and an
  * item it accepts must lie wholly inside the record. A record it encodes must read back the
- * same, and match its checksum until a byte of it changes. */
+ * same, and match its checksum (with the seed it was written with, no other) until a byte of it
+ * changes. */
 #include "supervisor/trail/internal.h"
 
 #include <string.h>
@@ -15,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (trail_rec_header(data, size, &h) == 0 && h.len <= size) {
         if (h.end > h.len || h.end < TRAIL_REC_HDR)
             abort();
-        (void)trail_rec_check(data, &h);
+        (void)trail_rec_check(data, &h, size);
     }
     size_t pos = size < TRAIL_REC_HDR ? size : TRAIL_REC_HDR;
     struct trail_rec_item it;
@@ -56,10 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              .body = (const char *)data, .body_len = n, .local_seq = 1,
                              .prev_hash = hash};
     if (trail_rec_begin(&b) < 0 || trail_rec_put_blob(&b, hash, data, size) < 0 ||
-        trail_rec_put_entry(&b, &f) < 0 || trail_rec_end(&b, 2, 7, 7) < 0)
+        trail_rec_put_entry(&b, &f) < 0 || trail_rec_end(&b, 2, 7, 7, size) < 0)
         abort();
     if (trail_rec_header(b.p, b.len, &h) < 0 || h.len != b.len || h.items != 2 || h.hashed ||
-        trail_rec_check(b.p, &h) != 0)
+        trail_rec_check(b.p, &h, size) != 0)
+        abort();
+    /* Seeded with the checksum of the record before it: another seed does not match. */
+    if (trail_rec_check(b.p, &h, size + 1) == 0)
         abort();
     pos = TRAIL_REC_HDR;
     if (trail_rec_next(b.p, h.end, &pos, &it) != 1 || it.kind != 'B' || it.size != size ||
@@ -72,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* A byte changed (the entry's last before its two hash slots) no longer matches the
      * checksum. */
     b.p[h.end - 1 - 2 * TRAIL_HASH_LEN] ^= 0x20;
-    if (trail_rec_check(b.p, &h) == 0)
+    if (trail_rec_check(b.p, &h, size) == 0)
         abort();
     trail_buf_free(&b);
     (void)items;

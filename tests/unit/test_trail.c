@@ -1174,7 +1174,7 @@ static void cra1_from(const char *db, const char *seg, bool spoil)
     struct trail_rec_hdr h;
     assert_int_equal(trail_rec_header(buf, (size_t)sb.st_size, &h), 0);
     assert_false(h.hashed);
-    assert_int_equal(trail_rec_check(buf, &h), 0);
+    assert_int_equal(trail_rec_check(buf, &h, 0), 0); /* at offset 0: seeded with 0 */
     /* The last entry's hash slot, just before the checksum: zeros, as the loop wrote it. */
     static const uint8_t zeros[TRAIL_HASH_LEN];
     assert_memory_equal(buf + h.end - TRAIL_HASH_LEN, zeros, TRAIL_HASH_LEN);
@@ -1293,7 +1293,7 @@ static void test_ahead_readers_hostile(void **state)
     size_t rec = TRAIL_REC_HDR + 8; /* a header and its checksum */
     for (size_t off = 0, k = 1; off + rec <= total; off += rec, k++) {
         struct trail_buf b = {big + off, TRAIL_REC_HDR, rec};
-        assert_int_equal(trail_rec_end(&b, 1, k, k), 0);
+        assert_int_equal(trail_rec_end(&b, 1, k, k, 0), 0);
         assert_int_equal(b.len, rec);
     }
     assert_int_equal(write(fd, big, total), (ssize_t)total);
@@ -1826,7 +1826,7 @@ static void forged_record(const char *tid, struct trail_buf *fk)
                              .actor_len = 6, .type = "supervisor_started", .type_len = 18,
                              .body = "{\"forged\":true}", .body_len = 15, .prev_hash = slot};
     if (trail_rec_begin(fk) < 0 || trail_rec_put_entry(fk, &f) < 0 ||
-        trail_rec_end(fk, 1, 5, 5) < 0)
+        trail_rec_end(fk, 1, 5, 5, 0) < 0) /* the seed: none the agent could know */
         _exit(10);
 }
 
