@@ -117,6 +117,12 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
 #define TRAIL_APPLY_DELAY_NS (4 * 1000 * 1000)
 #define TRAIL_APPLY_BYTES (256u << 10)
 #define TRAIL_AHEAD_BUSY (1u << 20)   /* batches not yet in SQLite past which the trail is congested */
+/* Committed batches held in memory for the applier past which a commit waits for it. Without
+ * it only the segments bounded them, two of TRAIL_AHEAD_MAX: 256 workers pipelining reads
+ * (bench/run_scale.sh, trail `normal`, nothing light to protect, so no agent is held back) kept
+ * 134 MB of them once the applier did the hashing, against 72 MB when the loop did, and the
+ * supervisor's peak RSS went from 104 to 177 MB. */
+#define TRAIL_QUEUE_MAX (16u << 20)
 
 struct trail_rec_hdr {
     uint32_t items;

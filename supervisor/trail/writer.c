@@ -622,8 +622,9 @@ int trail_blob_put(struct trail *t, const void *data, size_t len, char hash_hex[
 
 /* Where the next record goes: after the last one in the current segment; in the other segment,
  * from 0, once the current one is past its lap and every record of the other is in SQLite
- * (flushed there, in `full`); and past TRAIL_AHEAD_MAX, only after waiting for the applier to
- * get there (a flood far ahead of SQLite: its memory is bounded too). */
+ * (flushed there, in `full`); and past TRAIL_AHEAD_MAX, or with TRAIL_QUEUE_MAX of batches
+ * waiting in memory, only after waiting for the applier to get there (a flood far ahead of
+ * SQLite: its memory is bounded). */
 static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, struct cerr *err)
 {
     pthread_mutex_lock(&t->amu);
@@ -633,7 +634,8 @@ static int record_place(struct trail *t, size_t len, int *seg, uint64_t *off, st
             t->cur = 1 - t->cur;
             t->aoff = 0;
         }
-        if (t->aoff + len <= TRAIL_AHEAD_MAX || t->aoff == 0)
+        if ((t->aoff + len <= TRAIL_AHEAD_MAX || t->aoff == 0) &&
+            (t->q_bytes + len <= TRAIL_QUEUE_MAX || !t->q_head))
             break;
         if (t->afailed) {
             pthread_mutex_unlock(&t->amu);

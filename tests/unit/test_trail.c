@@ -1249,6 +1249,78 @@ static void test_ahead_unhashed_and_cra1(void **state)
     tmpdir_free(dir);
 }
 
+/* Committed batches wait in memory for the applier; past TRAIL_QUEUE_MAX of them a commit waits
+ * for it (only the segments bounded them before: two of TRAIL_AHEAD_MAX, and 256 pipelining
+ * workers kept 134 MB of batches). Here the applier is held: the committing thread stops once
+ * TRAIL_QUEUE_MAX is queued, and goes on, every entry kept, once the applier runs again. */
+struct queue_fill {
+    struct trail *t;
+    int done; /* commits made (read by the test while the thread runs: atomics) */
+    int rc;
+};
+
+#define QUEUE_FILL_BATCHES 40 /* of 1 MiB: past TRAIL_QUEUE_MAX */
+
+static void *queue_fill_run(void *arg)
+{
+    struct queue_fill *q = arg;
+    struct cerr err = {0};
+    char *data = malloc(1u << 20);
+    if (!data) {
+        q->rc = -ENOMEM;
+        return NULL;
+    }
+    for (int b = 0; b < QUEUE_FILL_BATCHES && q->rc == 0; b++) {
+        memset(data, 'a' + b % 26, 1u << 20);
+        char hex[65], body[128];
+        if (trail_blob_put(q->t, data, 1u << 20, hex, &err) < 0) {
+            q->rc = -1;
+            break;
+        }
+        snprintf(body, sizeof(body), "{\"content_blob\":\"%s\"}", hex);
+        cJSON *j = cJSON_Parse(body);
+        if (trail_append(q->t, "w", "worker", "tool_call", j, NULL, &err) < 0 ||
+            trail_commit(q->t, &err) < 0)
+            q->rc = -2;
+        cJSON_Delete(j);
+        __atomic_store_n(&q->done, b + 1, __ATOMIC_SEQ_CST);
+    }
+    free(data);
+    return NULL;
+}
+
+static void test_commits_wait_at_queue_bound(void **state)
+{
+    (void)state;
+    char *dir = tmpdir_new(), *db = path_in(dir, "t.db");
+    struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
+    trail_applier_hold(t, true);
+    struct queue_fill q = {.t = t};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, queue_fill_run, &q), 0);
+    /* Until it stops making progress for half a second (or 60 s pass). */
+    int last = -1, still = 0;
+    for (int i = 0; i < 600 && still < 5; i++) {
+        usleep(100 * 1000);
+        int d = __atomic_load_n(&q.done, __ATOMIC_SEQ_CST);
+        still = d == last ? still + 1 : 0;
+        last = d;
+    }
+    int held = __atomic_load_n(&q.done, __ATOMIC_SEQ_CST);
+    if (held >= QUEUE_FILL_BATCHES || held > (int)(TRAIL_QUEUE_MAX >> 20))
+        fail_msg("%d batches of 1 MiB committed with the applier held (bound %u MiB)", held,
+                 TRAIL_QUEUE_MAX >> 20);
+    assert_true(held >= (int)(TRAIL_QUEUE_MAX >> 20) - 1);
+    trail_applier_hold(t, false);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(q.rc, 0);
+    assert_int_equal(q.done, QUEUE_FILL_BATCHES);
+    trail_close(t);
+    verify_ok(db, 1 + QUEUE_FILL_BATCHES);
+    free(db);
+    tmpdir_free(dir);
+}
+
 /* Readers (corral trail, corral run before it looks for an unfinished run) ask whether a dead
  * writer left an ahead log. A local user who can write the trail's directory planted a FIFO in
  * its place: root's open of it for reading blocked until someone opened it for writing, that is
@@ -2145,6 +2217,7 @@ int main(void)
         cmocka_unit_test(test_ahead_recovery),
         cmocka_unit_test(test_ahead_recovery_both_segments),
         cmocka_unit_test(test_ahead_unhashed_and_cra1),
+        cmocka_unit_test(test_commits_wait_at_queue_bound),
         cmocka_unit_test(test_ahead_no_splice_of_abandoned_records),
         cmocka_unit_test(test_ahead_lap_remnant_not_applied),
         cmocka_unit_test(test_quiet_commits_never_wait_forever),
