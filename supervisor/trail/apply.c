@@ -317,10 +317,10 @@ void trail_apply_delay(struct trail *t, int64_t ns)
 /* In `normal`, the applier runs this many nice steps below the loop (CFS weight 110 against
  * 1024): its work is off every answer's path, and on two CPUs it competed with the loop and the
  * agents. Under a sustained flood it falls behind instead; the trail is then congested
- * (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX commits wait for it, at the
- * loop's priority again (applier_priority). Not in `full`: there the flush bounds a call, not
- * the CPU (no gain measured), and a lagging applier let SQLite and its WAL fall behind under
- * load (a tight disk filled; readers saw entries late). */
+ * (trail_congested) and the floods wait, and past TRAIL_AHEAD_MAX or TRAIL_QUEUE_MAX commits
+ * wait for it, at the loop's priority again (applier_priority). Not in `full`: there the flush
+ * bounds a call, not the CPU (no gain measured), and a lagging applier let SQLite and its WAL
+ * fall behind under load (a tight disk filled; readers saw entries late). */
 #define APPLIER_NICE 10
 
 /* Lowers the calling thread, APPLIER_NICE steps below the nice value it inherited from the loop
