@@ -979,7 +979,10 @@ static int64_t sqlite_count(const char *db)
     return n;
 }
 
-static void crash_after(const char *db, int batches, enum trail_durability d)
+/* A writer that commits BATCHES batches (a blob and three entries each: content tagged TAG,
+ * so two writers' records differ in their bytes and not in their lengths) with its applier
+ * held, and dies without closing. */
+static void crash_writer(const char *db, int batches, enum trail_durability d, const char *tag)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -992,7 +995,7 @@ static void crash_after(const char *db, int batches, enum trail_durability d)
         for (int b = 0; b < batches; b++) {
             char hex[65], body[160];
             char data[64];
-            snprintf(data, sizeof(data), "content %d", b);
+            snprintf(data, sizeof(data), "content %s%s%d", tag, *tag ? " " : "", b);
             if (trail_blob_put(t, data, strlen(data), hex, &err) < 0)
                 _exit(3);
             snprintf(body, sizeof(body), "{\"b\":%d,\"content_blob\":\"%s\"}", b, hex);
@@ -1010,6 +1013,11 @@ static void crash_after(const char *db, int batches, enum trail_durability d)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void crash_after(const char *db, int batches, enum trail_durability d)
+{
+    crash_writer(db, batches, d, "");
 }
 
 /* The ahead log's segments are root's writes beside the trail: a symbolic link or a hard link
@@ -1157,6 +1165,20 @@ static void test_ahead_recovery(void **state)
     tmpdir_free(dir);
 }
 
+/* The file's last entry: its seq, and its hash in HASH. */
+static uint64_t last_entry(sqlite3 *raw, uint8_t hash[TRAIL_HASH_LEN])
+{
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
+    memcpy(hash, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
+    sqlite3_finalize(st);
+    return seq;
+}
+
 /* The event loop does not hash: an entry's links and hash are zeros in its ahead-log record (the
  * applier fills them in memory, recovery from the record read back), and the record carries a
  * checksum instead. A record of the format before ("CRA1", written with its hashes and no
@@ -1185,13 +1207,7 @@ static void cra1_from(const char *db, const char *seg, bool spoil)
     sqlite3 *raw;
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    fake->h_seq = (uint64_t)sqlite3_column_int64(st, 0);
-    memcpy(fake->h_head, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
-    sqlite3_finalize(st);
+    fake->h_seq = last_entry(raw, fake->h_head);
     assert_int_equal(sqlite3_prepare_v2(raw,
                                         "SELECT local_seq, hash FROM entries WHERE workspace = 'w' "
                                         "ORDER BY seq DESC LIMIT 1",
@@ -1777,14 +1793,8 @@ static void append_from_the_future(const char *db)
     sqlite3 *raw;
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_open_v2(db, &raw, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(raw, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int64(st, 0), 1);
     uint8_t prev[TRAIL_HASH_LEN], h[TRAIL_HASH_LEN];
-    memcpy(prev, sqlite3_column_blob(st, 1), TRAIL_HASH_LEN);
-    sqlite3_finalize(st);
+    assert_int_equal(last_entry(raw, prev), 1);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     int n = snprintf(id, sizeof(id), "%s-2", tid);
@@ -1811,40 +1821,6 @@ static void append_from_the_future(const char *db)
     verify_ok(db, 2);
 }
 
-/* crash_after, each batch's content tagged: two writers' batches then differ in their bytes (a
- * blob, and the body naming it), not in their lengths. */
-static void crash_after_tagged(const char *db, int batches, const char *tag)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct trail *t = NULL;
-        struct cerr err = {0};
-        if (trail_open(db, TRAIL_DURABILITY_NORMAL, &t, &err) < 0)
-            _exit(2);
-        trail_applier_hold(t, true);
-        for (int b = 0; b < batches; b++) {
-            char hex[65], body[160], data[64];
-            snprintf(data, sizeof(data), "content %s %d", tag, b);
-            if (trail_blob_put(t, data, strlen(data), hex, &err) < 0)
-                _exit(3);
-            snprintf(body, sizeof(body), "{\"b\":%d,\"content_blob\":\"%s\"}", b, hex);
-            cJSON *j = cJSON_Parse(body);
-            for (int k = 0; k < 3; k++)
-                if (trail_append(t, k == 1 ? NULL : "w", "worker", "tool_call", j, NULL, &err) < 0)
-                    _exit(4);
-            cJSON_Delete(j);
-            if (trail_commit(t, &err) < 0)
-                _exit(5);
-        }
-        _exit(0); /* no trail_close: a crash */
-    }
-    int st;
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
-
 /* Writer A commits entries 3-5 and 6-8 and dies; the first record is damaged (a power loss in
  * `normal` wrote the second record's pages and not all of the first's), so writer B's recovery
  * applies neither: the trail ends at 2 and B writes its own 3-5, which go over A's first record
@@ -1857,7 +1833,7 @@ static void test_ahead_no_splice_of_abandoned_records(void **state)
     char *dir = tmpdir_new(), *db = path_in(dir, "t.db"), *seg = path_in(dir, "t.db-ahead");
     trail_close(open_ok(db, TRAIL_DURABILITY_NORMAL));
     append_from_the_future(db);
-    crash_after_tagged(db, 2, "A"); /* A: 3-5 and 6-8, only in FILE-ahead */
+    crash_writer(db, 2, TRAIL_DURABILITY_NORMAL, "A"); /* A: 3-5 and 6-8, only in FILE-ahead */
     int fd = open(seg, O_RDWR);
     assert_true(fd >= 0);
     uint8_t byte;
@@ -1865,7 +1841,7 @@ static void test_ahead_no_splice_of_abandoned_records(void **state)
     byte ^= 0x10; /* inside A's first record */
     assert_int_equal(pwrite(fd, &byte, 1, 100), 1);
     close(fd);
-    crash_after_tagged(db, 1, "B"); /* rejects A's records; its own 3-5 */
+    crash_writer(db, 1, TRAIL_DURABILITY_NORMAL, "B"); /* rejects A's records; its own 3-5 */
     assert_int_equal(sqlite_count(db), 2);
     struct trail *t = open_ok(db, TRAIL_DURABILITY_NORMAL);
     if (trail_head_seq(t) != 5)
