@@ -199,9 +199,11 @@ int trail_apply(struct trail *t, struct trail_batch *list, bool begun, const cha
         struct trail_rec_hdr h;
         const char *why;
         int r = trail_rec_header(b->rec.p, b->rec.len, &h);
-        if (r == 0 && !b->chained && (r = trail_chain_batch(t, b, &why)) == -ENOMEM) {
-            *what = "hashing the entries";
-            rc = SQLITE_NOMEM;
+        if (r == 0 && !b->chained && (r = trail_chain_batch(t, b, &why)) < 0) {
+            /* -ENOMEM; or the chain's head and the loop's sequence numbers disagree, which
+             * cannot be short of a bug: nothing of it goes into SQLite */
+            *what = r == -ENOMEM ? "hashing the entries" : "hashing the entries (they do not continue the chain)";
+            rc = r == -ENOMEM ? SQLITE_NOMEM : SQLITE_CORRUPT;
             goto fail;
         }
         while (r >= 0 && (r = trail_rec_next(b->rec.p, h.end, &pos, &it)) > 0) {
@@ -379,9 +381,17 @@ static void *applier_main(void *arg)
         }
         if (!t->q_head || (t->afailed && !t->aretry))
             break; /* stopping, with nothing it may apply */
-        /* The whole queue, detached: batches committed meanwhile wait for the next round. */
-        struct trail_batch *list = t->q_head, *last = t->q_tail;
-        t->q_head = t->q_tail = NULL;
+        /* The queue's head, detached, up to TRAIL_APPLY_ROUND (at least one batch): batches
+         * committed meanwhile, and the rest, wait for the next round. A commit that waits for
+         * room (TRAIL_QUEUE_MAX) is released after one round, not after the whole queue (16 MiB
+         * hashed and inserted: the loop, and every agent, held a hundred milliseconds). */
+        struct trail_batch *list = t->q_head, *last = list;
+        for (uint64_t bytes = last->rec.len; last->next && bytes + last->next->rec.len <= TRAIL_APPLY_ROUND;)
+            bytes += (last = last->next)->rec.len;
+        t->q_head = last->next;
+        if (!t->q_head)
+            t->q_tail = NULL;
+        last->next = NULL;
         bool retry = t->aretry;
         pthread_mutex_unlock(&t->amu);
 

@@ -123,6 +123,9 @@ bool trail_blob_ref_key(const char *key, size_t len, bool *list);
  * 134 MB of them once the applier did the hashing, against 72 MB when the loop did, and the
  * supervisor's peak RSS went from 104 to 177 MB. */
 #define TRAIL_QUEUE_MAX (16u << 20)
+/* At most this many bytes of batches per transaction of the applier (a batch larger alone goes
+ * alone): a commit waiting for room is released after one such round. */
+#define TRAIL_APPLY_ROUND (2u << 20)
 
 struct trail_rec_hdr {
     uint32_t items;
