@@ -222,7 +222,7 @@ struct trail {
     /* The loop does not hash (the applier does, trail_chain_batch): it keeps the sequence
      * numbers only, every workspace's local_seq in ws (its last_hash is not used). */
     struct trail_wsmap ws; /* every workspace's last local_seq, staged (loaded at open) */
-    struct trail_buf body, scratch;
+    struct trail_buf body;
     bool degraded;
     char why[512];
     struct trail_ckpt *ckpt; /* NULL: SQLite's automatic checkpoint, on the commit */

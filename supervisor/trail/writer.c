@@ -958,7 +958,6 @@ void trail_close(struct trail *t)
     trail_wsmap_clear(&t->ws);
     trail_wsmap_clear(&t->a_ws);
     trail_buf_free(&t->body);
-    trail_buf_free(&t->scratch);
     trail_buf_free(&t->a_scratch);
     trail_buf_free(&t->rec);
     free(t->pblobs);
