@@ -384,7 +384,7 @@ static void *applier_main(void *arg)
         /* The queue's head, detached, up to TRAIL_APPLY_ROUND (at least one batch): batches
          * committed meanwhile, and the rest, wait for the next round. A commit that waits for
          * room (TRAIL_QUEUE_MAX) is released after one round, not after the whole queue (16 MiB
-         * hashed and inserted: the loop, and every agent, held a hundred milliseconds). */
+         * to hash and insert: by estimate a hundred milliseconds of the loop, and of every agent). */
         struct trail_batch *list = t->q_head, *last = list;
         for (uint64_t bytes = last->rec.len; last->next && bytes + last->next->rec.len <= TRAIL_APPLY_ROUND;)
             bytes += (last = last->next)->rec.len;
